@@ -1,0 +1,19 @@
+import type { PlanModeConfig } from './types.js'
+
+/** The config's keys (R37). */
+const CONFIG_KEYS = ['section'] as const
+
+/**
+ * Checks a config and returns a new object with `section` kept verbatim (R37, R38).
+ * @throws Error, first failure wins: a missing or non-string `section`, a blank one, unknown keys.
+ */
+export function resolveConfig(config: PlanModeConfig): PlanModeConfig {
+  const section = (config as Partial<PlanModeConfig> | null | undefined)?.section
+  if (typeof section !== 'string') throw new Error('PlanModeConfig needs a string `section`')
+  if (section.trim() === '') throw new Error('PlanModeConfig needs a non-empty `section`')
+  const unknown = Object.keys(config).filter((key) => !(CONFIG_KEYS as readonly string[]).includes(key))
+  if (unknown.length > 0) {
+    throw new Error(`PlanModeConfig has unknown key(s) ${unknown.join(', ')} — config is { section }`)
+  }
+  return { section }
+}

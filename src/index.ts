@@ -1,0 +1,40 @@
+/**
+ * xstate-plan-mode: plan mode for AI agent loops, one XState v5 actor per agent.
+ * The public surface is fixed by SPEC §1.
+ */
+export { createPlanMode, DISPOSED_MESSAGE, type PlanMode, type PlanModeActor } from './service.js'
+export { resolveConfig } from './config.js'
+export { foldPlanMode, validatePlanModeEvent } from './log/fold.js'
+export { replayPlanLog, type PlanLogFold } from './log/replay.js'
+export {
+  PLAN_MODE_EVENT,
+  PLAN_REVIEW_EVENT,
+  TURN_START_EVENT,
+  TURN_END_EVENT,
+  REQUEST_HEADER_EVENT,
+  COMMAND_RUN_EVENT,
+  COMMAND_DONE_EVENT,
+  type PlanModeData,
+  type PlanReviewData,
+  type ReviewOutcome,
+} from './log/events.js'
+export { createMemorySessionLog } from './adapters/memory.js'
+export {
+  EXIT_PLAN_MODE,
+  EXIT_PLAN_MODE_DESCRIPTION,
+  EXIT_PLAN_MODE_RESULT_TEXT,
+  type ExitPlanModeTool,
+  type ExitToolContext,
+} from './exit-tool.js'
+export { type PlanCommand, type PlanCommandInput } from './command.js'
+export { planProjection, type PlanProjection, type PlanProjectionState, type PlanProjectionView } from './projection.js'
+export { NOTICE_TEXTS } from './narration.js'
+export { REVIEW_MESSAGES } from './review.js'
+export { planModeMachine, type PlanModeContext } from './machines/planModeMachine.js'
+export type { PlanModeEvent, PlanModeEmitted } from './machines/events.js'
+export * from './types.js'
+
+/** The plan-policy prompt section's name, for hosts that assemble named sections (SPEC §1). */
+export const PLAN_POLICY_SECTION = 'plan:policy'
+/** The plan-policy section's place among the named sections (SPEC §1). */
+export const PLAN_POLICY_ORDER = 50

@@ -1,0 +1,19 @@
+import type { NoticeKind } from './machines/events.js'
+import type { UserMessage } from './types.js'
+
+/** What the model is told when the user switched the mode since its last request (R33). */
+export const NOTICE_TEXTS: Readonly<Record<NoticeKind, string>> = {
+  entering: 'The user switched this session to plan mode.',
+  leaving: 'The user switched this session back to the default mode.',
+}
+
+/** A notice as a user message with a fresh id (R34). */
+export function createNotice(kind: NoticeKind): UserMessage {
+  const text = NOTICE_TEXTS[kind]
+  return {
+    id: globalThis.crypto.randomUUID(),
+    role: 'user',
+    content: [{ type: 'text', text }],
+    source: { kind: 'plugin', plugin: 'plan-mode', form: 'notice', summary: text },
+  }
+}

@@ -1,0 +1,114 @@
+import type { ReviewAnswer, ReviewQuestion } from './types.js'
+import type { ReviewOutcome } from './log/events.js'
+
+/**
+ * The plan review's domain: the question (R43), the reading of an answer (R44, R45), the
+ * plan's shape checks (R42.4–5), and every message a review call can fail with. The statechart
+ * decides *when*; this module says *what*.
+ */
+
+/** The label that consents (R43, R44). */
+export const APPROVE_LABEL = 'Approve'
+/** The label that keeps planning (R43). */
+export const KEEP_PLANNING_LABEL = 'Keep planning'
+/** A plan larger than this (UTF-8 bytes) is refused (R42.5). */
+export const MAX_PLAN_BYTES = 256 * 1024
+
+/** Why a review call fails, by R42's checks and R45–R48, R60. */
+export const REVIEW_MESSAGES = {
+  noAgent: 'exit_plan_mode requires a calling agent (no session to switch)',
+  planNotString: 'exit_plan_mode requires a "plan" string argument',
+  notInPlanMode: 'exit_plan_mode is only available in plan mode',
+  noHeading: 'exit_plan_mode requires a non-empty markdown plan starting with a # heading',
+  tooLarge: 'exit_plan_mode plan is too large (over 256 KiB)',
+  alreadyOpen: 'a plan review is already open for this agent; wait for its answer',
+  ownedAgent:
+    "human interaction is unavailable while the calling agent is owned by another live agent; include the unresolved question or decision in the child agent's final result",
+  noChannel:
+    'no user-interaction channel is available to review the plan; ask the user to switch the session mode instead',
+  keepPlanning: 'The user chose to keep planning; revise the plan and present it again.',
+  keepPlanningWithFeedback: 'The user chose to keep planning; their feedback: ',
+  dismissed:
+    'The user dismissed the plan review to speak instead; stay in plan mode, stop here, and wait for their message.',
+  superseded: 'The user changed the plan mode directly; the review is closed.',
+  reloaded: 'the plan-mode service was reloaded while the plan was under review; present the plan again',
+  aborted: 'the plan review was aborted',
+} as const
+
+/** A plan's shape problem, checked before any state check that follows it (R42.4–5). */
+export type PlanProblem = 'no-heading' | 'too-large'
+
+// A markdown ATX heading: 1–6 '#', then spaces or tabs, then text on the same line.
+const LEADING_HEADING = /^#{1,6}[ \t]+\S/
+const ANY_HEADING = /^[ \t]*#{1,6}[ \t]+(\S.*)$/m
+
+/** R42.4–5: what is wrong with the plan's shape, or undefined. */
+export function findPlanProblem(plan: string): PlanProblem | undefined {
+  if (!LEADING_HEADING.test(plan.trim())) return 'no-heading'
+  if (Buffer.byteLength(plan, 'utf8') > MAX_PLAN_BYTES) return 'too-large'
+  return undefined
+}
+
+/** The text of the plan's first markdown heading of any level, trailing whitespace removed (R51). */
+export function planTitle(plan: string): string | undefined {
+  return ANY_HEADING.exec(plan)?.[1]?.trimEnd()
+}
+
+/** The one question a review asks (R43). */
+export function reviewQuestion(plan: string): ReviewQuestion {
+  return {
+    id: 'plan-review',
+    header: 'Plan review',
+    question: 'Approve this plan and leave plan mode?',
+    detail: plan,
+    options: [
+      { label: APPROVE_LABEL, description: 'Leave plan mode; the plan is carried out from the next step.' },
+      { label: KEEP_PLANNING_LABEL, description: 'Stay in plan mode; feedback goes back to the model.' },
+    ],
+    intent: { kind: 'plan-review', approve: APPROVE_LABEL },
+  }
+}
+
+/** How an answered review ended: consent, or keep planning with optional feedback (R44, R45). */
+export type ReviewVerdict = { outcome: 'approved' } | { outcome: 'keep-planning'; feedback?: string }
+
+const isBlank = (text: string | undefined) => text === undefined || text.trim() === ''
+
+/** Reads an answer (R44, R45): anything but a clean single `Approve` keeps planning. */
+export function readReviewAnswer(answer: ReviewAnswer | undefined): ReviewVerdict {
+  const items = (Array.isArray(answer?.answers) ? answer.answers : []).filter((item) => item?.id === 'plan-review')
+  if (items.length !== 1) return { outcome: 'keep-planning' }
+  const [item] = items as [ReviewAnswer['answers'][number]]
+  const custom = typeof item.custom === 'string' ? item.custom : undefined
+  const selected = Array.isArray(item.selected) ? item.selected : []
+  if (selected.length === 1 && selected[0] === APPROVE_LABEL && isBlank(custom)) return { outcome: 'approved' }
+  return isBlank(custom) ? { outcome: 'keep-planning' } : { outcome: 'keep-planning', feedback: custom! }
+}
+
+/** The message a keep-planning answer fails the call with (R45). */
+export function keepPlanningMessage(feedback: string | undefined): string {
+  return feedback === undefined ? REVIEW_MESSAGES.keepPlanning : REVIEW_MESSAGES.keepPlanningWithFeedback + feedback
+}
+
+/** True when a channel's rejection means the user dismissed the review (R46). */
+export function isDismissal(error: unknown): boolean {
+  return (error as { code?: unknown } | null | undefined)?.code === 'ASK_CANCELLED'
+}
+
+/** The message of any thrown value: an Error's own message, else its string form. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** The message an aborted call fails with (R46): the reason's, when the reason is an Error. */
+export function abortMessage(signal: AbortSignal): string {
+  return signal.reason instanceof Error ? signal.reason.message : REVIEW_MESSAGES.aborted
+}
+
+/** How a review ended, and what its call settles with: consent, or a failure message (R49). */
+export interface ReviewSettlement {
+  outcome: ReviewOutcome
+  /** The failure message; absent for an approval. */
+  error?: string
+  feedback?: string
+}

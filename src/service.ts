@@ -1,0 +1,413 @@
+import { createActor, fromPromise, type Actor, type ActorSystem, type InspectionEvent, type Observer } from 'xstate'
+import { resolveConfig } from './config.js'
+import { createExitTool, planArgument, type ExitPlanModeTool } from './exit-tool.js'
+import { createPlanCommand, type PlanCommand } from './command.js'
+import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, type PlanReviewData } from './log/events.js'
+import { replayPlanLog } from './log/replay.js'
+import { toChartEvent, type PlanModeEmitted, type PlanModeEvent } from './machines/events.js'
+import { planModeMachine } from './machines/planModeMachine.js'
+import {
+  attachedSnapshot,
+  isAppending,
+  isEffectivelyActive,
+  planModeState,
+  type PlanModeSnapshot,
+} from './machines/selectors.js'
+import { createNotice } from './narration.js'
+import { planProjection, type PlanProjection } from './projection.js'
+import {
+  REVIEW_MESSAGES,
+  abortMessage,
+  findPlanProblem,
+  planTitle,
+  reviewQuestion,
+  type ReviewSettlement,
+} from './review.js'
+import type {
+  PlanAgent,
+  PlanModeConfig,
+  PlanModeLogger,
+  PlanModeOptions,
+  PlanModeState,
+  ReviewAnswer,
+  SessionEvent,
+  SetOutcome,
+  StepBoundaryResult,
+} from './types.js'
+
+/** One agent's plan-mode actor. */
+export type PlanModeActor = Actor<typeof planModeMachine>
+
+/** The plan-mode service: one statechart actor per agent behind plain methods (SPEC §1). */
+export interface PlanMode {
+  /** `{ active: F }`, plus `pending: P's target` while a selection waits (R7). */
+  get(agent: PlanAgent): PlanModeState
+  /** A user selection (R8–R13); rejects with the log's error when an idle commit fails (R11). */
+  set(agent: PlanAgent, active: boolean): Promise<SetOutcome>
+  /** Call once per new step, right before deriving its request (R14–R20, R30–R36). */
+  stepBoundary(agent: PlanAgent, options?: { signal?: AbortSignal }): Promise<StepBoundaryResult>
+  /** The section under E, for hosts that assemble before the boundary; `''` without an agent (R21). */
+  section(agent?: PlanAgent): string
+  /** The always-registered `exit_plan_mode` tool (R40–R52). */
+  readonly exitTool: ExitPlanModeTool
+  /** `/plan [off|message]` (R53–R57). */
+  readonly command: PlanCommand
+  /** The projection for UIs (R58, R59). */
+  readonly projection: PlanProjection
+  /** The agent's XState actor, for inspection and tests. */
+  actor(agent: PlanAgent): PlanModeActor
+  /** Fails an open review as reloaded and stops the agent's actor; a later call re-attaches (R63). */
+  detach(agent: PlanAgent): void
+  /** A reload: open reviews fail, actors stop, subscriptions end; later calls fail (R60). */
+  dispose(): Promise<void>
+}
+
+/** Thrown by every call that names an agent after `dispose` (R60). */
+export const DISPOSED_MESSAGE = 'plan-mode service is disposed'
+
+/** One attached agent: its actor, its log subscription and its operation queue. */
+interface Attachment {
+  agent: PlanAgent
+  readonly actor: PlanModeActor
+  /** The highest seq the actor has seen: F follows subscribe or append's value, once each. */
+  lastSeq: number
+  /** The tail of the agent's serialized operations (SPEC §1); null when idle. */
+  tail: Promise<unknown> | null
+  /** Emissions of the operation in progress. */
+  collected: Collected[] | null
+  /** The open review call, waiting for its settlement. */
+  review: Deferred<ReviewSettlement> | null
+  /** Pending-store writes in flight, awaited before an operation resolves. */
+  storeWrites: Promise<void>
+  unsubscribe(): void
+  /** Set by detach/dispose: the actor stops once its review has settled. */
+  closing: boolean
+  stopped: Deferred<void>
+}
+
+/** An emission as an operation sees it: an opened review carries its settlement to come. */
+type Collected =
+  | Exclude<PlanModeEmitted, { type: 'review.opened' }>
+  | { type: 'review.opened'; settled: Promise<ReviewSettlement> }
+
+interface Deferred<T> {
+  promise: Promise<T>
+  resolve(value: T): void
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void
+  const promise = new Promise<T>((r) => (resolve = r))
+  return { promise, resolve }
+}
+
+function isSessionEvent(value: unknown): value is SessionEvent {
+  return typeof (value as SessionEvent | null)?.seq === 'number' && typeof (value as SessionEvent).type === 'string'
+}
+
+/**
+ * Creates the plan-mode service. The first call that names an agent attaches it: its actor
+ * starts from the replayed log (R64) and follows the log's subscription from then on (R70).
+ * @throws the config errors of `resolveConfig` (R37).
+ */
+export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions = {}): PlanMode {
+  const { section } = resolveConfig(config)
+  const logger: PlanModeLogger = options.logger ?? console
+  const pendingStore = options.pendingStore
+  const attachments = new Map<string, Attachment>()
+  const bySystem = new WeakMap<ActorSystem<any>, Attachment>()
+  let disposed = false
+
+  /** The logger port: a failing logger is itself contained (R62). */
+  function warn(message: string, error: unknown): void {
+    try {
+      logger.warn(message, error)
+    } catch {
+      // Nowhere left to report to; the actor must keep working.
+    }
+  }
+
+  function attachmentOf(system: ActorSystem<any>): Attachment {
+    const attachment = bySystem.get(system)
+    if (!attachment) throw new Error('plan-mode: actor is not attached')
+    return attachment
+  }
+
+  /** Feeds one log event to the chart, once per seq, dropping those that cannot matter (R70). */
+  function observe(attachment: Attachment, event: SessionEvent): void {
+    if (!isSessionEvent(event) || event.seq <= attachment.lastSeq) return
+    attachment.lastSeq = event.seq
+    let chartEvent: PlanModeEvent | undefined
+    try {
+      chartEvent = toChartEvent(event)
+    } catch (error) {
+      warn('plan-mode: invalid plan/mode ignored', error) // R61
+      return
+    }
+    if (chartEvent && attachment.actor.getSnapshot().status === 'active') attachment.actor.send(chartEvent)
+  }
+
+  async function appendEvent(system: ActorSystem<any>, type: string, data: unknown): Promise<SessionEvent> {
+    const attachment = attachmentOf(system)
+    const event = await attachment.agent.session.append(type, data)
+    observe(attachment, event)
+    return event
+  }
+
+  function trackStoreWrite(attachment: Attachment, write: () => void | Promise<void>): void {
+    attachment.storeWrites = attachment.storeWrites
+      .then(write)
+      .catch((error: unknown) => warn('plan-mode: pending store write failed', error))
+  }
+
+  // The ports, bound once: each implementation finds its agent through the actor's system.
+  const machine = planModeMachine.provide({
+    actors: {
+      appendPlanMode: fromPromise<SessionEvent, { active: boolean }>(({ input, system }) =>
+        appendEvent(system, PLAN_MODE_EVENT, { active: input.active }),
+      ),
+      recordReview: fromPromise<SessionEvent, PlanReviewData>(({ input, system }) =>
+        appendEvent(system, PLAN_REVIEW_EVENT, input),
+      ),
+      askReview: fromPromise<ReviewAnswer, { plan: string }>(async ({ input, system, signal }) => {
+        const { agent } = attachmentOf(system)
+        // REVIEW.OPEN is refused without a channel (R42.8), so one exists here.
+        return options.review!.ask({ questions: [reviewQuestion(input.plan)], agent, signal })
+      }),
+    },
+    actions: {
+      warn: ({ event }, { message }) => warn(message, (event as { error?: unknown }).error),
+      rememberPending: ({ system }, { active }) => {
+        const attachment = attachmentOf(system)
+        if (pendingStore) trackStoreWrite(attachment, () => pendingStore.set(attachment.agent.id, active))
+      },
+      forgetPending: ({ system }) => {
+        const attachment = attachmentOf(system)
+        if (pendingStore) trackStoreWrite(attachment, () => pendingStore.delete(attachment.agent.id))
+      },
+    },
+  })
+
+  function attach(agent: PlanAgent): Attachment {
+    if (disposed) throw new Error(DISPOSED_MESSAGE)
+    const existing = attachments.get(agent.id)
+    if (existing) {
+      existing.agent = agent // the latest caller's steer/owner/identity
+      return existing
+    }
+    // Throws on an invalid plan/mode: every call fails until the log is repaired (R61).
+    const fold = replayPlanLog(agent.session.events)
+    const stored = pendingStore?.get(agent.id)
+    const snapshot = attachedSnapshot({
+      active: fold.projection.active,
+      openTurn: fold.openTurn,
+      told: fold.told,
+      pending: typeof stored === 'boolean' ? stored : fold.projection.kept,
+    })
+    const actor = createActor(machine, {
+      snapshot,
+      id: agent.id,
+      ...(options.inspect ? { inspect: options.inspect as Observer<InspectionEvent> } : {}),
+    })
+    const attachment: Attachment = {
+      agent,
+      actor,
+      lastSeq: fold.lastSeq,
+      tail: null,
+      collected: null,
+      review: null,
+      storeWrites: Promise.resolve(),
+      unsubscribe: () => {},
+      closing: false,
+      stopped: deferred(),
+    }
+    bySystem.set(actor.system, attachment)
+    actor.on('*', (emitted) => route(attachment, emitted as PlanModeEmitted))
+    actor.start()
+    attachment.unsubscribe = agent.session.subscribe((event) => observe(attachment, event))
+    attachments.set(agent.id, attachment)
+    return attachment
+  }
+
+  /** Routes the chart's emissions to the operation in progress and the open review call. */
+  function route(attachment: Attachment, emitted: PlanModeEmitted): void {
+    switch (emitted.type) {
+      case 'review.opened':
+        attachment.review = deferred()
+        attachment.collected?.push({ type: 'review.opened', settled: attachment.review.promise })
+        return
+      default:
+        attachment.collected?.push(emitted)
+    }
+    switch (emitted.type) {
+      case 'review.answered':
+        // The answer settles in turn with the agent's other operations; queued after the
+        // current macrostep, never from inside it.
+        queueMicrotask(() => void perform(attachment, { type: 'REVIEW.SETTLE' }).catch(() => {}))
+        break
+      case 'review.settled':
+        attachment.review?.resolve(emitted.settlement)
+        attachment.review = null
+        if (attachment.closing) queueMicrotask(() => stopWhenQuiet(attachment))
+        break
+    }
+  }
+
+  /** Resolves once no append is in flight (rejects if the actor stopped). */
+  function quiet(actor: PlanModeActor): Promise<void> {
+    if (!isAppending(actor.getSnapshot())) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      const subscription = actor.subscribe({
+        next: (snapshot: PlanModeSnapshot) => {
+          if (isAppending(snapshot)) return
+          subscription.unsubscribe()
+          resolve()
+        },
+        error: reject,
+        complete: () => reject(new Error(DISPOSED_MESSAGE)),
+      })
+    })
+  }
+
+  /**
+   * Runs one operation of an agent: it starts after the previous one finished (at once, in the
+   * same call, when the agent is idle), sends one event and collects what the chart emits until
+   * no append is in flight.
+   */
+  function perform(attachment: Attachment, event: PlanModeEvent): Promise<Collected[]> {
+    const task = async (): Promise<Collected[]> => {
+      if (attachment.actor.getSnapshot().status !== 'active') throw new Error(DISPOSED_MESSAGE)
+      const collected: Collected[] = []
+      attachment.collected = collected
+      try {
+        attachment.actor.send(event)
+        await quiet(attachment.actor)
+        await attachment.storeWrites
+      } finally {
+        attachment.collected = null
+      }
+      return collected
+    }
+    const result = attachment.tail === null ? task() : attachment.tail.then(task, task)
+    const tail: Promise<unknown> = result.catch(() => {})
+    attachment.tail = tail
+    void tail.then(() => {
+      if (attachment.tail === tail) attachment.tail = null
+    })
+    return result
+  }
+
+  function find<T extends Collected['type']>(emitted: Collected[], ...types: T[]): Extract<Collected, { type: T }> {
+    const found = emitted.find((e) => (types as string[]).includes(e.type))
+    if (!found) throw new Error(`plan-mode: the chart did not settle the operation (${types.join(', ')})`)
+    return found as Extract<Collected, { type: T }>
+  }
+
+  /** Stops a closing agent's actor once its review settled and no operation runs. */
+  function stopWhenQuiet(attachment: Attachment): void {
+    const snapshot = attachment.actor.getSnapshot()
+    if (snapshot.status !== 'active') return attachment.stopped.resolve()
+    if (attachment.review !== null || attachment.tail !== null || isAppending(snapshot)) {
+      const wait = attachment.tail ?? attachment.review?.promise ?? quiet(attachment.actor)
+      void wait.then(
+        () => queueMicrotask(() => stopWhenQuiet(attachment)),
+        () => queueMicrotask(() => stopWhenQuiet(attachment)),
+      )
+      return
+    }
+    attachment.unsubscribe()
+    attachment.actor.stop()
+    attachment.stopped.resolve()
+  }
+
+  /** Closes an agent's attachment: its review fails as reloaded, then the actor stops. */
+  function close(attachment: Attachment): Promise<void> {
+    if (!attachment.closing) {
+      attachment.closing = true
+      attachments.delete(attachment.agent.id)
+      if (attachment.actor.getSnapshot().status === 'active') attachment.actor.send({ type: 'RELOAD' })
+      stopWhenQuiet(attachment)
+    }
+    return attachment.stopped.promise
+  }
+
+  async function executeExitTool(args: unknown, context: { agent?: PlanAgent; signal?: AbortSignal } = {}) {
+    if (disposed) throw new Error(DISPOSED_MESSAGE)
+    const { agent, signal } = context ?? {}
+    if (signal?.aborted) throw new Error(abortMessage(signal))
+    if (!agent) throw new Error(REVIEW_MESSAGES.noAgent)
+    const plan = planArgument(args)
+    const attachment = attach(agent)
+    if (plan === undefined) throw new Error(REVIEW_MESSAGES.planNotString)
+    const opened = await perform(attachment, {
+      type: 'REVIEW.OPEN',
+      plan,
+      title: planTitle(plan) ?? 'Plan',
+      problem: findPlanProblem(plan),
+      owned: typeof agent.owner === 'string' && agent.owner !== '',
+      hasChannel: options.review !== undefined,
+    })
+    const outcome = find(opened, 'review.rejected', 'review.opened')
+    if (outcome.type === 'review.rejected') throw new Error(outcome.message)
+    const review = outcome.settled
+    const onAbort = () => attachment.actor.send({ type: 'REVIEW.ABORT', message: abortMessage(signal!) })
+    if (signal?.aborted) onAbort() // aborted while the review was being opened
+    else signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      const settlement = await review
+      if (settlement.outcome !== 'approved') throw new Error(settlement.error)
+      return { approved: true as const }
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+    }
+  }
+
+  const service: PlanMode = {
+    get(agent) {
+      return planModeState(attach(agent).actor.getSnapshot())
+    },
+
+    async set(agent, active) {
+      const emitted = await perform(attach(agent), { type: 'SELECT', active: active === true })
+      const result = find(emitted, 'set.settled', 'set.failed')
+      if (result.type === 'set.failed') throw result.error
+      return result.outcome
+    },
+
+    async stepBoundary(agent, { signal } = {}) {
+      const attachment = attach(agent)
+      const emitted = await perform(attachment, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true })
+      const { active, notice } = find(emitted, 'boundary.settled')
+      return { section: active ? section : '', messages: notice ? [createNotice(notice)] : [] }
+    },
+
+    section(agent) {
+      if (agent === undefined) return ''
+      return isEffectivelyActive(attach(agent).actor.getSnapshot()) ? section : ''
+    },
+
+    exitTool: createExitTool(executeExitTool),
+    command: createPlanCommand({
+      get: (agent) => service.get(agent),
+      set: (agent, active) => service.set(agent, active),
+    }),
+    projection: planProjection,
+
+    actor(agent) {
+      return attach(agent).actor
+    },
+
+    detach(agent) {
+      if (disposed) throw new Error(DISPOSED_MESSAGE)
+      const attachment = attachments.get(agent.id)
+      if (attachment) void close(attachment)
+    },
+
+    async dispose() {
+      if (disposed) return
+      disposed = true
+      await Promise.all([...attachments.values()].map(close))
+    },
+  }
+  return service
+}

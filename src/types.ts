@@ -1,0 +1,143 @@
+/**
+ * The public types of xstate-plan-mode (SPEC §1). Names are fixed: hosts and outside
+ * conformance tests depend on them.
+ */
+
+/** One event of an agent's append-only session log. `seq` is assigned by the log, +1 per event. */
+export interface SessionEvent<Data = unknown> {
+  readonly seq: number
+  readonly type: string
+  readonly data: Data
+}
+
+/**
+ * An agent's session log: the only durable truth of plan mode (R1).
+ * `events` holds the whole loaded log; `append` may be asynchronous (a database);
+ * `subscribe` reports every appended event.
+ */
+export interface SessionLog {
+  readonly events: readonly SessionEvent[]
+  append(type: string, data: unknown): SessionEvent | Promise<SessionEvent>
+  subscribe(listener: (event: SessionEvent) => void): () => void
+}
+
+/** A text block of a message. */
+export interface TextPart {
+  type: 'text'
+  text: string
+}
+
+/** Where a user message came from: the user, or a plugin's notice (R34). */
+export type MessageSource =
+  | { kind: 'user' }
+  | { kind: 'plugin'; plugin: 'plan-mode'; form: 'notice'; summary: string }
+
+/** A user-role message handed to the model (notices, R34) or steered into the agent (R56). */
+export interface UserMessage {
+  id: string
+  role: 'user'
+  /** Text blocks, and for steered messages the attachments the host passed, in order. */
+  content: unknown[]
+  source: MessageSource
+}
+
+/** The agent plan mode works for. The first call naming it attaches it (SPEC §1). */
+export interface PlanAgent {
+  id: string
+  session: SessionLog
+  /** Sends a user message into the agent; needed for `/plan <message>` (R56). */
+  steer?(message: UserMessage): void
+  /** Set when the agent is owned by another live agent: it cannot ask the user (R42.7). */
+  owner?: string
+}
+
+/** The library's configuration (R37). */
+export interface PlanModeConfig {
+  /** The plan-policy prompt section, sent while plan mode is in force (R18). */
+  section: string
+}
+
+/** Where warnings about contained faults go (R19, R49, R61). */
+export interface PlanModeLogger {
+  warn(...args: unknown[]): void
+}
+
+/** The question a plan review asks (R43). */
+export interface ReviewQuestion {
+  id: 'plan-review'
+  header: string
+  question: string
+  detail: string
+  options: { label: string; description: string }[]
+  intent: { kind: 'plan-review'; approve: string }
+}
+
+/** What the review channel is asked: one question, the agent, and a signal owned by the service. */
+export interface ReviewRequest {
+  questions: [ReviewQuestion]
+  agent: PlanAgent
+  signal: AbortSignal
+}
+
+/** The user's answer to a review. */
+export interface ReviewAnswer {
+  answers: { id: string; selected: string[]; custom?: string }[]
+}
+
+/**
+ * The host's way to ask the user. A rejection whose error has `code: 'ASK_CANCELLED'`
+ * means the user dismissed the review (R46).
+ */
+export interface ReviewChannel {
+  ask(request: ReviewRequest): Promise<ReviewAnswer>
+}
+
+/**
+ * A host-side store of the selection that waits for a step boundary, so that a selection made
+ * after a turn's last step survives a restart. `get` is read once, synchronously, at attach;
+ * `set` and `delete` may be asynchronous and are awaited before `set` resolves.
+ */
+export interface PendingStore {
+  get(agentId: string): boolean | undefined
+  set(agentId: string, pending: boolean): void | Promise<void>
+  delete(agentId: string): void | Promise<void>
+}
+
+/** Options of `createPlanMode`. */
+export interface PlanModeOptions {
+  review?: ReviewChannel
+  logger?: PlanModeLogger
+  /** An XState inspection observer (for example from `createPlanModeInspector` or `@statelyai/inspect`). */
+  inspect?: unknown
+  /** Keeps pending selections across restarts (memory by default: none survive). */
+  pendingStore?: PendingStore
+}
+
+/** What `get` reports (R7): `pending` is the pending selection's TARGET (false = leaving). */
+export interface PlanModeState {
+  active: boolean
+  pending?: boolean
+}
+
+/** The result of `set` (R8–R10). */
+export type SetOutcome = 'committed' | 'queued' | 'cancelled' | 'noop'
+
+/** What a step boundary hands the host for the step's request (R18, R32). */
+export interface StepBoundaryResult {
+  section: string
+  messages: UserMessage[]
+}
+
+/** A generic presentation card for a host UI (R51). */
+export interface Card {
+  card: 'generic'
+  title: string
+  kind?: 'other'
+  content: unknown[]
+}
+
+/** The result of `/plan` (R55–R57). */
+export interface CommandResult {
+  kind: 'success' | 'error'
+  text: string
+}
