@@ -362,6 +362,11 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     }
   }
 
+  const command = createPlanCommand({
+    get: (agent) => service.get(agent),
+    set: (agent, active) => service.set(agent, active),
+  })
+
   const service: PlanMode = {
     get(agent) {
       return planModeState(attach(agent).actor.getSnapshot())
@@ -387,10 +392,12 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     },
 
     exitTool: createExitTool(executeExitTool),
-    command: createPlanCommand({
-      get: (agent) => service.get(agent),
-      set: (agent, active) => service.set(agent, active),
-    }),
+    command: {
+      ...command,
+      // After a reload the command fails like every call naming an agent (R60), rather than
+      // reporting a mode change that could not happen (R57).
+      run: (input) => (disposed ? Promise.reject(new Error(DISPOSED_MESSAGE)) : command.run(input)),
+    },
     projection: planProjection,
 
     actor(agent) {
