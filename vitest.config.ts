@@ -1,6 +1,19 @@
+import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
 
+const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url))
+
 export default defineConfig({
+  resolve: {
+    // The examples import the package by name, as users do; tests run them against the sources.
+    alias: [
+      { find: /^xstate-plan-mode$/, replacement: src('index.ts') },
+      { find: /^xstate-plan-mode\/node$/, replacement: src('node.ts') },
+      { find: /^xstate-plan-mode\/ai-sdk$/, replacement: src('adapters/ai-sdk.ts') },
+      { find: /^xstate-plan-mode\/inspect$/, replacement: src('adapters/inspect.ts') },
+      { find: /^xstate-plan-mode\/testing$/, replacement: src('testing/index.ts') },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 20_000,

@@ -350,7 +350,11 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     const outcome = find(opened, 'review.rejected', 'review.opened')
     if (outcome.type === 'review.rejected') throw new Error(outcome.message)
     const review = outcome.settled
-    const onAbort = () => attachment.actor.send({ type: 'REVIEW.ABORT', message: abortMessage(signal!) })
+    const onAbort = () => {
+      if (attachment.actor.getSnapshot().status === 'active') {
+        attachment.actor.send({ type: 'REVIEW.ABORT', message: abortMessage(signal!) })
+      }
+    }
     if (signal?.aborted) onAbort() // aborted while the review was being opened
     else signal?.addEventListener('abort', onAbort, { once: true })
     try {

@@ -1,0 +1,15 @@
+/**
+ * xstate-plan-mode/node: the durable adapters, which need Node's file system.
+ * Kept apart from the main entry so that the core stays usable in any JavaScript runtime.
+ */
+export {
+  openJsonlSessionLog,
+  type JsonlSessionLog,
+  type JsonlSessionLogOptions,
+} from './adapters/jsonl.js'
+export {
+  openJsonlPendingStore,
+  createMemoryPendingStore,
+  type JsonlPendingStore,
+  type JsonlPendingStoreOptions,
+} from './adapters/pending-store.js'
