@@ -150,6 +150,14 @@ export function createHarness(
     startTurn: () => log.append('turn/start', {}),
     endTurn: () => log.append('turn/end', {}),
     header: () => log.append('request/header', {}),
+    /** Presents `plan` and has the user approve it; resolves with the tool's result. */
+    async approvePlan(plan = PLAN) {
+      const asked = review.requests.length + 1
+      const call = planMode.exitTool.execute({ plan }, { agent })
+      await review.untilAsked(asked)
+      review.answer(APPROVE)
+      return call
+    },
     /** A step as a host runs it: the boundary, then the request header (R17). */
     async step() {
       const result = await planMode.stepBoundary(agent)

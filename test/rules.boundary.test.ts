@@ -160,10 +160,7 @@ describe('§5 narration', () => {
     await h.planMode.set(h.agent, true)
     h.startTurn()
     await h.step() // K := active
-    const call = h.planMode.exitTool.execute({ plan: PLAN }, { agent: h.agent })
-    await h.review.untilAsked(1)
-    h.review.answer(APPROVE)
-    await call
+    await h.approvePlan()
     // /plan again before the boundary: the entry is narrated since K is inactive (R35).
     await h.planMode.set(h.agent, true)
     expect(await h.step()).toEqual({ section: SECTION, notices: [ENTERING] })
@@ -275,10 +272,7 @@ describe('§5 narration', () => {
     await h.planMode.set(h.agent, true)
     h.startTurn()
     await h.step()
-    const call = h.planMode.exitTool.execute({ plan: PLAN }, { agent: h.agent })
-    await h.review.untilAsked(1)
-    h.review.answer(APPROVE)
-    await call
+    await h.approvePlan()
     expect(await h.step()).toEqual({ section: '', notices: [] })
     expect(h.planModeLines()).toEqual([true, false])
   })
@@ -288,10 +282,7 @@ describe('§5 narration', () => {
     await h.planMode.set(h.agent, true)
     h.startTurn()
     await h.step()
-    const call = h.planMode.exitTool.execute({ plan: PLAN }, { agent: h.agent })
-    await h.review.untilAsked(1)
-    h.review.answer(APPROVE)
-    await call
+    await h.approvePlan()
     expect(await h.planMode.command.run({ agent: h.agent, rawInput: '' })).toEqual({
       kind: 'success',
       text: 'Plan mode exit cancelled. Use /plan off to leave.',

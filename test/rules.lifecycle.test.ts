@@ -245,10 +245,7 @@ describe('§10 lifecycle, faults, bad input', () => {
     await h.planMode.set(h.agent, true)
     h.startTurn()
     await h.step()
-    const call = h.planMode.exitTool.execute({ plan: PLAN }, { agent: h.agent })
-    await h.review.untilAsked(1)
-    h.review.answer(APPROVE)
-    await call
+    await h.approvePlan()
     const restarted = createPlanMode({ section: SECTION })
     const agent = { id: h.agent.id, session: h.log }
     expect(restarted.get(agent)).toEqual({ active: true, pending: false })

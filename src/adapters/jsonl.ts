@@ -3,6 +3,7 @@ import { link, open, readFile, unlink, writeFile, type FileHandle } from 'node:f
 import { dirname, resolve } from 'node:path'
 import { validatePlanModeEvent } from '../log/fold.js'
 import type { PlanModeLogger, SessionEvent, SessionLog } from '../types.js'
+import { syncDirectory } from './fs-durable.js'
 
 /** Options of `openJsonlSessionLog`. */
 export interface JsonlSessionLogOptions {
@@ -169,22 +170,6 @@ async function releaseLock(lock: HeldLock): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // File helpers
 // ---------------------------------------------------------------------------------------------
-
-/**
- * Makes a new directory entry durable. Best effort: some platforms (Windows) cannot open or
- * fsync a directory, and the file's own data was synced already.
- */
-async function syncDirectory(path: string): Promise<void> {
-  let handle: FileHandle | undefined
-  try {
-    handle = await open(dirname(path), 'r')
-    await handle.sync()
-  } catch {
-    // See above: nothing more can be done for the entry.
-  } finally {
-    await handle?.close().catch(() => undefined)
-  }
-}
 
 /** Writes all of `bytes` at `position`: a single write may be short (a full disk, a limit). */
 async function writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { PendingStore } from '../types.js'
+import { syncDirectory } from './fs-durable.js'
 
 /** A pending store backed by a JSON file: `set` and `delete` resolve once the file is replaced. */
 export interface JsonlPendingStore extends PendingStore {
@@ -73,19 +74,6 @@ function loadSelections(path: string): Map<string, boolean> {
     selections.set(agentId, pending)
   }
   return selections
-}
-
-/** Makes the rename durable; best effort where directories cannot be fsync'ed (Windows). */
-async function syncDirectory(path: string): Promise<void> {
-  let handle: FileHandle | undefined
-  try {
-    handle = await open(dirname(path), 'r')
-    await handle.sync()
-  } catch {
-    // Nothing more can be done for the entry; the data itself is synced.
-  } finally {
-    await handle?.close().catch(() => undefined)
-  }
 }
 
 /**
