@@ -1,0 +1,264 @@
+/**
+ * The Vercel AI SDK adapter (`ai@6`): plan mode for `generateText`, `streamText` and
+ * `ToolLoopAgent`. It translates only: every plan decision is the core's (`stepBoundary`,
+ * `exitTool.execute`); this module moves the core's answers into the SDK's step loop.
+ *
+ * Where the core's results go:
+ * - the section: into the step's system prompt (`system + '\n\n' + section`; the section alone
+ *   without a base system; the base system unchanged when the section is empty);
+ * - the notices: user messages at the position of the step they were produced for, kept there for
+ *   the rest of the call (the SDK forgets `prepareStep` messages after their step; `transcript`
+ *   hands them to the host's history afterwards);
+ * - the exit tool's failures: thrown from `execute`, so the SDK sends the model a `tool-error`
+ *   result whose text is the core's message; its success: the model is shown
+ *   `exitTool.resultText`, the host's result keeps `{ approved: true }`.
+ *
+ * The adapter writes `turn/start`/`turn/end` (`runTurn`) and one `request/header { step }` per
+ * step to the agent's session log. Keep one `withPlanMode` per agent for its lifetime (the queue
+ * of steered messages lives in it) and run one loop at a time per agent.
+ */
+
+import {
+  jsonSchema,
+  tool,
+  type FilePart,
+  type ImagePart,
+  type JSONSchema7,
+  type ModelMessage,
+  type PrepareStepFunction,
+  type PrepareStepResult,
+  type TextPart,
+  type Tool,
+  type ToolSet,
+  type UserModelMessage,
+} from 'ai'
+import type { ExitPlanModeTool } from '../exit-tool.js'
+import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/events.js'
+import type { PlanMode } from '../service.js'
+import type { PlanAgent, UserMessage } from '../types.js'
+
+/** The `exit_plan_mode` tool as an AI SDK tool: input `{ plan }`, output `{ approved: true }`. */
+export type ExitPlanModeAiTool = Tool<{ plan: string }, { approved: true }>
+
+/** The host's tools plus `exit_plan_mode`, as `withPlanMode` hands them to the SDK. */
+export type PlanModeToolSet<TOOLS extends ToolSet = ToolSet> = TOOLS & Record<ExitPlanModeTool['name'], ExitPlanModeAiTool>
+
+/** Options of `withPlanMode`. */
+export interface WithPlanModeOptions<TOOLS extends ToolSet = ToolSet> {
+  /** The plan-mode service (`createPlanMode`). */
+  planMode: PlanMode
+  /** The agent whose session this loop runs. */
+  agent: PlanAgent
+  /**
+   * The base system prompt. Give it here, not to `generateText`: `prepareStep` sets every step's
+   * system prompt, and a step with the section would otherwise replace the call's own `system`.
+   */
+  system?: string
+  /** The host's tools; they pass through unchanged, in both states (R52). */
+  tools?: TOOLS
+  /** The default abort signal of a step boundary (R15); `runTurn`'s own signal overrides it. */
+  abortSignal?: AbortSignal
+}
+
+/** Options of `runTurn`. */
+export interface RunTurnOptions {
+  /** The turn's abort signal: pass the same one to `generateText`/`streamText`. */
+  abortSignal?: AbortSignal
+}
+
+/** What `withPlanMode` returns: the SDK settings and the turn helpers of one agent's loop. */
+export interface PlanModeAiSdk<TOOLS extends ToolSet = ToolSet> {
+  /** The host's tools (the same objects) plus `exit_plan_mode`; identical in both states (R40, R52). */
+  readonly tools: PlanModeToolSet<TOOLS>
+  /**
+   * Runs the step boundary before every step (R14), then logs `request/header` (R17), and returns
+   * the step's system prompt and, once the call has injected messages, its messages.
+   * A host with its own `prepareStep` wraps this one: `await plan.prepareStep(options)` first,
+   * then its own settings on top (its `messages`, if any, must keep the injected ones).
+   * @throws (rejects) when the boundary or the `request/header` append fails: the step does not run.
+   */
+  readonly prepareStep: PrepareStepFunction<PlanModeToolSet<TOOLS>>
+  /**
+   * Appends `turn/start`, runs `call`, and appends `turn/end` when it settles (R5). Resolves with
+   * the call's value; rejects with the call's error (a failing `turn/end` append is then not
+   * reported), else with the `turn/end` append's error.
+   * With `streamText`, consume the stream inside `call` (`await result.consumeStream()`): the
+   * turn ends when `call` settles. For a stream consumed elsewhere, use `startTurn`/`endTurn`.
+   * @throws (rejects) with the `turn/start` append's error, before `call` runs.
+   */
+  runTurn<T>(call: () => T | PromiseLike<T>, options?: RunTurnOptions): Promise<Awaited<T>>
+  /** Appends `turn/start` and sets the turn's abort signal; pair it with `endTurn`. */
+  startTurn(options?: RunTurnOptions): Promise<void>
+  /** Appends `turn/end` and clears the turn's abort signal. */
+  endTurn(): Promise<void>
+  /**
+   * Queues a user message for the next request (this call's next step, or the next call's first
+   * step), after that step's notices. Suits `PlanAgent.steer` (`/plan <message>`, R56).
+   * @throws TypeError when a content part cannot be sent to the SDK (see `toModelMessage`).
+   */
+  steer(message: UserMessage): void
+  /**
+   * Takes the queued messages out, for a host that starts its next call with them: a
+   * `/plan <message>` sent while idle belongs in that call's messages (the SDK refuses a call
+   * without messages, and `prepareStep` runs only after that check).
+   */
+  takeSteered(): ModelMessage[]
+  /**
+   * The last call's response messages with the messages it injected (notices, steered messages)
+   * at the places the model saw them: what to append to the host's history after the call.
+   */
+  transcript(responseMessages: readonly ModelMessage[]): ModelMessage[]
+}
+
+/** A message injected into a call, and where: before the step input's message at index `at`. */
+interface Injection {
+  at: number
+  message: ModelMessage
+}
+
+/**
+ * Builds the `exit_plan_mode` tool for one agent (R40–R51): the core's description and JSON
+ * Schema; `execute` is the core's, so every check, keep-planning and dismissal reaches the model
+ * as a tool error with the core's text; on approval the model is shown `exitTool.resultText`
+ * (R50) while the host's tool result keeps `{ approved: true }`.
+ */
+export function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent): ExitPlanModeAiTool {
+  const { exitTool } = planMode
+  return tool<{ plan: string }, { approved: true }>({
+    description: exitTool.description,
+    // No validator: the core checks the arguments itself, with the messages R42 fixes.
+    inputSchema: jsonSchema<{ plan: string }>(toJsonSchema(exitTool.parameters)),
+    outputSchema: jsonSchema<{ approved: true }>(toJsonSchema(exitTool.outputSchema)),
+    execute: (input, { abortSignal }) => exitTool.execute(input, { agent, signal: abortSignal }),
+    toModelOutput: () => ({ type: 'text', value: exitTool.resultText }),
+  })
+}
+
+/**
+ * Converts a core `UserMessage` (a notice, R34, or a steered `/plan` message, R56) to an AI SDK
+ * user message. Text blocks become text parts; AI SDK `image` and `file` parts (attachments the
+ * host passed to `/plan`) pass through unchanged.
+ * @throws TypeError for any other content part.
+ */
+export function toModelMessage(message: UserMessage): UserModelMessage {
+  return { role: 'user', content: message.content.map(toUserPart) }
+}
+
+/**
+ * Wires plan mode into an AI SDK loop for one agent: returns `tools` and `prepareStep` for
+ * `generateText`/`streamText` (or `ToolLoopAgent`), and the turn helpers.
+ * @throws Error when a host tool is already named `exit_plan_mode`.
+ */
+export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOptions<TOOLS>): PlanModeAiSdk<TOOLS> {
+  const { planMode, agent, system } = options
+  const hostTools = options.tools ?? ({} as TOOLS)
+  const exitName = planMode.exitTool.name
+  if (Object.hasOwn(hostTools, exitName)) throw new Error(`withPlanMode: a host tool is already named "${exitName}"`)
+  const tools = { ...hostTools, [exitName]: exitPlanModeTool(planMode, agent) } as PlanModeToolSet<TOOLS>
+
+  let turnSignal: AbortSignal | undefined
+  /** Messages waiting for the next request: steered ones, and any a failed step did not send. */
+  const outbox: ModelMessage[] = []
+  /** The current (or last) call: its initial message count and what it injected. */
+  let call: { initial: number; injected: Injection[] } = { initial: 0, injected: [] }
+
+  const append = async (type: string, data: unknown) => {
+    await agent.session.append(type, data)
+  }
+
+  const prepareStep: PrepareStepFunction<PlanModeToolSet<TOOLS>> = async ({ stepNumber, messages }) => {
+    if (stepNumber === 0) call = { initial: messages.length, injected: [] }
+    const signal = turnSignal ?? options.abortSignal
+    const boundary = await planMode.stepBoundary(agent, signal ? { signal } : {})
+    // Notices first: the user switched the mode before sending anything that follows it.
+    const deliveries = [...boundary.messages.map(toModelMessage), ...outbox.splice(0)]
+    try {
+      // An aborted call sends no request, so nothing was told: no header (R30), the step stops.
+      signal?.throwIfAborted()
+      // After the boundary, so that its plan/mode append lands first (R17).
+      await append(REQUEST_HEADER_EVENT, { step: stepNumber })
+    } catch (error) {
+      outbox.unshift(...deliveries) // not sent: they go with the next request
+      throw error
+    }
+    for (const message of deliveries) call.injected.push({ at: messages.length, message })
+
+    const result: PrepareStepResult<PlanModeToolSet<TOOLS>> = {}
+    const stepSystem = composeSystem(system, boundary.section)
+    if (stepSystem !== undefined) result.system = stepSystem
+    if (call.injected.length > 0) result.messages = interleave(messages, call.injected)
+    return result
+  }
+
+  const startTurn = async ({ abortSignal }: RunTurnOptions = {}) => {
+    await append(TURN_START_EVENT, {})
+    turnSignal = abortSignal
+  }
+
+  const endTurn = async () => {
+    turnSignal = undefined
+    await append(TURN_END_EVENT, {})
+  }
+
+  return {
+    tools,
+    prepareStep,
+    startTurn,
+    endTurn,
+    async runTurn<T>(run: () => T | PromiseLike<T>, turnOptions?: RunTurnOptions): Promise<Awaited<T>> {
+      await startTurn(turnOptions)
+      let value
+      try {
+        value = await run()
+      } catch (error) {
+        await endTurn().catch(() => {}) // the call's error is the one to report
+        throw error
+      }
+      await endTurn()
+      return value
+    },
+    steer(message) {
+      outbox.push(toModelMessage(message))
+    },
+    takeSteered() {
+      return outbox.splice(0)
+    },
+    transcript(responseMessages) {
+      const shifted = call.injected.map(({ at, message }) => ({ at: at - call.initial, message }))
+      return interleave(responseMessages, shifted)
+    },
+  }
+}
+
+/** The step's system prompt (R18): the base, then the section, a blank line apart. */
+function composeSystem(system: string | undefined, section: string): string | undefined {
+  if (section === '') return system === '' ? undefined : system
+  if (system === undefined || system === '') return section
+  return `${system}\n\n${section}`
+}
+
+/** `messages` with each injection placed before the message at its index (or at the end). */
+function interleave(messages: readonly ModelMessage[], injected: readonly Injection[]): ModelMessage[] {
+  const out: ModelMessage[] = []
+  let next = 0
+  for (let i = 0; i < messages.length; i++) {
+    while (next < injected.length && injected[next]!.at <= i) out.push(injected[next++]!.message)
+    out.push(messages[i]!)
+  }
+  while (next < injected.length) out.push(injected[next++]!.message)
+  return out
+}
+
+function toUserPart(part: unknown): TextPart | ImagePart | FilePart {
+  const type = (part as { type?: unknown } | null | undefined)?.type
+  if (type === 'text' && typeof (part as TextPart).text === 'string') return { type: 'text', text: (part as TextPart).text }
+  if (type === 'image' || type === 'file') return part as ImagePart | FilePart
+  throw new TypeError(
+    `plan-mode: a message part of type ${JSON.stringify(type)} cannot be sent to the AI SDK; attach AI SDK image or file parts`,
+  )
+}
+
+/** The core's schemas are deeply readonly constants; the SDK's type wants mutable arrays. */
+function toJsonSchema(schema: object): JSONSchema7 {
+  return structuredClone(schema) as JSONSchema7
+}
