@@ -1,18 +1,50 @@
+import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { defineConfig } from 'tsup'
 
-export default defineConfig({
-  entry: {
-    index: 'src/index.ts',
-    node: 'src/node.ts',
-    'ai-sdk': 'src/adapters/ai-sdk.ts',
-    inspect: 'src/adapters/inspect.ts',
-    testing: 'src/testing/index.ts',
+export default defineConfig([
+  {
+    entry: {
+      index: 'src/index.ts',
+      node: 'src/node.ts',
+      'ai-sdk': 'src/adapters/ai-sdk.ts',
+      inspect: 'src/adapters/inspect.ts',
+      testing: 'src/testing/index.ts',
+    },
+    format: ['esm', 'cjs'],
+    dts: true,
+    sourcemap: true,
+    clean: true,
+    target: 'node20',
+    // Peers are the host's own copies.
+    external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws'],
   },
-  format: ['esm', 'cjs'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  // Peers are the host's own copies.
-  external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws'],
-})
+  {
+    entry: { cli: 'src/cli/bin.ts' },
+    format: ['esm'],
+    sourcemap: true,
+    clean: false,
+    target: 'node20',
+    external: ['ai', 'ai/test', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'typescript', 'elkjs'],
+    async onSuccess() {
+      // The visualizer page, prebuilt: users have neither typescript nor elkjs at run time.
+      const ts = (await import('typescript')).default
+      const from = 'visualizer/client/'
+      const to = 'dist/visualizer-client/'
+      await mkdir(to, { recursive: true })
+      for (const name of await readdir(from)) {
+        if (name.endsWith('.ts')) {
+          const source = await readFile(`${from}${name}`, 'utf8')
+          const { outputText } = ts.transpileModule(source, {
+            fileName: name,
+            compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+          })
+          await writeFile(`${to}${name.slice(0, -3)}.js`, outputText)
+        } else if (name.endsWith('.html') || name.endsWith('.css')) {
+          await copyFile(`${from}${name}`, `${to}${name}`)
+        }
+      }
+      await copyFile(createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js'), `${to}elk.js`)
+    },
+  },
+])

@@ -2,10 +2,9 @@ import type { CommandResult, PlanAgent, PlanModeState, SetOutcome, UserMessage }
 import { selectsPlanMode } from './projection.js'
 import { errorMessage } from './review.js'
 
-/** What `/plan` needs of the service: the public `get` and `set`. */
+/** What `/plan` needs of the service: a selection and the state right after it. */
 export interface PlanCommandPorts {
-  get(agent: PlanAgent): PlanModeState
-  set(agent: PlanAgent, active: boolean): Promise<SetOutcome>
+  select(agent: PlanAgent, active: boolean): Promise<{ outcome: SetOutcome; state: PlanModeState }>
 }
 
 /** The input of a `/plan` run. */
@@ -46,7 +45,7 @@ export const PLAN_COMMAND_ERRORS = {
   notChanged: 'Plan mode could not be changed: ',
 } as const
 
-/** Builds `/plan` over the service's public `get` and `set`. */
+/** Builds `/plan` over the service's selection port. */
 export function createPlanCommand(ports: PlanCommandPorts): PlanCommand {
   return {
     name: 'plan',
@@ -60,13 +59,13 @@ export function createPlanCommand(ports: PlanCommandPorts): PlanCommand {
       const steers = entering && (message !== '' || attached.length > 0)
       if (steers && typeof agent.steer !== 'function') return { kind: 'error', text: PLAN_COMMAND_ERRORS.cannotSteer }
 
-      let outcome: SetOutcome
+      let selection: { outcome: SetOutcome; state: PlanModeState }
       try {
-        outcome = await ports.set(agent, entering)
+        selection = await ports.select(agent, entering)
       } catch (error) {
         return { kind: 'error', text: PLAN_COMMAND_ERRORS.notChanged + errorMessage(error) }
       }
-      const text = outcomeText(entering, outcome, ports.get(agent))
+      const text = outcomeText(entering, selection.outcome, selection.state)
       if (!steers) return { kind: 'success', text }
       try {
         agent.steer!(steeredMessage(attached, message))

@@ -2,7 +2,7 @@ import { createActor, fromPromise, type Actor, type ActorSystem, type Inspection
 import { resolveConfig } from './config.js'
 import { createExitTool, planArgument, type ExitPlanModeTool } from './exit-tool.js'
 import { createPlanCommand, type PlanCommand } from './command.js'
-import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, type PlanReviewData } from './log/events.js'
+import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, REQUEST_HEADER_EVENT, type PlanReviewData } from './log/events.js'
 import { replayPlanLog } from './log/replay.js'
 import { toChartEvent, type PlanModeEmitted, type PlanModeEvent } from './machines/events.js'
 import { planModeMachine } from './machines/planModeMachine.js'
@@ -115,6 +115,8 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   const logger: PlanModeLogger = options.logger ?? console
   const pendingStore = options.pendingStore
   const attachments = new Map<string, Attachment>()
+  /** Detached attachments still finishing their work; a re-attach queues behind them. */
+  const closingAttachments = new Map<string, Attachment>()
   const bySystem = new WeakMap<ActorSystem<any>, Attachment>()
   let disposed = false
 
@@ -136,6 +138,9 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   /** Feeds one log event to the chart, once per seq, dropping those that cannot matter (R70). */
   function observe(attachment: Attachment, event: SessionEvent): void {
     if (!isSessionEvent(event) || event.seq <= attachment.lastSeq) return
+    // A detached agent's queued operations still read the log's facts (F, the open turn), but
+    // what the model is told from now on belongs to the agent's next attachment (R63).
+    if (attachment.closing && event.type === REQUEST_HEADER_EVENT) return
     attachment.lastSeq = event.seq
     let chartEvent: PlanModeEvent | undefined
     try {
@@ -221,6 +226,9 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       closing: false,
       stopped: deferred(),
     }
+    // A detached predecessor may still be appending: this agent's operations wait for it (§1).
+    const predecessor = closingAttachments.get(agent.id)
+    if (predecessor) chain(attachment, predecessor.stopped.promise)
     bySystem.set(actor.system, attachment)
     actor.on('*', (emitted) => route(attachment, emitted as PlanModeEmitted))
     actor.start()
@@ -271,12 +279,21 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
 
   /**
    * Runs one operation of an agent: it starts after the previous one finished (at once, in the
-   * same call, when the agent is idle), sends one event and collects what the chart emits until
-   * no append is in flight.
+   * same call, when the agent is idle), sends one event, collects what the chart emits until no
+   * append is in flight, and reads its result before the next operation may start.
+   * `precondition` runs when the operation's turn has come and may refuse it by throwing.
    */
-  function perform(attachment: Attachment, event: PlanModeEvent): Promise<Collected[]> {
-    const task = async (): Promise<Collected[]> => {
+  function perform<T = Collected[]>(
+    attachment: Attachment,
+    event: PlanModeEvent,
+    read: (collected: Collected[]) => T = (collected) => collected as T,
+    precondition?: () => void,
+  ): Promise<T> {
+    const task = async (): Promise<T> => {
       if (attachment.actor.getSnapshot().status !== 'active') throw new Error(DISPOSED_MESSAGE)
+      // An append started outside the queue (a review closed by its call's abort) finishes first.
+      if (isAppending(attachment.actor.getSnapshot())) await quiet(attachment.actor)
+      precondition?.()
       const collected: Collected[] = []
       attachment.collected = collected
       try {
@@ -286,15 +303,20 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       } finally {
         attachment.collected = null
       }
-      return collected
+      return read(collected)
     }
     const result = attachment.tail === null ? task() : attachment.tail.then(task, task)
-    const tail: Promise<unknown> = result.catch(() => {})
+    chain(attachment, result)
+    return result
+  }
+
+  /** Makes `work` the agent's queue tail: the next operation starts once it settled. */
+  function chain(attachment: Attachment, work: Promise<unknown>): void {
+    const tail: Promise<unknown> = work.catch(() => {})
     attachment.tail = tail
     void tail.then(() => {
       if (attachment.tail === tail) attachment.tail = null
     })
-    return result
   }
 
   function find<T extends Collected['type']>(emitted: Collected[], ...types: T[]): Extract<Collected, { type: T }> {
@@ -324,7 +346,12 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   function close(attachment: Attachment): Promise<void> {
     if (!attachment.closing) {
       attachment.closing = true
-      attachments.delete(attachment.agent.id)
+      const { id } = attachment.agent
+      attachments.delete(id)
+      closingAttachments.set(id, attachment)
+      void attachment.stopped.promise.then(() => {
+        if (closingAttachments.get(id) === attachment) closingAttachments.delete(id)
+      })
       if (attachment.actor.getSnapshot().status === 'active') attachment.actor.send({ type: 'RELOAD' })
       stopWhenQuiet(attachment)
     }
@@ -339,26 +366,47 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     const plan = planArgument(args)
     const attachment = attach(agent)
     if (plan === undefined) throw new Error(REVIEW_MESSAGES.planNotString)
-    const opened = await perform(attachment, {
-      type: 'REVIEW.OPEN',
-      plan,
-      title: planTitle(plan) ?? 'Plan',
-      problem: findPlanProblem(plan),
-      owned: typeof agent.owner === 'string' && agent.owner !== '',
-      hasChannel: options.review !== undefined,
-    })
-    const outcome = find(opened, 'review.rejected', 'review.opened')
-    if (outcome.type === 'review.rejected') throw new Error(outcome.message)
-    const review = outcome.settled
-    const onAbort = () => {
+    let opened = false
+    const sendAbort = () => {
       if (attachment.actor.getSnapshot().status === 'active') {
         attachment.actor.send({ type: 'REVIEW.ABORT', message: abortMessage(signal!) })
       }
     }
-    if (signal?.aborted) onAbort() // aborted while the review was being opened
-    else signal?.addEventListener('abort', onAbort, { once: true })
+    // Aborted before its turn came, the call fails at once and asks nothing (R46); once the
+    // review is open, the abort closes it in the chart.
+    let onAbort = () => {}
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => (opened ? sendAbort() : reject(new Error(abortMessage(signal!))))
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+    aborted.catch(() => {})
+    const refuseIfAborted = () => {
+      if (signal?.aborted) throw new Error(abortMessage(signal))
+      // Detached while the call waited for its turn: it fails like a review open then (R63).
+      if (attachment.closing) throw new Error(REVIEW_MESSAGES.reloaded)
+    }
+    const openReview = perform(
+      attachment,
+      {
+        type: 'REVIEW.OPEN',
+        plan,
+        title: planTitle(plan) ?? 'Plan',
+        problem: findPlanProblem(plan),
+        owned: typeof agent.owner === 'string' && agent.owner !== '',
+        hasChannel: options.review !== undefined,
+      },
+      (collected) => {
+        const outcome = find(collected, 'review.rejected', 'review.opened')
+        opened = outcome.type === 'review.opened'
+        if (opened && signal?.aborted) sendAbort() // aborted while the review was being opened
+        return outcome
+      },
+      refuseIfAborted,
+    )
     try {
-      const settlement = await review
+      const outcome = await Promise.race([openReview, aborted])
+      if (outcome.type === 'review.rejected') throw new Error(outcome.message)
+      const settlement = await outcome.settled
       if (settlement.outcome !== 'approved') throw new Error(settlement.error)
       return { approved: true as const }
     } finally {
@@ -366,10 +414,17 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     }
   }
 
-  const command = createPlanCommand({
-    get: (agent) => service.get(agent),
-    set: (agent, active) => service.set(agent, active),
-  })
+  /** A selection, with the state right after it (before any later queued operation runs). */
+  function select(agent: PlanAgent, active: boolean): Promise<{ outcome: SetOutcome; state: PlanModeState }> {
+    const attachment = attach(agent)
+    return perform(attachment, { type: 'SELECT', active: active === true }, (collected) => {
+      const result = find(collected, 'set.settled', 'set.failed')
+      if (result.type === 'set.failed') throw result.error
+      return { outcome: result.outcome, state: planModeState(attachment.actor.getSnapshot()) }
+    })
+  }
+
+  const command = createPlanCommand({ select })
 
   const service: PlanMode = {
     get(agent) {
@@ -377,17 +432,15 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     },
 
     async set(agent, active) {
-      const emitted = await perform(attach(agent), { type: 'SELECT', active: active === true })
-      const result = find(emitted, 'set.settled', 'set.failed')
-      if (result.type === 'set.failed') throw result.error
-      return result.outcome
+      return (await select(agent, active)).outcome
     },
 
     async stepBoundary(agent, { signal } = {}) {
       const attachment = attach(agent)
-      const emitted = await perform(attachment, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true })
-      const { active, notice } = find(emitted, 'boundary.settled')
-      return { section: active ? section : '', messages: notice ? [createNotice(notice)] : [] }
+      return perform(attachment, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true }, (collected) => {
+        const { active, notice } = find(collected, 'boundary.settled')
+        return { section: active ? section : '', messages: notice ? [createNotice(notice)] : [] }
+      })
     },
 
     section(agent) {

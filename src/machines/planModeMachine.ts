@@ -196,18 +196,24 @@ export const planModeSetup = setup({
 function pendingSelection(active: boolean) {
   // The target equals F when someone else logged it meanwhile: the boundary drops it (R16).
   const targetIsLogged = active ? ('isLoggedActive' as const) : ('isLoggedInactive' as const)
+  const other = active ? ('leaving' as const) : ('entering' as const)
   return {
     initial: 'queued' as const,
     entry: rememberPending(active),
     states: {
-      /** Waits for a boundary. A selection of the same target is a noop; the other one cancels. */
+      /**
+       * Waits for a boundary. A selection of the same target is a noop; a selection of F cancels.
+       * When someone else logged P's target meanwhile, the other selection is a real switch.
+       */
       queued: {
         on: {
           SELECT: [
             { guard: selects(active), actions: settleSelection('noop') },
             // The review closes first and replays this selection afterwards (R48).
             { guard: 'canSupersedeReview' as const },
-            { target: '#planMode.intent.logged', actions: settleSelection('cancelled') },
+            { guard: 'selectsLoggedMode' as const, target: '#planMode.intent.logged', actions: settleSelection('cancelled') },
+            { guard: 'hasOpenTurn' as const, target: `#planMode.intent.pending.${other}`, actions: settleSelection('queued') },
+            { target: 'committing' },
           ],
           STEP_BOUNDARY: [
             // R15: an aborted boundary keeps P; the mode region answers it.
@@ -215,8 +221,29 @@ function pendingSelection(active: boolean) {
             { guard: targetIsLogged, target: '#planMode.intent.logged', actions: 'resolveBoundary' as const },
             { target: 'flushing' },
           ],
-          // Consent cancels a queued entry; a queued leave stays (R47).
-          ...(active ? { 'REVIEW.APPROVED': { target: '#planMode.intent.logged' } } : {}),
+          // Consent: with F active a leave waits for the boundary, else nothing waits (R47).
+          // (A pending leave makes E inactive, so no review can be open with one: R42.3, R48.)
+          ...(active
+            ? {
+                'REVIEW.APPROVED': [
+                  { guard: 'isLoggedActive' as const, target: '#planMode.intent.pending.leaving' },
+                  { target: '#planMode.intent.logged' },
+                ],
+              }
+            : {}),
+        },
+      },
+      /**
+       * Idle, the other selection is appended now (R10); P stays until that append succeeded
+       * and is kept when it fails (R11).
+       */
+      committing: {
+        tags: [APPENDING_TAG],
+        invoke: {
+          src: 'appendPlanMode' as const,
+          input: { active: !active },
+          onDone: { target: '#planMode.intent.logged', actions: settleSelection('committed') },
+          onError: { target: 'queued', actions: 'failSelection' as const },
         },
       },
       /** The boundary appends the selection; P is dropped only once it is logged (R16, R17). */

@@ -1,0 +1,155 @@
+/**
+ * `plan-mode inspect <file.jsonl> [--at SEQ] [--json]`: what a session log tells about plan mode,
+ * event by event: F after the event, the projection's pending flag, and K, what the model was
+ * told (R30, R31: the last `request/header` or approved review). Then the final (or `--at`)
+ * state and the plan's review history.
+ */
+import { planProjection, type PlanProjectionState } from '../projection.js'
+import { EMPTY_PLAN_LOG_FOLD, foldPlanLogEvent, type PlanLogFold } from '../log/replay.js'
+import type { SessionEvent } from '../types.js'
+import { loadLogFile } from './log-file.js'
+import { CliError, type CliIo, type Styles } from './io.js'
+
+/** One row of the table: the event and the state right after it. */
+export interface InspectRow {
+  seq: number
+  type: string
+  /** F after the event. */
+  active: boolean
+  /** The projection's pending flag after the event (R58). */
+  pending: boolean
+  /** K after the event: what the model was last told, null before it was told anything. */
+  told: boolean | null
+  /** A one-line summary of the event's data. */
+  detail: string
+}
+
+/** One plan review (R49): the plan's version history. */
+export interface InspectReview {
+  seq: number
+  title: string
+  outcome: string
+  feedback?: string
+}
+
+/** What `--json` prints. */
+export interface InspectReport {
+  file: string
+  /** The seq the state is shown at (the last event's without `--at`; 0 for an empty log). */
+  at: number
+  events: InspectRow[]
+  state: { active: boolean; pending: boolean; told: boolean | null; openTurn: boolean }
+  reviews: InspectReview[]
+}
+
+/** Options of {@link runInspect}. */
+export interface InspectOptions {
+  file: string
+  at?: number
+  json: boolean
+  styles: Styles
+}
+
+/**
+ * Builds the report of a log's events up to `at` (all by default).
+ * @throws CliError when `at` is not the seq of an event of the log.
+ */
+export function inspectEvents(file: string, events: readonly SessionEvent[], at?: number): InspectReport {
+  const last = events[events.length - 1]?.seq ?? 0
+  if (at !== undefined && (at < 1 || at > last)) {
+    throw new CliError(`--at ${at}: ${file} has ${last === 0 ? 'no events' : `events 1..${last}`}`)
+  }
+  const end = at ?? last
+  let fold: PlanLogFold = EMPTY_PLAN_LOG_FOLD
+  const rows: InspectRow[] = []
+  const reviews: InspectReview[] = []
+  for (const event of events) {
+    if (event.seq > end) break
+    fold = foldPlanLogEvent(fold, event)
+    const view = planProjection.view(fold.projection as PlanProjectionState)
+    rows.push({ seq: event.seq, type: event.type, active: view.active, pending: view.pending, told: fold.told, detail: detail(event) })
+    if (event.type === 'plan/review') {
+      const data = event.data as { title?: unknown; outcome?: unknown; feedback?: unknown }
+      reviews.push({
+        seq: event.seq,
+        title: String(data.title ?? ''),
+        outcome: String(data.outcome ?? ''),
+        ...(typeof data.feedback === 'string' ? { feedback: data.feedback } : {}),
+      })
+    }
+  }
+  const view = planProjection.view(fold.projection)
+  return {
+    file,
+    at: end,
+    events: rows,
+    state: { active: view.active, pending: view.pending, told: fold.told, openTurn: fold.openTurn },
+    reviews,
+  }
+}
+
+/** A short, one-line view of an event's data for the table. */
+function detail(event: SessionEvent): string {
+  const data = (event.data ?? {}) as Record<string, unknown>
+  switch (event.type) {
+    case 'plan/mode':
+      return `active: ${String(data.active)}`
+    case 'plan/review':
+      return `${String(data.outcome)} "${String(data.title)}"${typeof data.feedback === 'string' ? ` — ${data.feedback}` : ''}`
+    case 'command/run':
+      return `/${String(data.name)}${data.args ? ` ${String(data.args)}` : ''}`
+    case 'command/done':
+      return `${String(data.kind)}: ${String(data.text ?? '')}`
+    case 'request/header':
+      return data.step === undefined ? '' : `step ${String(data.step)}`
+    default: {
+      const json = JSON.stringify(event.data) ?? ''
+      return json === '{}' ? '' : json
+    }
+  }
+}
+
+const onOff = (value: boolean | null) => (value === null ? '-' : value ? 'on' : 'off')
+const truncate = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
+
+/** Renders the report as the table, the state and the review history. */
+export function formatReport(report: InspectReport, s: Styles): string {
+  const lines: string[] = []
+  const typeWidth = Math.max(4, ...report.events.map((row) => row.type.length))
+  const seqWidth = Math.max(3, String(report.at).length)
+  lines.push(s.bold(`${'seq'.padStart(seqWidth)}  ${'type'.padEnd(typeWidth)}  F    pending  K    detail`))
+  for (const row of report.events) {
+    const f = row.active ? s.green('on '.padEnd(4)) : s.dim('off'.padEnd(4))
+    const pending = row.pending ? s.yellow('yes'.padEnd(7)) : ''.padEnd(7)
+    const told = onOff(row.told).padEnd(4)
+    const line = `${String(row.seq).padStart(seqWidth)}  ${row.type.padEnd(typeWidth)}  ${f} ${pending}  ${told} ${truncate(row.detail.replace(/\s+/g, ' '), 80)}`
+    lines.push(line.trimEnd())
+  }
+  const { state } = report
+  lines.push('')
+  lines.push(s.bold(`State at seq ${report.at}:`))
+  lines.push(`  plan mode (F)   ${state.active ? 'on' : 'off'}`)
+  lines.push(`  pending         ${state.pending ? 'yes' : 'no'}`)
+  lines.push(`  model told (K)  ${state.told === null ? 'nothing yet' : onOff(state.told)}`)
+  lines.push(`  turn            ${state.openTurn ? 'open' : 'idle'}`)
+  lines.push('')
+  lines.push(s.bold('Plan reviews:'))
+  if (report.reviews.length === 0) lines.push('  none')
+  report.reviews.forEach((review, i) => {
+    const outcome = review.outcome === 'approved' ? s.green(review.outcome) : s.yellow(review.outcome)
+    lines.push(`  ${i + 1}. #${review.seq} "${review.title}": ${outcome}${review.feedback !== undefined ? ` — ${review.feedback}` : ''}`)
+  })
+  return `${lines.join('\n')}\n`
+}
+
+/**
+ * Prints the report of a log file (read-only).
+ * @throws CliError for a missing or corrupt file, or a bad `--at`.
+ */
+export async function runInspect(options: InspectOptions, io: CliIo): Promise<number> {
+  const loaded = await loadLogFile(options.file)
+  if (loaded.tornLine !== undefined) io.stderr.write(`${options.file}:${loaded.tornLine}: torn last line skipped\n`)
+  const report = inspectEvents(options.file, loaded.events, options.at)
+  io.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report, options.styles))
+  return 0
+}

@@ -1,0 +1,68 @@
+/** The CLI's plumbing: where output goes, colours, and the one error type that means "exit 2". */
+
+/** A stream the CLI writes to (`process.stdout`, or a collector in tests). */
+export interface CliStream {
+  write(text: string): unknown
+  /** Colours are used by default only on a terminal. */
+  isTTY?: boolean
+}
+
+/** What `main` runs against: the output streams and, for the serving modes, a stop signal. */
+export interface CliIo {
+  stdout: CliStream
+  stderr: CliStream
+  /**
+   * Stops the long-running modes (`demo --visualize`, `visualize`). `bin.ts` aborts it on
+   * Ctrl-C (SIGINT) and SIGTERM; without one they serve until the process ends.
+   */
+  signal?: AbortSignal
+  /** Environment (`NO_COLOR`); defaults to `process.env`. */
+  env?: Record<string, string | undefined>
+}
+
+/** Bad input: `main` prints its message as one line on stderr and returns exit code 2. */
+export class CliError extends Error {
+  override readonly name = 'CliError'
+}
+
+/** ANSI styles; every one is the identity when colours are off. */
+export interface Styles {
+  bold(text: string): string
+  dim(text: string): string
+  red(text: string): string
+  green(text: string): string
+  yellow(text: string): string
+  blue(text: string): string
+  magenta(text: string): string
+  cyan(text: string): string
+}
+
+/** Styles that colour when `enabled`, else leave the text as it is. */
+export function styles(enabled: boolean): Styles {
+  const style = (open: number, close: number) => (text: string) => (enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text)
+  return {
+    bold: style(1, 22),
+    dim: style(2, 22),
+    red: style(31, 39),
+    green: style(32, 39),
+    yellow: style(33, 39),
+    blue: style(34, 39),
+    magenta: style(35, 39),
+    cyan: style(36, 39),
+  }
+}
+
+/** Colours on a terminal unless `NO_COLOR` is set; `--no-color` turns them off anyway. */
+export function useColor(io: CliIo, noColor: boolean): boolean {
+  const env = io.env ?? process.env
+  return !noColor && io.stdout.isTTY === true && !env.NO_COLOR
+}
+
+/** Waits until `signal` aborts (forever without one). */
+export function untilAborted(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (!signal) return
+    if (signal.aborted) return resolve()
+    signal.addEventListener('abort', () => resolve(), { once: true })
+  })
+}

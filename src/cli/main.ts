@@ -1,0 +1,179 @@
+/**
+ * The `plan-mode` command line: `demo`, `inspect`, `visualize`, `chat`. `main` runs in-process
+ * (tests call it with collecting streams); `bin.ts` wires it to the process.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { CliError, styles, useColor, type CliIo } from './io.js'
+
+export type { CliIo, CliStream } from './io.js'
+export { CliError } from './io.js'
+
+const USAGE = `Usage: plan-mode <command> [options]
+
+Commands:
+  demo [--log file.jsonl] [--visualize] [--port N] [--delay MS] [--no-color]
+                 a scripted agent runs the whole plan-mode arc; prints its timeline
+  inspect <file.jsonl> [--at SEQ] [--json] [--no-color]
+                 the log's plan-mode state per event, and its plan reviews
+  visualize [file.jsonl] [--port N]
+                 serves the live visualizer page; replays a log file into it
+  chat [--log file.jsonl]
+                 an interactive agent (needs a provider package; not in this build)
+
+Run plan-mode <command> --help for a command's options.
+`
+
+const HELP: Record<string, string> = {
+  demo: `Usage: plan-mode demo [--log file.jsonl] [--visualize] [--port N] [--delay MS] [--no-color]
+
+A scripted agent (an offline model in the AI SDK loop, with withPlanMode) runs the whole arc:
+/plan <message>, planning steps, a mid-turn /plan off then /plan (a round trip: no notice),
+exit_plan_mode, keep planning with feedback, a revised plan, approval, execution steps.
+Prints the timeline and writes the session's JSONL log.
+
+Options:
+  --log file.jsonl  where the log goes (a new file; default: a new temp file, path printed)
+  --visualize       also serve the visualizer page and show the agent live; Ctrl-C stops
+  --port N          the visualizer's port (default 5178; 0 picks a free one)
+  --delay MS        pause before each step (default 0; 700 with --visualize)
+  --no-color        plain text (also when NO_COLOR is set or stdout is not a terminal)
+`,
+  inspect: `Usage: plan-mode inspect <file.jsonl> [--at SEQ] [--json] [--no-color]
+
+Reads a session log (read-only: no lock is taken, nothing is repaired) and prints one row per
+event: seq, type, F (plan mode after the event), pending (a selection on its way), K (what the
+model was last told: the last request/header or approved review), then the state and the plan
+review history.
+
+Options:
+  --at SEQ    stop at event SEQ: the table up to it and the state there
+  --json      print { file, at, events, state, reviews } as JSON
+  --no-color  plain text
+`,
+  visualize: `Usage: plan-mode visualize [file.jsonl] [--port N]
+
+Serves the visualizer page on 127.0.0.1 until Ctrl-C. Inspectors send to its /inspect socket.
+With a file, its events are replayed into the page (as plan-mode.log messages, with the chart).
+
+Options:
+  --port N    the port (default 5178; 0 picks a free one)
+`,
+  chat: `Usage: plan-mode chat [--log file.jsonl]
+
+An interactive agent with plan mode. It needs a model provider package, which this build does
+not include.
+`,
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>
+
+const COMMON: Options = { help: { type: 'boolean', short: 'h' } }
+const OPTIONS: Record<string, Options> = {
+  demo: {
+    ...COMMON,
+    log: { type: 'string' },
+    visualize: { type: 'boolean' },
+    port: { type: 'string' },
+    delay: { type: 'string' },
+    'no-color': { type: 'boolean' },
+  },
+  inspect: { ...COMMON, at: { type: 'string' }, json: { type: 'boolean' }, 'no-color': { type: 'boolean' } },
+  visualize: { ...COMMON, port: { type: 'string' } },
+  chat: { ...COMMON, log: { type: 'string' } },
+}
+const POSITIONALS: Record<string, [min: number, max: number]> = { demo: [0, 0], inspect: [1, 1], visualize: [0, 1], chat: [0, 0] }
+
+/**
+ * Runs the CLI.
+ * @param argv the arguments after the program name, e.g. `['inspect', 'session.jsonl']`.
+ * @param io where output goes, and the signal that stops the serving modes.
+ * @returns the exit code: 0 on success, 2 on bad input (one line on stderr), 1 on a failure.
+ */
+export async function main(argv: string[], io: CliIo): Promise<number> {
+  const [command, ...rest] = argv
+  try {
+    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+      io.stdout.write(USAGE)
+      return command === undefined ? 2 : 0
+    }
+    const options = OPTIONS[command]
+    if (!options) throw new CliError(`unknown command "${command}" (commands: demo, inspect, visualize, chat; see plan-mode --help)`)
+    let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] }
+    try {
+      parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true }) as typeof parsed
+    } catch (error) {
+      throw new CliError(`${command}: ${firstLine(error)}`)
+    }
+    const { values, positionals } = parsed
+    if (values.help) {
+      io.stdout.write(HELP[command]!)
+      return 0
+    }
+    const [min, max] = POSITIONALS[command]!
+    if (positionals.length < min) throw new CliError(`${command}: missing <file.jsonl> (see plan-mode ${command} --help)`)
+    if (positionals.length > max) throw new CliError(`${command}: unexpected argument "${positionals[max]}"`)
+    const s = styles(useColor(io, values['no-color'] === true))
+
+    switch (command) {
+      case 'demo': {
+        const { runDemo } = await loadDemo()
+        return await runDemo(
+          {
+            styles: s,
+            visualize: values.visualize === true,
+            ...(typeof values.log === 'string' ? { log: values.log } : {}),
+            ...(typeof values.port === 'string' ? { port: integer('--port', values.port, 0, 65535) } : {}),
+            ...(typeof values.delay === 'string' ? { delayMs: integer('--delay', values.delay, 0, 60_000) } : {}),
+          },
+          io,
+        )
+      }
+      case 'inspect': {
+        const { runInspect } = await import('./inspect.js')
+        const at = typeof values.at === 'string' ? integer('--at', values.at, 1, Number.MAX_SAFE_INTEGER) : undefined
+        return await runInspect({ file: positionals[0]!, json: values.json === true, styles: s, ...(at !== undefined ? { at } : {}) }, io)
+      }
+      case 'visualize': {
+        const { runVisualize } = await import('./visualize.js')
+        const port = typeof values.port === 'string' ? integer('--port', values.port, 0, 65535) : 5178
+        return await runVisualize({ port, ...(positionals[0] !== undefined ? { file: positionals[0] } : {}) }, io)
+      }
+      default:
+        // Kept word for word: scripts match this line.
+        io.stderr.write('chat needs a provider package; not available in this build\n')
+        return 2
+    }
+  } catch (error) {
+    if (error instanceof CliError) {
+      io.stderr.write(`plan-mode: ${error.message}\n`)
+      return 2
+    }
+    io.stderr.write(`plan-mode: ${firstLine(error)}\n`)
+    return 1
+  }
+}
+
+/** The demo needs the `ai` package (an optional peer dependency): a missing one is bad input. */
+async function loadDemo(): Promise<typeof import('./demo.js')> {
+  try {
+    return await import('./demo.js')
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    if (code === 'ERR_MODULE_NOT_FOUND' && /['"]ai['"/]/.test(String((error as Error).message))) {
+      throw new CliError('demo needs the `ai` package (npm install ai@6)')
+    }
+    throw error
+  }
+}
+
+function integer(name: string, text: string, min: number, max: number): number {
+  const value = Number(text)
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new CliError(`${name} must be an integer ${min}..${max}, not "${text}"`)
+  }
+  return value
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!
+}

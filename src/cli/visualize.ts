@@ -1,0 +1,64 @@
+/**
+ * `plan-mode visualize [file.jsonl] [--port N]`: serves the visualizer page; with a file, replays
+ * its events so the page shows the agent's chart and log.
+ */
+import { basename } from 'node:path'
+import { createPlanModeInspector } from '../adapters/inspect.js'
+import { createMemorySessionLog } from '../adapters/memory.js'
+import { createPlanMode } from '../service.js'
+import type { Visualizer } from '../../visualizer/server.js'
+import { loadLogFile } from './log-file.js'
+import { CliError, untilAborted, type CliIo } from './io.js'
+
+/**
+ * Starts the visualizer server on 127.0.0.1.
+ * @throws CliError when the port is taken or the page's files cannot be found.
+ */
+export async function startVisualizer(port: number): Promise<Visualizer> {
+  const { start } = await import('../../visualizer/server.js')
+  try {
+    return await start({ port })
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    if (code === 'EADDRINUSE') throw new CliError(`port ${port} is in use; pick another with --port`)
+    throw new CliError(`the visualizer could not start: ${error instanceof Error ? error.message : String(error)}`)
+  }
+}
+
+/** Options of {@link runVisualize}. */
+export interface VisualizeOptions {
+  file?: string
+  port: number
+}
+
+/**
+ * Serves the visualizer until `io.signal` aborts. With a file, its events are appended one by one
+ * to a memory log watched by a plan-mode actor and an inspector: the page gets the chart's
+ * moves and every event as a `plan-mode.log` message.
+ * @throws CliError for a missing or corrupt file, or a port in use.
+ */
+export async function runVisualize(options: VisualizeOptions, io: CliIo): Promise<number> {
+  const loaded = options.file === undefined ? undefined : await loadLogFile(options.file)
+  const visualizer = await startVisualizer(options.port)
+  const inspector = createPlanModeInspector(visualizer.transport)
+  const planMode = createPlanMode({ section: 'replay' }, { inspect: inspector.inspect, logger: { warn: () => {} } })
+  try {
+    io.stdout.write(`Plan-mode visualizer: ${visualizer.url}\n`)
+    io.stdout.write(`Inspectors: createPlanModeInspector({ url: '${visualizer.inspectUrl}' })\n`)
+    if (loaded && options.file !== undefined) {
+      const session = createMemorySessionLog()
+      const agent = { id: basename(options.file).replace(/\.jsonl$/, ''), session }
+      inspector.watch(agent, planMode.actor(agent))
+      for (const event of loaded.events) await session.append(event.type, event.data)
+      io.stdout.write(`Replayed ${loaded.events.length} events of ${options.file} as agent "${agent.id}".\n`)
+      if (loaded.tornLine !== undefined) io.stderr.write(`${options.file}:${loaded.tornLine}: torn last line skipped\n`)
+    }
+    io.stdout.write('Ctrl-C to stop.\n')
+    await untilAborted(io.signal)
+  } finally {
+    await planMode.dispose()
+    await inspector.stop()
+    await visualizer.close()
+  }
+  return 0
+}

@@ -1,0 +1,403 @@
+/**
+ * `xstate-plan-mode/testing`: a conformance kit for hosts.
+ *
+ * A host wires plan mode into its agent loop: it calls the step boundary at the right moment,
+ * sends the section and the notices to the model, logs its turns, request headers and `/plan`
+ * runs, registers `exit_plan_mode` and answers reviews in its UI. Each of those is a place to get
+ * SPEC wrong without the core noticing. `defineConformanceSuite` runs SPEC's observable
+ * scenarios (named by rule, `R16: …`) against the host's own wiring, through a small driver the
+ * host writes once.
+ *
+ * ```ts
+ * // test/conformance.test.ts of a host
+ * import { defineConformanceSuite } from 'xstate-plan-mode/testing'
+ *
+ * defineConformanceSuite({
+ *   name: 'my host',
+ *   createHost: () => ({
+ *     section: MY_SECTION,               // the PlanModeConfig.section the host configured
+ *     createAgent: () => myDriver(),     // a ConformanceAgent over a fresh session
+ *   }),
+ * })
+ * ```
+ *
+ * The driver (`ConformanceAgent`) does, per method, what the host does in production:
+ * - `startTurn` / `endTurn`: log `turn/start` / `turn/end` (R5);
+ * - `step()`: run one step: the step boundary (with the step's abort signal), then what the host
+ *   logs for the step (its request header, R17, R30) and what it sends the model; return the
+ *   plan section as sent (`''` when absent) and the texts of the plan-mode notices sent;
+ * - `command(raw, attachments)`: run `/plan` as typed, logging `command/run` and `command/done`
+ *   as the host logs commands (R58, R64); `get()`: `PlanMode.get`;
+ * - `callExitTool(args, { signal })`: call `exit_plan_mode` as the model does; resolve
+ *   `{ approved: true }` or `{ error: <message> }`;
+ * - `nextReview()`: the next question the host's review channel receives, with a way to answer
+ *   or dismiss it (a rejection with `code: 'ASK_CANCELLED'`);
+ * - `steered()`: the messages `/plan <message>` steered into the agent (R56);
+ * - `restart()` (optional): dispose the service (a reload, R60) and return the same agent served
+ *   by a new service over the same log, as after a process restart; the scenarios that need it
+ *   are skipped without it.
+ *
+ * vitest is a peer: the suite calls `describe`, `it` and `expect` from `vitest`.
+ */
+import { describe, expect, it } from 'vitest'
+
+/** What the model received from plan mode for one step. */
+export interface ConformanceStep {
+  /** The plan section as sent to the model; `''` when it was not sent (R18). */
+  section: string
+  /** The texts of the plan-mode notices sent with the step, in order (R32, R33). */
+  notices: string[]
+}
+
+/** A review question as the host's review channel received it (R43). */
+export interface ConformanceReview {
+  readonly request: { questions: unknown[]; signal: AbortSignal }
+  /** The user answers. */
+  answer(answer: { answers: { id: string; selected: string[]; custom?: string }[] }): void
+  /** The user dismisses the review to speak instead (R46). */
+  dismiss(): void
+}
+
+/** One agent of the host, driven the way the host drives it in production (see the module comment). */
+export interface ConformanceAgent {
+  /** The agent's session log as the host stores it (`type` and `data` are read). */
+  events(): readonly { type: string; data: unknown }[]
+  startTurn(): void | Promise<void>
+  endTurn(): void | Promise<void>
+  step(options?: { signal?: AbortSignal }): Promise<ConformanceStep>
+  command(rawInput: string, attachments?: unknown[]): Promise<{ kind: 'success' | 'error'; text: string }>
+  get(): { active: boolean; pending?: boolean }
+  callExitTool(args: unknown, options?: { signal?: AbortSignal }): Promise<{ approved: true } | { error: string }>
+  nextReview(): Promise<ConformanceReview>
+  steered(): readonly { content: unknown[]; source?: unknown }[]
+  /** A new service over the same log (a restart); optional. */
+  restart?(): Promise<ConformanceAgent>
+}
+
+/** A host under test. */
+export interface ConformanceHost {
+  /** The `PlanModeConfig.section` the host configured. */
+  readonly section: string
+  /** A new agent over an empty session log. */
+  createAgent(): ConformanceAgent | Promise<ConformanceAgent>
+  /** Called after each scenario. */
+  dispose?(): void | Promise<void>
+}
+
+/** Options of `defineConformanceSuite`. */
+export interface ConformanceSuiteOptions {
+  /** The suite's name (a `describe` title). */
+  name: string
+  /** A fresh host per scenario. */
+  createHost(): ConformanceHost | Promise<ConformanceHost>
+}
+
+/** SPEC's strings, quoted: the kit checks them exactly. */
+const TEXT = {
+  entering: 'The user switched this session to plan mode.',
+  leaving: 'The user switched this session back to the default mode.',
+  on: 'Plan mode on. Use /plan off to leave.',
+  off: 'Plan mode off.',
+  entryQueued: 'Entering plan mode (applies from the next step). Use /plan off to leave.',
+  entryCancelled: 'Plan mode entry cancelled.',
+  notInPlanMode: 'exit_plan_mode is only available in plan mode',
+  keepPlanningFeedback: 'The user chose to keep planning; their feedback: ',
+  dismissed:
+    'The user dismissed the plan review to speak instead; stay in plan mode, stop here, and wait for their message.',
+  superseded: 'The user changed the plan mode directly; the review is closed.',
+} as const
+
+const PLAN = '# Ship the importer\n\n1. Parse the CSV.\n2. Store the rows.'
+const TITLE = 'Ship the importer'
+
+/** R43: the question, quoted. */
+const QUESTION = {
+  id: 'plan-review',
+  header: 'Plan review',
+  question: 'Approve this plan and leave plan mode?',
+  detail: PLAN,
+  options: [
+    { label: 'Approve', description: 'Leave plan mode; the plan is carried out from the next step.' },
+    { label: 'Keep planning', description: 'Stay in plan mode; feedback goes back to the model.' },
+  ],
+  intent: { kind: 'plan-review', approve: 'Approve' },
+}
+
+const APPROVE = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
+
+/** The `plan/mode` values in the log, in order. */
+function modes(agent: ConformanceAgent): boolean[] {
+  return agent
+    .events()
+    .filter((e) => e.type === 'plan/mode')
+    .map((e) => (e.data as { active: boolean }).active)
+}
+
+/** The `plan/review` outcomes in the log, in order. */
+function reviews(agent: ConformanceAgent): unknown[] {
+  return agent
+    .events()
+    .filter((e) => e.type === 'plan/review')
+    .map((e) => e.data)
+}
+
+/**
+ * Defines SPEC's observable scenario suite (vitest `describe`/`it`) for a host wiring. Call it at
+ * the top level of a test file. Every scenario gets a fresh host from `createHost`.
+ */
+export function defineConformanceSuite({ name, createHost }: ConformanceSuiteOptions): void {
+  /**
+   * Runs a scenario on a fresh host and agent; disposes the host afterwards. A scenario that
+   * needs `restart` is skipped for a driver without it.
+   */
+  const scenario =
+    (run: (agent: ConformanceAgent, host: ConformanceHost) => Promise<void>, { restart = false } = {}) =>
+    async (context: { skip(note?: string): void }) => {
+      const host = await createHost()
+      try {
+        const agent = await host.createAgent()
+        if (restart && typeof agent.restart !== 'function') return context.skip('the driver has no restart()')
+        await run(agent, host)
+      } finally {
+        await host.dispose?.()
+      }
+    }
+
+  /** Enters plan mode between turns and runs a step in it. */
+  const inPlanMode = async (agent: ConformanceAgent) => {
+    expect(await agent.command('')).toEqual({ kind: 'success', text: TEXT.on })
+    await agent.startTurn()
+    await agent.step()
+  }
+
+  describe(`xstate-plan-mode conformance: ${name}`, () => {
+    it(
+      'R4: a new agent starts inactive, and its first step carries no section and no notice (R36)',
+      scenario(async (agent) => {
+        expect(agent.get()).toEqual({ active: false })
+        expect(await agent.step()).toEqual({ section: '', notices: [] })
+        expect(modes(agent)).toEqual([])
+      }),
+    )
+
+    it(
+      'R10: /plan between turns commits at once; the next step carries the section (R18)',
+      scenario(async (agent, host) => {
+        expect(await agent.command('')).toEqual({ kind: 'success', text: TEXT.on })
+        expect(modes(agent)).toEqual([true])
+        expect(agent.get()).toEqual({ active: true })
+        await agent.startTurn()
+        // R36: nothing was told before the first step; the section itself states the mode.
+        expect(await agent.step()).toEqual({ section: host.section, notices: [] })
+      }),
+    )
+
+    it(
+      'R32: a switch between steps is narrated once, at the next step (R33, R20)',
+      scenario(async (agent, host) => {
+        await agent.startTurn()
+        expect(await agent.step()).toEqual({ section: '', notices: [] })
+        await agent.endTurn()
+        expect(await agent.command('')).toEqual({ kind: 'success', text: TEXT.on })
+        await agent.startTurn()
+        expect(await agent.step()).toEqual({ section: host.section, notices: [TEXT.entering] })
+        expect(await agent.step()).toEqual({ section: host.section, notices: [] })
+        await agent.endTurn()
+        expect(await agent.command('off')).toEqual({ kind: 'success', text: TEXT.off })
+        await agent.startTurn()
+        expect(await agent.step()).toEqual({ section: '', notices: [TEXT.leaving] })
+        expect(modes(agent)).toEqual([true, false])
+      }),
+    )
+
+    it(
+      'R17: during a turn /plan waits for the next step, whose plan/mode lands before anything the host logs for it (R9, R16)',
+      scenario(async (agent, host) => {
+        await agent.startTurn()
+        await agent.step()
+        expect(await agent.command('')).toEqual({ kind: 'success', text: TEXT.entryQueued })
+        expect(agent.get()).toEqual({ active: false, pending: true })
+        expect(modes(agent)).toEqual([])
+        const before = agent.events().length
+        expect(await agent.step()).toEqual({ section: host.section, notices: [TEXT.entering] })
+        const first = agent.events()[before]
+        expect({ type: first?.type, data: first?.data }).toEqual({ type: 'plan/mode', data: { active: true } })
+        expect(agent.get()).toEqual({ active: true })
+      }),
+    )
+
+    it(
+      'R9: a round trip before the next step is cancelled: nothing is logged or narrated (R32)',
+      scenario(async (agent) => {
+        await agent.startTurn()
+        await agent.step()
+        expect(await agent.command('')).toEqual({ kind: 'success', text: TEXT.entryQueued })
+        expect(await agent.command('off')).toEqual({ kind: 'success', text: TEXT.entryCancelled })
+        expect(agent.get()).toEqual({ active: false })
+        expect(await agent.step()).toEqual({ section: '', notices: [] })
+        expect(modes(agent)).toEqual([])
+      }),
+    )
+
+    it(
+      'R12: a selection still pending when the turn ends applies at the first step of the next turn',
+      scenario(async (agent, host) => {
+        await agent.startTurn()
+        await agent.step()
+        await agent.command('')
+        await agent.endTurn()
+        expect(agent.get()).toEqual({ active: false, pending: true })
+        expect(modes(agent)).toEqual([])
+        await agent.startTurn()
+        expect(await agent.step()).toEqual({ section: host.section, notices: [TEXT.entering] })
+        expect(modes(agent)).toEqual([true])
+      }),
+    )
+
+    it(
+      'R15: a step whose signal is already aborted changes nothing',
+      scenario(async (agent) => {
+        await agent.startTurn()
+        await agent.step()
+        await agent.command('')
+        const events = agent.events().length
+        const controller = new AbortController()
+        controller.abort()
+        expect(await agent.step({ signal: controller.signal })).toEqual({ section: '', notices: [] })
+        expect(modes(agent)).toEqual([])
+        expect(agent.get()).toEqual({ active: false, pending: true })
+        expect(agent.events().slice(events).some((e) => e.type === 'plan/mode')).toBe(false)
+      }),
+    )
+
+    it(
+      'R42: exit_plan_mode outside plan mode fails with "exit_plan_mode is only available in plan mode"',
+      scenario(async (agent) => {
+        await agent.startTurn()
+        await agent.step()
+        expect(await agent.callExitTool({ plan: PLAN })).toEqual({ error: TEXT.notInPlanMode })
+        expect(reviews(agent)).toEqual([])
+      }),
+    )
+
+    it(
+      'R47: an approved plan leaves plan mode at the next step, without a notice (R43, R35, R49)',
+      scenario(async (agent) => {
+        await inPlanMode(agent)
+        const call = agent.callExitTool({ plan: PLAN })
+        const review = await agent.nextReview()
+        expect(review.request.questions).toEqual([QUESTION])
+        review.answer(APPROVE)
+        expect(await call).toEqual({ approved: true })
+        expect(agent.get()).toEqual({ active: true, pending: false })
+        expect(reviews(agent)).toEqual([{ outcome: 'approved', title: TITLE, plan: PLAN }])
+        expect(await agent.step()).toEqual({ section: '', notices: [] })
+        expect(modes(agent)).toEqual([true, false])
+      }),
+    )
+
+    it(
+      'R45: keep planning with feedback fails the call with the feedback, and plan mode stays (R49)',
+      scenario(async (agent, host) => {
+        await inPlanMode(agent)
+        const call = agent.callExitTool({ plan: PLAN })
+        const review = await agent.nextReview()
+        review.answer({ answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'Split step 2.' }] })
+        expect(await call).toEqual({ error: `${TEXT.keepPlanningFeedback}Split step 2.` })
+        expect(reviews(agent)).toEqual([{ outcome: 'keep-planning', title: TITLE, plan: PLAN, feedback: 'Split step 2.' }])
+        expect(await agent.step()).toEqual({ section: host.section, notices: [] })
+        expect(modes(agent)).toEqual([true])
+      }),
+    )
+
+    it(
+      'R46: a dismissed review tells the model to stop and wait for the user',
+      scenario(async (agent) => {
+        await inPlanMode(agent)
+        const call = agent.callExitTool({ plan: PLAN })
+        ;(await agent.nextReview()).dismiss()
+        expect(await call).toEqual({ error: TEXT.dismissed })
+        expect(reviews(agent)).toEqual([{ outcome: 'dismissed', title: TITLE, plan: PLAN }])
+        expect(agent.get()).toEqual({ active: true })
+      }),
+    )
+
+    it(
+      'R46: when the call aborts, it fails with the reason and a later answer is ignored',
+      scenario(async (agent) => {
+        await inPlanMode(agent)
+        const controller = new AbortController()
+        const call = agent.callExitTool({ plan: PLAN }, { signal: controller.signal })
+        const review = await agent.nextReview()
+        controller.abort(new Error('the user pressed stop'))
+        expect(await call).toEqual({ error: 'the user pressed stop' })
+        expect(review.request.signal.aborted).toBe(true)
+        review.answer(APPROVE)
+        await new Promise((resolve) => setTimeout(resolve, 0))
+        expect(agent.get()).toEqual({ active: true })
+        expect(reviews(agent)).toEqual([{ outcome: 'aborted', title: TITLE, plan: PLAN }])
+      }),
+    )
+
+    it(
+      'R48: /plan off during a review closes it first, then leaves plan mode',
+      scenario(async (agent) => {
+        await inPlanMode(agent)
+        await agent.endTurn()
+        const call = agent.callExitTool({ plan: PLAN })
+        const review = await agent.nextReview()
+        expect(await agent.command('off')).toEqual({ kind: 'success', text: TEXT.off })
+        expect(await call).toEqual({ error: TEXT.superseded })
+        expect(review.request.signal.aborted).toBe(true)
+        const planEvents = agent
+          .events()
+          .filter((e) => e.type === 'plan/review' || e.type === 'plan/mode')
+          .map(({ type, data }) => ({ type, data }))
+        expect(planEvents).toEqual([
+          { type: 'plan/mode', data: { active: true } },
+          { type: 'plan/review', data: { outcome: 'superseded', title: TITLE, plan: PLAN } },
+          { type: 'plan/mode', data: { active: false } },
+        ])
+      }),
+    )
+
+    it(
+      'R56: /plan with a message enters plan mode and steers the message to the agent',
+      scenario(async (agent) => {
+        expect(await agent.command('  draft the migration ')).toEqual({ kind: 'success', text: TEXT.on })
+        const steered = agent.steered()
+        expect(steered.length).toBe(1)
+        expect(steered[0]!.content).toEqual([{ type: 'text', text: 'draft the migration' }])
+        expect(steered[0]!.source).toEqual({ kind: 'user' })
+      }),
+    )
+
+    it(
+      'R64: an approved exit survives a restart and is carried out silently (R31)',
+      scenario(async (agent) => {
+        await inPlanMode(agent)
+        const call = agent.callExitTool({ plan: PLAN })
+        ;(await agent.nextReview()).answer(APPROVE)
+        expect(await call).toEqual({ approved: true })
+        const restarted = await agent.restart!()
+        expect(restarted.get()).toEqual({ active: true, pending: false })
+        expect(await restarted.step()).toEqual({ section: '', notices: [] })
+        expect(modes(restarted)).toEqual([true, false])
+      }, { restart: true }),
+    )
+
+    it(
+      "R64: a /plan made after a turn's last step survives a restart and is narrated at the next step (R31)",
+      scenario(async (agent, host) => {
+        await agent.startTurn()
+        await agent.step()
+        expect(await agent.command('')).toEqual({ kind: 'success', text: TEXT.entryQueued })
+        await agent.endTurn()
+        const restarted = await agent.restart!()
+        expect(restarted.get()).toEqual({ active: false, pending: true })
+        await restarted.startTurn()
+        expect(await restarted.step()).toEqual({ section: host.section, notices: [TEXT.entering] })
+      }, { restart: true }),
+    )
+  })
+}

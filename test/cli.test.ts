@@ -1,0 +1,347 @@
+/**
+ * The `plan-mode` CLI, run in-process through `main`: the demo's arc and timeline, `inspect` on
+ * the log it wrote, `visualize`, and bad input (one line on stderr, exit code 2).
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { WebSocket } from 'ws'
+import { main, type CliIo } from '../src/cli/main.js'
+
+const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url))
+
+interface Run {
+  code: number
+  stdout: string
+  stderr: string
+  lines: string[]
+}
+
+function collector(): { io: CliIo; out: () => string; err: () => string } {
+  let out = ''
+  let err = ''
+  return {
+    io: { stdout: { write: (text: string) => (out += text) }, stderr: { write: (text: string) => (err += text) }, env: {} },
+    out: () => out,
+    err: () => err,
+  }
+}
+
+async function run(argv: string[], extra: Partial<CliIo> = {}): Promise<Run> {
+  const c = collector()
+  const code = await main(argv, { ...c.io, ...extra })
+  return { code, stdout: c.out(), stderr: c.err(), lines: c.out().split('\n') }
+}
+
+/** The lines from `start` (exclusive) to the next line starting with `end`. */
+function block(lines: string[], start: string, end: string, from = 0): string[] {
+  const i = lines.indexOf(start, from)
+  const j = lines.findIndex((line, k) => k > i && line.startsWith(end))
+  return lines.slice(i + 1, j)
+}
+
+let dir: string
+let log: string
+let demo: Run
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'plan-mode-cli-test-'))
+  log = join(dir, 'session.jsonl')
+  demo = await run(['demo', '--log', log, '--no-color'])
+})
+afterAll(() => rm(dir, { recursive: true, force: true }))
+
+describe('plan-mode demo', () => {
+  it('runs the whole arc to the end and prints where the log is', () => {
+    expect(demo.stderr).toBe('')
+    expect(demo.code).toBe(0)
+    expect(demo.lines[1]).toBe(`log: ${log}`)
+    expect(demo.lines).toContain(`log: ${log} (24 events)`)
+    expect(demo.lines).toContain(`inspect it: plan-mode inspect ${log}`)
+  })
+
+  it('/plan <message> while idle commits, and the first plan-mode step narrates the entry once', () => {
+    expect(block(demo.lines, '── idle ──', '──')).toEqual([
+      '  user     /plan Add a --json flag to the report command.',
+      '  log      #6 plan/mode {"active":true}',
+      '  command  Plan mode on. Use /plan off to leave.',
+    ])
+    const turn2 = demo.lines.indexOf('── turn 2: plan mode, then the approved plan ──')
+    expect(block(demo.lines, 'step 0', 'step', turn2)).toEqual([
+      '  section  on',
+      '  user     Add a --json flag to the report command.',
+      '  notice   The user switched this session to plan mode.',
+      '  call     read_file {"path":"src/report.ts"}',
+      '  result   read_file → export function report(totals) { console.table(totals) }',
+    ])
+    expect(demo.lines.filter((line) => line.startsWith('  notice'))).toHaveLength(1)
+  })
+
+  it('R32: /plan off then /plan from inside a tool call is a round trip: no notice at the next step', () => {
+    const turn2 = demo.lines.indexOf('── turn 2: plan mode, then the approved plan ──')
+    expect(block(demo.lines, 'step 1', 'step', turn2)).toEqual([
+      '  section  on',
+      '  call     read_file {"path":"test/report.test.ts"}',
+      '  user     /plan off',
+      '  command  Leaving plan mode (applies from the next step).',
+      '  user     /plan',
+      '  command  Plan mode exit cancelled. Use /plan off to leave.',
+      "  result   read_file → it('prints a table', () => { … })",
+    ])
+    expect(block(demo.lines, 'step 2', 'step', turn2)).toEqual([
+      '  section  on',
+      '  note     no notice: /plan off then /plan before this step is a round trip',
+      '  call     exit_plan_mode "Add --json to the report command"',
+      '  review   "Add --json to the report command": Keep planning — Also document the flag in the README.',
+      '  log      #16 plan/review keep-planning "Add --json to the report command"',
+      '  error    exit_plan_mode → The user chose to keep planning; their feedback: Also document the flag in the README.',
+    ])
+  })
+
+  it('R47, R35: the revised plan is approved; the next step appends plan/mode off, section off, no notice', () => {
+    const turn2 = demo.lines.indexOf('── turn 2: plan mode, then the approved plan ──')
+    expect(block(demo.lines, 'step 3', 'step', turn2)).toEqual([
+      '  section  on',
+      '  call     exit_plan_mode "Add --json to the report command (v2)"',
+      '  review   "Add --json to the report command (v2)": Approve',
+      '  log      #18 plan/review approved "Add --json to the report command (v2)"',
+      '  result   exit_plan_mode → Plan approved — plan mode exited; carry out the plan starting with your next step.',
+    ])
+    expect(block(demo.lines, 'step 4', 'step', turn2)).toEqual([
+      '  log      #19 plan/mode {"active":false}',
+      '  section  off',
+      '  note     no notice: the approved review already told the model',
+      '  call     edit_file {"path":"src/report.ts","change":"add --json"}',
+      '  result   edit_file → edited src/report.ts',
+    ])
+    expect(block(demo.lines, 'step 7', '──', turn2)).toEqual([
+      '  section  off',
+      '  model    Done: `report --json` prints the totals as JSON, the README documents it, and the tests pass.',
+    ])
+  })
+
+  it('R1, R49: the log holds plan/mode on, keep-planning, approved, plan/mode off, in that order', async () => {
+    const events = (await readFile(log, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { seq: number; type: string; data: Record<string, unknown> })
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, i) => i + 1))
+    const plan = events
+      .filter((event) => event.type === 'plan/mode' || event.type === 'plan/review')
+      .map((event) => (event.type === 'plan/mode' ? `${event.seq} plan/mode ${String(event.data.active)}` : `${event.seq} plan/review ${String(event.data.outcome)}`))
+    expect(plan).toEqual(['6 plan/mode true', '16 plan/review keep-planning', '18 plan/review approved', '19 plan/mode false'])
+    expect(events[15]!.data).toMatchObject({ title: 'Add --json to the report command', feedback: 'Also document the flag in the README.' })
+  })
+
+  it('colours only when asked for a terminal: --no-color and a non-TTY stdout print no escape codes', () => {
+    expect(demo.stdout).not.toContain('\u001b[')
+  })
+
+  it('refuses to write over an existing --log file', async () => {
+    const result = await run(['demo', '--log', log, '--no-color'])
+    expect(result.code).toBe(2)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toBe(`plan-mode: ${log}: already exists; the demo writes a new log (give another --log path)\n`)
+  })
+})
+
+describe('plan-mode inspect', () => {
+  it('prints one row per event: F, the pending flag and K after it', async () => {
+    const result = await run(['inspect', log, '--no-color'])
+    expect(result.code).toBe(0)
+    expect(result.stderr).toBe('')
+    expect(result.lines.slice(0, 8)).toEqual([
+      'seq  type            F    pending  K    detail',
+      '  1  turn/start      off           -',
+      '  2  request/header  off           off  step 0',
+      '  3  request/header  off           off  step 1',
+      '  4  turn/end        off           off',
+      '  5  command/run     off  yes      off  /plan Add a --json flag to the report command.',
+      '  6  plan/mode       on            off  active: true',
+      '  7  command/done    on            off  success: Plan mode on. Use /plan off to leave.',
+    ])
+    expect(result.lines).toContain('  9  request/header  on            on   step 0')
+    expect(result.lines).toContain(' 12  command/done    on   yes      on   success: Leaving plan mode (applies from the next step).')
+    expect(result.lines).toContain(' 14  command/done    on            on   success: Plan mode exit cancelled. Use /plan off to leave.')
+    expect(result.lines).toContain(' 18  plan/review     on   yes      off  approved "Add --json to the report command (v2)"')
+    expect(result.lines).toContain(' 19  plan/mode       off           off  active: false')
+  })
+
+  it('ends with the final state and the plan review history', async () => {
+    const result = await run(['inspect', log, '--no-color'])
+    expect(result.lines.slice(result.lines.indexOf('State at seq 24:'))).toEqual([
+      'State at seq 24:',
+      '  plan mode (F)   off',
+      '  pending         no',
+      '  model told (K)  off',
+      '  turn            idle',
+      '',
+      'Plan reviews:',
+      '  1. #16 "Add --json to the report command": keep-planning — Also document the flag in the README.',
+      '  2. #18 "Add --json to the report command (v2)": approved',
+      '',
+    ])
+  })
+
+  it('--at SEQ shows the table up to SEQ and the state there', async () => {
+    const result = await run(['inspect', log, '--at', '12', '--no-color'])
+    expect(result.code).toBe(0)
+    const table = result.lines.slice(1, result.lines.indexOf(''))
+    expect(table).toHaveLength(12)
+    expect(result.lines.slice(result.lines.indexOf('State at seq 12:'))).toEqual([
+      'State at seq 12:',
+      '  plan mode (F)   on',
+      '  pending         yes',
+      '  model told (K)  on',
+      '  turn            open',
+      '',
+      'Plan reviews:',
+      '  none',
+      '',
+    ])
+  })
+
+  it('--json prints { file, at, events, state, reviews }', async () => {
+    const result = await run(['inspect', log, '--json', '--at', '18'])
+    expect(result.code).toBe(0)
+    const report = JSON.parse(result.stdout) as Record<string, unknown> & { events: unknown[] }
+    expect(Object.keys(report)).toEqual(['file', 'at', 'events', 'state', 'reviews'])
+    expect(report.file).toBe(log)
+    expect(report.at).toBe(18)
+    expect(report.events).toHaveLength(18)
+    expect(report.events[17]).toEqual({
+      seq: 18,
+      type: 'plan/review',
+      active: true,
+      pending: true,
+      told: false,
+      detail: 'approved "Add --json to the report command (v2)"',
+    })
+    expect(report.state).toEqual({ active: true, pending: true, told: false, openTurn: true })
+    expect(report.reviews).toEqual([
+      { seq: 16, title: 'Add --json to the report command', outcome: 'keep-planning', feedback: 'Also document the flag in the README.' },
+      { seq: 18, title: 'Add --json to the report command (v2)', outcome: 'approved' },
+    ])
+  })
+
+  it('reads the log without taking its writer lock', async () => {
+    await run(['inspect', log])
+    await expect(readFile(`${log}.lock`)).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+})
+
+describe('bad input: one line on stderr, exit code 2', () => {
+  const bad = async (argv: string[], stderr: string) => {
+    const result = await run(argv)
+    expect(result.code).toBe(2)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toBe(`${stderr}\n`)
+  }
+
+  it('a missing file', () => bad(['inspect', join(dir, 'missing.jsonl')], `plan-mode: ${join(dir, 'missing.jsonl')}: no such file`))
+
+  it('a corrupt line, with its line number', () =>
+    bad(['inspect', `${FIXTURES}cli-corrupt.jsonl`], `plan-mode: ${FIXTURES}cli-corrupt.jsonl:2: not valid JSON`))
+
+  it('R61: an invalid plan/mode, with its line number', () =>
+    bad(
+      ['inspect', `${FIXTURES}cli-invalid-mode.jsonl`],
+      `plan-mode: ${FIXTURES}cli-invalid-mode.jsonl:2: plan/mode carries invalid active state "yes"; expected a boolean`,
+    ))
+
+  it('a corrupt line for visualize too, before anything is served', () =>
+    bad(['visualize', `${FIXTURES}cli-corrupt.jsonl`, '--port', '0'], `plan-mode: ${FIXTURES}cli-corrupt.jsonl:2: not valid JSON`))
+
+  it('an unknown command', () => bad(['frobnicate'], 'plan-mode: unknown command "frobnicate" (commands: demo, inspect, visualize, chat; see plan-mode --help)'))
+
+  it('an unknown option', async () => {
+    const result = await run(['inspect', log, '--bogus'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toMatch(/^plan-mode: inspect: Unknown option '--bogus'[^\n]*\n$/)
+  })
+
+  it('inspect without a file', () => bad(['inspect'], 'plan-mode: inspect: missing <file.jsonl> (see plan-mode inspect --help)'))
+
+  it('--at outside the log', () => bad(['inspect', log, '--at', '99'], `plan-mode: --at 99: ${log} has events 1..24`))
+
+  it('--at that is not a number', () => bad(['inspect', log, '--at', 'x'], 'plan-mode: --at must be an integer 1..9007199254740991, not "x"'))
+
+  it('chat, which this build does not have', () => bad(['chat'], 'chat needs a provider package; not available in this build'))
+
+  it('no command prints the usage and exits 2', async () => {
+    const result = await run([])
+    expect(result.code).toBe(2)
+    expect(result.stdout).toMatch(/^Usage: plan-mode <command> \[options\]/)
+  })
+})
+
+describe('--help', () => {
+  it.each(['demo', 'inspect', 'visualize', 'chat'])('%s --help prints its usage and exits 0', async (command) => {
+    const result = await run([command, '--help'])
+    expect(result.code).toBe(0)
+    expect(result.stderr).toBe('')
+    expect(result.lines[0]).toMatch(new RegExp(`^Usage: plan-mode ${command}`))
+  })
+
+  it('plan-mode --help lists the commands', async () => {
+    const result = await run(['--help'])
+    expect(result.code).toBe(0)
+    for (const command of ['demo', 'inspect', 'visualize', 'chat']) expect(result.stdout).toContain(`\n  ${command} `)
+  })
+})
+
+/** Waits until `read()` matches, polling. */
+async function until<T>(read: () => T | undefined, ms = 5000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = read()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error('timed out')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** Connects to the page's /view socket and collects the plan-mode.log events it is sent. */
+function view(url: string): { logs: { seq: number; type: string }[]; close(): void } {
+  const logs: { seq: number; type: string }[] = []
+  const ws = new WebSocket(`${url.replace('http', 'ws')}view`)
+  ws.on('message', (data) => {
+    const message = JSON.parse(String(data)) as { kind: string; items?: { message: { type: string; event?: { seq: number; type: string } } }[] }
+    for (const item of message.items ?? []) if (item.message.type === 'plan-mode.log') logs.push(item.message.event!)
+  })
+  return { logs, close: () => ws.terminate() }
+}
+
+describe('serving', () => {
+  it('visualize <file> serves the page and replays the log into it until stopped', async () => {
+    const controller = new AbortController()
+    const c = collector()
+    const done = main(['visualize', log, '--port', '0'], { ...c.io, signal: controller.signal })
+    const url = await until(() => /Plan-mode visualizer: (\S+)/.exec(c.out())?.[1])
+    await until(() => (c.out().includes('Ctrl-C to stop.') ? true : undefined))
+    const page = await fetch(url)
+    expect(page.status).toBe(200)
+    expect(await page.text()).toContain('<script type="module" src="/app.js"></script>')
+    const viewer = view(url)
+    await until(() => (viewer.logs.length === 24 ? true : undefined))
+    expect(viewer.logs.map((event) => event.seq)).toEqual(Array.from({ length: 24 }, (_, i) => i + 1))
+    viewer.close()
+    controller.abort()
+    expect(await done).toBe(0)
+    expect(c.out()).toContain('Replayed 24 events of')
+  })
+
+  it('demo --visualize shows the agent live on the page and serves until stopped', async () => {
+    const controller = new AbortController()
+    const c = collector()
+    const done = main(['demo', '--visualize', '--port', '0', '--delay', '0', '--no-color', '--log', join(dir, 'live.jsonl')], {
+      ...c.io,
+      signal: controller.signal,
+    })
+    const url = await until(() => /\nvisualizer: (\S+) \(Ctrl-C to stop\)/.exec(c.out())?.[1])
+    const viewer = view(url)
+    await until(() => (viewer.logs.length === 24 ? true : undefined))
+    expect(viewer.logs.filter((event) => event.type === 'plan/mode')).toHaveLength(2)
+    viewer.close()
+    controller.abort()
+    expect(await done).toBe(0)
+  })
+})

@@ -1,0 +1,851 @@
+/**
+ * An executable oracle of SPEC.md: a small, pure model of what plan mode must do, written from
+ * the SPEC text alone. It does NOT import the statechart or the service (`src/machines/*`,
+ * `src/service.ts`); it reads no library code at all, so that an error in the library cannot
+ * hide itself by being copied here.
+ *
+ * The model, per agent:
+ * - the log (what has landed), from which F (R2) and the open turn (R5) are folded on demand;
+ * - per attachment (SPEC §1; a detach or reload ends one, the next call starts another, R63, R64):
+ *   P (R6), K (R30), the open review (R42–R49) and the operation queue (§1: `set`,
+ *   `stepBoundary` and review settlements are serialized);
+ * - appends in flight: each append the service makes is decided by an `appendFate` policy:
+ *   it lands at once, fails (R11, R19, R49) or is held until the test publishes, resolves or
+ *   rejects it (a database log whose subscription and `append` result arrive separately).
+ *
+ * Every public call returns an `OracleCall` whose `state` says how the real call must have
+ * settled by now (`pending`, `resolved` with a value, `rejected` with a message). The test
+ * drives the real service and the oracle with the same operations and compares, after each one:
+ * `get`, `section`, the log, the calls, the notices, the asks, the steered messages and the
+ * warnings.
+ *
+ * Interpretations the SPEC leaves open, chosen here and named where used:
+ * - An exit-tool call whose signal is already aborted fails with the abort message before any
+ *   other check and records nothing (R46 "also before the question is asked"; no review opened).
+ *   One whose signal aborts while it waits for its turn (§1) fails at once the same way, and
+ *   asks nothing when its turn comes.
+ * - An abort (R46) or a reload (R60, R63) closes the review at once, outside the operation queue
+ *   (R46 "the call fails at once"); only its record is an append like any other.
+ * - An operation finishes when no append of its attachment is in flight any more.
+ */
+
+/** A log entry as plan mode sees it (the log assigns `seq`; the oracle compares type and data). */
+export interface LogEntry {
+  type: string
+  data: unknown
+}
+
+/** How the real call must have settled by now. */
+export type CallState<T> =
+  | { status: 'pending' }
+  | { status: 'resolved'; value: T }
+  | { status: 'rejected'; message: string }
+
+/** One call made to the service, with its expected settlement. */
+export interface OracleCall<T = unknown> {
+  readonly id: number
+  readonly kind: 'set' | 'boundary' | 'review' | 'command'
+  readonly agentId: string | undefined
+  state: CallState<T>
+}
+
+/** `set`'s results (R8–R10). */
+export type SetOutcome = 'committed' | 'queued' | 'cancelled' | 'noop'
+
+/** What a boundary must return: the section and the notices' texts (R18, R32, R33). */
+export interface BoundaryExpectation {
+  section: string
+  notices: string[]
+}
+
+/** `/plan`'s result (R55–R57). */
+export interface CommandExpectation {
+  kind: 'success' | 'error'
+  text: string
+}
+
+/** A review answer as the channel resolves it (SPEC §1 `ReviewAnswer`, loosely typed on purpose). */
+export interface AnswerLike {
+  answers?: unknown
+}
+
+/** What the fate policy decides for one append the service makes. */
+export type AppendFate = { kind: 'ok' } | { kind: 'fail'; error: Error } | { kind: 'hold' }
+
+/** An append the service started that the test holds. */
+export interface HeldAppend {
+  readonly handle: number
+  readonly agentId: string
+  readonly type: string
+  readonly data: unknown
+  published: boolean
+  settled: boolean
+}
+
+/** A warning the service must have logged (R19, R49). */
+export interface ExpectedWarning {
+  message: string
+  error: unknown
+}
+
+/** A review question the channel must have been asked (R43). */
+export interface ExpectedAsk {
+  readonly agentId: string
+  readonly plan: string
+  /** The request's signal must be aborted (R43: abort, supersede, reload). */
+  aborted: boolean
+  /** The ask belongs to a review that is no longer waiting for it: a later answer is ignored. */
+  stale: boolean
+}
+
+/** A message `/plan` must have steered into the agent (R56), without its id. */
+export interface ExpectedSteer {
+  agentId: string
+  content: unknown[]
+}
+
+/** The mode's user-visible strings, quoted from SPEC. */
+export const TEXT = {
+  entering: 'The user switched this session to plan mode.',
+  leaving: 'The user switched this session back to the default mode.',
+  disposed: 'plan-mode service is disposed',
+  noAgent: 'exit_plan_mode requires a calling agent (no session to switch)',
+  planNotString: 'exit_plan_mode requires a "plan" string argument',
+  notInPlanMode: 'exit_plan_mode is only available in plan mode',
+  noHeading: 'exit_plan_mode requires a non-empty markdown plan starting with a # heading',
+  tooLarge: 'exit_plan_mode plan is too large (over 256 KiB)',
+  alreadyOpen: 'a plan review is already open for this agent; wait for its answer',
+  owned:
+    "human interaction is unavailable while the calling agent is owned by another live agent; include the unresolved question or decision in the child agent's final result",
+  noChannel:
+    'no user-interaction channel is available to review the plan; ask the user to switch the session mode instead',
+  keepPlanning: 'The user chose to keep planning; revise the plan and present it again.',
+  keepPlanningFeedback: 'The user chose to keep planning; their feedback: ',
+  dismissed:
+    'The user dismissed the plan review to speak instead; stay in plan mode, stop here, and wait for their message.',
+  superseded: 'The user changed the plan mode directly; the review is closed.',
+  reloaded: 'the plan-mode service was reloaded while the plan was under review; present the plan again',
+  aborted: 'the plan review was aborted',
+  flushFailed: 'plan-mode: step-boundary flush failed',
+  recordFailed: 'plan-mode: review record failed',
+  offWithAttachments: 'Image attachments cannot accompany /plan off.',
+  cannotSteer: 'This agent cannot take a plan message; use /plan alone.',
+  notChanged: 'Plan mode could not be changed: ',
+  leave: {
+    committed: 'Plan mode off.',
+    queued: 'Leaving plan mode (applies from the next step).',
+    cancelled: 'Plan mode entry cancelled.',
+    noop: 'Plan mode is already inactive.',
+  },
+  enter: {
+    committed: 'Plan mode on. Use /plan off to leave.',
+    queued: 'Entering plan mode (applies from the next step). Use /plan off to leave.',
+    cancelled: 'Plan mode exit cancelled. Use /plan off to leave.',
+    noop: 'Plan mode is already on. Use /plan off to leave.',
+  },
+} as const
+
+/** R42.5: 256 KiB of UTF-8. */
+const MAX_PLAN_BYTES = 256 * 1024
+
+// ---------------------------------------------------------------------------------------------
+// Pure folds of a log (R2, R5, R31, R58, R64)
+
+/** R2: `active` of the last `plan/mode`, or false. */
+export function foldF(log: readonly LogEntry[]): boolean {
+  let active = false
+  for (const entry of log) if (entry.type === 'plan/mode') active = (entry.data as { active: boolean }).active
+  return active
+}
+
+/** R5: the latest of turn/start, turn/end is a turn/start. */
+export function foldOpenTurn(log: readonly LogEntry[]): boolean {
+  let open = false
+  for (const entry of log) {
+    if (entry.type === 'turn/start') open = true
+    else if (entry.type === 'turn/end') open = false
+  }
+  return open
+}
+
+/** R31: the last request/header (the fold there) or approved plan/review (inactive), whichever is later. */
+export function foldK(log: readonly LogEntry[]): boolean | undefined {
+  let told: boolean | undefined
+  let active = false
+  for (const entry of log) {
+    if (entry.type === 'plan/mode') active = (entry.data as { active: boolean }).active
+    else if (entry.type === 'request/header') told = active
+    else if (entry.type === 'plan/review' && (entry.data as { outcome?: unknown }).outcome === 'approved') told = false
+  }
+  return told
+}
+
+/** R58: the kept selection: the latest settled successful `/plan` or approved exit not yet followed by a `plan/mode`. */
+export function foldKept(log: readonly LogEntry[]): boolean | null {
+  let kept: boolean | null = null
+  const runs = new Map<string, boolean>()
+  for (const entry of log) {
+    const data = entry.data as Record<string, unknown>
+    if (entry.type === 'plan/mode') kept = null
+    else if (entry.type === 'command/run' && data.name === 'plan' && typeof data.args === 'string') {
+      runs.set(String(data.commandId), data.args.trim().toLowerCase() !== 'off')
+    } else if (entry.type === 'command/done' && runs.has(String(data.commandId))) {
+      const selected = runs.get(String(data.commandId))!
+      runs.delete(String(data.commandId))
+      if (data.kind === 'success') kept = selected
+    } else if (entry.type === 'plan/review' && data.outcome === 'approved') kept = false
+  }
+  return kept
+}
+
+/** R64: P after attach: the kept selection where it differs from F. */
+export function foldP(log: readonly LogEntry[]): boolean | undefined {
+  const kept = foldKept(log)
+  return kept !== null && kept !== foldF(log) ? kept : undefined
+}
+
+/** R42.4: the trimmed plan starts with an ATX heading with text on its line. */
+export function startsWithHeading(plan: string): boolean {
+  return /^#{1,6}[ \t]+[^ \t\r\n]/.test(plan.trim())
+}
+
+/** R49, R51: the text of the first markdown heading of any level, trailing whitespace removed. */
+export function headingTitle(plan: string): string | undefined {
+  for (const line of plan.split('\n')) {
+    const match = /^[ \t]*#{1,6}[ \t]+([^ \t\r\n].*)$/.exec(line)
+    if (match) return match[1]!.trimEnd()
+  }
+  return undefined
+}
+
+/** R44, R45: consent, or keep planning with the feedback to quote. */
+export function readAnswer(answer: AnswerLike | undefined): { approved: true } | { approved: false; feedback?: string } {
+  const all = Array.isArray(answer?.answers) ? (answer!.answers as unknown[]) : []
+  const items = all.filter((item) => (item as { id?: unknown } | null)?.id === 'plan-review') as {
+    selected?: unknown
+    custom?: unknown
+  }[]
+  if (items.length !== 1) return { approved: false }
+  const item = items[0]!
+  const custom = typeof item.custom === 'string' ? item.custom : undefined
+  const blank = custom === undefined || custom.trim() === ''
+  const selected = Array.isArray(item.selected) ? item.selected : []
+  if (selected.length === 1 && selected[0] === 'Approve' && blank) return { approved: true }
+  return blank ? { approved: false } : { approved: false, feedback: custom! }
+}
+
+/** R46: the message an aborted call fails with. */
+export function abortReasonMessage(reason: unknown): string {
+  return reason instanceof Error ? reason.message : TEXT.aborted
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model
+
+interface Settlement {
+  outcome: 'approved' | 'keep-planning' | 'dismissed' | 'failed' | 'aborted' | 'superseded' | 'reloaded'
+  error?: string
+  feedback?: string
+}
+
+interface Review {
+  plan: string
+  title: string
+  call: OracleCall<{ approved: true }>
+  ask: ExpectedAsk | null
+  /** `asking`: waits for the user; `answered`: its settlement waits in the queue; `recording`: closed, being recorded. */
+  phase: 'asking' | 'answered' | 'recording'
+  settlement: Settlement | null
+}
+
+interface Attachment {
+  readonly agentId: string
+  P: boolean | undefined
+  K: boolean | undefined
+  review: Review | null
+  closing: boolean
+  /** K can be rebuilt from the log (R31): false after an approval whose record failed (R49). */
+  toldIsLogged: boolean
+}
+
+/**
+ * One agent. Its operations are serialized across attachments too (§1: "of one agent"): a call
+ * after a detach waits for the operations the detached attachment still runs.
+ */
+interface AgentModel {
+  readonly id: string
+  readonly log: LogEntry[]
+  attachment: Attachment | null
+  /** Operations waiting for their turn (§1). */
+  queue: (() => void)[]
+  /** The operation in progress: its end, once its logic is done and no append is in flight. */
+  running: { done: boolean; finish: () => void } | null
+  /** The service's appends for this agent in flight. */
+  inflight: number
+}
+
+/** Options of the modelled service. */
+export interface OracleOptions {
+  section: string
+  /** Whether the service has a review channel (R42.8). */
+  hasChannel: boolean
+  /** Decides each append the service makes (default: it lands at once). */
+  appendFate?: (agentId: string, type: string, data: unknown) => AppendFate
+}
+
+/** What a test passes for an exit-tool call. */
+export interface ExecuteInput {
+  /** The calling agent's id, or undefined for a call without agent (R42.1). */
+  agentId: string | undefined
+  args: unknown
+  /** The agent has a non-empty owner (R42.7). */
+  owned?: boolean
+  /** The call's signal is already aborted with this reason (R46). */
+  preAborted?: { reason: unknown }
+  /** The channel throws this synchronously when asked (R46: any synchronous throw). */
+  askThrows?: Error
+}
+
+/** What a test passes for a `/plan` run. */
+export interface CommandInput {
+  agentId: string
+  rawInput: string
+  attachments?: unknown[]
+  /** The agent has `steer` (R57). */
+  canSteer: boolean
+}
+
+/** An executable model of SPEC.md. See the file comment. */
+export class PlanModeOracle {
+  readonly section: string
+  readonly hasChannel: boolean
+  appendFate: (agentId: string, type: string, data: unknown) => AppendFate
+  readonly warnings: ExpectedWarning[] = []
+  readonly asks: ExpectedAsk[] = []
+  readonly steers: ExpectedSteer[] = []
+  readonly calls: OracleCall[] = []
+  disposed = false
+  private readonly agents = new Map<string, AgentModel>()
+  private readonly held = new Map<number, HeldAppend & { then: (error: Error | null) => void }>()
+  private nextHandle = 1
+  private readonly draining = new Set<AgentModel>()
+  /** Exit-tool calls waiting for their turn to open a review. */
+  private readonly waitingCalls = new Set<OracleCall>()
+  private nextCall = 1
+
+  constructor(options: OracleOptions) {
+    this.section = options.section
+    this.hasChannel = options.hasChannel
+    this.appendFate = options.appendFate ?? (() => ({ kind: 'ok' }))
+  }
+
+  /** Starts the model of an agent whose log already holds `seed` (R4: a fork inherits its fold). */
+  addAgent(agentId: string, seed: readonly LogEntry[] = []): void {
+    this.agents.set(agentId, { id: agentId, log: seed.map((e) => ({ ...e })), attachment: null, queue: [], running: null, inflight: 0 })
+  }
+
+  /** The agent's log as it must be now. */
+  log(agentId: string): readonly LogEntry[] {
+    return this.model(agentId).log
+  }
+
+  /** The appends the test holds. */
+  heldAppends(): HeldAppend[] {
+    return [...this.held.values()].filter((h) => !h.settled)
+  }
+
+  // ----- observations ------------------------------------------------------------------------
+
+  /** R7. Throws like the service after dispose (R60). */
+  get(agentId: string): { active: boolean; pending?: boolean } {
+    const a = this.attach(agentId)
+    const F = foldF(this.model(agentId).log)
+    return a.P === undefined ? { active: F } : { active: F, pending: a.P }
+  }
+
+  /** R21. */
+  sectionOf(agentId?: string): string {
+    if (agentId === undefined) return ''
+    const a = this.attach(agentId)
+    return this.effective(a) ? this.section : ''
+  }
+
+  /** K of the current attachment (R30), for tests that read it through notices. */
+  told(agentId: string): boolean | undefined {
+    return this.attach(agentId).K
+  }
+
+  /** Whether K can be rebuilt from the log now (R31); false after an approval whose record failed. */
+  toldIsLogged(agentId: string): boolean {
+    return this.attach(agentId).toldIsLogged
+  }
+
+  /** Whether the agent has an exit-tool call whose review is open (R42.6). */
+  hasOpenReview(agentId: string): boolean {
+    const a = this.model(agentId).attachment
+    return a !== null && a.review !== null
+  }
+
+  /** Whether an exit-tool call still waits for its turn to open its review (§1). */
+  isWaiting(call: OracleCall): boolean {
+    return this.waitingCalls.has(call)
+  }
+
+  /** Whether the agent's current attachment is running an operation or an append. */
+  isBusy(agentId: string): boolean {
+    const m = this.model(agentId)
+    return m.running !== null || m.inflight > 0
+  }
+
+  // ----- the host's own log appends ------------------------------------------------------------
+
+  /** The host (or another writer) appends an event directly (turn bounds, request header, commands, a foreign `plan/mode`). */
+  hostAppend(agentId: string, type: string, data: unknown): void {
+    this.land(agentId, type, data)
+  }
+
+  // ----- service calls -------------------------------------------------------------------------
+
+  /** `set(agent, active)` (R8–R13). */
+  set(agentId: string, active: boolean): OracleCall<SetOutcome> {
+    const call = this.call<SetOutcome>('set', agentId)
+    if (this.failIfDisposed(call)) return call
+    const a = this.attach(agentId)
+    this.enqueue(a, (done) => this.select(a, active, (outcome) => done(() => this.settle(call, outcome)), (error) => done(() => this.fail(call, error.message))))
+    return call
+  }
+
+  /** `stepBoundary(agent, { signal })` (R14–R20, R30–R36). */
+  boundary(agentId: string, { aborted = false }: { aborted?: boolean } = {}): OracleCall<BoundaryExpectation> {
+    const call = this.call<BoundaryExpectation>('boundary', agentId)
+    if (this.failIfDisposed(call)) return call
+    const a = this.attach(agentId)
+    this.enqueue(a, (done) => this.stepBoundary(a, aborted, (result) => done(() => this.settle(call, result))))
+    return call
+  }
+
+  /** `command.run` (R53–R57). The host's `command/run`/`command/done` are the test's to log. */
+  command(input: CommandInput): OracleCall<CommandExpectation> {
+    const call = this.call<CommandExpectation>('command', input.agentId)
+    if (this.failIfDisposed(call)) return call
+    const message = input.rawInput.trim()
+    const attachments = input.attachments ?? []
+    const entering = message.toLowerCase() !== 'off'
+    if (!entering && attachments.length > 0) {
+      this.settle(call, { kind: 'error', text: TEXT.offWithAttachments })
+      return call
+    }
+    const steers = entering && (message !== '' || attachments.length > 0)
+    if (steers && !input.canSteer) {
+      this.settle(call, { kind: 'error', text: TEXT.cannotSteer })
+      return call
+    }
+    const a = this.attach(input.agentId)
+    this.enqueue(a, (done) =>
+      this.select(
+        a,
+        entering,
+        (outcome) =>
+          done(() => {
+            const texts = entering ? TEXT.enter : TEXT.leave
+            // R55, R56: a noop names a selection already on its way.
+            const current = this.model(input.agentId).attachment
+            const text = outcome === 'noop' && current?.P === entering ? texts.queued : texts[outcome]
+            if (steers) {
+              this.steers.push({
+                agentId: input.agentId,
+                content: message === '' ? [...attachments] : [...attachments, { type: 'text', text: message }],
+              })
+            }
+            this.settle(call, { kind: 'success', text })
+          }),
+        (error) => done(() => this.settle(call, { kind: 'error', text: TEXT.notChanged + error.message })),
+      ),
+    )
+    return call
+  }
+
+  /** `exitTool.execute` (R42–R49). */
+  execute(input: ExecuteInput): OracleCall<{ approved: true }> {
+    const call = this.call<{ approved: true }>('review', input.agentId)
+    if (this.failIfDisposed(call)) return call
+    if (input.preAborted) return this.fail(call, abortReasonMessage(input.preAborted.reason))
+    if (input.agentId === undefined) return this.fail(call, TEXT.noAgent)
+    const a = this.attach(input.agentId)
+    const plan = (input.args as { plan?: unknown } | null | undefined)?.plan
+    if (typeof plan !== 'string') return this.fail(call, TEXT.planNotString)
+    this.waitingCalls.add(call)
+    this.enqueue(a, (done) => {
+      // R46: a call whose signal aborted while it waited for its turn has already failed.
+      if (!this.waitingCalls.delete(call)) return done(() => {})
+      const refuse = (message: string) => done(() => this.fail(call, message))
+      // Interpretation: a call whose agent was detached while it waited for its turn fails like
+      // a review open at that moment (R63), instead of asking on an attachment that is gone.
+      if (a.closing) return refuse(TEXT.reloaded)
+      if (!this.effective(a)) return refuse(TEXT.notInPlanMode)
+      if (!startsWithHeading(plan)) return refuse(TEXT.noHeading)
+      if (Buffer.byteLength(plan, 'utf8') > MAX_PLAN_BYTES) return refuse(TEXT.tooLarge)
+      if (a.review !== null) return refuse(TEXT.alreadyOpen)
+      if (input.owned) return refuse(TEXT.owned)
+      if (!this.hasChannel) return refuse(TEXT.noChannel)
+      const ask: ExpectedAsk = { agentId: a.agentId, plan, aborted: false, stale: false }
+      this.asks.push(ask)
+      a.review = { plan, title: headingTitle(plan) ?? 'Plan', call, ask, phase: 'asking', settlement: null }
+      if (input.askThrows) this.answered(a, { outcome: 'failed', error: input.askThrows.message })
+      done(() => {})
+    })
+    return call
+  }
+
+  /** The channel resolves the agent's latest ask with `answer` (R44, R45); a stale ask is ignored (R46). */
+  answer(ask: ExpectedAsk, answer: AnswerLike | undefined): void {
+    const a = this.reviewOf(ask)
+    if (!a) return
+    const verdict = readAnswer(answer)
+    this.answered(
+      a,
+      verdict.approved
+        ? { outcome: 'approved' }
+        : verdict.feedback === undefined
+          ? { outcome: 'keep-planning', error: TEXT.keepPlanning }
+          : { outcome: 'keep-planning', error: TEXT.keepPlanningFeedback + verdict.feedback, feedback: verdict.feedback },
+    )
+  }
+
+  /** The channel rejects the ask: a dismissal (`code: 'ASK_CANCELLED'`) or any other error (R46). */
+  rejectAsk(ask: ExpectedAsk, error: Error & { code?: unknown }): void {
+    const a = this.reviewOf(ask)
+    if (!a) return
+    this.answered(
+      a,
+      error.code === 'ASK_CANCELLED' ? { outcome: 'dismissed', error: TEXT.dismissed } : { outcome: 'failed', error: error.message },
+    )
+  }
+
+  /** The exit-tool call's own signal aborts (R46): its review closes at once. */
+  abortCall(call: OracleCall, reason: unknown): void {
+    if (call.state.status !== 'pending') return
+    const a = this.model(call.agentId!).attachment
+    const review = a?.review
+    if (a && review && review.call === call && review.phase !== 'recording') {
+      this.close(a, { outcome: 'aborted', error: abortReasonMessage(reason) })
+      return
+    }
+    // R46 "also before the question is asked … fails at once": a call still waiting for its turn
+    // fails now; when its turn comes it asks nothing and records nothing (no review was opened).
+    if (this.waitingCalls.delete(call)) this.fail(call, abortReasonMessage(reason))
+  }
+
+  /** `detach(agent)` (R63). */
+  detach(agentId: string): void {
+    if (this.disposed) throw new Error(TEXT.disposed)
+    const m = this.model(agentId)
+    const a = m.attachment
+    if (!a) return
+    m.attachment = null
+    a.closing = true
+    if (a.review && a.review.phase !== 'recording') this.close(a, { outcome: 'reloaded', error: TEXT.reloaded })
+  }
+
+  /** `dispose()` (R60): every open review fails as reloaded; every later call that names an agent fails. */
+  dispose(): void {
+    if (this.disposed) return
+    for (const id of this.agents.keys()) this.detach(id)
+    this.disposed = true
+  }
+
+  /** A new service over the same logs (a process restart): every agent re-attaches on its next call (R64). */
+  restart(): void {
+    this.dispose()
+    this.disposed = false
+  }
+
+  // ----- held appends ----------------------------------------------------------------------------
+
+  /** The held append's event lands in the log (its subscribers are told) before `append` resolves. */
+  publish(handle: number): void {
+    const h = this.held.get(handle)!
+    if (h.published) return
+    h.published = true
+    this.land(h.agentId, h.type, h.data)
+  }
+
+  /** The held append resolves (landing first if it had not). */
+  resolve(handle: number): void {
+    this.publish(handle)
+    const h = this.held.get(handle)!
+    h.settled = true
+    h.then(null)
+  }
+
+  /** The held append rejects; it never lands. */
+  reject(handle: number, error: Error): void {
+    const h = this.held.get(handle)!
+    if (h.published) throw new Error('oracle: a published append cannot fail')
+    h.settled = true
+    h.then(error)
+  }
+
+  // ----- internals -------------------------------------------------------------------------------
+
+  private model(agentId: string): AgentModel {
+    const m = this.agents.get(agentId)
+    if (!m) throw new Error(`oracle: unknown agent ${agentId}`)
+    return m
+  }
+
+  /** The first call naming an agent attaches it from its log (R64); a disposed service refuses (R60). */
+  private attach(agentId: string): Attachment {
+    if (this.disposed) throw new Error(TEXT.disposed)
+    const m = this.model(agentId)
+    if (!m.attachment) {
+      m.attachment = {
+        agentId,
+        P: foldP(m.log),
+        K: foldK(m.log),
+        review: null,
+        closing: false,
+        toldIsLogged: true,
+      }
+    }
+    return m.attachment
+  }
+
+  private F(a: Attachment): boolean {
+    return foldF(this.model(a.agentId).log)
+  }
+
+  private openTurn(a: Attachment): boolean {
+    return foldOpenTurn(this.model(a.agentId).log)
+  }
+
+  /** E: P's target when P exists, else F (§0). */
+  private effective(a: Attachment): boolean {
+    return a.P ?? this.F(a)
+  }
+
+  private call<T>(kind: OracleCall['kind'], agentId: string | undefined): OracleCall<T> {
+    const call: OracleCall<T> = { id: this.nextCall++, kind, agentId, state: { status: 'pending' } }
+    this.calls.push(call as OracleCall)
+    return call
+  }
+
+  private settle<T>(call: OracleCall<T>, value: T): OracleCall<T> {
+    call.state = { status: 'resolved', value }
+    return call
+  }
+
+  private fail<T>(call: OracleCall<T>, message: string): OracleCall<T> {
+    call.state = { status: 'rejected', message }
+    return call
+  }
+
+  private failIfDisposed(call: OracleCall<any>): boolean {
+    if (!this.disposed) return false
+    this.fail(call, TEXT.disposed)
+    return true
+  }
+
+  /** An event lands in the agent's log; a request header tells the model the fold there (R30). */
+  private land(agentId: string, type: string, data: unknown): void {
+    const m = this.model(agentId)
+    m.log.push({ type, data })
+    if (type === 'request/header') {
+      // Every attachment still following the log hears it; only the current one matters later.
+      if (m.attachment) {
+        m.attachment.K = foldF(m.log)
+        m.attachment.toldIsLogged = true
+      }
+    }
+  }
+
+  /** An append by the service, decided by the fate policy. `then(null)` once it landed and resolved. */
+  private append(a: Attachment, type: string, data: unknown, then: (error: Error | null) => void): void {
+    const fate = this.appendFate(a.agentId, type, data)
+    const m = this.model(a.agentId)
+    m.inflight++
+    const after = (error: Error | null) => {
+      m.inflight--
+      then(error)
+      this.maybeFinish(m)
+    }
+    if (fate.kind === 'ok') {
+      this.land(a.agentId, type, data)
+      after(null)
+    } else if (fate.kind === 'fail') {
+      after(fate.error)
+    } else {
+      const handle = this.nextHandle++
+      this.held.set(handle, { handle, agentId: a.agentId, type, data, published: false, settled: false, then: after })
+    }
+  }
+
+  /**
+   * Serialization (§1): an operation starts after the previous one finished. `run` receives
+   * `done(settleCall)`: the call settles when the operation finishes, i.e. once no append of the
+   * attachment is in flight.
+   */
+  private enqueue(a: Attachment, run: (done: (settleCall: () => void) => void) => void): void {
+    const m = this.model(a.agentId)
+    const start = () => {
+      let settleCall: (() => void) | null = null
+      const running = {
+        done: false,
+        finish: () => settleCall?.(),
+      }
+      m.running = running
+      run((s) => {
+        settleCall = s
+        running.done = true
+        this.maybeFinish(m)
+      })
+    }
+    m.queue.push(start)
+    this.maybeFinish(m)
+  }
+
+  private maybeFinish(a: AgentModel): void {
+    if (this.draining.has(a)) return // the outer loop goes on
+    this.draining.add(a)
+    try {
+      while (a.inflight === 0) {
+        if (a.running) {
+          if (!a.running.done) return
+          const running = a.running
+          a.running = null
+          running.finish()
+          continue
+        }
+        const next = a.queue.shift()
+        if (!next) return
+        next()
+      }
+    } finally {
+      this.draining.delete(a)
+    }
+  }
+
+  /** R8–R10, R13, R48: a user selection. */
+  private select(a: Attachment, x: boolean, ok: (outcome: SetOutcome) => void, failed: (error: Error) => void): void {
+    if (x === this.effective(a)) return ok('noop') // R8
+    const review = a.review
+    if (review && review.phase !== 'recording') {
+      // R48: the review closes first; the selection follows R8–R10 once its record landed.
+      this.close(a, { outcome: 'superseded', error: TEXT.superseded }, () => this.follow(a, x, ok, failed))
+      return
+    }
+    this.follow(a, x, ok, failed)
+  }
+
+  private follow(a: Attachment, x: boolean, ok: (outcome: SetOutcome) => void, failed: (error: Error) => void): void {
+    if (x === this.effective(a)) return ok('noop') // R8, evaluated when the selection's turn comes
+    const F = this.F(a)
+    if (x === F) {
+      a.P = undefined
+      return ok('cancelled') // R9, R10
+    }
+    if (this.openTurn(a)) {
+      a.P = x
+      return ok('queued') // R9
+    }
+    this.append(a, 'plan/mode', { active: x }, (error) => {
+      if (error) return failed(error) // R11: P and F unchanged
+      a.P = undefined
+      ok('committed') // R10
+    })
+  }
+
+  /** R15–R20, R30, R32, R35, R36. */
+  private stepBoundary(a: Attachment, aborted: boolean, done: (result: BoundaryExpectation) => void): void {
+    const under = (active: boolean) => (active ? this.section : '')
+    if (aborted) return done({ section: under(this.F(a)), notices: [] }) // R15
+    const narrate = () => {
+      const S = this.F(a)
+      const notices = a.K !== undefined && a.K !== S ? [S ? TEXT.entering : TEXT.leaving] : []
+      a.K = S
+      done({ section: under(S), notices })
+    }
+    const P = a.P
+    if (P === undefined) return narrate()
+    if (P === this.F(a)) {
+      a.P = undefined // R16: net zero
+      return narrate()
+    }
+    this.append(a, 'plan/mode', { active: P }, (error) => {
+      if (error) {
+        // R19: contained; P kept; no notice; K unchanged; the step runs as logged (R18).
+        this.warnings.push({ message: TEXT.flushFailed, error })
+        return done({ section: under(this.F(a)), notices: [] })
+      }
+      a.P = undefined
+      narrate()
+    })
+  }
+
+  private reviewOf(ask: ExpectedAsk): Attachment | null {
+    if (ask.stale) return null
+    const a = this.model(ask.agentId).attachment
+    if (!a || !a.review || a.review.ask !== ask || a.review.phase !== 'asking') return null
+    return a
+  }
+
+  /** The user answered (or the channel failed): the settlement waits for its turn (§1). */
+  private answered(a: Attachment, settlement: Settlement): void {
+    const review = a.review!
+    review.phase = 'answered'
+    review.settlement = settlement
+    review.ask!.stale = true
+    this.enqueue(a, (done) => {
+      // A selection or reload may have closed the review meanwhile (R48, R60).
+      if (a.review !== review || review.phase !== 'answered') return done(() => {})
+      review.phase = 'recording'
+      this.record(a, review, () => done(() => {}))
+    })
+  }
+
+  /** Closes the review without an answer: aborted, superseded or reloaded (R46, R48, R60, R63). */
+  private close(a: Attachment, settlement: Settlement, after?: () => void): void {
+    const review = a.review!
+    // R43: the service's signal aborts while the user is still being asked (once answered, it no longer matters).
+    if (review.ask && review.phase === 'asking') review.ask.aborted = true
+    if (review.ask) review.ask.stale = true
+    review.phase = 'recording'
+    review.settlement = settlement
+    this.record(a, review, after)
+  }
+
+  /** R49: the record lands (or its failure is contained), then the call settles (R47). */
+  private record(a: Attachment, review: Review, after?: () => void): void {
+    const s = review.settlement!
+    const data = { outcome: s.outcome, title: review.title, plan: review.plan, ...(s.feedback !== undefined ? { feedback: s.feedback } : {}) }
+    this.append(a, 'plan/review', data, (error) => {
+      if (error) this.warnings.push({ message: TEXT.recordFailed, error })
+      a.review = null
+      if (s.outcome === 'approved') {
+        // R47: K := inactive; if F is active, P := leaving, else P removed.
+        a.K = false
+        if (error) a.toldIsLogged = false
+        a.P = this.F(a) ? false : undefined
+        this.settle(review.call, { approved: true })
+      } else {
+        this.fail(review.call, s.error!)
+      }
+      after?.()
+    })
+  }
+}
+
+/** R43: the one question a review must ask, quoted from SPEC. */
+export function expectedQuestion(plan: string) {
+  return {
+    id: 'plan-review',
+    header: 'Plan review',
+    question: 'Approve this plan and leave plan mode?',
+    detail: plan,
+    options: [
+      { label: 'Approve', description: 'Leave plan mode; the plan is carried out from the next step.' },
+      { label: 'Keep planning', description: 'Stay in plan mode; feedback goes back to the model.' },
+    ],
+    intent: { kind: 'plan-review', approve: 'Approve' },
+  }
+}

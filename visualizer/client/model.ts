@@ -1,0 +1,405 @@
+/**
+ * The page's model: folds the numbered inspection messages into agents, their actors, a timeline
+ * and the plan review history, and answers "what did this agent look like at point N". Pure (no
+ * DOM), so it is tested in Node and shared by the page.
+ */
+import type { ActorMessage, InspectionMessage, SnapshotMessage } from '../../src/adapters/inspect.js'
+import type { SessionEvent } from '../../src/types.js'
+import type { WireItem } from './protocol.js'
+
+/** A state node of a machine definition as it arrives (XState config, functions as `{type}`). */
+export interface StateNodeDefinition {
+  id?: string
+  type?: string
+  initial?: unknown
+  states?: Record<string, StateNodeDefinition>
+  on?: Record<string, unknown>
+  always?: unknown
+  after?: Record<string, unknown>
+  invoke?: unknown
+  onDone?: unknown
+  description?: string
+}
+
+/** An actor seen on the wire. */
+export interface ActorInfo {
+  sessionId: string
+  name: string
+  parentId?: string
+  /** The machine definition, when the actor is a machine. */
+  definition?: StateNodeDefinition
+  /** The definition's JSON text: the key of a cached layout. */
+  definitionText?: string
+  /** Seq of its `@xstate.actor` message. */
+  seq: number
+}
+
+/** A root actor's snapshot at a point of the timeline. */
+export interface SnapshotPoint {
+  seq: number
+  sessionId: string
+  value: unknown
+  status?: string
+  context: unknown
+}
+
+/** What a timeline entry is about. */
+export type EntryTone = 'start' | 'transition' | 'mode' | 'review' | 'notice' | 'turn' | 'command' | 'log'
+
+/** One line of an agent's timeline: a transition of its actor or an event of its log. */
+export interface TimelineEntry {
+  seq: number
+  at: number
+  tone: EntryTone
+  label: string
+  /** Salient data (the event's fields, the notice's text), one line. */
+  detail: string
+  /** For transitions: whether the active states changed. */
+  changed?: boolean
+}
+
+/** An agent's mode in words (SPEC: F, the pending selection P, an open review). */
+export interface ModeSummary {
+  /** F, the logged mode, or unknown when neither chart nor log tells. */
+  logged: 'active' | 'inactive' | 'unknown'
+  /** P, a selection waiting for a step boundary (or being appended). */
+  pending?: 'entering' | 'leaving'
+  /** A plan review is open. */
+  reviewing: boolean
+  /** e.g. `active · pending leaving · reviewing`. */
+  label: string
+}
+
+/** One presented version of a plan and how its review ended (from `plan/review`, R49). */
+export interface ReviewVersion {
+  version: number
+  seq: number
+  outcome: string
+  title: string
+  plan: string
+  feedback?: string
+}
+
+/** An agent as the page shows it at one point of its timeline. */
+export interface AgentView {
+  id: string
+  actor?: ActorInfo
+  snapshot?: SnapshotPoint
+  /** Dotted paths of the active state nodes, ancestors included (`mode`, `mode.active`). */
+  activePaths: Set<string>
+  summary: ModeSummary
+  reviews: ReviewVersion[]
+  /** The plan under review at that point, when the chart's context tells it. */
+  openReview?: { title: string; plan: string }
+}
+
+interface AgentRecord {
+  id: string
+  log: { seq: number; event: SessionEvent }[]
+  logEntries: TimelineEntry[]
+}
+
+interface SessionRecord {
+  actor: ActorInfo
+  snapshots: SnapshotPoint[]
+  entries: TimelineEntry[]
+}
+
+/** Folds wire items; every query takes an optional cursor (a seq) to look into the past. */
+export class VisualizerModel {
+  private readonly sessions = new Map<string, SessionRecord>()
+  private readonly links = new Map<string, string>()
+  private readonly logs = new Map<string, AgentRecord>()
+  /** Highest seq ingested. */
+  lastSeq = 0
+
+  /** Adds one wire item (items are expected in seq order; repeats are ignored). */
+  ingest(item: WireItem): void {
+    if (item.seq <= this.lastSeq) return
+    this.lastSeq = item.seq
+    const message: InspectionMessage = item.message
+    switch (message.type) {
+      case '@xstate.actor':
+        this.addActor(item, message)
+        break
+      case '@xstate.snapshot':
+        this.addSnapshot(item, message)
+        break
+      case 'plan-mode.agent':
+        this.links.set(message.sessionId, message.agentId)
+        break
+      case 'plan-mode.log':
+        this.addLog(item, message.agentId, message.event)
+        break
+      // `@xstate.event` adds nothing: the snapshot that follows carries the same event.
+    }
+  }
+
+  /** The agents, in the order they appeared. */
+  agentIds(): string[] {
+    const ids: string[] = []
+    const add = (id: string) => {
+      if (!ids.includes(id)) ids.push(id)
+    }
+    // An agent is known by its root actors (a detach and re-attach makes a new one) or its log.
+    const firstSeen: { id: string; seq: number }[] = []
+    for (const record of this.sessions.values()) {
+      if (record.actor.parentId === undefined) firstSeen.push({ id: this.agentOf(record.actor), seq: record.actor.seq })
+    }
+    for (const record of this.logs.values()) firstSeen.push({ id: record.id, seq: record.log[0]?.seq ?? Infinity })
+    firstSeen.sort((a, b) => a.seq - b.seq).forEach(({ id }) => add(id))
+    return ids
+  }
+
+  /** The agent's timeline: its actors' transitions and its log events, in arrival order. */
+  timeline(agentId: string): TimelineEntry[] {
+    const entries: TimelineEntry[] = []
+    for (const sessionId of this.rootsOf(agentId)) entries.push(...(this.sessions.get(sessionId)?.entries ?? []))
+    entries.push(...(this.logs.get(agentId)?.logEntries ?? []))
+    return entries.sort((a, b) => a.seq - b.seq)
+  }
+
+  /** The agent at `cursor` (a seq; the latest when omitted). */
+  view(agentId: string, cursor = Infinity): AgentView {
+    let latest: SnapshotPoint | undefined
+    let actor: ActorInfo | undefined
+    for (const sessionId of this.rootsOf(agentId)) {
+      const record = this.sessions.get(sessionId)
+      if (!record || record.actor.seq > cursor) continue
+      const point = lastAtOrBefore(record.snapshots, cursor)
+      const candidate = point ?? { seq: record.actor.seq, sessionId, value: undefined, context: undefined }
+      if (!latest || candidate.seq >= latest.seq) {
+        latest = candidate
+        actor = record.actor
+      }
+    }
+    const log = (this.logs.get(agentId)?.log ?? []).filter((entry) => entry.seq <= cursor)
+    const activePaths = activeStatePaths(latest?.value)
+    const snapshot = latest?.value === undefined ? undefined : latest
+    return {
+      id: agentId,
+      ...(actor ? { actor } : {}),
+      ...(snapshot ? { snapshot } : {}),
+      activePaths,
+      summary: summarize(latest?.value, log.map((entry) => entry.event)),
+      reviews: reviewHistory(log),
+      ...openReviewOf(latest?.context, activePaths),
+    }
+  }
+
+  private agentOf(actor: ActorInfo): string {
+    return this.links.get(actor.sessionId) ?? actor.name
+  }
+
+  private rootsOf(agentId: string): string[] {
+    const roots: string[] = []
+    for (const [sessionId, record] of this.sessions) {
+      if (record.actor.parentId === undefined && this.agentOf(record.actor) === agentId) roots.push(sessionId)
+    }
+    return roots
+  }
+
+  private addActor(item: WireItem, message: ActorMessage): void {
+    let definition: StateNodeDefinition | undefined
+    try {
+      const parsed: unknown = message.definition === undefined ? undefined : JSON.parse(message.definition)
+      if (isRecord(parsed) && isRecord(parsed.states)) definition = parsed as StateNodeDefinition
+    } catch {
+      // A definition that is not JSON is shown as an actor without a chart.
+    }
+    const actor: ActorInfo = {
+      sessionId: String(message.sessionId),
+      name: String(message.name),
+      ...(message.parentId ? { parentId: String(message.parentId) } : {}),
+      ...(definition ? { definition, definitionText: message.definition } : {}),
+      seq: item.seq,
+    }
+    const snapshot = isRecord(message.snapshot) ? message.snapshot : {}
+    this.sessions.set(actor.sessionId, {
+      actor,
+      snapshots: 'value' in snapshot
+        ? [{ seq: item.seq, sessionId: actor.sessionId, value: snapshot.value, status: stringOr(snapshot.status), context: snapshot.context }]
+        : [],
+      entries: actor.parentId === undefined
+        ? [{ seq: item.seq, at: item.at, tone: 'start', label: `started ${actor.name}`, detail: actor.sessionId }]
+        : [],
+    })
+  }
+
+  private addSnapshot(item: WireItem, message: SnapshotMessage): void {
+    const record = this.sessions.get(String(message.sessionId))
+    // Child actors (the review's promise) are drawn through their parent's transitions.
+    if (!record || record.actor.parentId !== undefined) return
+    const previous = record.snapshots[record.snapshots.length - 1]
+    const point: SnapshotPoint = {
+      seq: item.seq,
+      sessionId: record.actor.sessionId,
+      value: message.snapshot?.value,
+      status: stringOr(message.snapshot?.status),
+      context: message.snapshot?.context,
+    }
+    record.snapshots.push(point)
+    const changed = JSON.stringify(previous?.value) !== JSON.stringify(point.value)
+    const { type, ...fields } = message.event ?? { type: '' }
+    record.entries.push({
+      seq: item.seq,
+      at: item.at,
+      tone: 'transition',
+      label: eventLabel(String(type)),
+      detail: summarizeFields(fields),
+      changed,
+    })
+  }
+
+  private addLog(item: WireItem, agentId: string, event: SessionEvent): void {
+    let record = this.logs.get(agentId)
+    if (!record) {
+      record = { id: agentId, log: [], logEntries: [] }
+      this.logs.set(agentId, record)
+    }
+    record.log.push({ seq: item.seq, event })
+    record.logEntries.push({ seq: item.seq, at: item.at, ...describeLogEvent(event) })
+  }
+}
+
+function lastAtOrBefore(points: SnapshotPoint[], cursor: number): SnapshotPoint | undefined {
+  for (let i = points.length - 1; i >= 0; i--) {
+    const point = points[i]
+    if (point && point.seq <= cursor) return point
+  }
+  return undefined
+}
+
+/** `{ mode: 'active', intent: { pending: 'entering' } }` → mode, mode.active, intent, intent.pending, … */
+export function activeStatePaths(value: unknown, prefix = ''): Set<string> {
+  const paths = new Set<string>()
+  const walk = (node: unknown, path: string) => {
+    if (typeof node === 'string') {
+      paths.add(path ? `${path}.${node}` : node)
+      return
+    }
+    if (!isRecord(node)) return
+    for (const [key, child] of Object.entries(node)) {
+      const childPath = path ? `${path}.${key}` : key
+      paths.add(childPath)
+      walk(child, childPath)
+    }
+  }
+  walk(value, prefix)
+  return paths
+}
+
+/**
+ * The mode in words. The chart's regions tell F (`mode`), P (`intent.pending.*`, or an idle
+ * selection being appended) and an open review (`review` not idle); F falls back to the log's
+ * fold (R2) for an agent whose chart has not been seen.
+ */
+export function summarize(value: unknown, log: readonly SessionEvent[]): ModeSummary {
+  const paths = activeStatePaths(value)
+  let logged: ModeSummary['logged'] = paths.has('mode.active') ? 'active' : paths.has('mode.inactive') ? 'inactive' : 'unknown'
+  if (logged === 'unknown') {
+    for (const event of log) {
+      if (event.type === 'plan/mode' && isRecord(event.data) && typeof event.data.active === 'boolean') {
+        logged = event.data.active ? 'active' : 'inactive'
+      }
+    }
+  }
+  let pending: ModeSummary['pending']
+  for (const path of paths) {
+    if (!path.startsWith('intent.')) continue
+    if (/\.(pending|committing)\.entering$/.test(path)) pending = 'entering'
+    if (/\.(pending|committing)\.leaving$/.test(path)) pending = 'leaving'
+  }
+  const reviewing = [...paths].some((path) => path.startsWith('review.') && path !== 'review.idle')
+  const parts: string[] = [logged]
+  if (pending) parts.push(`pending ${pending}`)
+  if (reviewing) parts.push('reviewing')
+  return { logged, ...(pending ? { pending } : {}), reviewing, label: parts.join(' · ') }
+}
+
+/** Every recorded review outcome, in order: the plan's version history (R49). */
+export function reviewHistory(log: readonly { seq: number; event: SessionEvent }[]): ReviewVersion[] {
+  const versions: ReviewVersion[] = []
+  for (const { seq, event } of log) {
+    if (event.type !== 'plan/review' || !isRecord(event.data)) continue
+    const { outcome, title, plan, feedback } = event.data
+    versions.push({
+      version: versions.length + 1,
+      seq,
+      outcome: stringOr(outcome) ?? 'unknown',
+      title: stringOr(title) ?? '',
+      plan: stringOr(plan) ?? '',
+      ...(typeof feedback === 'string' ? { feedback } : {}),
+    })
+  }
+  return versions
+}
+
+function openReviewOf(context: unknown, activePaths: Set<string>): { openReview?: { title: string; plan: string } } {
+  if (!activePaths.has('review.open') || !isRecord(context) || !isRecord(context.review)) return {}
+  const { plan, title } = context.review
+  if (typeof plan !== 'string') return {}
+  return { openReview: { plan, title: typeof title === 'string' ? title : '' } }
+}
+
+/** A log event as a timeline line. */
+export function describeLogEvent(event: SessionEvent): Pick<TimelineEntry, 'tone' | 'label' | 'detail'> {
+  const data = isRecord(event.data) ? event.data : {}
+  switch (event.type) {
+    case 'plan/mode':
+      return { tone: 'mode', label: `plan/mode ${data.active === true ? 'on' : data.active === false ? 'off' : '?'}`, detail: `log #${event.seq}` }
+    case 'plan/review':
+      return {
+        tone: 'review',
+        label: `plan/review ${stringOr(data.outcome) ?? '?'}`,
+        detail: [stringOr(data.title), stringOr(data.feedback) && `feedback: ${String(data.feedback)}`].filter(Boolean).join(' — '),
+      }
+    case 'turn/start':
+    case 'turn/end':
+      return { tone: 'turn', label: event.type, detail: `log #${event.seq}` }
+    case 'command/run':
+      return { tone: 'command', label: `/${stringOr(data.name) ?? '?'}${typeof data.args === 'string' && data.args ? ` ${data.args}` : ''}`, detail: `log #${event.seq}` }
+    case 'command/done':
+      return { tone: 'command', label: `command/done ${stringOr(data.kind) ?? ''}`, detail: stringOr(data.text) ?? '' }
+  }
+  const notice = noticeText(data)
+  if (notice !== undefined) return { tone: 'notice', label: 'notice', detail: notice }
+  return { tone: 'log', label: event.type, detail: summarizeFields(data) }
+}
+
+/** The text of a plan-mode notice message (R34), wherever the host logged it. */
+function noticeText(data: Record<string, unknown>): string | undefined {
+  const message = isRecord(data.message) ? data.message : data
+  const source = message.source
+  if (!isRecord(source) || source.plugin !== 'plan-mode' || source.form !== 'notice') return undefined
+  return stringOr(source.summary) ?? ''
+}
+
+function eventLabel(type: string): string {
+  if (type === 'xstate.init') return 'init'
+  // Invoked actors are named `<index>.<machine>.<state path>`: the state path says enough.
+  const actor = (id: string) => id.replace(/^\d+\.[^.]+\./, '')
+  if (type.startsWith('xstate.done.actor.')) return `done: ${actor(type.slice('xstate.done.actor.'.length))}`
+  if (type.startsWith('xstate.error.actor.')) return `error: ${actor(type.slice('xstate.error.actor.'.length))}`
+  return type || '(snapshot)'
+}
+
+/** A short one-line rendering of an event's fields (long values cut). */
+function summarizeFields(fields: Record<string, unknown>): string {
+  const parts: string[] = []
+  for (const [key, value] of Object.entries(fields)) {
+    let text = typeof value === 'string' ? value : JSON.stringify(value)
+    if (text === undefined) continue
+    text = text.replace(/\s+/g, ' ')
+    parts.push(`${key}: ${text.length > 60 ? `${text.slice(0, 57)}…` : text}`)
+  }
+  return parts.join(', ')
+}
+
+function stringOr(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,204 @@
+/**
+ * The visualizer's demo: one simulated agent driven by the real library (`createPlanMode`, a
+ * memory session log, a review channel whose answers come from the page's buttons). Its "model"
+ * is a script: in plan mode each step presents a plan with `exit_plan_mode`, revising it after
+ * feedback; in the default mode it "carries out" the plan and ends the turn.
+ */
+import {
+  createMemorySessionLog,
+  createPlanMode,
+  type PlanAgent,
+  type ReviewAnswer,
+  type ReviewChannel,
+} from '../src/index.js'
+import { createPlanModeInspector, type InspectionMessage } from '../src/adapters/inspect.js'
+import type { DemoCommand, ServerMessage } from './client/protocol.js'
+
+/** Options of the demo agent. */
+export interface DemoOptions {
+  /** Pause before each simulated step, so a person can follow it. Default 600 ms. */
+  stepDelayMs?: number
+  /** The agent's id. Default `demo-agent`. */
+  agentId?: string
+}
+
+/** The running demo agent. */
+export interface DemoAgent {
+  /** Runs a button's command; commands run one after the other. */
+  command(command: DemoCommand, feedback?: string): Promise<void>
+  /** The latest status line, for a page that connects late. */
+  status(): Extract<ServerMessage, { kind: 'demo-status' }>
+  /** Disposes the agent's plan mode (an open review fails as reloaded) and stops its timers. */
+  close(): Promise<void>
+}
+
+/** The prompt section the demo runs with. */
+const DEMO_SECTION = 'Plan mode is on: research and plan only; present the plan with exit_plan_mode.'
+
+/**
+ * Starts the demo agent; everything it does reaches the page through `hub.ingest`.
+ * @param hub the visualizer's in-process inspection hub and status broadcast.
+ */
+export function startDemo(
+  hub: { ingest(message: InspectionMessage): void; onStatus(status: Extract<ServerMessage, { kind: 'demo-status' }>): void },
+  options: DemoOptions = {},
+): DemoAgent {
+  const stepDelayMs = options.stepDelayMs ?? 600
+  const inspector = createPlanModeInspector({ send: (message) => hub.ingest(message) })
+  const session = createMemorySessionLog()
+  const timers = new Set<ReturnType<typeof setTimeout>>()
+  let closed = false
+  let queue: Promise<unknown> = Promise.resolve()
+  let turnRunning = false
+  let commands = 0
+  let review: { answer(answer: ReviewAnswer): void } | undefined
+  let current: Extract<ServerMessage, { kind: 'demo-status' }> = {
+    kind: 'demo-status',
+    text: 'Idle. Press /plan to enter plan mode.',
+    tone: 'info',
+    reviewOpen: false,
+  }
+  const setStatus = (text: string, tone: 'info' | 'error' = 'info') => {
+    current = { kind: 'demo-status', text, tone, reviewOpen: review !== undefined }
+    hub.onStatus(current)
+  }
+
+  const channel: ReviewChannel = {
+    ask({ signal }) {
+      return new Promise<ReviewAnswer>((resolve, reject) => {
+        const close = () => {
+          review = undefined
+          reject(signal.reason)
+        }
+        if (signal.aborted) return close()
+        signal.addEventListener('abort', close, { once: true })
+        review = {
+          answer(answer) {
+            signal.removeEventListener('abort', close)
+            review = undefined
+            resolve(answer)
+          },
+        }
+        setStatus('The plan waits for your review: Approve or Keep planning.')
+      })
+    },
+  }
+  const agent: PlanAgent = {
+    id: options.agentId ?? 'demo-agent',
+    session,
+    steer: (message) => void session.append('message', message),
+  }
+  const planMode = createPlanMode({ section: DEMO_SECTION }, { review: channel, inspect: inspector.inspect })
+  inspector.watch(agent, planMode.actor(agent))
+
+  const pause = () =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        timers.delete(timer)
+        resolve()
+      }, stepDelayMs)
+      timers.add(timer)
+    })
+
+  /** One turn of the scripted model; ends when the default mode is in force. */
+  const runTurn = async () => {
+    turnRunning = true
+    session.append('turn/start', {})
+    let version = 0
+    let feedback: string | undefined
+    try {
+      for (let step = 1; step <= 20 && !closed; step++) {
+        await pause()
+        if (closed) return
+        const { messages } = await planMode.stepBoundary(agent)
+        for (const message of messages) session.append('message', message)
+        if (!planMode.get(agent).active) {
+          session.append('message', { role: 'assistant', text: version > 0 ? 'Carrying out the approved plan.' : 'Working in the default mode.' })
+          setStatus(version > 0 ? 'Approved: the agent carries out the plan.' : 'The agent works in the default mode.')
+          return
+        }
+        version++
+        setStatus(`The agent presents plan version ${version}.`)
+        try {
+          await planMode.exitTool.execute({ plan: demoPlan(version, feedback) }, { agent })
+          session.append('tool/result', { tool: 'exit_plan_mode', text: planMode.exitTool.resultText })
+        } catch (error) {
+          const text = error instanceof Error ? error.message : String(error)
+          session.append('tool/result', { tool: 'exit_plan_mode', error: text })
+          const match = /their feedback: ([\s\S]*)$/.exec(text)
+          if (text.startsWith('The user chose to keep planning')) feedback = match?.[1]
+          // A direct switch closed the review: the next boundary applies it. Anything else
+          // (a dismissal, a reload) stops the turn until the user speaks.
+          else if (!text.startsWith('The user changed the plan mode directly')) {
+            setStatus(text, 'error')
+            return
+          }
+        }
+      }
+    } finally {
+      if (!closed) session.append('turn/end', {})
+      turnRunning = false
+    }
+  }
+  const startTurnIfNeeded = () => {
+    const state = planMode.get(agent)
+    if (!turnRunning && !closed && (state.active || state.pending !== undefined)) {
+      void runTurn().catch((error: unknown) => setStatus(String(error), 'error'))
+    }
+  }
+
+  const runCommand = async (command: DemoCommand, feedback?: string) => {
+    if (closed) return
+    if (command === '/plan' || command === '/plan off') {
+      const commandId = `demo-${++commands}`
+      const args = command === '/plan off' ? 'off' : ''
+      session.append('command/run', { commandId, name: 'plan', args })
+      const result = await planMode.command.run({ agent, rawInput: args })
+      session.append('command/done', { commandId, kind: result.kind, text: result.text })
+      setStatus(result.text, result.kind === 'error' ? 'error' : 'info')
+      startTurnIfNeeded()
+      return
+    }
+    if (!review) {
+      setStatus('No plan is under review.', 'error')
+      return
+    }
+    const custom = feedback?.trim()
+    review.answer({
+      answers: [
+        command === 'approve'
+          ? { id: 'plan-review', selected: ['Approve'] }
+          : { id: 'plan-review', selected: ['Keep planning'], ...(custom ? { custom } : {}) },
+      ],
+    })
+  }
+
+  return {
+    command(command, feedback) {
+      const run = queue.then(() => runCommand(command, feedback))
+      queue = run.catch(() => {})
+      return run.catch((error: unknown) => setStatus(String(error), 'error'))
+    },
+    status: () => current,
+    async close() {
+      if (closed) return
+      closed = true
+      for (const timer of timers) clearTimeout(timer)
+      timers.clear()
+      await planMode.dispose()
+      await inspector.stop()
+    },
+  }
+}
+
+/** The scripted model's plan, revised with the user's feedback. */
+function demoPlan(version: number, feedback: string | undefined): string {
+  return [
+    `# Tidy the session log (v${version})`,
+    '',
+    '1. Read how events are appended today.',
+    '2. Add a compaction step that keeps every `plan/*` event.',
+    '3. Test resume after compaction.',
+    ...(feedback ? ['', `Revised after feedback: ${feedback}`] : []),
+  ].join('\n')
+}

@@ -1,0 +1,331 @@
+/**
+ * The visualizer's server: one local page that shows every agent's plan-mode statechart live.
+ *
+ * - `GET /` serves the page; its modules (`/app.js`, …) are the TypeScript sources of
+ *   `visualizer/client/`, transpiled on request, and elkjs comes from `node_modules`: no CDN and no
+ *   build step.
+ * - `ws://…/inspect` receives inspection messages (the Stately protocol plus `plan-mode.agent` and
+ *   `plan-mode.log`, see `src/adapters/inspect.ts`) from any number of agents' inspectors.
+ * - `ws://…/view` hands the page everything received so far, then every new message.
+ *
+ * It binds 127.0.0.1 only, answers only requests addressed to that host (a DNS-rebinding page
+ * cannot reach it), refuses WebSocket connections from any other web origin, and is read-only:
+ * nothing a page sends changes an agent, except the buttons of the simulated agent in demo mode.
+ */
+import http from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import { readFile, readdir } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+import { WebSocket, WebSocketServer } from 'ws'
+import type { RawData } from 'ws'
+import type { InspectionMessage, InspectionTransport } from '../src/adapters/inspect.js'
+import type { DemoCommand, ServerMessage, ViewerMessage, WireItem } from './client/protocol.js'
+import type { DemoAgent, DemoOptions } from './demo.js'
+
+/** Options of {@link start}. */
+export interface VisualizerOptions {
+  /** The port to listen on (127.0.0.1); 0, the default, picks a free one. */
+  port?: number
+  /**
+   * Runs a simulated agent (the real library, a memory log, a review channel answered by the
+   * page's buttons) and shows the buttons `/plan`, `/plan off`, Approve and Keep planning.
+   */
+  demo?: boolean | DemoOptions
+  /** Most messages kept for late pages; actor definitions and agent links are always kept. Default 50 000. */
+  maxMessages?: number
+}
+
+/** A running visualizer. */
+export interface Visualizer {
+  /** The page, e.g. `http://127.0.0.1:5178/`. */
+  url: string
+  port: number
+  /** Where inspectors send messages: `createPlanModeInspector({ url: visualizer.inspectUrl })`. */
+  inspectUrl: string
+  /** An in-process transport to the same hub (no socket): `createPlanModeInspector(visualizer.transport)`. */
+  transport: InspectionTransport
+  /** Closes every connection and the server; resolves when the port is free. */
+  close(): Promise<void>
+}
+
+const CLIENT_DIR = fileURLToPath(new URL('./client/', import.meta.url))
+/**
+ * The page prebuilt by the package build (`dist/visualizer-client/`: index.html, style.css, the
+ * client modules as .js, elk.js), next to the bundle that holds this module. When it is there,
+ * the server needs neither `typescript` nor `elkjs` (devDependencies) at run time.
+ */
+const PREBUILT_DIR = fileURLToPath(new URL('./visualizer-client/', import.meta.url))
+/** elkjs from node_modules, resolved only when the page is served from sources. */
+const elkPath = () => createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js')
+const MESSAGE_TYPES = new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot', 'plan-mode.agent', 'plan-mode.log'])
+const DEMO_COMMANDS = new Set<DemoCommand>(['/plan', '/plan off', 'approve', 'keep-planning'])
+
+/**
+ * Starts the visualizer on 127.0.0.1.
+ * @returns once listening: its URLs, an in-process transport, and `close`.
+ * @throws when the port is taken.
+ */
+export async function start(options: VisualizerOptions = {}): Promise<Visualizer> {
+  const maxMessages = options.maxMessages ?? 50_000
+  const items: WireItem[] = []
+  let seq = 0
+  let pending: WireItem[] = []
+  let flushScheduled = false
+  const viewers = new Set<WebSocket>()
+  let port = 0
+  let demo: DemoAgent | undefined
+  let closing: Promise<void> | undefined
+
+  const send = (ws: WebSocket, message: ServerMessage) => {
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message))
+  }
+  const broadcast = (message: ServerMessage) => {
+    for (const viewer of viewers) send(viewer, message)
+  }
+  // Messages come in bursts (one event is an event, a snapshot and log lines): pages get them
+  // in one frame per burst.
+  const flush = () => {
+    flushScheduled = false
+    const batch = pending
+    pending = []
+    if (batch.length > 0) broadcast({ kind: 'messages', items: batch })
+  }
+  const ingest = (message: InspectionMessage) => {
+    if (closing) return
+    const item: WireItem = { seq: ++seq, at: Date.now(), message }
+    items.push(item)
+    if (items.length > maxMessages) {
+      // Definitions and links are what every later message is read against: they stay.
+      const index = items.findIndex((old) => old.message.type !== '@xstate.actor' && old.message.type !== 'plan-mode.agent')
+      if (index >= 0) items.splice(index, 1)
+    }
+    pending.push(item)
+    if (!flushScheduled) {
+      flushScheduled = true
+      setImmediate(flush)
+    }
+  }
+
+  const assets = await clientAssets()
+  const server = http.createServer((request, response) => {
+    void serve(request, response).catch(() => {
+      if (!response.headersSent) response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
+      response.end('internal error')
+    })
+  })
+  const serve = async (request: http.IncomingMessage, response: http.ServerResponse) => {
+    if (!isOwnHost(request.headers.host, port)) {
+      response.writeHead(421, { 'content-type': 'text/plain; charset=utf-8' }).end('wrong host')
+      return
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      // Read-only: no endpoint takes a body, let alone changes an agent.
+      response.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('read-only')
+      return
+    }
+    const path = new URL(request.url ?? '/', 'http://localhost').pathname
+    if (path === '/favicon.ico') {
+      response.writeHead(204).end()
+      return
+    }
+    const asset = await assets.get(path)
+    if (!asset) {
+      response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found')
+      return
+    }
+    response.writeHead(200, {
+      'content-type': asset.type,
+      'cache-control': 'no-cache',
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+      'x-frame-options': 'DENY',
+      // Only our own scripts run: even markup that slipped into the page could not execute.
+      'content-security-policy': [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        `connect-src 'self' ws://127.0.0.1:${port} ws://localhost:${port}`,
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+      ].join('; '),
+    })
+    response.end(request.method === 'HEAD' ? undefined : asset.body)
+  }
+
+  const inspectServer = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 })
+  const viewServer = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 })
+  server.on('upgrade', (request: http.IncomingMessage, socket: Socket, head: Buffer) => {
+    const path = new URL(request.url ?? '/', 'http://localhost').pathname
+    const target = path === '/inspect' ? inspectServer : path === '/view' ? viewServer : undefined
+    if (!target) return refuse(socket, 404, 'Not Found')
+    if (!isOwnHost(request.headers.host, port)) return refuse(socket, 421, 'Misdirected Request')
+    // Browsers always send Origin; Node clients (inspectors) usually do not. A page of any other
+    // origin must not read the agents' plans nor drive the demo agent.
+    const origin = request.headers.origin
+    if (origin !== undefined && origin !== `http://${request.headers.host}`) return refuse(socket, 403, 'Forbidden')
+    target.handleUpgrade(request, socket, head, (ws) => target.emit('connection', ws, request))
+  })
+
+  inspectServer.on('connection', (ws: WebSocket) => {
+    ws.on('error', () => {})
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      if (isBinary) return
+      const message = parseInspectionMessage(data.toString())
+      if (message) ingest(message)
+    })
+  })
+
+  viewServer.on('connection', (ws: WebSocket) => {
+    ws.on('error', () => {})
+    viewers.add(ws)
+    ws.on('close', () => viewers.delete(ws))
+    send(ws, { kind: 'hello', demo: demo !== undefined })
+    // Everything so far, in slices, so a long history does not make one giant frame.
+    const history = items.slice()
+    for (let i = 0; i < history.length; i += 2000) send(ws, { kind: 'messages', items: history.slice(i, i + 2000) })
+    if (demo) send(ws, demo.status())
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      if (isBinary || !demo) return
+      const command = parseViewerMessage(data.toString())
+      if (command) void demo.command(command.command, command.feedback)
+    })
+  })
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  port = (server.address() as AddressInfo).port
+
+  if (options.demo) {
+    const { startDemo } = await import('./demo.js')
+    demo = startDemo({ ingest, onStatus: (status) => broadcast(status) }, options.demo === true ? {} : options.demo)
+  }
+
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    port,
+    inspectUrl: `ws://127.0.0.1:${port}/inspect`,
+    transport: { send: (message) => ingest(message) },
+    close() {
+      closing ??= (async () => {
+        await demo?.close()
+        for (const ws of [...inspectServer.clients, ...viewServer.clients]) ws.terminate()
+        inspectServer.close()
+        viewServer.close()
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve())
+          server.closeAllConnections()
+        })
+      })()
+      return closing
+    },
+  }
+}
+
+function refuse(socket: Socket, status: number, text: string): void {
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+}
+
+/** Only `127.0.0.1:<port>` and `localhost:<port>`: a rebound DNS name is refused. */
+function isOwnHost(host: string | undefined, port: number): boolean {
+  return host === `127.0.0.1:${port}` || host === `localhost:${port}`
+}
+
+/** Accepts the protocol's message types with the fields the page relies on; drops anything else. */
+export function parseInspectionMessage(text: string): InspectionMessage | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
+  const message = value as Record<string, unknown>
+  if (typeof message.type !== 'string' || !MESSAGE_TYPES.has(message.type)) return undefined
+  if (message.type.startsWith('@xstate.')) return typeof message.sessionId === 'string' ? (message as unknown as InspectionMessage) : undefined
+  if (typeof message.agentId !== 'string') return undefined
+  if (message.type === 'plan-mode.agent') return typeof message.sessionId === 'string' ? (message as unknown as InspectionMessage) : undefined
+  const event = message.event as Record<string, unknown> | null | undefined
+  if (typeof event !== 'object' || event === null || typeof event.type !== 'string') return undefined
+  return message as unknown as InspectionMessage
+}
+
+function parseViewerMessage(text: string): ViewerMessage | undefined {
+  try {
+    const value = JSON.parse(text) as Partial<ViewerMessage> | null
+    if (value?.kind !== 'command' || !DEMO_COMMANDS.has(value.command as DemoCommand)) return undefined
+    const feedback = typeof value.feedback === 'string' ? value.feedback.slice(0, 4000) : undefined
+    return { kind: 'command', command: value.command as DemoCommand, ...(feedback !== undefined ? { feedback } : {}) }
+  } catch {
+    return undefined
+  }
+}
+
+interface Asset {
+  type: string
+  body: string
+}
+
+/** The page's files by URL path; TypeScript modules are transpiled once, on first request. */
+async function clientAssets(): Promise<{ get(path: string): Promise<Asset | undefined> }> {
+  const files = new Map<string, () => Promise<Asset>>()
+  const cache = new Map<string, Promise<Asset>>()
+  const text = (file: string, type: string) => async () => ({ type, body: await readFile(file, 'utf8') })
+  const prebuilt = await readdir(PREBUILT_DIR).catch(() => [] as string[])
+  if (prebuilt.includes('index.html')) {
+    files.set('/', text(`${PREBUILT_DIR}index.html`, 'text/html; charset=utf-8'))
+    files.set('/style.css', text(`${PREBUILT_DIR}style.css`, 'text/css; charset=utf-8'))
+    files.set('/vendor/elk.js', text(`${PREBUILT_DIR}elk.js`, 'text/javascript; charset=utf-8'))
+    for (const name of prebuilt) {
+      if (name.endsWith('.js') && name !== 'elk.js') files.set(`/${name}`, text(`${PREBUILT_DIR}${name}`, 'text/javascript; charset=utf-8'))
+    }
+  } else {
+    files.set('/', text(`${CLIENT_DIR}index.html`, 'text/html; charset=utf-8'))
+    files.set('/style.css', text(`${CLIENT_DIR}style.css`, 'text/css; charset=utf-8'))
+    files.set('/vendor/elk.js', text(elkPath(), 'text/javascript; charset=utf-8'))
+    await addSourceModules(files)
+  }
+  return {
+    get(path) {
+      const load = files.get(path)
+      if (!load) return Promise.resolve(undefined)
+      let asset = cache.get(path)
+      if (!asset) {
+        asset = load()
+        cache.set(path, asset)
+        // A failed read is retried on the next request rather than cached.
+        asset.catch(() => cache.delete(path))
+      }
+      return asset
+    },
+  }
+}
+
+/** The client's TypeScript modules, transpiled on first request (development, tests). */
+async function addSourceModules(files: Map<string, () => Promise<Asset>>): Promise<void> {
+  for (const name of await readdir(CLIENT_DIR)) {
+    if (!name.endsWith('.ts')) continue
+    files.set(`/${name.slice(0, -3)}.js`, async () => ({
+      type: 'text/javascript; charset=utf-8',
+      body: await transpile(`${CLIENT_DIR}${name}`),
+    }))
+  }
+}
+
+/** Types dropped, nothing else: `tsc --noEmit` checks these files with the rest. */
+async function transpile(file: string): Promise<string> {
+  // Loaded on first use: TypeScript is big and only the page's modules need it.
+  const { default: ts } = await import('typescript')
+  const source = await readFile(file, 'utf8')
+  return ts.transpileModule(source, {
+    fileName: file,
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  }).outputText
+}
