@@ -105,6 +105,47 @@ function isSessionEvent(value: unknown): value is SessionEvent {
   return typeof (value as SessionEvent | null)?.seq === 'number' && typeof (value as SessionEvent).type === 'string'
 }
 
+/** What one agent's chart reaches outside itself: bound by its service at attach. */
+interface AgentPorts {
+  append(type: string, data: unknown): Promise<SessionEvent>
+  ask(plan: string, signal: AbortSignal): Promise<ReviewAnswer>
+  warn(message: string, error: unknown): void
+  rememberPending(active: boolean): void
+  forgetPending(): void
+}
+
+/** Each agent actor's ports, found through its actor system (one root actor per system). */
+const portsBySystem = new WeakMap<ActorSystem<any>, AgentPorts>()
+
+function portsOf(system: ActorSystem<any>): AgentPorts {
+  const ports = portsBySystem.get(system)
+  if (!ports) throw new Error('plan-mode: actor is not attached')
+  return ports
+}
+
+/**
+ * The chart with its ports bound, once per process: `provide` rebuilds the whole machine, so
+ * doing it per service (or per agent) would cost more than an attach (R71).
+ */
+const boundMachine = planModeMachine.provide({
+  actors: {
+    appendPlanMode: fromPromise<SessionEvent, { active: boolean }>(({ input, system }) =>
+      portsOf(system).append(PLAN_MODE_EVENT, { active: input.active }),
+    ),
+    recordReview: fromPromise<SessionEvent, PlanReviewData>(({ input, system }) =>
+      portsOf(system).append(PLAN_REVIEW_EVENT, input),
+    ),
+    askReview: fromPromise<ReviewAnswer, { plan: string }>(async ({ input, system, signal }) =>
+      portsOf(system).ask(input.plan, signal),
+    ),
+  },
+  actions: {
+    warn: ({ event, system }, { message }) => portsOf(system).warn(message, (event as { error?: unknown }).error),
+    rememberPending: ({ system }, { active }) => portsOf(system).rememberPending(active),
+    forgetPending: ({ system }) => portsOf(system).forgetPending(),
+  },
+})
+
 /**
  * Creates the plan-mode service. The first call that names an agent attaches it: its actor
  * starts from the replayed log (R64) and follows the log's subscription from then on (R70).
@@ -117,7 +158,6 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   const attachments = new Map<string, Attachment>()
   /** Detached attachments still finishing their work; a re-attach queues behind them. */
   const closingAttachments = new Map<string, Attachment>()
-  const bySystem = new WeakMap<ActorSystem<any>, Attachment>()
   let disposed = false
 
   /** The logger port: a failing logger is itself contained (R62). */
@@ -127,12 +167,6 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     } catch {
       // Nowhere left to report to; the actor must keep working.
     }
-  }
-
-  function attachmentOf(system: ActorSystem<any>): Attachment {
-    const attachment = bySystem.get(system)
-    if (!attachment) throw new Error('plan-mode: actor is not attached')
-    return attachment
   }
 
   /** Feeds one log event to the chart, once per seq, dropping those that cannot matter (R70). */
@@ -152,8 +186,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     if (chartEvent && attachment.actor.getSnapshot().status === 'active') attachment.actor.send(chartEvent)
   }
 
-  async function appendEvent(system: ActorSystem<any>, type: string, data: unknown): Promise<SessionEvent> {
-    const attachment = attachmentOf(system)
+  async function appendEvent(attachment: Attachment, type: string, data: unknown): Promise<SessionEvent> {
     const event = await attachment.agent.session.append(type, data)
     observe(attachment, event)
     return event
@@ -165,33 +198,6 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       .catch((error: unknown) => warn('plan-mode: pending store write failed', error))
   }
 
-  // The ports, bound once: each implementation finds its agent through the actor's system.
-  const machine = planModeMachine.provide({
-    actors: {
-      appendPlanMode: fromPromise<SessionEvent, { active: boolean }>(({ input, system }) =>
-        appendEvent(system, PLAN_MODE_EVENT, { active: input.active }),
-      ),
-      recordReview: fromPromise<SessionEvent, PlanReviewData>(({ input, system }) =>
-        appendEvent(system, PLAN_REVIEW_EVENT, input),
-      ),
-      askReview: fromPromise<ReviewAnswer, { plan: string }>(async ({ input, system, signal }) => {
-        const { agent } = attachmentOf(system)
-        // REVIEW.OPEN is refused without a channel (R42.8), so one exists here.
-        return options.review!.ask({ questions: [reviewQuestion(input.plan)], agent, signal })
-      }),
-    },
-    actions: {
-      warn: ({ event }, { message }) => warn(message, (event as { error?: unknown }).error),
-      rememberPending: ({ system }, { active }) => {
-        const attachment = attachmentOf(system)
-        if (pendingStore) trackStoreWrite(attachment, () => pendingStore.set(attachment.agent.id, active))
-      },
-      forgetPending: ({ system }) => {
-        const attachment = attachmentOf(system)
-        if (pendingStore) trackStoreWrite(attachment, () => pendingStore.delete(attachment.agent.id))
-      },
-    },
-  })
 
   function attach(agent: PlanAgent): Attachment {
     if (disposed) throw new Error(DISPOSED_MESSAGE)
@@ -209,7 +215,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       told: fold.told,
       pending: typeof stored === 'boolean' ? stored : fold.projection.kept,
     })
-    const actor = createActor(machine, {
+    const actor = createActor(boundMachine, {
       snapshot,
       id: agent.id,
       ...(options.inspect ? { inspect: options.inspect as Observer<InspectionEvent> } : {}),
@@ -229,7 +235,18 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     // A detached predecessor may still be appending: this agent's operations wait for it (§1).
     const predecessor = closingAttachments.get(agent.id)
     if (predecessor) chain(attachment, predecessor.stopped.promise)
-    bySystem.set(actor.system, attachment)
+    portsBySystem.set(actor.system, {
+      append: (type, data) => appendEvent(attachment, type, data),
+      // REVIEW.OPEN is refused without a channel (R42.8), so one exists here.
+      ask: (plan, signal) => options.review!.ask({ questions: [reviewQuestion(plan)], agent: attachment.agent, signal }),
+      warn,
+      rememberPending: (active) => {
+        if (pendingStore) trackStoreWrite(attachment, () => pendingStore.set(attachment.agent.id, active))
+      },
+      forgetPending: () => {
+        if (pendingStore) trackStoreWrite(attachment, () => pendingStore.delete(attachment.agent.id))
+      },
+    })
     actor.on('*', (emitted) => route(attachment, emitted as PlanModeEmitted))
     actor.start()
     attachment.unsubscribe = agent.session.subscribe((event) => observe(attachment, event))

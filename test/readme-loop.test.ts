@@ -56,3 +56,12 @@ describe('README: the hand-written loop', () => {
     ])
   })
 })
+
+describe('README: the visualizer and Stately inspector examples', () => {
+  it('the README shows both example files verbatim (test/visualizer.test.ts and test/inspect.test.ts run them)', () => {
+    for (const file of ['visible-plan-mode.ts', 'stately-inspector.ts']) {
+      const example = readFileSync(new URL(`../visualizer/examples/${file}`, import.meta.url), 'utf8')
+      expect(README).toContain(example.trim())
+    }
+  })
+})
