@@ -220,7 +220,8 @@ async function saveTornBytes(path: string, bytes: Buffer, fsync: boolean): Promi
 // Loading
 // ---------------------------------------------------------------------------------------------
 
-interface LoadedLog {
+/** A JSONL log parsed: its events, the byte length they occupy, and a torn last line, if any. */
+export interface LoadedLog {
   events: SessionEvent[]
   /** Bytes of the file that hold whole, valid lines. */
   length: number
@@ -238,7 +239,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * bad line is corruption and fails the whole load, so that nothing is cut that was not torn.
  * @throws Error `<path>:<line>: <reason>`
  */
-function parseLog(path: string, bytes: Buffer): LoadedLog {
+export function parseJsonlLog(path: string, bytes: Buffer): LoadedLog {
   let length = bytes.length
   let torn: LoadedLog['torn']
   if (length > 0 && bytes[length - 1] !== 0x0a) {
@@ -342,7 +343,7 @@ export async function openJsonlSessionLog(
   let handle: FileHandle | undefined
   try {
     handle = await openOrCreate(path, fsync)
-    const loaded = parseLog(path, await handle.readFile())
+    const loaded = parseJsonlLog(path, await handle.readFile())
     if (loaded.torn) {
       // Saved before cut: a crash between the two leaves a copy, never a loss.
       const savedTo = await saveTornBytes(path, loaded.torn.bytes, fsync)
