@@ -39,12 +39,11 @@ import {
   createPlanMode,
   type PlanAgent,
   type PlanMode,
-  type ReviewAnswer,
-  type ReviewRequest,
   type SessionLog,
   type UserMessage,
 } from '../src/index.js'
-import { defineConformanceSuite, type ConformanceAgent, type ConformanceReview } from '../src/testing/index.js'
+import { defineConformanceSuite, type ConformanceAgent } from '../src/testing/index.js'
+import { createLoggedCommand, createReviewQueue } from './fixtures/conformance-host.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
 
 const BASE = 'You are a careful coding agent.'
@@ -71,27 +70,12 @@ function userTexts(messages: readonly ModelMessage[]): string[] {
 }
 
 function aiSdkAgent(log: SessionLog, id: string): ConformanceAgent {
-  const waiting: ((review: ConformanceReview) => void)[] = []
-  const asked: ConformanceReview[] = []
+  const reviews = createReviewQueue()
   const steered: UserMessage[] = []
-  let commands = 0
-  const toReview = (request: ReviewRequest, resolve: (a: ReviewAnswer) => void, reject: (e: unknown) => void): ConformanceReview => ({
-    request,
-    answer: resolve,
-    dismiss: () => reject(Object.assign(new Error('dismissed'), { code: 'ASK_CANCELLED' })),
-  })
   const planMode: PlanMode = createPlanMode(
     { section: SECTION },
     {
-      review: {
-        ask: (request) =>
-          new Promise<ReviewAnswer>((resolve, reject) => {
-            const review = toReview(request, resolve, reject)
-            const waiter = waiting.shift()
-            if (waiter) waiter(review)
-            else asked.push(review)
-          }),
-      },
+      review: reviews.channel,
       logger: { warn: () => {} },
     },
   )
@@ -145,13 +129,7 @@ function aiSdkAgent(log: SessionLog, id: string): ConformanceAgent {
         notices: request.userTexts.slice(knownUserTexts).filter((text) => !steeredTexts.has(text)),
       }
     },
-    async command(rawInput, attachments) {
-      const commandId = `cmd-${++commands}`
-      await log.append('command/run', { commandId, name: 'plan', args: rawInput })
-      const result = await planMode.command.run({ agent, rawInput, ...(attachments ? { attachments } : {}) })
-      await log.append('command/done', { commandId, kind: result.kind })
-      return result
-    },
+    command: createLoggedCommand(log, planMode, agent),
     get: () => planMode.get(agent),
     async callExitTool(args, { signal } = {}) {
       const execute = plan.tools.exit_plan_mode.execute!
@@ -166,10 +144,7 @@ function aiSdkAgent(log: SessionLog, id: string): ConformanceAgent {
         return { error: error instanceof Error ? error.message : String(error) }
       }
     },
-    nextReview: () => {
-      const review = asked.shift()
-      return review ? Promise.resolve(review) : new Promise((resolve) => waiting.push(resolve))
-    },
+    nextReview: reviews.nextReview,
     steered: () => steered,
     async restart() {
       await planMode.dispose()

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { link, open, readFile, unlink, writeFile, type FileHandle } from 'node:fs/promises'
-import { dirname, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { validatePlanModeEvent } from '../log/fold.js'
 import type { PlanModeLogger, SessionEvent, SessionLog } from '../types.js'
 import { syncDirectory } from './fs-durable.js'

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { open, rename, unlink, type FileHandle } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { open, rename, unlink } from 'node:fs/promises'
 import type { PendingStore } from '../types.js'
 import { syncDirectory } from './fs-durable.js'
 

@@ -39,11 +39,6 @@ export function isAppending(snapshot: PlanModeSnapshot): boolean {
   return snapshot.hasTag(APPENDING_TAG)
 }
 
-/** A review call is open (R42.6). */
-export function hasOpenReview(snapshot: PlanModeSnapshot): boolean {
-  return snapshot.matches({ review: 'open' })
-}
-
 /** What attach rebuilds from the log (R64), as the chart's state. */
 export interface AttachedState {
   active: boolean
