@@ -52,6 +52,25 @@ const selects = (active: boolean) => ({ type: 'selects', params: { active } }) a
 const narrate = (active: boolean) =>
   [{ type: 'narrate', params: { active } }, { type: 'assignTold', params: { active } }] as const
 const settleBoundary = (active: boolean) => ({ type: 'settleBoundary', params: { active } }) as const
+const wasTold = (active: boolean) => ({ type: 'wasTold', params: { active } }) as const
+
+/**
+ * How the mode region answers boundaries under F = `active` (R18). An aborted one tells nothing
+ * (R15); one with no selection waiting is resolved at once; the intent region raises
+ * `BOUNDARY.RESOLVED` once it has dealt with P. When the model was already told `active` there
+ * is nothing to narrate and K stays: only the result is emitted. That keeps the quiet boundary,
+ * which every step pays, to one microstep that leaves the snapshot as it was (R70).
+ */
+function boundaryAnswers(active: boolean) {
+  return {
+    STEP_BOUNDARY: [
+      { guard: 'isAborted' as const, actions: settleBoundary(active) },
+      { guard: and(['hasNoPendingSelection', wasTold(active)]), actions: settleBoundary(active) },
+      { guard: 'hasNoPendingSelection' as const, actions: narrate(active) },
+    ],
+    'BOUNDARY.RESOLVED': [{ guard: wasTold(active), actions: settleBoundary(active) }, { actions: narrate(active) }],
+  }
+}
 const settleSelection = (outcome: SetOutcome) => ({ type: 'settleSelection', params: { outcome } }) as const
 const rememberPending = (active: boolean) => ({ type: 'rememberPending', params: { active } }) as const
 
@@ -76,6 +95,10 @@ export const planModeSetup = setup({
     isLoggedInactive: stateIn({ mode: 'inactive' }),
     hasOpenTurn: stateIn({ turn: 'open' }),
     isAborted: ({ event }) => event.type === 'STEP_BOUNDARY' && event.aborted,
+    /** No selection waits: the boundary has nothing to flush (R14). */
+    hasNoPendingSelection: stateIn({ intent: 'logged' }),
+    /** K = `params.active`: the model was last told that state (R30). */
+    wasTold: ({ context }, params: { active: boolean }) => context.told === params.active,
     isEnteringPending: stateIn({ intent: { pending: 'entering' } }),
     isLeavingPending: stateIn({ intent: { pending: 'leaving' } }),
     /** x = F (no selection is pending, so F is also E). */
@@ -289,7 +312,8 @@ export const planModeMachine = planModeSetup.createMachine({
     /**
      * F, the logged mode (R2). Only observed `plan/mode` events move it (R3): the service never
      * sets it directly, so the chart always agrees with the log. It also answers step boundaries,
-     * because the state in force for a step is F once the intent is resolved (R18).
+     * because the state in force for a step is F once the intent is resolved (R18): at once when
+     * no selection waits, else when the intent region raises `BOUNDARY.RESOLVED`.
      */
     mode: {
       initial: 'inactive',
@@ -297,18 +321,18 @@ export const planModeMachine = planModeSetup.createMachine({
         inactive: {
           on: {
             'LOG.PLAN_MODE': { guard: 'logsActive', target: 'active' },
-            'LOG.REQUEST_HEADER': { actions: { type: 'assignTold', params: { active: false } } },
-            STEP_BOUNDARY: { guard: 'isAborted', actions: settleBoundary(false) },
-            'BOUNDARY.RESOLVED': { actions: narrate(false) },
+            // A header tells the model F (R30); K already F changes nothing.
+            'LOG.REQUEST_HEADER': { guard: not(wasTold(false)), actions: { type: 'assignTold', params: { active: false } } },
+            ...boundaryAnswers(false),
             'BOUNDARY.FLUSH_FAILED': { actions: settleBoundary(false) },
           },
         },
         active: {
           on: {
             'LOG.PLAN_MODE': { guard: 'logsInactive', target: 'inactive' },
-            'LOG.REQUEST_HEADER': { actions: { type: 'assignTold', params: { active: true } } },
-            STEP_BOUNDARY: { guard: 'isAborted', actions: settleBoundary(true) },
-            'BOUNDARY.RESOLVED': { actions: narrate(true) },
+            // A header tells the model F (R30); K already F changes nothing.
+            'LOG.REQUEST_HEADER': { guard: not(wasTold(true)), actions: { type: 'assignTold', params: { active: true } } },
+            ...boundaryAnswers(true),
             'BOUNDARY.FLUSH_FAILED': { actions: settleBoundary(true) },
           },
         },
@@ -440,11 +464,7 @@ export const planModeMachine = planModeSetup.createMachine({
               { guard: selects(true), target: 'committing.entering' },
               { target: 'committing.leaving' },
             ],
-            STEP_BOUNDARY: [
-              // R15: the mode region answers an aborted boundary.
-              { guard: 'isAborted' },
-              { actions: 'resolveBoundary' as const },
-            ],
+            // STEP_BOUNDARY: nothing to resolve; the mode region answers it.
             // Consent while F is active leaves silently at the next boundary (R47).
             'REVIEW.APPROVED': { guard: 'isLoggedActive', target: 'pending.leaving' },
           },

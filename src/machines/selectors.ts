@@ -10,16 +10,26 @@ import type { PlanModeState } from '../types.js'
 /** A snapshot of the plan-mode chart. */
 export type PlanModeSnapshot = SnapshotFrom<typeof planModeMachine>
 
+/**
+ * The chart's state value, as its regions shape it. Read directly rather than through
+ * `snapshot.matches`, which parses its argument on every call: `get` and `section` run on every
+ * step (R70).
+ */
+interface PlanModeValue {
+  mode: 'active' | 'inactive'
+  intent: 'logged' | { committing: string } | { pending: { entering?: unknown; leaving?: unknown } }
+}
+
 /** F, the logged mode (R2). */
 export function isLoggedActive(snapshot: PlanModeSnapshot): boolean {
-  return snapshot.matches({ mode: 'active' })
+  return (snapshot.value as PlanModeValue).mode === 'active'
 }
 
 /** P's target, or undefined when no selection is pending (R7). */
 export function pendingTarget(snapshot: PlanModeSnapshot): boolean | undefined {
-  if (snapshot.matches({ intent: { pending: 'entering' } })) return true
-  if (snapshot.matches({ intent: { pending: 'leaving' } })) return false
-  return undefined
+  const { intent } = snapshot.value as PlanModeValue
+  if (typeof intent !== 'object' || !('pending' in intent)) return undefined
+  return 'entering' in intent.pending
 }
 
 /** What `get` returns (R7). */
