@@ -2,7 +2,7 @@ import { createActor, fromPromise, type Actor, type ActorSystem, type Inspection
 import { resolveConfig } from './config.js'
 import { createExitTool, planArgument, type ExitPlanModeTool } from './exit-tool.js'
 import { createPlanCommand, type PlanCommand } from './command.js'
-import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, REQUEST_HEADER_EVENT, type PlanReviewData } from './log/events.js'
+import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, type PlanReviewData } from './log/events.js'
 import { replayPlanLog } from './log/replay.js'
 import { toChartEvent, type PlanModeEmitted, type PlanModeEvent } from './machines/events.js'
 import { planModeMachine } from './machines/planModeMachine.js'
@@ -71,8 +71,8 @@ interface Attachment {
   readonly actor: PlanModeActor
   /** The highest seq the actor has seen: F follows subscribe or append's value, once each. */
   lastSeq: number
-  /** The tail of the agent's serialized operations (SPEC §1); null when idle. */
-  tail: Promise<unknown> | null
+  /** An operation is running on this attachment (a closing one stops only between them). */
+  operating: boolean
   /** Emissions of the operation in progress. */
   collected: Collected[] | null
   /** The open review call, waiting for its settlement. */
@@ -80,7 +80,7 @@ interface Attachment {
   /** Pending-store writes in flight, awaited before an operation resolves. */
   storeWrites: Promise<void>
   unsubscribe(): void
-  /** Set by detach/dispose: the actor stops once its review has settled. */
+  /** Set by detach/dispose: the actor stops once its review has settled and its work is done. */
   closing: boolean
   stopped: Deferred<void>
 }
@@ -156,8 +156,14 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   const logger: PlanModeLogger = options.logger ?? console
   const pendingStore = options.pendingStore
   const attachments = new Map<string, Attachment>()
-  /** Detached attachments still finishing their work; a re-attach queues behind them. */
+  /**
+   * Detached attachments still finishing the work in flight (an append, a review's record).
+   * Until one stops, it answers its agent's reads, and the agent's next operation waits: the
+   * next attachment replays the log once everything the detached one wrote is in it (R63, R64).
+   */
   const closingAttachments = new Map<string, Attachment>()
+  /** The tail of each agent's serialized operations (SPEC §1), across its attachments. */
+  const tails = new Map<string, Promise<unknown>>()
   let disposed = false
 
   /** The logger port: a failing logger is itself contained (R62). */
@@ -172,9 +178,6 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   /** Feeds one log event to the chart, once per seq, dropping those that cannot matter (R70). */
   function observe(attachment: Attachment, event: SessionEvent): void {
     if (!isSessionEvent(event) || event.seq <= attachment.lastSeq) return
-    // A detached agent's queued operations still read the log's facts (F, the open turn), but
-    // what the model is told from now on belongs to the agent's next attachment (R63).
-    if (attachment.closing && event.type === REQUEST_HEADER_EVENT) return
     attachment.lastSeq = event.seq
     let chartEvent: PlanModeEvent | undefined
     try {
@@ -224,7 +227,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       agent,
       actor,
       lastSeq: fold.lastSeq,
-      tail: null,
+      operating: false,
       collected: null,
       review: null,
       storeWrites: Promise.resolve(),
@@ -232,9 +235,6 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       closing: false,
       stopped: deferred(),
     }
-    // A detached predecessor may still be appending: this agent's operations wait for it (§1).
-    const predecessor = closingAttachments.get(agent.id)
-    if (predecessor) chain(attachment, predecessor.stopped.promise)
     portsBySystem.set(actor.system, {
       append: (type, data) => appendEvent(attachment, type, data),
       // REVIEW.OPEN is refused without a channel (R42.8), so one exists here.
@@ -268,7 +268,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       case 'review.answered':
         // The answer settles in turn with the agent's other operations; queued after the
         // current macrostep, never from inside it.
-        queueMicrotask(() => void perform(attachment, { type: 'REVIEW.SETTLE' }).catch(() => {}))
+        queueMicrotask(() => void settleAnsweredReview(attachment).catch(() => {}))
         break
       case 'review.settled':
         attachment.review?.resolve(emitted.settlement)
@@ -295,45 +295,80 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   }
 
   /**
-   * Runs one operation of an agent: it starts after the previous one finished (at once, in the
-   * same call, when the agent is idle), sends one event, collects what the chart emits until no
-   * append is in flight, and reads its result before the next operation may start.
+   * Runs one operation of an agent: it starts after the agent's previous one finished (at once,
+   * in the same call, when the agent is idle), sends one event, collects what the chart emits
+   * until no append is in flight, and reads its result before the next operation may start.
+   * It runs on the attachment current when its turn comes (after a detach, the next one, made
+   * from the log once the detached one stopped), or on `bound` (a review's own settlement).
    * `precondition` runs when the operation's turn has come and may refuse it by throwing.
    */
   function perform<T = Collected[]>(
-    attachment: Attachment,
+    agent: PlanAgent,
     event: PlanModeEvent,
-    read: (collected: Collected[]) => T = (collected) => collected as T,
-    precondition?: () => void,
+    read: (collected: Collected[], attachment: Attachment) => T = (collected) => collected as T,
+    precondition?: (attachment: Attachment) => void,
+    bound?: Attachment,
   ): Promise<T> {
-    const task = async (): Promise<T> => {
+    const run = async (attachment: Attachment): Promise<T> => {
       if (attachment.actor.getSnapshot().status !== 'active') throw new Error(DISPOSED_MESSAGE)
-      // An append started outside the queue (a review closed by its call's abort) finishes first.
-      if (isAppending(attachment.actor.getSnapshot())) await quiet(attachment.actor)
-      precondition?.()
-      const collected: Collected[] = []
-      attachment.collected = collected
+      attachment.operating = true
       try {
-        attachment.actor.send(event)
-        await quiet(attachment.actor)
-        await attachment.storeWrites
+        // A review's settlement waits for an append started outside the queue, too.
+        if (isAppending(attachment.actor.getSnapshot())) await quiet(attachment.actor)
+        precondition?.(attachment)
+        const collected: Collected[] = []
+        attachment.collected = collected
+        try {
+          attachment.actor.send(event)
+          await quiet(attachment.actor)
+          await attachment.storeWrites
+        } finally {
+          attachment.collected = null
+        }
+        return read(collected, attachment)
       } finally {
-        attachment.collected = null
+        attachment.operating = false
+        if (attachment.closing) stopWhenQuiet(attachment)
       }
-      return read(collected)
     }
-    const result = attachment.tail === null ? task() : attachment.tail.then(task, task)
-    chain(attachment, result)
+    // Synchronous up to the event: an idle agent's operation acts in the same call.
+    const task = (): Promise<T> => {
+      try {
+        if (bound) return run(bound)
+        const detached = attachments.has(agent.id) ? undefined : closingAttachments.get(agent.id)
+        // The detached attachment finishes its work first: its next one replays all of it.
+        if (detached) return detached.stopped.promise.then(task)
+        const attachment = attach(agent)
+        // An append started outside the queue (a review closed by its call's abort) lands
+        // first; the agent may be detached meanwhile, so the turn is looked at again.
+        if (isAppending(attachment.actor.getSnapshot())) return quiet(attachment.actor).then(task, task)
+        return run(attachment)
+      } catch (error) {
+        return Promise.reject(error) // attach refused (R60, R61)
+      }
+    }
+    const tail = tails.get(agent.id)
+    const result = tail === undefined ? task() : tail.then(task, task)
+    const next: Promise<unknown> = result.catch(() => {})
+    tails.set(agent.id, next)
+    void next.then(() => {
+      if (tails.get(agent.id) === next) tails.delete(agent.id)
+    })
     return result
   }
 
-  /** Makes `work` the agent's queue tail: the next operation starts once it settled. */
-  function chain(attachment: Attachment, work: Promise<unknown>): void {
-    const tail: Promise<unknown> = work.catch(() => {})
-    attachment.tail = tail
-    void tail.then(() => {
-      if (attachment.tail === tail) attachment.tail = null
-    })
+  /** An answered review settles on its own attachment, in turn with the agent's operations. */
+  function settleAnsweredReview(attachment: Attachment): Promise<Collected[]> {
+    return perform(attachment.agent, { type: 'REVIEW.SETTLE' }, undefined, undefined, attachment)
+  }
+
+  /**
+   * The attachment that answers reads (`get`, `section`, `actor`): a detached one until it has
+   * stopped (it still follows the log and holds the agent's state), else the current one.
+   */
+  function attachmentForRead(agent: PlanAgent): Attachment {
+    if (disposed) throw new Error(DISPOSED_MESSAGE)
+    return (attachments.has(agent.id) ? undefined : closingAttachments.get(agent.id)) ?? attach(agent)
   }
 
   function find<T extends Collected['type']>(emitted: Collected[], ...types: T[]): Extract<Collected, { type: T }> {
@@ -342,20 +377,24 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     return found as Extract<Collected, { type: T }>
   }
 
-  /** Stops a closing agent's actor once its review settled and no operation runs. */
+  /**
+   * Stops a closing agent's actor once its review settled, no append is in flight and no
+   * operation runs on it (the one running calls this again when it ends).
+   */
   function stopWhenQuiet(attachment: Attachment): void {
     const snapshot = attachment.actor.getSnapshot()
-    if (snapshot.status !== 'active') return attachment.stopped.resolve()
-    if (attachment.review !== null || attachment.tail !== null || isAppending(snapshot)) {
-      const wait = attachment.tail ?? attachment.review?.promise ?? quiet(attachment.actor)
-      void wait.then(
-        () => queueMicrotask(() => stopWhenQuiet(attachment)),
-        () => queueMicrotask(() => stopWhenQuiet(attachment)),
-      )
-      return
+    if (snapshot.status === 'active') {
+      if (attachment.operating) return
+      if (attachment.review !== null || isAppending(snapshot)) {
+        const retry = () => queueMicrotask(() => stopWhenQuiet(attachment))
+        void (attachment.review?.promise ?? quiet(attachment.actor)).then(retry, retry)
+        return
+      }
+      attachment.unsubscribe()
+      attachment.actor.stop()
     }
-    attachment.unsubscribe()
-    attachment.actor.stop()
+    const { id } = attachment.agent
+    if (closingAttachments.get(id) === attachment) closingAttachments.delete(id)
     attachment.stopped.resolve()
   }
 
@@ -366,9 +405,6 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       const { id } = attachment.agent
       attachments.delete(id)
       closingAttachments.set(id, attachment)
-      void attachment.stopped.promise.then(() => {
-        if (closingAttachments.get(id) === attachment) closingAttachments.delete(id)
-      })
       if (attachment.actor.getSnapshot().status === 'active') attachment.actor.send({ type: 'RELOAD' })
       stopWhenQuiet(attachment)
     }
@@ -381,29 +417,32 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     if (signal?.aborted) throw new Error(abortMessage(signal))
     if (!agent) throw new Error(REVIEW_MESSAGES.noAgent)
     const plan = planArgument(args)
-    const attachment = attach(agent)
+    // Attaches now, so that a log that cannot attach fails the call first (R61).
+    const calledOn = attachmentForRead(agent)
+    const detachedBeforeCall = calledOn.closing
     if (plan === undefined) throw new Error(REVIEW_MESSAGES.planNotString)
-    let opened = false
+    /** The attachment whose review this call opened. */
+    let openedOn: Attachment | undefined
     const sendAbort = () => {
-      if (attachment.actor.getSnapshot().status === 'active') {
-        attachment.actor.send({ type: 'REVIEW.ABORT', message: abortMessage(signal!) })
+      if (openedOn?.actor.getSnapshot().status === 'active') {
+        openedOn.actor.send({ type: 'REVIEW.ABORT', message: abortMessage(signal!) })
       }
     }
     // Aborted before its turn came, the call fails at once and asks nothing (R46); once the
     // review is open, the abort closes it in the chart.
     let onAbort = () => {}
     const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => (opened ? sendAbort() : reject(new Error(abortMessage(signal!))))
+      onAbort = () => (openedOn ? sendAbort() : reject(new Error(abortMessage(signal!))))
       signal?.addEventListener('abort', onAbort, { once: true })
     })
     aborted.catch(() => {})
     const refuseIfAborted = () => {
       if (signal?.aborted) throw new Error(abortMessage(signal))
       // Detached while the call waited for its turn: it fails like a review open then (R63).
-      if (attachment.closing) throw new Error(REVIEW_MESSAGES.reloaded)
+      if (calledOn.closing && !detachedBeforeCall) throw new Error(REVIEW_MESSAGES.reloaded)
     }
     const openReview = perform(
-      attachment,
+      agent,
       {
         type: 'REVIEW.OPEN',
         plan,
@@ -412,10 +451,10 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
         owned: typeof agent.owner === 'string' && agent.owner !== '',
         hasChannel: options.review !== undefined,
       },
-      (collected) => {
+      (collected, attachment) => {
         const outcome = find(collected, 'review.rejected', 'review.opened')
-        opened = outcome.type === 'review.opened'
-        if (opened && signal?.aborted) sendAbort() // aborted while the review was being opened
+        if (outcome.type === 'review.opened') openedOn = attachment
+        if (openedOn && signal?.aborted) sendAbort() // aborted while the review was being opened
         return outcome
       },
       refuseIfAborted,
@@ -433,8 +472,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
 
   /** A selection, with the state right after it (before any later queued operation runs). */
   function select(agent: PlanAgent, active: boolean): Promise<{ outcome: SetOutcome; state: PlanModeState }> {
-    const attachment = attach(agent)
-    return perform(attachment, { type: 'SELECT', active: active === true }, (collected) => {
+    return perform(agent, { type: 'SELECT', active: active === true }, (collected, attachment) => {
       const result = find(collected, 'set.settled', 'set.failed')
       if (result.type === 'set.failed') throw result.error
       return { outcome: result.outcome, state: planModeState(attachment.actor.getSnapshot()) }
@@ -445,7 +483,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
 
   const service: PlanMode = {
     get(agent) {
-      return planModeState(attach(agent).actor.getSnapshot())
+      return planModeState(attachmentForRead(agent).actor.getSnapshot())
     },
 
     async set(agent, active) {
@@ -453,8 +491,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     },
 
     async stepBoundary(agent, { signal } = {}) {
-      const attachment = attach(agent)
-      return perform(attachment, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true }, (collected) => {
+      return perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true }, (collected) => {
         const { active, notice } = find(collected, 'boundary.settled')
         return { section: active ? section : '', messages: notice ? [createNotice(notice)] : [] }
       })
@@ -462,7 +499,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
 
     section(agent) {
       if (agent === undefined) return ''
-      return isEffectivelyActive(attach(agent).actor.getSnapshot()) ? section : ''
+      return isEffectivelyActive(attachmentForRead(agent).actor.getSnapshot()) ? section : ''
     },
 
     exitTool: createExitTool(executeExitTool),
@@ -475,7 +512,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     projection: planProjection,
 
     actor(agent) {
-      return attach(agent).actor
+      return attachmentForRead(agent).actor
     },
 
     detach(agent) {

@@ -27,6 +27,11 @@
  * - An abort (R46) or a reload (R60, R63) closes the review at once, outside the operation queue
  *   (R46 "the call fails at once"); only its record is an append like any other.
  * - An operation finishes when no append of its attachment is in flight any more.
+ * - A detach (R63) lets the detached attachment finish the work in flight (an operation and its
+ *   append, a review's record). Until then it answers reads (it still holds the agent's state);
+ *   every operation runs on the attachment current when its turn comes, so those queued behind
+ *   the detach run on the next attachment, made from the log once all that work has landed
+ *   (R64: everything the log can tell, including the detached one's approvals).
  */
 
 /** A log entry as plan mode sees it (the log assigns `seq`; the oracle compares type and data). */
@@ -276,10 +281,12 @@ interface AgentModel {
   readonly id: string
   readonly log: LogEntry[]
   attachment: Attachment | null
+  /** A detached attachment whose work in flight has not finished yet. */
+  closing: Attachment | null
   /** Operations waiting for their turn (§1). */
   queue: (() => void)[]
   /** The operation in progress: its end, once its logic is done and no append is in flight. */
-  running: { done: boolean; finish: () => void } | null
+  running: { done: boolean; finish: () => void; attachment: Attachment } | null
   /** The service's appends for this agent in flight. */
   inflight: number
 }
@@ -341,7 +348,7 @@ export class PlanModeOracle {
 
   /** Starts the model of an agent whose log already holds `seed` (R4: a fork inherits its fold). */
   addAgent(agentId: string, seed: readonly LogEntry[] = []): void {
-    this.agents.set(agentId, { id: agentId, log: seed.map((e) => ({ ...e })), attachment: null, queue: [], running: null, inflight: 0 })
+    this.agents.set(agentId, { id: agentId, log: seed.map((e) => ({ ...e })), attachment: null, closing: null, queue: [], running: null, inflight: 0 })
   }
 
   /** The agent's log as it must be now. */
@@ -358,7 +365,7 @@ export class PlanModeOracle {
 
   /** R7. Throws like the service after dispose (R60). */
   get(agentId: string): { active: boolean; pending?: boolean } {
-    const a = this.attach(agentId)
+    const a = this.readAttachment(agentId)
     const F = foldF(this.model(agentId).log)
     return a.P === undefined ? { active: F } : { active: F, pending: a.P }
   }
@@ -366,18 +373,18 @@ export class PlanModeOracle {
   /** R21. */
   sectionOf(agentId?: string): string {
     if (agentId === undefined) return ''
-    const a = this.attach(agentId)
+    const a = this.readAttachment(agentId)
     return this.effective(a) ? this.section : ''
   }
 
   /** K of the current attachment (R30), for tests that read it through notices. */
   told(agentId: string): boolean | undefined {
-    return this.attach(agentId).K
+    return this.readAttachment(agentId).K
   }
 
   /** Whether K can be rebuilt from the log now (R31); false after an approval whose record failed. */
   toldIsLogged(agentId: string): boolean {
-    return this.attach(agentId).toldIsLogged
+    return this.readAttachment(agentId).toldIsLogged
   }
 
   /** Whether the agent has an exit-tool call whose review is open (R42.6). */
@@ -410,8 +417,11 @@ export class PlanModeOracle {
   set(agentId: string, active: boolean): OracleCall<SetOutcome> {
     const call = this.call<SetOutcome>('set', agentId)
     if (this.failIfDisposed(call)) return call
-    const a = this.attach(agentId)
-    this.enqueue(a, (done) => this.select(a, active, (outcome) => done(() => this.settle(call, outcome)), (error) => done(() => this.fail(call, error.message))))
+    this.enqueue(
+      agentId,
+      (a, done) => this.select(a, active, (outcome) => done(() => this.settle(call, outcome)), (error) => done(() => this.fail(call, error.message))),
+      (message) => this.fail(call, message),
+    )
     return call
   }
 
@@ -419,8 +429,9 @@ export class PlanModeOracle {
   boundary(agentId: string, { aborted = false }: { aborted?: boolean } = {}): OracleCall<BoundaryExpectation> {
     const call = this.call<BoundaryExpectation>('boundary', agentId)
     if (this.failIfDisposed(call)) return call
-    const a = this.attach(agentId)
-    this.enqueue(a, (done) => this.stepBoundary(a, aborted, (result) => done(() => this.settle(call, result))))
+    this.enqueue(agentId, (a, done) => this.stepBoundary(a, aborted, (result) => done(() => this.settle(call, result))), (message) =>
+      this.fail(call, message),
+    )
     return call
   }
 
@@ -440,8 +451,7 @@ export class PlanModeOracle {
       this.settle(call, { kind: 'error', text: TEXT.cannotSteer })
       return call
     }
-    const a = this.attach(input.agentId)
-    this.enqueue(a, (done) =>
+    this.enqueue(input.agentId, (a, done) =>
       this.select(
         a,
         entering,
@@ -449,8 +459,7 @@ export class PlanModeOracle {
           done(() => {
             const texts = entering ? TEXT.enter : TEXT.leave
             // R55, R56: a noop names a selection already on its way.
-            const current = this.model(input.agentId).attachment
-            const text = outcome === 'noop' && current?.P === entering ? texts.queued : texts[outcome]
+            const text = outcome === 'noop' && a.P === entering ? texts.queued : texts[outcome]
             if (steers) {
               this.steers.push({
                 agentId: input.agentId,
@@ -461,6 +470,7 @@ export class PlanModeOracle {
           }),
         (error) => done(() => this.settle(call, { kind: 'error', text: TEXT.notChanged + error.message })),
       ),
+      (message) => this.settle(call, { kind: 'error', text: TEXT.notChanged + message }),
     )
     return call
   }
@@ -471,17 +481,19 @@ export class PlanModeOracle {
     if (this.failIfDisposed(call)) return call
     if (input.preAborted) return this.fail(call, abortReasonMessage(input.preAborted.reason))
     if (input.agentId === undefined) return this.fail(call, TEXT.noAgent)
-    const a = this.attach(input.agentId)
+    const calledOn = this.readAttachment(input.agentId)
+    const detachedBeforeCall = calledOn.closing
     const plan = (input.args as { plan?: unknown } | null | undefined)?.plan
     if (typeof plan !== 'string') return this.fail(call, TEXT.planNotString)
     this.waitingCalls.add(call)
-    this.enqueue(a, (done) => {
+    this.enqueue(input.agentId, (a, done) => {
       // R46: a call whose signal aborted while it waited for its turn has already failed.
       if (!this.waitingCalls.delete(call)) return done(() => {})
       const refuse = (message: string) => done(() => this.fail(call, message))
       // Interpretation: a call whose agent was detached while it waited for its turn fails like
       // a review open at that moment (R63), instead of asking on an attachment that is gone.
-      if (a.closing) return refuse(TEXT.reloaded)
+      // One made after the detach opens on the next attachment.
+      if (calledOn.closing && !detachedBeforeCall) return refuse(TEXT.reloaded)
       if (!this.effective(a)) return refuse(TEXT.notInPlanMode)
       if (!startsWithHeading(plan)) return refuse(TEXT.noHeading)
       if (Buffer.byteLength(plan, 'utf8') > MAX_PLAN_BYTES) return refuse(TEXT.tooLarge)
@@ -493,6 +505,8 @@ export class PlanModeOracle {
       a.review = { plan, title: headingTitle(plan) ?? 'Plan', call, ask, phase: 'asking', settlement: null }
       if (input.askThrows) this.answered(a, { outcome: 'failed', error: input.askThrows.message })
       done(() => {})
+    }, (message) => {
+      if (this.waitingCalls.delete(call)) this.fail(call, message)
     })
     return call
   }
@@ -525,7 +539,8 @@ export class PlanModeOracle {
   /** The exit-tool call's own signal aborts (R46): its review closes at once. */
   abortCall(call: OracleCall, reason: unknown): void {
     if (call.state.status !== 'pending') return
-    const a = this.model(call.agentId!).attachment
+    const m = this.model(call.agentId!)
+    const a = [m.attachment, m.closing].find((x) => x?.review?.call === call) ?? m.attachment
     const review = a?.review
     if (a && review && review.call === call && review.phase !== 'recording') {
       this.close(a, { outcome: 'aborted', error: abortReasonMessage(reason) })
@@ -543,6 +558,7 @@ export class PlanModeOracle {
     const a = m.attachment
     if (!a) return
     m.attachment = null
+    m.closing = a
     a.closing = true
     if (a.review && a.review.phase !== 'recording') this.close(a, { outcome: 'reloaded', error: TEXT.reloaded })
   }
@@ -557,6 +573,8 @@ export class PlanModeOracle {
   /** A new service over the same logs (a process restart): every agent re-attaches on its next call (R64). */
   restart(): void {
     this.dispose()
+    // The new service does not wait for the old one's work (another writer, R3).
+    for (const m of this.agents.values()) m.closing = null
     this.disposed = false
   }
 
@@ -652,9 +670,10 @@ export class PlanModeOracle {
     m.log.push({ type, data })
     if (type === 'request/header') {
       // Every attachment still following the log hears it; only the current one matters later.
-      if (m.attachment) {
-        m.attachment.K = foldF(m.log)
-        m.attachment.toldIsLogged = true
+      for (const a of [m.attachment, m.closing]) {
+        if (!a) continue
+        a.K = foldF(m.log)
+        a.toldIsLogged = true
       }
     }
   }
@@ -685,16 +704,26 @@ export class PlanModeOracle {
    * `done(settleCall)`: the call settles when the operation finishes, i.e. once no append of the
    * attachment is in flight.
    */
-  private enqueue(a: Attachment, run: (done: (settleCall: () => void) => void) => void): void {
-    const m = this.model(a.agentId)
+  private enqueue(
+    target: string | Attachment,
+    run: (a: Attachment, done: (settleCall: () => void) => void) => void,
+    refused: (message: string) => void = () => {},
+  ): void {
+    const m = this.model(typeof target === 'string' ? target : target.agentId)
     const start = () => {
       let settleCall: (() => void) | null = null
+      // The attachment current when the turn comes (a review's settlement keeps its own).
+      let a: Attachment
+      if (typeof target !== 'string') a = target
+      else if (this.disposed) return refused(TEXT.disposed) // R60: a turn that comes after dispose
+      else a = this.turnAttachment(m)
       const running = {
         done: false,
         finish: () => settleCall?.(),
+        attachment: a,
       }
       m.running = running
-      run((s) => {
+      run(a, (s) => {
         settleCall = s
         running.done = true
         this.maybeFinish(m)
@@ -702,6 +731,29 @@ export class PlanModeOracle {
     }
     m.queue.push(start)
     this.maybeFinish(m)
+  }
+
+  /** Whether a detached attachment has finished its work in flight (then it is gone). */
+  private closingIsDone(m: AgentModel): boolean {
+    const a = m.closing
+    if (!a) return true
+    return a.review === null && m.inflight === 0 && m.running?.attachment !== a
+  }
+
+  /** The attachment that answers reads: a detached one until its work is done (see the file comment). */
+  private readAttachment(agentId: string): Attachment {
+    if (this.disposed) throw new Error(TEXT.disposed)
+    const m = this.model(agentId)
+    if (!m.attachment && m.closing && !this.closingIsDone(m)) return m.closing
+    m.closing = null
+    return this.attach(agentId)
+  }
+
+  /** The attachment an operation runs on when its turn comes: the detached one's work is done by then. */
+  private turnAttachment(m: AgentModel): Attachment {
+    if (!this.closingIsDone(m)) throw new Error('oracle: an operation started before the detached attachment finished')
+    m.closing = null
+    return this.attach(m.id)
   }
 
   private maybeFinish(a: AgentModel): void {
@@ -795,7 +847,7 @@ export class PlanModeOracle {
     review.phase = 'answered'
     review.settlement = settlement
     review.ask!.stale = true
-    this.enqueue(a, (done) => {
+    this.enqueue(a, (_, done) => {
       // A selection or reload may have closed the review meanwhile (R48, R60).
       if (a.review !== review || review.phase !== 'answered') return done(() => {})
       review.phase = 'recording'

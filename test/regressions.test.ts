@@ -262,4 +262,60 @@ describe('regressions found by the model-based and property tests', () => {
     expect(leave.state).toEqual({ status: 'resolved', value: 'cancelled' })
     expect(planMode.get(agent)).toEqual({ active: false })
   })
+
+  // The open question of the first sessions: approve → the record is held → detach → a step.
+  it('R47, R63, R64: an approval recorded after a detach reaches the next attachment: it leaves plan mode without a notice', async () => {
+    const log = createControlledLog()
+    const channel = createControlledChannel()
+    const planMode = createPlanMode({ section: SECTION }, { review: channel, logger: { warn: () => {} } })
+    const agent: PlanAgent = { id: 'agent-1', session: log }
+    expect(await planMode.set(agent, true)).toBe('committed')
+    log.append('turn/start', {})
+    log.append('request/header', {}) // K = active
+    const exit = track(() => planMode.exitTool.execute({ plan: '# Ship it' }, { agent }))
+    await settle()
+    log.defaultFate = 'hold'
+    channel.asks[0]!.resolve(APPROVE) // its plan/review {approved} is held
+    await settle()
+    planMode.detach(agent)
+    const boundary = track(() => planMode.stepBoundary(agent))
+    await settle()
+    // The detached attachment still holds the agent's state; the boundary waits for it (§1).
+    expect(boundary.state).toEqual({ status: 'pending' })
+    expect(planMode.get(agent)).toEqual({ active: true })
+    log.defaultFate = 'ok'
+    log.resolveHeld(log.held[0]!)
+    await settle()
+    await settle()
+    expect(exit.state).toEqual({ status: 'resolved', value: { approved: true } })
+    // The next attachment replayed the approval (R64): K = inactive, P = leave; the flush is silent.
+    expect(boundary.state).toEqual({ status: 'resolved', value: { section: '', messages: [] } })
+    expect(log.events.map((e) => e.type)).toEqual(['plan/mode', 'turn/start', 'request/header', 'plan/review', 'plan/mode'])
+    expect(planMode.get(agent)).toEqual({ active: false })
+  })
+
+  // Shrunk (held-append property): /plan (append held) → /plan off → /plan OFF → turn/start → detach → stepBoundary.
+  it('R55, R63: /plan calls queued behind a detach run on the next attachment, made from the log once the append in flight landed', async () => {
+    const log = createControlledLog()
+    const planMode = createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+    const agent: PlanAgent = { id: 'agent-1', session: log }
+    log.defaultFate = 'hold'
+    const enter = track(() => planMode.command.run({ agent, rawInput: '' }))
+    const off = track(() => planMode.command.run({ agent, rawInput: 'off' }))
+    const offAgain = track(() => planMode.command.run({ agent, rawInput: 'OFF' }))
+    log.hostAppend('turn/start', {})
+    planMode.detach(agent)
+    const boundary = track(() => planMode.stepBoundary(agent))
+    await settle()
+    log.defaultFate = 'ok'
+    log.resolveHeld(log.held[0]!)
+    await settle()
+    await settle()
+    expect(enter.state).toEqual({ status: 'resolved', value: { kind: 'success', text: 'Plan mode on. Use /plan off to leave.' } })
+    // F = active and the turn is open: the leave waits for the boundary; the second one names it (R55).
+    expect(off.state).toEqual({ status: 'resolved', value: { kind: 'success', text: 'Leaving plan mode (applies from the next step).' } })
+    expect(offAgain.state).toEqual({ status: 'resolved', value: { kind: 'success', text: 'Leaving plan mode (applies from the next step).' } })
+    expect(boundary.state).toEqual({ status: 'resolved', value: { section: '', messages: [] } })
+    expect(log.events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }, { active: false }])
+  })
 })
