@@ -264,7 +264,8 @@ describe('bad input: one line on stderr, exit code 2', () => {
 
   it('--at that is not a number', () => bad(['inspect', log, '--at', 'x'], 'plan-mode: --at must be an integer 1..9007199254740991, not "x"'))
 
-  it('chat, which this build does not have', () => bad(['chat'], 'chat needs a provider package; not available in this build'))
+  it('chat with a provider that does not exist', () =>
+    bad(['chat', '--provider', 'frob'], 'plan-mode: chat: unknown provider "frob" (providers: openai, anthropic, gateway, offline)'))
 
   it('no command prints the usage and exits 2', async () => {
     const result = await run([])

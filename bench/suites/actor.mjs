@@ -4,8 +4,11 @@
  * - actor: `actor.send(...)` straight to the agent's actor, no facade;
  * - service: the facade's `stepBoundary`/`set`, with its operation queue, emission collection
  *   and promises.
+ * And XState's own floor, which no chart can go under: one transition of a two-state toggle
+ * machine, and an event that no state of this chart handles.
  * Fast operations run in batches per timed call, so the timer's own cost does not count.
  */
+import { createActor, createMachine } from 'xstate'
 import { realisticEntries } from '../log.mjs'
 import { measure } from '../harness.mjs'
 import { oracleSelect, oracleStep } from '../oracle.mjs'
@@ -45,8 +48,18 @@ export async function run(lib) {
   }, { batch: BATCH })
   if (sink === 0) throw new Error('the oracle never flipped')
 
-  // Straight to the actor: a quiet boundary is one macrostep (STEP_BOUNDARY, then the raised
-  // BOUNDARY.RESOLVED). Its emission goes nowhere, as no operation is collecting.
+  // XState's floor: a two-state toggle, and an event this chart ignores (every region looks).
+  const toggle = createActor(createMachine({ initial: 'a', states: { a: { on: { T: 'b' } }, b: { on: { T: 'a' } } } })).start()
+  const xstateToggle = await measure(() => {
+    for (let i = 0; i < 100; i++) toggle.send({ type: 'T' })
+  }, { batch: 100 })
+  toggle.stop()
+  const actorIgnored = await measure(() => {
+    for (let i = 0; i < 100; i++) actor.send({ type: 'LOG.IGNORED' })
+  }, { batch: 100 })
+
+  // Straight to the actor: a quiet boundary is one microstep (the mode region answers it; K
+  // already equals F, so it only emits). Its emission goes nowhere, as no operation is collecting.
   const actorQuiet = await measure(() => {
     for (let i = 0; i < 100; i++) actor.send({ type: 'STEP_BOUNDARY', aborted: false })
   }, { batch: 100 })
@@ -63,5 +76,5 @@ export async function run(lib) {
     for (let i = 0; i < BATCH; i++) pm.get(agent)
   }, { batch: BATCH })
   await pm.dispose()
-  return { oracleQuiet, oracleFlip, actorQuiet, actorSelect, serviceQuiet, serviceFlip, serviceGet }
+  return { oracleQuiet, oracleFlip, xstateToggle, actorIgnored, actorQuiet, actorSelect, serviceQuiet, serviceFlip, serviceGet }
 }

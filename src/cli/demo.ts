@@ -7,9 +7,6 @@
  * no notice), `exit_plan_mode`, keep planning with feedback, a revised plan, approval, and the
  * execution steps in the default mode.
  */
-import { mkdtemp, stat } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage } from 'ai'
 import { withPlanMode } from '../adapters/ai-sdk.js'
 import { createPlanModeInspector, type PlanModeInspector } from '../adapters/inspect.js'
@@ -17,7 +14,9 @@ import { openJsonlSessionLog } from '../adapters/jsonl.js'
 import { createPlanMode } from '../service.js'
 import type { PlanAgent, ReviewAnswer, ReviewChannel, SessionEvent } from '../types.js'
 import type { Visualizer } from '../../visualizer/server.js'
-import { CliError, untilAborted, type CliIo, type Styles } from './io.js'
+import { untilAborted, type CliIo, type Styles } from './io.js'
+import { newLogPath } from './log-file.js'
+import { planCommandRunner } from './plan-command.js'
 import { scriptedModel, type ScriptedReply } from './scripted-model.js'
 
 /** Options of {@link runDemo}. */
@@ -89,10 +88,7 @@ export async function runDemo(options: DemoOptions, io: CliIo): Promise<number> 
   const out = (text: string) => void io.stdout.write(`${text}\n`)
   const row = (tag: string, text: string, color: (t: string) => string = (t) => t) => out(`  ${color(tag.padEnd(8))} ${text}`)
 
-  const path = options.log ?? join(await mkdtemp(join(tmpdir(), 'plan-mode-demo-')), 'session.jsonl')
-  if (options.log !== undefined && (await stat(options.log).catch(() => undefined))) {
-    throw new CliError(`${options.log}: already exists; the demo writes a new log (give another --log path)`)
-  }
+  const path = await newLogPath(options.log, 'plan-mode-demo-', 'the demo')
   const session = await openJsonlSessionLog(path)
 
   let visualizer: Visualizer | undefined
@@ -132,14 +128,11 @@ export async function runDemo(options: DemoOptions, io: CliIo): Promise<number> 
     }
   })
 
-  let commands = 0
-  /** A `/plan` the user types, logged as the host logs commands (command/run, command/done). */
+  const runPlanCommand = planCommandRunner(planMode, agent)
+  /** A `/plan` the user types, printed with its result. */
   const slashPlan = async (rawInput: string) => {
-    const commandId = `cmd-${++commands}`
     row('user', s.bold(rawInput === '' ? '/plan' : `/plan ${rawInput}`), s.cyan)
-    await session.append('command/run', { commandId, name: 'plan', args: rawInput })
-    const result = await planMode.command.run({ agent, rawInput })
-    await session.append('command/done', { commandId, kind: result.kind, text: result.text })
+    const result = await runPlanCommand(rawInput)
     row('command', result.text, result.kind === 'error' ? s.red : s.cyan)
     return result
   }

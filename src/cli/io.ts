@@ -7,17 +7,31 @@ export interface CliStream {
   isTTY?: boolean
 }
 
-/** What `main` runs against: the output streams and, for the serving modes, a stop signal. */
+/** A stream the CLI reads lines from (`process.stdin`, or a `PassThrough` in tests). */
+export type CliInput = NodeJS.ReadableStream & { isTTY?: boolean }
+
+/** What `main` runs against: the streams, a stop signal, Ctrl-C, the environment. */
 export interface CliIo {
   stdout: CliStream
   stderr: CliStream
+  /** Where `chat` reads the user's lines; defaults to `process.stdin`. */
+  stdin?: CliInput
   /**
-   * Stops the long-running modes (`demo --visualize`, `visualize`). `bin.ts` aborts it on
-   * Ctrl-C (SIGINT) and SIGTERM; without one they serve until the process ends.
+   * Stops the long-running modes (`demo --visualize`, `visualize`, `chat`). `bin.ts` aborts it
+   * on SIGTERM, and on Ctrl-C (SIGINT) unless a command took Ctrl-C through `onInterrupt`;
+   * without one they run until the process ends.
    */
   signal?: AbortSignal
-  /** Environment (`NO_COLOR`); defaults to `process.env`. */
+  /**
+   * Lets an interactive command take Ctrl-C itself (`chat` stops the running turn with it):
+   * while a listener is subscribed, `bin.ts` calls it on SIGINT instead of aborting `signal`.
+   * @returns the unsubscribe function.
+   */
+  onInterrupt?(listener: () => void): () => void
+  /** Environment (`NO_COLOR`, API keys); defaults to `process.env`. */
   env?: Record<string, string | undefined>
+  /** The directory `chat`'s file tools may read; defaults to `process.cwd()`. */
+  cwd?: string
 }
 
 /** Bad input: `main` prints its message as one line on stderr and returns exit code 2. */
@@ -29,6 +43,7 @@ export class CliError extends Error {
 export interface Styles {
   bold(text: string): string
   dim(text: string): string
+  italic(text: string): string
   red(text: string): string
   green(text: string): string
   yellow(text: string): string
@@ -43,6 +58,7 @@ export function styles(enabled: boolean): Styles {
   return {
     bold: style(1, 22),
     dim: style(2, 22),
+    italic: style(3, 23),
     red: style(31, 39),
     green: style(32, 39),
     yellow: style(33, 39),

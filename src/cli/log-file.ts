@@ -1,10 +1,14 @@
 /**
- * Reads a JSONL session log read-only, for `plan-mode inspect` and `plan-mode visualize`.
+ * The CLI's log files. `newLogPath` picks where `demo` and `chat` write a new log.
+ *
+ * `loadLogFile` reads a JSONL session log read-only, for `plan-mode inspect` and `plan-mode visualize`.
  * `openJsonlSessionLog` is the writer: it takes the log's lock and cuts a torn last line. A
  * viewer must do neither, so this reader only uses the writer's parser (its checks and its error
  * format `<path>:<line>: <reason>`).
  */
-import { readFile } from 'node:fs/promises'
+import { mkdtemp, readFile, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { parseJsonlLog } from '../adapters/jsonl.js'
 import type { SessionEvent } from '../types.js'
 import { CliError } from './io.js'
@@ -41,4 +45,19 @@ export async function loadLogFile(path: string): Promise<LoadedLogFile> {
   } catch (error) {
     throw new CliError(error instanceof Error ? error.message : String(error))
   }
+}
+
+/**
+ * Where a command writes a new session log: `log` when given, else `session.jsonl` in a new
+ * temp directory named with `tempPrefix`. An existing log is never written over: appending to
+ * another session's log would mix two sessions' plan state.
+ * @param writer who writes it, for the error (`the demo`, `chat`).
+ * @throws CliError `<log>: already exists; <writer> writes a new log (give another --log path)`.
+ */
+export async function newLogPath(log: string | undefined, tempPrefix: string, writer: string): Promise<string> {
+  if (log === undefined) return join(await mkdtemp(join(tmpdir(), tempPrefix)), 'session.jsonl')
+  if (await stat(log).catch(() => undefined)) {
+    throw new CliError(`${log}: already exists; ${writer} writes a new log (give another --log path)`)
+  }
+  return log
 }

@@ -17,8 +17,8 @@ Commands:
                  the log's plan-mode state per event, and its plan reviews
   visualize [file.jsonl] [--port N]
                  serves the live visualizer page; replays a log file into it
-  chat [--log file.jsonl]
-                 an interactive agent (needs a provider package; not in this build)
+  chat [--provider NAME] [--model ID] [--base-url URL] [--log file.jsonl] [--no-color]
+                 an interactive agent with plan mode (a real model, or the offline one)
 
 Run plan-mode <command> --help for a command's options.
 `
@@ -58,10 +58,32 @@ With a file, its events are replayed into the page (as plan-mode.log messages, w
 Options:
   --port N    the port (default 5178; 0 picks a free one)
 `,
-  chat: `Usage: plan-mode chat [--log file.jsonl]
+  chat: `Usage: plan-mode chat [--provider NAME] [--model ID] [--base-url URL] [--log file.jsonl] [--no-color]
 
-An interactive agent with plan mode. It needs a model provider package, which this build does
-not include.
+An interactive agent with plan mode in the AI SDK loop (streamText + withPlanMode). It reads the
+current directory with read-only tools (list_files, read_file) and changes nothing.
+Type a request, or:
+  /plan            enter plan mode: the agent explores, then asks you to approve a plan
+  /plan <message>  enter plan mode and send the message
+  /plan off        leave plan mode
+  /quit            exit (also Ctrl-D, or Ctrl-C when idle)
+A plan review shows the plan and asks Approve (1) or Keep planning (2), then your feedback.
+While the agent works, /plan and /plan off apply from its next step, other text goes with its
+next step, and Ctrl-C stops the turn. Piped input is read as a script: each line waits for
+the prompt it answers.
+
+Options:
+  --provider NAME   openai, anthropic, gateway (the Vercel AI Gateway) or offline (a scripted
+                    model, no network). Default: the first whose key is set of OPENAI_API_KEY,
+                    ANTHROPIC_API_KEY, AI_GATEWAY_API_KEY; else offline
+  --model ID        the model (default: gpt-5-mini, claude-sonnet-4-5, openai/gpt-5-mini)
+  --base-url URL    an OpenAI-compatible server (its chat-completions API; needs --model; the
+                    key is optional), e.g. http://127.0.0.1:11434/v1; with anthropic or
+                    gateway, a proxy of that API
+  --log file.jsonl  where the session log goes (a new file; default: a new temp file, path printed)
+  --no-color        plain text (also when NO_COLOR is set or stdout is not a terminal)
+
+openai needs @ai-sdk/openai and anthropic @ai-sdk/anthropic (npm install @ai-sdk/openai@3).
 `,
 }
 
@@ -79,7 +101,14 @@ const OPTIONS: Record<string, Options> = {
   },
   inspect: { ...COMMON, at: { type: 'string' }, json: { type: 'boolean' }, 'no-color': { type: 'boolean' } },
   visualize: { ...COMMON, port: { type: 'string' } },
-  chat: { ...COMMON, log: { type: 'string' } },
+  chat: {
+    ...COMMON,
+    provider: { type: 'string' },
+    model: { type: 'string' },
+    'base-url': { type: 'string' },
+    log: { type: 'string' },
+    'no-color': { type: 'boolean' },
+  },
 }
 const POSITIONALS: Record<string, [min: number, max: number]> = { demo: [0, 0], inspect: [1, 1], visualize: [0, 1], chat: [0, 0] }
 
@@ -112,11 +141,12 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     const [min, max] = POSITIONALS[command]!
     if (positionals.length < min) throw new CliError(`${command}: missing <file.jsonl> (see plan-mode ${command} --help)`)
     if (positionals.length > max) throw new CliError(`${command}: unexpected argument "${positionals[max]}"`)
-    const s = styles(useColor(io, values['no-color'] === true))
+    const color = useColor(io, values['no-color'] === true)
+    const s = styles(color)
 
     switch (command) {
       case 'demo': {
-        const { runDemo } = await loadDemo()
+        const { runDemo } = await loadWithAi('demo', () => import('./demo.js'))
         return await runDemo(
           {
             styles: s,
@@ -138,10 +168,20 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
         const port = typeof values.port === 'string' ? integer('--port', values.port, 0, 65535) : 5178
         return await runVisualize({ port, ...(positionals[0] !== undefined ? { file: positionals[0] } : {}) }, io)
       }
-      default:
-        // Kept word for word: scripts match this line.
-        io.stderr.write('chat needs a provider package; not available in this build\n')
-        return 2
+      default: {
+        const { runChat } = await loadWithAi('chat', () => import('./chat.js'))
+        const { provider, model, 'base-url': baseUrl, log } = values
+        return await runChat(
+          {
+            color,
+            ...(typeof provider === 'string' ? { provider } : {}),
+            ...(typeof model === 'string' ? { model } : {}),
+            ...(typeof baseUrl === 'string' ? { baseUrl } : {}),
+            ...(typeof log === 'string' ? { log } : {}),
+          },
+          io,
+        )
+      }
     }
   } catch (error) {
     if (error instanceof CliError) {
@@ -153,14 +193,14 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-/** The demo needs the `ai` package (an optional peer dependency): a missing one is bad input. */
-async function loadDemo(): Promise<typeof import('./demo.js')> {
+/** Demo and chat need the `ai` package (an optional peer dependency): a missing one is bad input. */
+async function loadWithAi<T>(command: string, load: () => Promise<T>): Promise<T> {
   try {
-    return await import('./demo.js')
+    return await load()
   } catch (error) {
     const code = (error as { code?: unknown }).code
     if (code === 'ERR_MODULE_NOT_FOUND' && /['"]ai['"/]/.test(String((error as Error).message))) {
-      throw new CliError('demo needs the `ai` package (npm install ai@6)')
+      throw new CliError(`${command} needs the \`ai\` package (npm install ai@6)`)
     }
     throw error
   }

@@ -1,0 +1,26 @@
+/**
+ * `/plan` as the CLI's hosts run it: the command is logged around its run (`command/run`, then
+ * `command/done` with its result), as a host logs its commands, so that `plan-mode inspect` and
+ * the projection (R58) can tell a selection on its way from the log alone.
+ */
+import type { PlanMode } from '../service.js'
+import type { CommandResult, PlanAgent } from '../types.js'
+
+/** Runs one `/plan` the user typed; `rawInput` is what follows `/plan` (`''`, `off`, a message). */
+export type PlanCommandRunner = (rawInput: string) => Promise<CommandResult>
+
+/**
+ * A `/plan` runner for one agent, numbering its commands `cmd-1`, `cmd-2`, … in its log.
+ * The result is the service's (R55–R57); the runner adds nothing to it.
+ * @throws (rejects) when a log append fails.
+ */
+export function planCommandRunner(planMode: PlanMode, agent: PlanAgent): PlanCommandRunner {
+  let commands = 0
+  return async (rawInput) => {
+    const commandId = `cmd-${++commands}`
+    await agent.session.append('command/run', { commandId, name: 'plan', args: rawInput })
+    const result = await planMode.command.run({ agent, rawInput })
+    await agent.session.append('command/done', { commandId, kind: result.kind, text: result.text })
+    return result
+  }
+}

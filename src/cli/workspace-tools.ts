@@ -1,0 +1,108 @@
+/**
+ * The chat agent's host tools: `list_files` and `read_file`, read-only and confined to one
+ * directory. Read-only on purpose: the chat exists to show plan mode with a real model, and a
+ * command a user tries out on their checkout must not be able to change it. Plan mode gates no
+ * tool (R52); these are harmless in both modes.
+ */
+import { readdir, readFile, realpath, stat } from 'node:fs/promises'
+import { isAbsolute, relative, resolve, sep } from 'node:path'
+import { jsonSchema, tool } from 'ai'
+
+/** The most bytes `read_file` returns; the rest is cut, with a note saying so. */
+export const MAX_READ_BYTES = 64 * 1024
+/** The most entries `list_files` returns. */
+export const MAX_LIST_ENTRIES = 500
+
+/** Builds the two tools over `root` (the chat's working directory). */
+export function workspaceTools(root: string) {
+  return {
+    list_files: tool({
+      description: 'List the entries of a directory of the working directory (not recursive); directories end with "/".',
+      inputSchema: jsonSchema<{ path?: string }>({
+        type: 'object',
+        properties: { path: { type: 'string', description: 'A directory, relative to the working directory (default ".").' } },
+        additionalProperties: false,
+      }),
+      execute: ({ path }) => listFiles(root, path ?? '.'),
+    }),
+    read_file: tool({
+      description: `Read a text file of the working directory (at most ${MAX_READ_BYTES / 1024} KiB).`,
+      inputSchema: jsonSchema<{ path: string }>({
+        type: 'object',
+        properties: { path: { type: 'string', description: 'A file, relative to the working directory.' } },
+        required: ['path'],
+        additionalProperties: false,
+      }),
+      execute: ({ path }) => readTextFile(root, path),
+    }),
+  }
+}
+
+/**
+ * The entries of the directory `path` under `root`, sorted, one a line, directories with a
+ * trailing `/`; `(empty directory)` for none.
+ * @throws Error when `path` leaves `root`, is missing, or is not a directory.
+ */
+export async function listFiles(root: string, path: string): Promise<string> {
+  const directory = await insideRoot(root, path, 'list_files')
+  const entries = await readdir(directory, { withFileTypes: true }).catch((error: unknown) => {
+    throw fileError('list_files', path, error)
+  })
+  const names = entries.map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name)).sort()
+  if (names.length === 0) return '(empty directory)'
+  const shown = names.slice(0, MAX_LIST_ENTRIES)
+  if (names.length > shown.length) shown.push(`… (${names.length - shown.length} more)`)
+  return shown.join('\n')
+}
+
+/**
+ * The text of the file `path` under `root`, cut after {@link MAX_READ_BYTES} with a note; a
+ * binary file is named, not shown.
+ * @throws Error when `path` leaves `root`, is missing, or is a directory.
+ */
+export async function readTextFile(root: string, path: string): Promise<string> {
+  if (typeof path !== 'string' || path === '') throw new Error('read_file needs a "path"')
+  const file = await insideRoot(root, path, 'read_file')
+  const info = await stat(file).catch((error: unknown) => {
+    throw fileError('read_file', path, error)
+  })
+  if (info.isDirectory()) throw new Error(`read_file: "${path}" is a directory; use list_files`)
+  const bytes = await readFile(file).catch((error: unknown) => {
+    throw fileError('read_file', path, error)
+  })
+  if (bytes.subarray(0, 8192).includes(0)) return `(binary file, ${bytes.length} bytes)`
+  if (bytes.length <= MAX_READ_BYTES) return bytes.toString('utf8')
+  return `${bytes.subarray(0, MAX_READ_BYTES).toString('utf8')}\n… (cut: the file has ${bytes.length} bytes)`
+}
+
+/** The lines of a text: a final line break ends the last line rather than starting another. */
+export function countLines(text: string): number {
+  if (text === '') return 0
+  return text.split('\n').length - (text.endsWith('\n') ? 1 : 0)
+}
+
+/**
+ * `path` resolved under `root`, symbolic links followed, refused when it ends up outside.
+ * A missing path is resolved without following links, so the caller reports it as missing.
+ */
+async function insideRoot(root: string, path: string, toolName: string): Promise<string> {
+  const realRoot = await realpath(root)
+  const resolved = resolve(realRoot, path)
+  const real = await realpath(resolved).catch(() => resolved)
+  if (!isWithin(realRoot, resolved) || !isWithin(realRoot, real)) {
+    throw new Error(`${toolName}: "${path}" is outside the working directory`)
+  }
+  return real
+}
+
+function isWithin(root: string, path: string): boolean {
+  const rel = relative(root, path)
+  return rel === '' || (!isAbsolute(rel) && rel !== '..' && !rel.startsWith(`..${sep}`))
+}
+
+function fileError(toolName: string, path: string, error: unknown): Error {
+  const code = (error as { code?: unknown } | null)?.code
+  if (code === 'ENOENT') return new Error(`${toolName}: no such file or directory "${path}"`)
+  if (code === 'ENOTDIR') return new Error(`${toolName}: "${path}" is not a directory`)
+  return new Error(`${toolName}: "${path}": ${error instanceof Error ? error.message : String(error)}`)
+}

@@ -1,0 +1,71 @@
+/**
+ * `plan-mode chat`'s host tools: read-only, and confined to the working directory (symbolic
+ * links included), with errors the model can act on.
+ */
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MAX_READ_BYTES, countLines, listFiles, readTextFile } from '../src/cli/workspace-tools.js'
+
+let base: string
+let root: string
+beforeAll(async () => {
+  base = await mkdtemp(join(tmpdir(), 'plan-mode-tools-'))
+  root = join(base, 'root')
+  await mkdir(join(root, 'src'), { recursive: true })
+  await mkdir(join(root, 'empty'))
+  await writeFile(join(root, 'README.md'), '# Hi\n')
+  await writeFile(join(root, 'src', 'a.ts'), 'export const a = 1\n')
+  await writeFile(join(root, 'big.txt'), 'x'.repeat(MAX_READ_BYTES + 10))
+  await writeFile(join(root, 'blob.bin'), Buffer.from([1, 0, 2]))
+  await writeFile(join(base, 'secret.txt'), 'outside')
+  await symlink(join(base, 'secret.txt'), join(root, 'link.txt'))
+  await symlink(join(root, 'src', 'a.ts'), join(root, 'inside-link.ts'))
+})
+afterAll(() => rm(base, { recursive: true, force: true }))
+
+describe('list_files', () => {
+  it('lists a directory sorted, directories with a trailing slash', async () => {
+    expect(await listFiles(root, '.')).toBe(['README.md', 'big.txt', 'blob.bin', 'empty/', 'inside-link.ts', 'link.txt', 'src/'].join('\n'))
+    expect(await listFiles(root, 'src')).toBe('a.ts')
+    expect(await listFiles(root, 'empty')).toBe('(empty directory)')
+  })
+
+  it('refuses a directory outside the working directory, a missing one and a file', async () => {
+    await expect(listFiles(root, '..')).rejects.toThrow('list_files: ".." is outside the working directory')
+    await expect(listFiles(root, 'nope')).rejects.toThrow('list_files: no such file or directory "nope"')
+    await expect(listFiles(root, 'README.md')).rejects.toThrow('list_files: "README.md" is not a directory')
+  })
+})
+
+describe('read_file', () => {
+  it('reads a text file, and follows a link that stays inside', async () => {
+    expect(await readTextFile(root, 'README.md')).toBe('# Hi\n')
+    expect(await readTextFile(root, './src/../inside-link.ts')).toBe('export const a = 1\n')
+  })
+
+  it('cuts a large file with a note, and names a binary file without showing it', async () => {
+    const big = await readTextFile(root, 'big.txt')
+    expect(big).toBe(`${'x'.repeat(MAX_READ_BYTES)}\n… (cut: the file has ${MAX_READ_BYTES + 10} bytes)`)
+    expect(await readTextFile(root, 'blob.bin')).toBe('(binary file, 3 bytes)')
+  })
+
+  it('refuses paths outside the working directory, also through a symbolic link', async () => {
+    await expect(readTextFile(root, '../secret.txt')).rejects.toThrow('read_file: "../secret.txt" is outside the working directory')
+    await expect(readTextFile(root, join(base, 'secret.txt'))).rejects.toThrow('is outside the working directory')
+    await expect(readTextFile(root, 'link.txt')).rejects.toThrow('read_file: "link.txt" is outside the working directory')
+  })
+
+  it('says what is wrong with a missing file, a directory and an empty path', async () => {
+    await expect(readTextFile(root, 'nope.txt')).rejects.toThrow('read_file: no such file or directory "nope.txt"')
+    await expect(readTextFile(root, 'src')).rejects.toThrow('read_file: "src" is a directory; use list_files')
+    await expect(readTextFile(root, '')).rejects.toThrow('read_file needs a "path"')
+  })
+})
+
+describe('countLines', () => {
+  it('counts a final line break as the end of the last line', () => {
+    expect([countLines(''), countLines('a'), countLines('a\n'), countLines('a\nb'), countLines('a\n\n')]).toEqual([0, 1, 1, 2, 2])
+  })
+})
