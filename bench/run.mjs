@@ -75,5 +75,20 @@ info.date = new Date().toISOString()
 const out = process.env.BENCH_OUT ? pathToFileURL(resolve(process.env.BENCH_OUT)) : new URL('./RESULTS.md', import.meta.url)
 const markdown = render(info, results)
 writeFileSync(out, markdown)
-process.stdout.write(`\n${markdown.slice(markdown.indexOf('## Targets'), markdown.indexOf('## 1.'))}`)
+const targets = markdown.slice(markdown.indexOf('## Targets'), markdown.indexOf('## 1.'))
+process.stdout.write(`\n${targets}`)
 process.stdout.write(`bench: wrote ${fileURLToPath(out)} in ${info.seconds.toFixed(0)} s\n`)
+
+// A full run of the built package also refreshes the table in the README, between its markers.
+if (!QUICK && !process.env.BENCH_OUT && !process.env.BENCH_LIB) {
+  const readme = new URL('../README.md', import.meta.url)
+  const text = readFileSync(readme, 'utf8')
+  const [start, end] = ['<!-- bench:targets -->', '<!-- /bench:targets -->']
+  const from = text.indexOf(start)
+  const to = text.indexOf(end)
+  if (from < 0 || to < from) throw new Error(`README.md: the markers ${start} … ${end} are missing`)
+  const table = targets.replace('## Targets\n', '').trim()
+  const machineLine = `Measured on ${info.date.slice(0, 10)}: ${os.cpus().length} cores, Node ${process.version}.`
+  writeFileSync(readme, `${text.slice(0, from + start.length)}\n${machineLine}\n\n${table}\n${text.slice(to)}`)
+  process.stdout.write('bench: updated the targets table in README.md\n')
+}
