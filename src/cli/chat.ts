@@ -46,6 +46,9 @@ export interface ChatOptions {
 export const CHAT_SECTION =
   'Plan mode is on: explore read-only with list_files and read_file, design the change, and present the complete plan with exit_plan_mode (markdown starting with a # heading). Carry nothing out until the user approves the plan.'
 
+/** The offline model's think time per reply in a terminal, in ms. */
+export const OFFLINE_THINK_MS = 700
+
 /** The most steps one turn takes unless `maxSteps` says otherwise. */
 export const DEFAULT_MAX_STEPS = 20
 
@@ -83,13 +86,15 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
     },
     io.env ?? process.env,
   )
-  const model: LanguageModel = choice.provider === 'offline' ? offlineChatModel({ section: CHAT_SECTION }) : choice.model
-  const path = await newLogPath(options.log, 'plan-mode-chat-', 'chat')
-  const session = await openJsonlSessionLog(path)
-
   const stdin = io.stdin ?? process.stdin
   // Line editing needs a terminal at both ends; otherwise lines are read as they come.
   const terminal = stdin.isTTY === true && io.stdout.isTTY === true
+  // In a terminal the offline model thinks about as long as a real one, so that /plan typed
+  // while it works lands mid-turn, as it would with a real model.
+  const model: LanguageModel =
+    choice.provider === 'offline' ? offlineChatModel({ section: CHAT_SECTION, ...(terminal ? { replyDelayMs: OFFLINE_THINK_MS } : {}) }) : choice.model
+  const path = await newLogPath(options.log, 'plan-mode-chat-', 'chat')
+  const session = await openJsonlSessionLog(path)
   const rl = createInterface({
     input: stdin,
     ...(terminal ? { output: io.stdout as NodeJS.WritableStream, terminal: true } : { terminal: false }),

@@ -23,12 +23,15 @@ export interface OfflineChatModelOptions {
   section: string
   /** Pause between streamed chunks, in ms (default 8): enough for a terminal to show a stream. */
   chunkDelayMs?: number
+  /** Think time before each reply, in ms (default 8). */
+  replyDelayMs?: number
 }
 
 /** The offline model (an AI SDK language model) for `generateText` and `streamText`. */
-export function offlineChatModel({ section, chunkDelayMs = 8 }: OfflineChatModelOptions) {
+export function offlineChatModel({ section, chunkDelayMs = 8, replyDelayMs = chunkDelayMs }: OfflineChatModelOptions) {
   return respondingModel((options) => offlineReply(readConversation(options.prompt), section), {
     chunkDelayMs,
+    replyDelayMs,
     modelId: 'offline',
   })
 }

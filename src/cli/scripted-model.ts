@@ -32,6 +32,8 @@ export interface ModelRequest {
 export interface RespondingModelOptions {
   /** Pause between streamed chunks, in ms (default 0), so that a terminal shows the stream. */
   chunkDelayMs?: number
+  /** Pause before a streamed reply starts, in ms (default `chunkDelayMs`): a model's think time. */
+  replyDelayMs?: number
   /** The model id the SDK reports (default `scripted`). */
   modelId?: string
 }
@@ -51,7 +53,7 @@ const WORDS_PER_CHUNK = 4
  */
 export function respondingModel(
   respond: (options: ModelCallOptions, index: number) => ScriptedReply,
-  { chunkDelayMs = 0, modelId = 'scripted' }: RespondingModelOptions = {},
+  { chunkDelayMs = 0, replyDelayMs = chunkDelayMs, modelId = 'scripted' }: RespondingModelOptions = {},
 ): MockLanguageModelV3 {
   let index = 0
   return new MockLanguageModelV3({
@@ -76,7 +78,7 @@ export function respondingModel(
         }
       }
       chunks.push({ type: 'finish', finishReason: finishReasonOf(reply), usage: USAGE })
-      const stream = simulateReadableStream({ chunks, initialDelayInMs: chunkDelayMs, chunkDelayInMs: chunkDelayMs })
+      const stream = simulateReadableStream({ chunks, initialDelayInMs: replyDelayMs, chunkDelayInMs: chunkDelayMs })
       return { stream: options.abortSignal ? stopOnAbort(stream, options.abortSignal) : stream }
     },
   })
