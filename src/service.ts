@@ -54,9 +54,13 @@ export interface PlanMode {
   readonly command: PlanCommand
   /** The projection for UIs (R58, R59). */
   readonly projection: PlanProjection
-  /** The agent's XState actor, for inspection and tests. */
+  /** The agent's XState actor, for inspection and tests (a detached one until it has stopped). */
   actor(agent: PlanAgent): PlanModeActor
-  /** Fails an open review as reloaded and stops the agent's actor; a later call re-attaches (R63). */
+  /**
+   * Fails an open review as reloaded and stops the agent's actor once its work in flight (an
+   * append, a review's record) has landed; until then that actor answers reads. The agent's next
+   * operation re-attaches from the log after it (R63, R64).
+   */
   detach(agent: PlanAgent): void
   /** A reload: open reviews fail, actors stop, subscriptions end; later calls fail (R60). */
   dispose(): Promise<void>
