@@ -1,20 +1,22 @@
 #!/usr/bin/env node
 /**
- * Draws the plan-mode statechart as a static SVG (docs/statechart.svg) from the built machine
- * definition: `npm run build && node scripts/statechart-svg.mjs`.
+ * Draws the plan-mode statechart as a static SVG (docs/statechart.svg) from the built machine:
+ * `npm run statechart` (`npm run build && node --import ./visualizer/register.mjs
+ * scripts/statechart-svg.mjs --fit 1600x1200`).
  *
- * The layout follows visualizer/client/chart.ts (which does the same in the browser): each region
- * of the parallel root is one layered elkjs layout with `INCLUDE_CHILDREN` (so transitions into
- * nested states are routed), wrapped in an invisible root because elkjs cannot route an edge
- * between a layout's root and its own children; the regions are then placed side by side in
- * definition order (`--fit 1600x1200` wraps them into rows to fit that box, as the visualizer
- * does). Only transitions with a target are drawn (targetless ones move no state).
+ * The layout is the visualizer's own (visualizer/client/chart.ts, `layoutChart`): each region of
+ * the parallel root one layered elkjs layout, the regions packed into rows that show the chart
+ * largest in the `--fit` box. The chart model is read here from the live machine rather than from
+ * its JSON definition (what the page receives), because only the live state nodes still carry
+ * the names of inline guards (`and`, `not`, params) and of invoked actors. Only transitions with
+ * a target are drawn (targetless ones move no state).
  */
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ELK from 'elkjs/lib/elk.bundled.js'
 import { planModeMachine } from '../dist/index.js'
+import { METRICS, layoutChart } from '../visualizer/client/chart.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const output = resolve(here, '../docs/statechart.svg')
@@ -22,7 +24,8 @@ const output = resolve(here, '../docs/statechart.svg')
 const FONT = 'sans-serif'
 const STATE_FONT_SIZE = 12
 const EDGE_FONT_SIZE = 11
-const METRICS = { stateHeight: 30, titleHeight: 24, labelHeight: 14, padding: 12, gap: 24, margin: 16 }
+/** White space around the drawing. */
+const MARGIN = 16
 
 /** Approximate advance widths of a sans-serif font, in ems (no DOM to measure with in Node). */
 function textWidth(text, size) {
@@ -119,160 +122,6 @@ function chartModel(machine) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Layout (the approach of visualizer/client/chart.ts).
-
-const LAYERED = {
-  'elk.algorithm': 'layered',
-  'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
-  'elk.direction': 'DOWN',
-  'elk.json.edgeCoords': 'ROOT',
-  'elk.spacing.nodeNode': '28',
-  'elk.layered.spacing.nodeNodeBetweenLayers': '40',
-  'elk.layered.spacing.edgeNodeBetweenLayers': '16',
-  'elk.spacing.edgeNode': '16',
-  'elk.spacing.edgeEdge': '12',
-  'elk.spacing.edgeLabel': '4',
-  'elk.edgeLabels.inline': 'false',
-  'elk.layered.considerModelOrder.strategy': 'NODES_AND_EDGES',
-}
-
-const nodeId = (path) => `state:${path}`
-const within = (path, ancestor) => ancestor === '' || path === ancestor || path.startsWith(`${ancestor}.`)
-
-function toElkGraph(chart, path) {
-  const build = (at) => {
-    const node = chart.nodes.get(at)
-    const titleWidth = measure(node.key, 'state') + 2 * METRICS.padding
-    if (node.children.length === 0) return { id: nodeId(at), width: Math.max(72, titleWidth), height: METRICS.stateHeight }
-    const { padding, titleHeight } = METRICS
-    return {
-      id: nodeId(at),
-      children: node.children.map(build),
-      layoutOptions: {
-        'elk.padding': `[top=${titleHeight + 8},left=${padding},bottom=${padding},right=${padding}]`,
-        'elk.nodeSize.constraints': 'MINIMUM_SIZE',
-        'elk.nodeSize.minimum': `(${titleWidth + 16}, ${titleHeight + 20})`,
-      },
-    }
-  }
-  return {
-    id: `wrap:${path}`,
-    children: [build(path)],
-    edges: chart.edges
-      .filter((edge) => within(edge.source, path) && within(edge.target, path))
-      .map((edge) => ({
-        id: edge.id,
-        sources: [nodeId(edge.source)],
-        targets: [nodeId(edge.target)],
-        labels: edge.labels.map((text, i) => ({ id: `${edge.id}:label:${i}`, text, width: measure(text, 'edge') + 6, height: METRICS.labelHeight })),
-      })),
-    layoutOptions: { ...LAYERED, 'elk.padding': '[top=0,left=0,bottom=0,right=0]' },
-  }
-}
-
-function placeLayout(chart, laidOut) {
-  const nodes = []
-  const visit = (elk, offsetX, offsetY) => {
-    const node = elk.id.startsWith('state:') ? chart.nodes.get(elk.id.slice('state:'.length)) : undefined
-    const x = offsetX + (elk.x ?? 0)
-    const y = offsetY + (elk.y ?? 0)
-    if (node) nodes.push({ ...node, x, y, width: elk.width ?? 0, height: elk.height ?? 0 })
-    for (const child of elk.children ?? []) visit(child, x, y)
-  }
-  visit(laidOut, 0, 0)
-  const edges = []
-  for (const elk of laidOut.edges ?? []) {
-    const edge = chart.edges.find((candidate) => candidate.id === elk.id)
-    if (!edge) continue
-    const points = []
-    for (const section of elk.sections ?? []) points.push(section.startPoint, ...(section.bendPoints ?? []), section.endPoint)
-    edges.push({
-      ...edge,
-      points,
-      labels: (elk.labels ?? []).map((label) => ({ text: label.text ?? '', x: label.x ?? 0, y: label.y ?? 0, width: label.width ?? 0, height: label.height ?? 0 })),
-    })
-  }
-  return { width: laidOut.width ?? 0, height: laidOut.height ?? 0, nodes, edges }
-}
-
-async function layoutChart(chart, fit) {
-  const elk = new ELK()
-  const layout = async (graph) => placeLayout(chart, await elk.layout(graph))
-  const root = chart.nodes.get('')
-  const regions = root.children.filter((child) => chart.nodes.get(child)?.region)
-  if (regions.length === 0 || regions.length !== root.children.length) return layout(toElkGraph(chart, ''))
-
-  // A parallel root: its regions side by side, in definition order, top-aligned. With `--fit WxH`
-  // they wrap into rows instead, at the row width that shows the whole chart largest in that box
-  // (the visualizer's packing).
-  const parts = await Promise.all(regions.map((region) => layout(toElkGraph(chart, region))))
-  const { padding, titleHeight, gap } = METRICS
-  const minWidth = measure(`${root.key} (parallel)`, 'state') + 2 * padding
-  const pack = (rowWidth) => {
-    const offsets = []
-    let x = padding
-    let y = titleHeight + 10
-    let rowHeight = 0
-    let width = minWidth
-    for (const part of parts) {
-      if (x > padding && x + part.width + padding > rowWidth) {
-        x = padding
-        y += rowHeight + gap
-        rowHeight = 0
-      }
-      offsets.push({ x, y })
-      x += part.width + gap
-      rowHeight = Math.max(rowHeight, part.height)
-      width = Math.max(width, x - gap + padding)
-    }
-    return { offsets, width, height: y + rowHeight + padding }
-  }
-  let best = pack(Infinity)
-  if (fit) {
-    let bestScale = Math.min(1, fit.width / best.width, fit.height / best.height)
-    for (let count = 1, sum = padding; count <= parts.length; count++) {
-      sum += parts[count - 1].width + (count > 1 ? gap : 0)
-      const candidate = pack(sum + padding)
-      const scale = Math.min(1, fit.width / candidate.width, fit.height / candidate.height)
-      if (scale > bestScale + 1e-6) {
-        best = candidate
-        bestScale = scale
-      }
-    }
-  }
-  const nodes = []
-  const edges = []
-  parts.forEach((part, i) => {
-    const { x, y } = best.offsets[i]
-    nodes.push(...part.nodes.map((node) => ({ ...node, x: node.x + x, y: node.y + y })))
-    edges.push(...part.edges.map((edge) => ({
-      ...edge,
-      points: edge.points.map((point) => ({ x: point.x + x, y: point.y + y })),
-      labels: edge.labels.map((label) => ({ ...label, x: label.x + x, y: label.y + y })),
-    })))
-  })
-  const { width, height } = best
-  nodes.unshift({ ...root, x: 0, y: 0, width, height })
-  // Transitions between regions, or from the root, are not routed: straight lines between centres.
-  const byPath = new Map(nodes.map((node) => [node.path, node]))
-  for (const edge of chart.edges) {
-    if (regions.some((region) => within(edge.source, region) && within(edge.target, region))) continue
-    const from = byPath.get(edge.source)
-    const to = byPath.get(edge.target)
-    if (!from || !to) continue
-    const a = { x: from.x + from.width / 2, y: from.y + from.height / 2 }
-    const b = { x: to.x + to.width / 2, y: to.y + to.height / 2 }
-    const mid = { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 }
-    edges.push({
-      ...edge,
-      points: [a, b],
-      labels: edge.labels.map((text, i) => ({ text, x: mid.x, y: mid.y + i * METRICS.labelHeight, width: measure(text, 'edge') + 6, height: METRICS.labelHeight })),
-    })
-  }
-  return { width, height, nodes, edges }
-}
-
-// ---------------------------------------------------------------------------------------------
 // SVG, emitted as text.
 
 const escape = (text) => String(text).replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch])
@@ -280,7 +129,7 @@ const num = (value) => Number(value.toFixed(1))
 const depth = (path) => (path === '' ? 0 : path.split('.').length)
 
 function drawChart(layout, title) {
-  const { margin } = METRICS
+  const margin = MARGIN
   const width = Math.ceil(layout.width + 2 * margin)
   const height = Math.ceil(layout.height + 2 * margin)
   const out = []
@@ -330,7 +179,9 @@ const chart = chartModel(planModeMachine)
 const fitArg = process.argv.indexOf('--fit')
 const fitMatch = fitArg >= 0 ? /^(\d+)x(\d+)$/.exec(process.argv[fitArg + 1] ?? '') : null
 if (fitArg >= 0 && !fitMatch) throw new Error('usage: node scripts/statechart-svg.mjs [--fit WIDTHxHEIGHT]')
-const layout = await layoutChart(chart, fitMatch ? { width: Number(fitMatch[1]), height: Number(fitMatch[2]) } : undefined)
+const elk = new ELK()
+const fit = fitMatch ? { width: Number(fitMatch[1]), height: Number(fitMatch[2]) } : undefined
+const layout = await layoutChart(chart, measure, (graph) => elk.layout(graph), fit)
 await mkdir(dirname(output), { recursive: true })
 await writeFile(output, drawChart(layout, `${chart.machineId} statechart`))
 console.log(`wrote ${output} (${chart.nodes.size} states, ${chart.edges.length} transitions)`)

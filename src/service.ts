@@ -339,7 +339,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     const task = (): Promise<T> => {
       try {
         if (bound) return run(bound)
-        const detached = attachments.has(agent.id) ? undefined : closingAttachments.get(agent.id)
+        const detached = detachedAttachment(agent.id)
         // The detached attachment finishes its work first: its next one replays all of it.
         if (detached) return detached.stopped.promise.then(task)
         const attachment = attach(agent)
@@ -372,7 +372,12 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
    */
   function attachmentForRead(agent: PlanAgent): Attachment {
     if (disposed) throw new Error(DISPOSED_MESSAGE)
-    return (attachments.has(agent.id) ? undefined : closingAttachments.get(agent.id)) ?? attach(agent)
+    return detachedAttachment(agent.id) ?? attach(agent)
+  }
+
+  /** The agent's detached attachment still finishing its work, when no newer one exists. */
+  function detachedAttachment(agentId: string): Attachment | undefined {
+    return attachments.has(agentId) ? undefined : closingAttachments.get(agentId)
   }
 
   function find<T extends Collected['type']>(emitted: Collected[], ...types: T[]): Extract<Collected, { type: T }> {

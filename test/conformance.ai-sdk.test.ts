@@ -36,14 +36,12 @@ import { describe, expect, it } from 'vitest'
 import { withPlanMode, type PlanModeAiSdk, type WithPlanModeOptions } from '../src/adapters/ai-sdk.js'
 import {
   createMemorySessionLog,
-  createPlanMode,
   type PlanAgent,
-  type PlanMode,
   type SessionLog,
   type UserMessage,
 } from '../src/index.js'
 import { defineConformanceSuite, type ConformanceAgent } from '../src/testing/index.js'
-import { createLoggedCommand, createReviewQueue } from './fixtures/conformance-host.js'
+import { createLoggedCommand, createHostService } from './fixtures/conformance-host.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
 
 const BASE = 'You are a careful coding agent.'
@@ -70,15 +68,8 @@ function userTexts(messages: readonly ModelMessage[]): string[] {
 }
 
 function aiSdkAgent(log: SessionLog, id: string): ConformanceAgent {
-  const reviews = createReviewQueue()
+  const { planMode, reviews } = createHostService(SECTION)
   const steered: UserMessage[] = []
-  const planMode: PlanMode = createPlanMode(
-    { section: SECTION },
-    {
-      review: reviews.channel,
-      logger: { warn: () => {} },
-    },
-  )
   const agent: PlanAgent = {
     id,
     session: log,

@@ -1,13 +1,11 @@
 import {
   createMemorySessionLog,
-  createPlanMode,
   type PlanAgent,
-  type PlanMode,
   type SessionLog,
   type UserMessage,
 } from '../src/index.js'
 import { defineConformanceSuite, type ConformanceAgent } from '../src/testing/index.js'
-import { createLoggedCommand, createReviewQueue } from './fixtures/conformance-host.js'
+import { createLoggedCommand, createHostService } from './fixtures/conformance-host.js'
 
 /**
  * The conformance kit (`xstate-plan-mode/testing`) run against the simplest host: a memory log,
@@ -17,15 +15,8 @@ import { createLoggedCommand, createReviewQueue } from './fixtures/conformance-h
 const SECTION = 'PLAN MODE: explore and design; present the plan with exit_plan_mode.'
 
 function memoryAgent(log: SessionLog, id: string): ConformanceAgent {
-  const reviews = createReviewQueue()
+  const { planMode, reviews } = createHostService(SECTION)
   const steered: UserMessage[] = []
-  const planMode: PlanMode = createPlanMode(
-    { section: SECTION },
-    {
-      review: reviews.channel,
-      logger: { warn: () => {} },
-    },
-  )
   const agent: PlanAgent = { id, session: log, steer: (message) => steered.push(message) }
   return {
     events: () => log.events,

@@ -76,5 +76,31 @@ export async function run(lib) {
     for (let i = 0; i < BATCH; i++) pm.get(agent)
   }, { batch: BATCH })
   await pm.dispose()
-  return { oracleQuiet, oracleFlip, xstateToggle, actorIgnored, actorQuiet, actorSelect, serviceQuiet, serviceFlip, serviceGet }
+  const flushSteps = await countFlushSteps(lib)
+  return { flushSteps, oracleQuiet, oracleFlip, xstateToggle, actorIgnored, actorQuiet, actorSelect, serviceQuiet, serviceFlip, serviceGet }
+}
+
+/**
+ * What one flush asks of XState, counted through the inspection API on a fresh agent: the
+ * agent actor's macrosteps (events it processed) and microsteps, and the actors it spawned.
+ * @returns {Promise<{ macrosteps: number, microsteps: number, spawned: number }>}
+ */
+async function countFlushSteps(lib) {
+  const agent = { id: 'counted', session: lib.createMemorySessionLog(realisticEntries(1000)) }
+  let counting = false
+  const counts = { macrosteps: 0, microsteps: 0, spawned: 0 }
+  const inspect = (event) => {
+    if (!counting) return
+    if (event.type === '@xstate.actor') counts.spawned++
+    else if (event.actorRef.id !== agent.id) return
+    else if (event.type === '@xstate.event') counts.macrosteps++
+    else if (event.type === '@xstate.microstep') counts.microsteps++
+  }
+  const pm = lib.createPlanMode({ section: SECTION }, { inspect })
+  if ((await pm.set(agent, !pm.get(agent).active)) !== 'queued') throw new Error('expected a queued selection to flush')
+  counting = true
+  await pm.stepBoundary(agent)
+  counting = false
+  await pm.dispose()
+  return counts
 }

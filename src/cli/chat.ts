@@ -105,8 +105,8 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
 
   // State of the conversation and of the terminal.
   const history: ModelMessage[] = []
-  /** The turn in progress, and the run of turns it belongs to (see `startTurns`). */
-  let turn: { controller: AbortController } | undefined
+  /** The abort controller of the turn in progress, and the run of turns it belongs to (see `startTurns`). */
+  let turn: AbortController | undefined
   let running: Promise<void> | undefined
   let question: { answer(text: string): void } | undefined
   let inputEnded = false
@@ -229,7 +229,7 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
   /** One turn of the AI SDK loop. @returns true when the user stopped it. */
   async function runTurn(input: ModelMessage[]): Promise<boolean> {
     const controller = new AbortController()
-    turn = { controller }
+    turn = controller
     let called = false
     let completed: ModelMessage[] = []
     try {
@@ -356,7 +356,7 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
   /** Ctrl-C: stops the running turn (its review too); when idle, or pressed again, leaves. */
   function interrupt() {
     if (quitting) return
-    if (turn && !turn.controller.signal.aborted) return turn.controller.abort()
+    if (turn && !turn.signal.aborted) return turn.abort()
     void quit()
   }
 
@@ -366,7 +366,7 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
     screen.endLine()
     // A review still open settles as reloaded (R60) before its turn is stopped.
     const disposed = planMode.dispose()
-    turn?.controller.abort()
+    turn?.abort()
     await disposed
     await running
     finish(0)
