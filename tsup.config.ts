@@ -20,12 +20,14 @@ export default defineConfig([
     external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws'],
   },
   {
-    entry: { cli: 'src/cli/bin.ts' },
+    // The CLI is an app beside the library: it imports the package by its name, which Node
+    // resolves through package.json "exports" (a self-reference) to the bundles above.
+    entry: { cli: 'cli/bin.ts' },
     format: ['esm'],
     sourcemap: true,
     clean: false,
     target: 'node20',
-    external: ['ai', 'ai/test', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'typescript', 'elkjs'],
+    external: [/^xstate-plan-mode(\/.*)?$/, 'ai', 'ai/test', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'typescript', 'elkjs'],
     async onSuccess() {
       // The visualizer page, prebuilt: users have neither typescript nor elkjs at run time.
       const ts = (await import('typescript')).default

@@ -9,13 +9,19 @@
  * It is generous to the original: the boundary derives all three in a single pass.
  */
 
+const NOTICE_FALLBACK = {
+  entering: 'The user switched this session to plan mode.',
+  leaving: 'The user switched this session out of plan mode.',
+}
+
 /**
  * Creates the re-folding baseline with the same method shapes as the service.
  * @param {{ section: string, foldPlanMode: (events: readonly object[]) => boolean,
- *   NOTICE_TEXTS: { entering: string, leaving: string } }} deps
+ *   noticeTexts?: { entering: string, leaving: string } }} deps `noticeTexts`: the library's
+ *   notice texts when it exports them (their length does not matter to the cost)
  * @returns {{ get: Function, section: Function, set: Function, stepBoundary: Function }}
  */
-export function createRefoldBaseline({ section, foldPlanMode, NOTICE_TEXTS }) {
+export function createRefoldBaseline({ section, foldPlanMode, noticeTexts = NOTICE_FALLBACK }) {
   /** P per agent id: only selections live in memory; everything else comes from the log. */
   const pending = new Map()
   /** K as last set by a boundary, with the seq it was set at (a later request/header wins). */
@@ -55,7 +61,7 @@ export function createRefoldBaseline({ section, foldPlanMode, NOTICE_TEXTS }) {
   }
 
   function notice(active) {
-    const text = active ? NOTICE_TEXTS.entering : NOTICE_TEXTS.leaving
+    const text = active ? noticeTexts.entering : noticeTexts.leaving
     return {
       id: globalThis.crypto.randomUUID(),
       role: 'user',

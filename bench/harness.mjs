@@ -1,10 +1,9 @@
 /**
- * Shared pieces of the benchmark suites: the library under test, a tinybench wrapper that
- * reports per-operation nanoseconds, and GC/heap helpers.
+ * Shared pieces of the benchmark suites: the library under test, the interleaved-rounds sampler
+ * every comparison uses, the statistics the report shows, and GC/heap helpers.
  */
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { Bench } from 'tinybench'
 
 /**
  * The module under test: the built package (`dist/index.js`, what users run), or the file named
@@ -23,40 +22,138 @@ export async function loadLibrary() {
   return import(LIB_URL)
 }
 
-/** `BENCH_QUICK=1` shortens every measurement: for developing the benches, not for results. */
-export const QUICK = process.env.BENCH_QUICK === '1'
+/**
+ * `--quick` (or `BENCH_QUICK=1`; bench/run.mjs passes it on to its children as the latter): fewer
+ * rounds and samples, smaller logs, no 1e7-event log. A smoke check of the benches, not results.
+ */
+export const QUICK = process.env.BENCH_QUICK === '1' || process.argv.includes('--quick')
 
 /**
- * Measures `fn` with tinybench and returns nanoseconds per operation. `batch` operations run
- * per call, because a single sub-microsecond operation would measure the timer, not the code.
- * Pass `async: true` for a function that returns a promise: tinybench otherwise calls a plain
- * function once, unawaited, to find out whether it is asynchronous.
- * @param {() => unknown} fn one call runs `batch` operations
- * @param {{ time?: number, iterations?: number, warmupTime?: number, warmupIterations?: number,
- *   batch?: number, async?: boolean, beforeEach?: () => unknown, afterEach?: () => unknown }} [options]
- * @returns {Promise<{ ns: number, p50: number, rme: number, samples: number }>}
- * @throws the task's own error, so a broken bench never reports a number.
+ * Nanoseconds since an arbitrary origin, for loops timed by hand.
+ * @returns {number}
  */
-export async function measure(fn, options = {}) {
-  const { batch = 1, beforeEach, afterEach } = options
-  const scale = QUICK ? 0.2 : 1
-  const bench = new Bench({
-    time: (options.time ?? 400) * scale,
-    iterations: options.iterations ?? 32,
-    warmupTime: (options.warmupTime ?? 100) * scale,
-    warmupIterations: options.warmupIterations ?? 8,
-    throws: true,
-  })
-  bench.add('task', options.async ? async () => fn() : fn, { beforeEach, afterEach })
-  await bench.run()
-  const { latency } = bench.tasks[0].result
-  const perOp = 1e6 / batch // ms per call → ns per operation
-  return {
-    ns: latency.mean * perOp,
-    p50: (latency.p50 ?? latency.mean) * perOp,
-    rme: latency.rme,
-    samples: latency.samples.length,
+export function nowNs() {
+  return Number(process.hrtime.bigint())
+}
+
+/**
+ * One side of a comparison, as `interleave` drives it.
+ * @typedef {object} Side
+ * @property {() => unknown} run the timed operation (awaited, whether or not it returns a promise)
+ * @property {number} samples timed operations per round
+ * @property {() => unknown} [before] untimed, before each timed operation (e.g. queue a selection)
+ * @property {() => unknown} [after] untimed, after each timed operation (e.g. dispose a service)
+ * @property {number} [warmup] untimed operations at the start of every round (default 2)
+ */
+
+/**
+ * Runs the sides of a comparison alternately in `rounds` rounds, each round taking `samples`
+ * timed operations per side; the order of the sides rotates by one every round (two sides swap
+ * places every round), so no side always runs first or last. Every side
+ * awaits every operation, so the cost of an `await` is on both sides of a ratio. All samples of a
+ * side are pooled: the report shows their median, p90 and mean, never a best round.
+ * @param {Record<string, Side>} sides
+ * @param {{ rounds: number }} options
+ * @returns {Promise<Record<string, Stats>>} per side, in nanoseconds per operation
+ * @throws the operation's own error, so a broken bench never reports a number.
+ */
+export async function interleave(sides, { rounds }) {
+  const names = Object.keys(sides)
+  const samples = Object.fromEntries(names.map((name) => [name, []]))
+  const roundMedians = Object.fromEntries(names.map((name) => [name, []]))
+  for (let round = 0; round < rounds; round++) {
+    const start = round % names.length
+    const order = [...names.slice(start), ...names.slice(0, start)]
+    for (const name of order) {
+      const side = sides[name]
+      for (let i = 0; i < (side.warmup ?? 2); i++) {
+        await side.before?.()
+        await side.run()
+        await side.after?.()
+      }
+      const taken = await sample(side)
+      samples[name].push(...taken)
+      roundMedians[name].push(percentile(taken, 0.5))
+    }
   }
+  return Object.fromEntries(names.map((name) => [name, stats(samples[name], roundMedians[name])]))
+}
+
+/**
+ * Takes one round's timed samples of a side.
+ * @param {Side} side
+ * @returns {Promise<number[]>} nanoseconds per operation
+ */
+async function sample(side) {
+  const taken = new Array(side.samples)
+  for (let i = 0; i < side.samples; i++) {
+    if (side.before) await benchUntimed(side.before)
+    const start = nowNs()
+    await side.run()
+    taken[i] = nowNs() - start
+    if (side.after) await benchUntimed(side.after)
+  }
+  return taken
+}
+
+/**
+ * Calls an untimed hook. Named so that bench/profile.mjs can leave the hooks' synchronous work
+ * out of a profile of the timed operation.
+ */
+export function benchUntimed(hook) {
+  return hook()
+}
+
+/**
+ * The statistics of one side's samples.
+ * @typedef {{ median: number, p90: number, mean: number, n: number, roundMedians: number[] }} Stats
+ */
+
+/**
+ * Summarizes samples: median (what ratios are taken of), p90 (the tail beside it), mean (catches
+ * what medians hide: GC pauses that grow with the heap), and each round's median (the spread).
+ * @param {number[]} values
+ * @param {number[]} [roundMedians]
+ * @returns {Stats}
+ */
+export function stats(values, roundMedians = []) {
+  const sorted = Float64Array.from(values).sort()
+  let sum = 0
+  for (const v of sorted) sum += v
+  return {
+    median: quantile(sorted, 0.5),
+    p90: quantile(sorted, 0.9),
+    mean: sum / sorted.length,
+    n: sorted.length,
+    roundMedians,
+  }
+}
+
+/**
+ * The q-quantile of a list of numbers (linear interpolation between the closest ranks).
+ * @param {number[]} values
+ * @param {number} q between 0 and 1
+ * @returns {number}
+ */
+export function percentile(values, q) {
+  return quantile(Float64Array.from(values).sort(), q)
+}
+
+function quantile(sorted, q) {
+  if (sorted.length === 0) return NaN
+  const at = (sorted.length - 1) * q
+  const low = Math.floor(at)
+  const high = Math.min(low + 1, sorted.length - 1)
+  return sorted[low] + (sorted[high] - sorted[low]) * (at - low)
+}
+
+/**
+ * The median of a list of numbers.
+ * @param {number[]} values
+ * @returns {number}
+ */
+export function median(values) {
+  return percentile(values, 0.5)
 }
 
 /**
@@ -70,23 +167,4 @@ export function settledHeap() {
   globalThis.gc()
   globalThis.gc()
   return process.memoryUsage().heapUsed
-}
-
-/**
- * Nanoseconds since an arbitrary origin, for loops timed by hand.
- * @returns {number}
- */
-export function nowNs() {
-  return Number(process.hrtime.bigint())
-}
-
-/**
- * The median of a list of numbers (robust against one round hit by a GC pause).
- * @param {number[]} values
- * @returns {number}
- */
-export function median(values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }

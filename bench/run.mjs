@@ -1,7 +1,13 @@
 /**
- * `npm run bench`: runs every suite (each in its own process, one after another, so they never
- * compete for the two cores) against the built library and writes bench/RESULTS.md: the machine,
- * the targets with PASS/MISS, and each suite's table. Every number is measured in this run.
+ * `npm run bench` (= `npm run build && node bench/run.mjs`): runs every suite against the built
+ * library, each in its own process, one after another, so they never compete for the cores;
+ * judges the targets (bench/report.mjs); profiles each missed target in a process of its own
+ * (bench/profile.mjs); writes bench/RESULTS.md and the targets table in the README. Every
+ * number is measured in this run.
+ *
+ * `node bench/run.mjs --quick`: a smoke check (fewer rounds and samples, smaller logs, no 1e7
+ * events) that writes bench/RESULTS.quick.md and leaves the README alone.
+ * `--profile-all` profiles every target, missed or not.
  */
 import { fork } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -9,27 +15,31 @@ import os from 'node:os'
 import { resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { LIB_URL, QUICK } from './harness.mjs'
-import { render } from './report.mjs'
+import { evaluate, render, targetsTable } from './report.mjs'
 
-const SUITES = ['steps', 'attach', 'filter', 'memory', 'actor']
+const SUITES = ['steps', 'attach', 'attach-idle', 'memory', 'filter']
+const PROFILE_ALL = process.argv.includes('--profile-all')
 
 /**
- * Runs one suite in a child process with `--expose-gc`.
- * @param {string} suite
- * @returns {Promise<{ suite: string, seconds: number, result: object }>}
+ * Runs a script in a child process with `--expose-gc` (the memory suite reads settled heaps) and
+ * room for the 1e7-event log, passing `--quick` on as `BENCH_QUICK=1`.
+ * @param {string} script a file next to this one
+ * @param {string[]} args
+ * @returns {Promise<object>} the message the child sent
  * @throws when the child fails or exits without a result.
  */
-function runSuite(suite) {
+function runChild(script, args) {
   return new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(new URL('./child.mjs', import.meta.url)), [suite], {
-      execArgv: ['--expose-gc'],
+    const child = fork(fileURLToPath(new URL(script, import.meta.url)), args, {
+      execArgv: ['--expose-gc', '--max-old-space-size=8192'],
+      env: QUICK ? { ...process.env, BENCH_QUICK: '1' } : process.env,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
     let message
     child.on('message', (m) => (message = m))
     child.on('error', reject)
     child.on('exit', (code) =>
-      code === 0 && message ? resolve(message) : reject(new Error(`suite ${suite} failed (exit code ${code})`)),
+      code === 0 && message ? resolve(message) : reject(new Error(`${script} ${args.join(' ')} failed (exit code ${code})`)),
     )
   })
 }
@@ -50,7 +60,6 @@ function machine() {
     node: process.version,
     platform: `${os.platform()} ${os.arch()} (${os.release()})`,
     xstate: versionOf('xstate'),
-    tinybench: versionOf('tinybench'),
     library: LIB_URL,
     defaultLibrary: !process.env.BENCH_LIB,
     loadAtStart: os.loadavg(),
@@ -59,25 +68,46 @@ function machine() {
 
 const started = performance.now()
 const info = machine()
+info.suiteSeconds = {}
 const results = {}
 for (const suite of SUITES) {
   process.stdout.write(`bench: ${suite}… `)
-  const { seconds, result } = await runSuite(suite)
+  const t = performance.now()
+  const { result } = await runChild('./child.mjs', [suite])
   results[suite] = result
+  info.suiteSeconds[suite] = (performance.now() - t) / 1000
+  process.stdout.write(`${info.suiteSeconds[suite].toFixed(1)} s\n`)
+}
+
+// A missed target is explained by a profile of its comparison, taken after every measurement.
+const targets = evaluate(results)
+const profiles = {}
+for (const t of targets.filter((t) => PROFILE_ALL || !t.ok)) {
+  if (profiles[t.profile]) continue
+  process.stdout.write(`bench: profile ${t.profile}… `)
+  const t0 = performance.now()
+  try {
+    profiles[t.profile] = await runChild('./profile.mjs', [t.profile])
+  } catch (error) {
+    // The table stands without it; RESULTS.md says the profile failed.
+    process.stdout.write(`failed: ${error.message} `)
+  }
+  const seconds = (performance.now() - t0) / 1000
+  info.suiteSeconds[`profile ${t.profile}`] = seconds
   process.stdout.write(`${seconds.toFixed(1)} s\n`)
 }
+
 info.loadAtEnd = os.loadavg()
 info.seconds = (performance.now() - started) / 1000
 info.quick = QUICK
 info.date = new Date().toISOString()
 
 // `BENCH_OUT` writes elsewhere, e.g. when measuring a prototype build (`BENCH_LIB`).
-const out = process.env.BENCH_OUT ? pathToFileURL(resolve(process.env.BENCH_OUT)) : new URL('./RESULTS.md', import.meta.url)
-const markdown = render(info, results)
-writeFileSync(out, markdown)
-const targets = markdown.slice(markdown.indexOf('## Targets'), markdown.indexOf('## 1.'))
-process.stdout.write(`\n${targets}`)
-process.stdout.write(`bench: wrote ${fileURLToPath(out)} in ${info.seconds.toFixed(0)} s\n`)
+const defaultOut = QUICK ? './RESULTS.quick.md' : './RESULTS.md'
+const out = process.env.BENCH_OUT ? pathToFileURL(resolve(process.env.BENCH_OUT)) : new URL(defaultOut, import.meta.url)
+writeFileSync(out, render(info, results, targets, profiles))
+const table = targetsTable(targets)
+process.stdout.write(`\n${table}\n\nbench: wrote ${fileURLToPath(out)} in ${info.seconds.toFixed(0)} s\n`)
 
 // A full run of the built package also refreshes the table in the README, between its markers.
 if (!QUICK && !process.env.BENCH_OUT && !process.env.BENCH_LIB) {
@@ -87,8 +117,7 @@ if (!QUICK && !process.env.BENCH_OUT && !process.env.BENCH_LIB) {
   const from = text.indexOf(start)
   const to = text.indexOf(end)
   if (from < 0 || to < from) throw new Error(`README.md: the markers ${start} … ${end} are missing`)
-  const table = targets.replace('## Targets\n', '').trim()
-  const machineLine = `Measured on ${info.date.slice(0, 10)}: ${os.cpus().length} cores, Node ${process.version}.`
+  const machineLine = `Measured on ${info.date.slice(0, 10)}: ${info.cores} cores, Node ${info.node}, xstate ${info.xstate}.`
   writeFileSync(readme, `${text.slice(0, from + start.length)}\n${machineLine}\n\n${table}\n${text.slice(to)}`)
   process.stdout.write('bench: updated the targets table in README.md\n')
 }

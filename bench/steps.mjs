@@ -1,39 +1,38 @@
 /**
- * The agent steps the suites time, written once for both sides of a comparison (the service and
- * the re-folding baseline have the same `get`/`set`/`stepBoundary`/`section` shapes).
+ * The agent steps the suites time, written once for every side of a comparison: the service,
+ * the floor chart (bench/floor.mjs) and the re-folding baseline (bench/baseline.mjs) have the
+ * same `get`/`set`/`stepBoundary`/`section` shapes, so each side does exactly the same calls.
  */
 import { realisticEntries } from './log.mjs'
-import { QUICK, measure } from './harness.mjs'
+import { QUICK } from './harness.mjs'
 
 /** The configured plan-policy section (its length does not matter to any cost measured). */
 export const SECTION = 'Plan mode is on: investigate and present a plan; do not change files.'
 
 /**
- * Drives the service's step paths on a small log before anything is timed: XState's transition
- * code takes thousands of macrosteps to reach its steady speed, and without this the first log
- * length measured would pay for it and the table would show the warm-up curve, not the cost.
- * @param {typeof import('../dist/index.js')} lib
- * @param {number} [ms] how long to drive them
+ * Drives a side's step paths on a small log before anything is timed: XState's transition code
+ * takes thousands of macrosteps to reach its steady speed, and without this the first log length
+ * measured would pay for it and the table would show the warm-up curve, not the cost.
+ * @param {{ get: Function, set: Function, stepBoundary: Function, section: Function, dispose?: Function }} api
+ *   a fresh service or floor, used for the warm-up only
+ * @param {{ createMemorySessionLog: Function }} lib
+ * @param {number} [ms] how long to drive it
  * @returns {Promise<number>} the number of steps taken
  */
-export async function warmUp(lib, ms = QUICK ? 300 : 2000) {
+export async function warmUp(api, lib, ms = QUICK ? 300 : 1500) {
   const session = lib.createMemorySessionLog(realisticEntries(1000, 7))
   const agent = { id: 'warm-up', session }
-  const pm = lib.createPlanMode({ section: SECTION })
-  const side = sideOf(pm, agent, pm.get(agent).active)
+  const side = sideOf(api, agent, api.get(agent).active)
   const until = performance.now() + ms
   let steps = 0
   while (performance.now() < until) {
     await flipStep(side)
     await boundaryStep(side)
-    steps += 2
+    await queueFlip(side)
+    await boundaryStep(side)
+    steps += 3
   }
-  // The timed shapes as tinybench drives them (hooks, awaits), so its own code is warm too.
-  const short = { async: true, time: 100, iterations: 1, warmupTime: 0, warmupIterations: 0 }
-  await measure(() => boundaryStep(side), { ...short, beforeEach: () => queueFlip(side) })
-  await measure(() => boundaryStep(side), short)
-  await measure(() => flipStep(side), short)
-  await pm.dispose()
+  await api.dispose?.()
   return steps
 }
 
@@ -59,7 +58,7 @@ export async function queueFlip(side) {
 
 /**
  * The step a host takes: the boundary, then `get` and `section` for the request.
- * @throws when a flush did not narrate (the service's result would be wrong, not just slow).
+ * @throws when a flush did not narrate (the side's result would be wrong, not just slow).
  */
 export async function boundaryStep(side) {
   const { messages } = await side.api.stepBoundary(side.agent)

@@ -1,11 +1,9 @@
 /**
  * xstate-plan-mode: plan mode for AI agent loops, one XState v5 actor per agent.
- * The public surface is fixed by SPEC §1.
+ * The public surface is fixed by docs/spec.md §1.
  */
 export { createPlanMode, DISPOSED_MESSAGE, type PlanMode, type PlanModeActor } from './service.js'
 export { resolveConfig } from './config.js'
-export { foldPlanMode, validatePlanModeEvent } from './log/fold.js'
-export { replayPlanLog, type PlanLogFold } from './log/replay.js'
 export {
   PLAN_MODE_EVENT,
   PLAN_REVIEW_EVENT,
@@ -14,10 +12,21 @@ export {
   REQUEST_HEADER_EVENT,
   COMMAND_RUN_EVENT,
   COMMAND_DONE_EVENT,
+  PLAN_LOG_KINDS,
+  EMPTY_PLAN_LOG_FOLD,
+  foldPlanMode,
+  validatePlanModeEvent,
+  replayPlanLog,
+  foldPlanLogEvent,
+  describePlanLogEvent,
+  type PlanLogKind,
+  type PlanLogFold,
+  type PlanLogLine,
   type PlanModeData,
   type PlanReviewData,
   type ReviewOutcome,
-} from './log/events.js'
+} from './log/kinds.js'
+export { planProjection, type PlanProjection, type PlanProjectionState, type PlanProjectionView } from './log/projection.js'
 export { createMemorySessionLog } from './adapters/memory.js'
 export {
   EXIT_PLAN_MODE,
@@ -25,13 +34,13 @@ export {
   EXIT_PLAN_MODE_RESULT_TEXT,
   type ExitPlanModeTool,
   type ExitToolContext,
-} from './exit-tool.js'
-export { type PlanCommand, type PlanCommandInput } from './command.js'
-export { planProjection, type PlanProjection, type PlanProjectionState, type PlanProjectionView } from './projection.js'
-export { NOTICE_TEXTS } from './narration.js'
-export { REVIEW_MESSAGES } from './review.js'
-export { planModeMachine, type PlanModeContext } from './machines/planModeMachine.js'
-export type { PlanModeEvent, PlanModeEmitted } from './machines/events.js'
+} from './plan/exit-tool.js'
+export { type PlanCommand, type PlanCommandInput } from './plan/command.js'
+export { NOTICE_TEXTS } from './plan/narration.js'
+export type { NoticeKind } from './machines/planMode.events.js'
+export { REVIEW_MESSAGES, planTitle } from './plan/review.js'
+export { planModeMachine, type PlanModeContext } from './machines/planMode.machine.js'
+export type { PlanModeEvent } from './machines/planMode.events.js'
 export * from './types.js'
 
 /** The plan-policy prompt section's name, for hosts that assemble named sections (SPEC §1). */

@@ -4,6 +4,8 @@
  */
 export {
   openJsonlSessionLog,
+  parseJsonlLog,
+  type LoadedLog,
   type JsonlSessionLog,
   type JsonlSessionLogOptions,
 } from './adapters/jsonl.js'

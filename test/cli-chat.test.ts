@@ -13,10 +13,10 @@ import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CHAT_SECTION, chooseOption } from '../src/cli/chat.js'
-import { chooseChatModel, importProvider } from '../src/cli/chat-model.js'
-import { CliError } from '../src/cli/io.js'
-import { main, type CliIo } from '../src/cli/main.js'
+import { CHAT_SECTION, chooseOption } from '../cli/chat.js'
+import { chooseChatModel, importProvider } from '../cli/chat-model.js'
+import { CliError } from '../cli/io.js'
+import { main, type CliIo } from '../cli/main.js'
 
 const REPO = fileURLToPath(new URL('..', import.meta.url))
 
@@ -562,7 +562,7 @@ describe('plan-mode chat as a process', () => {
     const log = newLog()
     const child = spawn(
       process.execPath,
-      ['--import', join(REPO, 'visualizer/register.mjs'), join(REPO, 'src/cli/bin.ts'), 'chat', '--provider', 'offline', '--log', log],
+      ['--import', join(REPO, 'visualizer/register.mjs'), join(REPO, 'cli/bin.ts'), 'chat', '--provider', 'offline', '--log', log],
       { cwd: root, env: { ...process.env, NO_COLOR: '1' }, stdio: ['pipe', 'pipe', 'pipe'] },
     )
     let out = ''

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { MAX_READ_BYTES, countLines, listFiles, readTextFile } from '../src/cli/workspace-tools.js'
+import { MAX_READ_BYTES, countLines, listFiles, readTextFile } from '../cli/workspace-tools.js'
 
 let base: string
 let root: string

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
-import { main, type CliIo } from '../src/cli/main.js'
+import { main, type CliIo } from '../cli/main.js'
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url))
 

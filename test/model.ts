@@ -2,30 +2,39 @@
  * Paths of the plan-mode statechart, generated with `xstate/graph` from the real machine, and
  * their replay on the real service against the oracle (test/model.test.ts runs them).
  *
- * The machine invokes actors (the log appends, the review), so `createTestModel` refuses it;
- * the plain traversal helpers (`getAdjacencyMap`, `getShortestPaths`) take it, with the invoked
- * actors' `xstate.done.actor.<id>` / `xstate.error.actor.<id>` events in the event list. The
- * ids are XState's defaults for unnamed invokes (`0.<state node id>`), read from the definition.
+ * The chart's appends are entry actions whose completions come back as events
+ * (`PLAN_MODE.APPENDED`, ...); its one invoked actor is the review question (`askReview`), which
+ * resolves with the review's result and never rejects. `createTestModel` refuses a machine that
+ * invokes, so the plain traversal helpers (`getAdjacencyMap`, `getShortestPaths`) take it, with
+ * the completions and the actor's `xstate.done.actor.<id>` event in the event list. In a traversal
+ * the chart's ports are `UNATTACHED_PORTS` (and actions do not even run), so nothing completes
+ * by itself: the alphabet says when. The invoke id is XState's default for an unnamed invoke,
+ * read from the definition.
  *
  * The graph's alphabet is what can happen to one agent through the service:
- * - operations (`SELECT`, `STEP_BOUNDARY`, `REVIEW.OPEN`): only when no append is in flight
- *   (the facade serializes them, SPEC §1) and no answered review waits for its settlement
- *   (the facade settles it first, by itself: `REVIEW.SETTLE`);
- * - the host's log events, anytime; a `plan/mode` while the service's own `plan/mode` append is
- *   in flight is that append being published (then its done event may follow), never a foreign one;
- * - the log's answers to the held appends (done / error) and the channel's answers;
- * - the call's abort, and `RELOAD` (a detach) while a review is open or an append is in flight;
- *   after it only the in-flight work may finish (the next call attaches a new actor).
+ * - operations (`SELECT`, `STEP_BOUNDARY`, `REVIEW.OPEN`): only when no append is in flight (the
+ *   facade serializes them, SPEC §1) and while the actor serves (after a detach the next call
+ *   attaches a new actor). A review answered while the intent's append is in flight waits in
+ *   `review.open.undecided.answered` and is recorded by the chart itself once that append landed;
+ * - the host's log events, while the actor serves; a `plan/mode` while the service's own
+ *   `plan/mode` append is in flight is that append being published (then `PLAN_MODE.APPENDED`
+ *   may follow; `PLAN_MODE.APPEND_FAILED` only before it was published), never a foreign one;
+ * - the log's answers to the held appends and the channel's answers (all `xstate.done.actor`);
+ * - the call's abort, and `RELOAD` (a detach) while the actor serves; after it only the work in
+ *   flight may finish (`lifecycle.closing`), then the chart says `stopped` and the actor stops.
  *
- * The state key is the state value plus the context fields that steer guards (K, the decided
- * review outcome, the deferred selection) and the "detached" flag: all finite; never counters
- * or the log. Every edge of the adjacency map becomes one path: the shortest path to its
- * source, then the edge ("transition tour"); paths that are prefixes of others are dropped.
+ * The state key is the state value plus the context fields that guards read (K, the decided
+ * review outcome, the deferred selection): all finite; never counters, results, ports or the log.
+ * (The old "detached" flag is the `lifecycle` region of the value now.) Every edge of the
+ * adjacency map becomes one path: the shortest path to its source, then the edge ("transition
+ * tour"); paths that are prefixes of others are dropped.
  */
 import type { AnyEventObject, AnyStateNode, InspectionEvent, Observer } from 'xstate'
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph'
-import { planModeMachine } from '../src/machines/planModeMachine.js'
-import type { PlanModeSnapshot } from '../src/machines/selectors.js'
+import { planModeMachine } from '../src/machines/planMode.machine.js'
+import type { ReviewResult } from '../src/machines/planMode.events.js'
+import type { PlanModeSnapshot } from '../src/machines/planMode.view.js'
+import { REVIEW_MESSAGES, keepPlanningMessage } from '../src/plan/review.js'
 import { Twin, type TwinOptions } from './twin.js'
 import { settle } from './sut.js'
 

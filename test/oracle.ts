@@ -20,13 +20,16 @@
  * warnings.
  *
  * Interpretations the SPEC leaves open, chosen here and named where used:
+ * - A review answered while an append is in flight is recorded as soon as that append has landed,
+ *   ahead of the operations still waiting for their turn (docs/spec.md §1).
  * - An exit-tool call whose signal is already aborted fails with the abort message before any
  *   other check and records nothing (R46 "also before the question is asked"; no review opened).
  *   One whose signal aborts while it waits for its turn (§1) fails at once the same way, and
  *   asks nothing when its turn comes.
  * - An abort (R46) or a reload (R60, R63) closes the review at once, outside the operation queue
  *   (R46 "the call fails at once"); only its record is an append like any other.
- * - An operation finishes when no append of its attachment is in flight any more.
+ * - An operation finishes when its own work is done (its append, the record of a review it
+ *   closed); the next one starts when no append of the attachment is in flight any more.
  * - A detach (R63) lets the detached attachment finish the work in flight (an operation and its
  *   append, a review's record). Until then it answers reads (it still holds the agent's state);
  *   every operation runs on the attachment current when its turn comes, so those queued behind
@@ -708,6 +711,7 @@ export class PlanModeOracle {
     target: string | Attachment,
     run: (a: Attachment, done: (settleCall: () => void) => void) => void,
     refused: (message: string) => void = () => {},
+    ahead = false,
   ): void {
     const m = this.model(typeof target === 'string' ? target : target.agentId)
     const start = () => {
@@ -729,7 +733,8 @@ export class PlanModeOracle {
         this.maybeFinish(m)
       })
     }
-    m.queue.push(start)
+    if (ahead) m.queue.unshift(start)
+    else m.queue.push(start)
     this.maybeFinish(m)
   }
 
@@ -760,7 +765,8 @@ export class PlanModeOracle {
     if (this.draining.has(a)) return // the outer loop goes on
     this.draining.add(a)
     try {
-      while (a.inflight === 0) {
+      for (;;) {
+        // The running operation ends with its own work (its append, its review's record)...
         if (a.running) {
           if (!a.running.done) return
           const running = a.running
@@ -768,6 +774,8 @@ export class PlanModeOracle {
           running.finish()
           continue
         }
+        // ...and the next starts once no append is in flight at all (a review's record too).
+        if (a.inflight !== 0) return
         const next = a.queue.shift()
         if (!next) return
         next()
@@ -841,7 +849,10 @@ export class PlanModeOracle {
     return a
   }
 
-  /** The user answered (or the channel failed): the settlement waits for its turn (§1). */
+  /**
+   * The user answered (or the channel failed): the record waits for the append in flight, then
+   * goes ahead of the operations still waiting for their turn (§1, docs/spec.md).
+   */
   private answered(a: Attachment, settlement: Settlement): void {
     const review = a.review!
     review.phase = 'answered'
@@ -852,7 +863,7 @@ export class PlanModeOracle {
       if (a.review !== review || review.phase !== 'answered') return done(() => {})
       review.phase = 'recording'
       this.record(a, review, () => done(() => {}))
-    })
+    }, undefined, true)
   }
 
   /** Closes the review without an answer: aborted, superseded or reloaded (R46, R48, R60, R63). */

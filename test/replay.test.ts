@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { expect, it } from 'vitest'
-import { EMPTY_PLAN_LOG_FOLD, foldPlanLogEvent, replayPlanLog } from '../src/log/replay.js'
+import { EMPTY_PLAN_LOG_FOLD, foldPlanLogEvent, replayPlanLog } from '../src/log/kinds.js'
 import { foldPlanMode, type SessionEvent } from '../src/index.js'
 
 const eventArb = fc.oneof(

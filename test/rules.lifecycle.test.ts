@@ -156,12 +156,13 @@ describe('§10 lifecycle, faults, bad input', () => {
     await h.planMode.set(h.agent, true)
     const call = h.planMode.exitTool.execute({ plan: PLAN }, { agent: h.agent }).catch((e: Error) => e.message)
     await h.review.untilAsked(1)
+    await new Promise((resolve) => setTimeout(resolve, 0)) // the exit call's operation has ended
     // A boundary whose flush is held keeps the agent busy: the answer must wait for its turn.
     h.log.failNext('plan/mode', 'hold')
     const boundary = h.planMode.stepBoundary(h.agent)
     h.review.answer(APPROVE)
     await new Promise((resolve) => setTimeout(resolve, 5))
-    expect(h.planMode.actor(h.agent).getSnapshot().matches({ review: { open: { unsettled: 'answered' } } })).toBe(true)
+    expect(h.planMode.actor(h.agent).getSnapshot().matches({ review: { open: { undecided: 'answered' } } })).toBe(true)
     const disposed = h.planMode.dispose()
     h.log.release()
     await boundary

@@ -454,3 +454,29 @@ describe('§7 exit_plan_mode', () => {
     expect(ENTERING).not.toBe('')
   })
 })
+
+describe('R72 an answered review is recorded as soon as the append in flight has landed', () => {
+  it('R72: an approval that arrives during a held flush is recorded before a selection queued behind the flush', async () => {
+    const h = createHarness()
+    h.startTurn()
+    await h.planMode.set(h.agent, true) // queued: P entering
+    const call = h.planMode.exitTool.execute({ plan: PLAN }, { agent: h.agent })
+    await h.review.untilAsked(1)
+    await new Promise((resolve) => setTimeout(resolve, 0)) // the exit call's operation has ended
+    h.log.failNext('plan/mode', 'hold')
+    const boundary = h.planMode.stepBoundary(h.agent) // flushes plan/mode true, held
+    const leave = h.planMode.set(h.agent, false) // called before the answer, waits behind the flush
+    h.review.answer(APPROVE)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(h.planMode.actor(h.agent).getSnapshot().matches({ review: { open: { undecided: 'answered' } } })).toBe(true)
+    h.log.release()
+    expect(await call).toEqual({ approved: true })
+    expect((await boundary).section).toBe(SECTION)
+    // The approval went first, so the queued selection finds E inactive: a noop, not a supersede (R48).
+    expect(await leave).toBe('noop')
+    expect(h.planMode.get(h.agent)).toEqual({ active: true, pending: false })
+    expect(reviewLines(h.lines())).toEqual([
+      `plan/review {"outcome":"approved","title":"Migrate the database","plan":${JSON.stringify(PLAN)}}`,
+    ])
+  })
+})

@@ -13,6 +13,7 @@ import { createMemorySessionLog, createPlanMode, planModeMachine, type PlanAgent
 import { chartModel, layoutChart, type ElkLayout } from '../visualizer/client/chart.js'
 import { VisualizerModel, describeLogEvent, summarize } from '../visualizer/client/model.js'
 import type { ServerMessage, WireItem } from '../visualizer/client/protocol.js'
+import { createLogReader } from '../visualizer/log-reading.js'
 import { start, type Visualizer } from '../visualizer/server.js'
 
 let visualizer: Visualizer
@@ -173,6 +174,11 @@ describe('visualizer server: the inspection hub', () => {
     const seqs = late.items.map((item) => item.seq)
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
     expect(late.items.every((item) => ['@xstate.actor', '@xstate.event', '@xstate.snapshot', 'plan-mode.agent', 'plan-mode.log'].includes(item.message.type))).toBe(true)
+    // Each log event comes with the library's reading of it.
+    expect(late.items.filter((item) => item.message.type === 'plan-mode.log').map((item) => item.log)).toEqual([
+      { line: { tone: 'turn', label: 'turn/start', detail: 'log #1' }, active: false },
+      { line: { tone: 'turn', label: 'turn/end', detail: 'log #2' }, active: false },
+    ])
     live.ws.close()
     late.ws.close()
   })
@@ -203,7 +209,14 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     await new Promise((resolve) => setTimeout(resolve, 20))
     await planMode.dispose()
     await inspector.stop()
-    return messages.map((message, i) => ({ seq: i + 1, at: 1000 + i, message }))
+    // Numbered and read as the server does.
+    const reader = createLogReader()
+    return messages.map((message, i) => ({
+      seq: i + 1,
+      at: 1000 + i,
+      message,
+      ...(message.type === 'plan-mode.log' ? { log: reader.read(message.agentId, message.event) } : {}),
+    }))
   }
 
   it('the chart has every state of the machine, and transitions resolve #id, sibling and child targets', async () => {
@@ -223,7 +236,7 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     const edge = (source: string, target: string) => chart.edges.find((e) => e.source === source && e.target === target)
     expect(edge('mode.inactive', 'mode.active')?.labels).toEqual(['LOG.PLAN_MODE [logsActive]'])
     expect(edge('turn.idle', 'turn.open')?.labels).toEqual(['LOG.TURN_START'])
-    expect(edge('review', 'review.open')?.labels).toContain('REVIEW.OPEN')
+    expect(edge('review.idle', 'review.open')?.labels).toContain('REVIEW.OPEN')
     expect(edge('intent.pending.entering.queued', 'intent.logged')).toBeDefined()
   })
 
@@ -269,24 +282,39 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     expect(model.view('agent-1').reviews).toMatchObject([{ version: 1, outcome: 'reloaded', title: 'Plan' }])
   })
 
-  it('summaries name F, a pending selection and an open review; F falls back to the log', () => {
-    expect(summarize({ mode: 'active', turn: 'open', review: 'idle', intent: { pending: { leaving: 'queued' } } }, []).label).toBe('active · pending leaving')
-    expect(summarize({ mode: 'inactive', intent: { pending: { entering: 'flushing' } }, review: { open: { unsettled: 'reviewing' } } }, []).label).toBe(
+  it("summaries name F, a pending selection and an open review; F falls back to the library's fold of the log", () => {
+    expect(summarize({ mode: 'active', turn: 'open', review: 'idle', intent: { pending: { leaving: 'queued' } } }, undefined).label).toBe('active · pending leaving')
+    expect(summarize({ mode: 'inactive', intent: { pending: { entering: 'flushing' } }, review: { open: { unsettled: 'reviewing' } } }, undefined).label).toBe(
       'inactive · pending entering · reviewing',
     )
-    expect(summarize(undefined, [{ seq: 1, type: 'plan/mode', data: { active: true } }]).label).toBe('active')
-    expect(summarize(undefined, []).label).toBe('unknown')
+    expect(summarize(undefined, true).label).toBe('active')
+    expect(summarize(undefined, undefined).label).toBe('unknown')
   })
 
-  it('timeline lines for plan/mode, plan/review and a logged notice (R34) say what happened', () => {
-    expect(describeLogEvent({ seq: 4, type: 'plan/mode', data: { active: false } })).toEqual({ tone: 'mode', label: 'plan/mode off', detail: 'log #4' })
-    expect(describeLogEvent({ seq: 5, type: 'plan/review', data: { outcome: 'keep-planning', title: 'T', plan: '# T', feedback: 'More.' } })).toEqual({
+  it("the server reads each log event with the library: its line and F after it (R2); an invalid plan/mode leaves F unread (R61)", () => {
+    const reader = createLogReader()
+    expect(reader.read('a', { seq: 1, type: 'turn/start', data: {} })).toEqual({ line: { tone: 'turn', label: 'turn/start', detail: 'log #1' }, active: false })
+    expect(reader.read('a', { seq: 2, type: 'plan/mode', data: { active: true } })).toEqual({ line: { tone: 'mode', label: 'plan/mode on', detail: 'log #2' }, active: true })
+    expect(reader.read('a', { seq: 3, type: 'message', data: { text: 'hi' } })).toEqual({ active: true })
+    // A repeat (an inspector watching again sends the whole log) folds nothing.
+    expect(reader.read('a', { seq: 2, type: 'plan/mode', data: { active: true } }).active).toBe(true)
+    expect(reader.read('b', { seq: 1, type: 'plan/mode', data: { active: 'yes' } })).toEqual({ line: { tone: 'mode', label: 'plan/mode ?', detail: 'log #1' } })
+    expect(reader.read('b', { seq: 2, type: 'plan/mode', data: { active: false } })).not.toHaveProperty('active')
+    expect(reader.read('a', { seq: 4, type: 'plan/mode', data: { active: false } }).active).toBe(false)
+  })
+
+  it("timeline lines: the library's line for the kinds plan mode reads; a logged notice (R34) or the fields otherwise", () => {
+    const reader = createLogReader()
+    const line = (event: { seq: number; type: string; data: unknown }) => describeLogEvent(event, reader.read('a', event).line)
+    expect(line({ seq: 4, type: 'plan/mode', data: { active: false } })).toEqual({ tone: 'mode', label: 'plan/mode off', detail: 'log #4' })
+    expect(line({ seq: 5, type: 'plan/review', data: { outcome: 'keep-planning', title: 'T', plan: '# T', feedback: 'More.' } })).toEqual({
       tone: 'review',
       label: 'plan/review keep-planning',
       detail: 'T — feedback: More.',
     })
     const text = 'The user switched this session to plan mode.'
     const notice = { id: 'n1', role: 'user', content: [{ type: 'text', text }], source: { kind: 'plugin', plugin: 'plan-mode', form: 'notice', summary: text } }
-    expect(describeLogEvent({ seq: 6, type: 'message', data: notice })).toEqual({ tone: 'notice', label: 'notice', detail: text })
+    expect(line({ seq: 6, type: 'message', data: notice })).toEqual({ tone: 'notice', label: 'notice', detail: text })
+    expect(line({ seq: 7, type: 'tool/result', data: { tool: 'read_file', text: 'ok' } })).toEqual({ tone: 'log', label: 'tool/result', detail: 'tool: read_file, text: ok' })
   })
 })

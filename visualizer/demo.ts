@@ -7,11 +7,12 @@
 import {
   createMemorySessionLog,
   createPlanMode,
+  REVIEW_MESSAGES,
   type PlanAgent,
   type ReviewAnswer,
   type ReviewChannel,
-} from '../src/index.js'
-import { createPlanModeInspector, type InspectionMessage } from '../src/adapters/inspect.js'
+} from 'xstate-plan-mode'
+import { createPlanModeInspector, type InspectionMessage } from 'xstate-plan-mode/inspect'
 import type { DemoCommand, ServerMessage } from './client/protocol.js'
 
 /** Options of the demo agent. */
@@ -125,11 +126,12 @@ export function startDemo(
         } catch (error) {
           const text = error instanceof Error ? error.message : String(error)
           session.append('tool/result', { tool: 'exit_plan_mode', error: text })
-          const match = /their feedback: ([\s\S]*)$/.exec(text)
-          if (text.startsWith('The user chose to keep planning')) feedback = match?.[1]
+          // The library's own messages (R45): keep planning, with or without feedback.
+          if (text === REVIEW_MESSAGES.keepPlanning) feedback = undefined
+          else if (text.startsWith(REVIEW_MESSAGES.keepPlanningWithFeedback)) feedback = text.slice(REVIEW_MESSAGES.keepPlanningWithFeedback.length)
           // A direct switch closed the review: the next boundary applies it. Anything else
           // (a dismissal, a reload) stops the turn until the user speaks.
-          else if (!text.startsWith('The user changed the plan mode directly')) {
+          else if (!text.startsWith(REVIEW_MESSAGES.superseded)) {
             setStatus(text, 'error')
             return
           }

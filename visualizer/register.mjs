@@ -1,6 +1,7 @@
 /**
- * `node --import ./visualizer/register.mjs file.ts`: lets Node 20 import the visualizer's and the
- * library's TypeScript sources directly (see ts-loader.mjs).
+ * `node --import ./visualizer/register.mjs file.ts`: lets Node 20 run the apps' TypeScript
+ * (`cli/`, `visualizer/`) directly, with `xstate-plan-mode` resolved to the library's sources in
+ * `src/` (see ts-loader.mjs).
  */
 import { register } from 'node:module'
 

@@ -5,8 +5,10 @@
  *   `visualizer/client/`, transpiled on request, and elkjs comes from `node_modules`: no CDN and no
  *   build step.
  * - `ws://…/inspect` receives inspection messages (the Stately protocol plus `plan-mode.agent` and
- *   `plan-mode.log`, see `src/adapters/inspect.ts`) from any number of agents' inspectors.
- * - `ws://…/view` hands the page everything received so far, then every new message.
+ *   `plan-mode.log`, see `xstate-plan-mode/inspect`) from any number of agents' inspectors.
+ * - `ws://…/view` hands the page everything received so far, then every new message; each log
+ *   event comes with the library's reading of it (`log-reading.ts`), so the page shows what
+ *   plan mode reads in the log without a second definition of it.
  *
  * It binds 127.0.0.1 only, answers only requests addressed to that host (a DNS-rebinding page
  * cannot reach it), refuses WebSocket connections from any other web origin, and is read-only:
@@ -19,9 +21,10 @@ import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { RawData } from 'ws'
-import type { InspectionMessage, InspectionTransport } from '../src/adapters/inspect.js'
+import type { InspectionMessage, InspectionTransport } from 'xstate-plan-mode/inspect'
 import type { DemoCommand, ServerMessage, ViewerMessage, WireItem } from './client/protocol.js'
 import type { DemoAgent, DemoOptions } from './demo.js'
+import { createLogReader } from './log-reading.js'
 
 /** Options of {@link start}. */
 export interface VisualizerOptions {
@@ -76,6 +79,7 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
   let port = 0
   let demo: DemoAgent | undefined
   let closing: Promise<void> | undefined
+  const logReader = createLogReader()
 
   const send = (ws: WebSocket, message: ServerMessage) => {
     if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message))
@@ -93,7 +97,12 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
   }
   const ingest = (message: InspectionMessage) => {
     if (closing) return
-    const item: WireItem = { seq: ++seq, at: Date.now(), message }
+    const item: WireItem = {
+      seq: ++seq,
+      at: Date.now(),
+      message,
+      ...(message.type === 'plan-mode.log' ? { log: logReader.read(message.agentId, message.event) } : {}),
+    }
     items.push(item)
     if (items.length > maxMessages) {
       // Definitions and links are what every later message is read against: they stay.

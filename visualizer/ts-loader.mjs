@@ -1,15 +1,30 @@
 /**
- * Node module hooks that run the visualizer's TypeScript without a build step: a `.js` import
- * that has no file falls back to its `.ts` sibling (our sources import with `.js` suffixes), and
- * `.ts` files are transpiled by `typescript` (types dropped, no type check: `tsc` does that).
+ * Node module hooks that run the apps' TypeScript (`cli/`, `visualizer/`) and the library's
+ * sources without a build step: `xstate-plan-mode` and its subpaths resolve to their sources in
+ * `src/` (the mapping of tsconfig.json "paths" and vitest.config.ts), a `.js` import that has no
+ * file falls back to its `.ts` sibling (our sources import with `.js` suffixes), and `.ts` files
+ * are transpiled by `typescript` (types dropped, no type check: `tsc` does that).
  * Registered by `visualizer/register.mjs`; Node 20 cannot strip types by itself.
  */
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
-/** Resolves `./x.js` to `./x.ts` when only the TypeScript source exists. */
+/** The package's public entry points (package.json "exports") and their sources. */
+const ENTRY_POINTS = new Map(
+  Object.entries({
+    'xstate-plan-mode': 'index.ts',
+    'xstate-plan-mode/node': 'node.ts',
+    'xstate-plan-mode/ai-sdk': 'adapters/ai-sdk.ts',
+    'xstate-plan-mode/inspect': 'adapters/inspect.ts',
+    'xstate-plan-mode/testing': 'testing/index.ts',
+  }).map(([name, source]) => [name, new URL(`../src/${source}`, import.meta.url).href]),
+)
+
+/** Resolves the package's entry points to `src/`, and `./x.js` to `./x.ts` when only the TypeScript source exists. */
 export async function resolve(specifier, context, nextResolve) {
+  const source = ENTRY_POINTS.get(specifier)
+  if (source !== undefined) return { url: source, format: 'module', shortCircuit: true }
   try {
     return await nextResolve(specifier, context)
   } catch (error) {

@@ -1,76 +1,99 @@
 /**
- * Suite 1 (R70): the cost of one agent step at log lengths 1e3…1e6, the service against the
- * re-folding baseline. Three shapes of step, each timed as `stepBoundary` + `get` + `section`
- * unless said otherwise:
- * - flush: a selection was queued within the open turn (`set(!F)`, untimed, before each
- *   iteration); the boundary appends `plan/mode` and narrates the switch;
+ * Suite `steps`: one agent step, three shapes, timed as `stepBoundary` + `get` + `section`:
+ * - flush: a selection was queued within the open turn (`set(!F)` → 'queued', untimed, before
+ *   each sample); the boundary appends `plan/mode` and narrates the switch;
  * - quiet: nothing pending; the boundary appends nothing;
  * - flip: the same as flush, but the queuing `set` is timed too.
- * The service is attached once before timing. Its log grows by one `plan/mode` per flush or flip
- * (the service must observe real appends: a few thousand events, which an O(1) step cannot
- * notice); the baseline's log is cut back to its length after each step (untimed), so the
- * baseline always folds exactly `n` events.
+ * Three kinds of side, all driven by the same code (bench/steps.mjs):
+ * - the service at log lengths 1e3…1e6 (attached once, untimed): the flatness targets compare
+ *   1e6 with 1e3;
+ * - the floor chart (bench/floor.mjs) on a 1e3-event log: the flush and quiet targets compare the
+ *   service at 1e3 with it;
+ * - the re-folding baseline (bench/baseline.mjs) at every length: a reported column only.
+ * Every side is measured in every round, the order rotating from round to round, so drift (JIT,
+ * GC, a neighbour on the shared cores) falls on all of them alike.
  */
 import { realisticEntries } from '../log.mjs'
 import { createRefoldBaseline } from '../baseline.mjs'
-import { QUICK, measure } from '../harness.mjs'
+import { createFloorPlanMode } from '../floor.mjs'
+import { QUICK, interleave } from '../harness.mjs'
 import { SECTION, boundaryStep, flipStep, queueFlip, sideOf, warmUp } from '../steps.mjs'
 
-/** Rounds of measurements; each round visits every log length on both sides (see `run`). */
-const ROUNDS = QUICK ? 2 : 9
+/** Rounds; each visits every side once. */
+const ROUNDS = QUICK ? 3 : 9
+/** Log lengths of the service and the baseline; the flatness targets take the last over the first. */
+export const LENGTHS = QUICK ? [1e3, 1e5] : [1e3, 1e4, 1e5, 1e6]
+/** The floor's log length, and the service's that is compared with it. */
+export const FLOOR_LENGTH = 1e3
+/** Timed samples per round and shape for the service and the floor (each is tens of µs). */
+const SAMPLES = QUICK ? 60 : 300
+
+/** The three step shapes as `interleave` sides of one subject. */
+export function shapesOf(side, samples) {
+  return {
+    flush: { run: () => boundaryStep(side), before: () => queueFlip(side), samples },
+    quiet: { run: () => boundaryStep(side), samples },
+    flip: { run: () => flipStep(side), samples },
+  }
+}
 
 /**
- * Runs suite 1.
+ * Runs the suite.
  * @param {typeof import('../../dist/index.js')} lib
- * @returns {Promise<{ rows: object[], warmUpSteps: number, rounds: number }>} rows per log length
+ * @returns {Promise<object>} per subject and shape, the statistics of its samples (ns)
  */
 export async function run(lib) {
-  const lengths = QUICK ? [1e3, 1e5] : [1e3, 1e4, 1e5, 1e6]
-  // Per log length, one agent attached to the service (the replay is untimed) and one on the
-  // baseline, each on its own copy of the same log.
-  const subjects = lengths.map((n) => ({ n, ours: serviceSide(lib, n), base: baselineSide(lib, n) }))
-  const warmUpSteps = await warmUp(lib)
-
-  // Interleaved rounds: drift (JIT, GC) falls on every length and both sides alike instead of on
-  // whichever ran first or last. A figure is the best round's median: on a shared machine, a
-  // round that ran while another process held the sibling core comes out about 2× slower (seen
-  // here, at every log length alike), and that is the neighbour's cost, not the code's.
-  const results = subjects.map(() => ({}))
-  const record = (i, key, measurement) => (results[i][key] ??= []).push(measurement)
-  const ours = { async: true, time: 100, warmupTime: 20, iterations: 16, warmupIterations: 4 }
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, { n, ours: side, base }] of subjects.entries()) {
-      record(i, 'oursFlush', await measure(() => boundaryStep(side), { ...ours, beforeEach: () => queueFlip(side) }))
-      record(i, 'oursQuiet', await measure(() => boundaryStep(side), ours))
-      record(i, 'oursFlip', await measure(() => flipStep(side), ours))
-      // Big logs take milliseconds per baseline step: fewer iterations keep the suite in budget.
-      const few = { ...ours, iterations: n >= 1e6 ? 4 : 8, warmupIterations: 1 }
-      record(i, 'baseFlush', await measure(() => boundaryStep(base), { ...few, beforeEach: () => queueFlip(base), afterEach: base.cutBack }))
-      record(i, 'baseQuiet', await measure(() => boundaryStep(base), few))
-      record(i, 'baseFlip', await measure(() => flipStep(base), { ...few, afterEach: base.cutBack }))
-    }
+  const subjects = [
+    { key: 'floor', n: FLOOR_LENGTH, side: floorSide(lib, FLOOR_LENGTH), samples: SAMPLES },
+    ...LENGTHS.map((n) => ({ key: `service@${n}`, n, side: serviceSide(lib, n), samples: SAMPLES })),
+    // Big logs take milliseconds per baseline step: fewer samples keep the suite in budget.
+    ...LENGTHS.map((n) => ({ key: `baseline@${n}`, n, side: baselineSide(lib, n), samples: n >= 1e6 ? 3 : n >= 1e5 ? 10 : 40 })),
+  ]
+  const warmUpSteps = {
+    service: await warmUp(lib.createPlanMode({ section: SECTION }), lib),
+    floor: await warmUp(createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode }), lib),
   }
 
-  const rows = []
-  for (const [i, { n, ours: side }] of subjects.entries()) {
-    const row = { n, oursFinalLength: side.agent.session.events.length }
-    for (const [key, measurements] of Object.entries(results[i])) row[key] = combine(measurements)
-    // The flips really were appended and observed: one plan/mode per flush or flip.
-    if (row.oursFinalLength - n !== side.flips) {
-      throw new Error(`expected ${side.flips} plan/mode appends, saw ${row.oursFinalLength - n}`)
+  // One `interleave` round per round here, over every subject's three shapes, the subjects in a
+  // rotated order each round; `interleave` pools each side's samples over the rounds.
+  const sides = {}
+  for (const { key, side, samples } of subjects) {
+    for (const [shape, s] of Object.entries(shapesOf(side, samples))) {
+      // The baseline's flushes and flips are cut back off its log, so it always folds n events.
+      sides[`${key}/${shape}`] = side.cutBack ? { ...s, after: side.cutBack, warmup: 1 } : s
     }
-    await side.api.dispose()
-    rows.push(row)
   }
-  return { rows, warmUpSteps, rounds: ROUNDS }
+  const results = await interleave(sides, { rounds: ROUNDS })
+
+  const rows = subjects.map(({ key, n, side }) => {
+    const row = { key, n, flips: side.flips, finalLength: side.agent.session.events.length }
+    for (const shape of ['flush', 'quiet', 'flip']) row[shape] = results[`${key}/${shape}`]
+    return row
+  })
+  // The flips really were appended and observed: one plan/mode per flush or flip.
+  for (const { key, n, side } of subjects) {
+    if (!side.cutBack && side.agent.session.events.length - n !== side.flips) {
+      throw new Error(`${key}: expected ${side.flips} plan/mode appends, saw ${side.agent.session.events.length - n}`)
+    }
+    await side.api.dispose?.()
+  }
+  return { rows, rounds: ROUNDS, samples: SAMPLES, warmUpSteps, floorLength: FLOOR_LENGTH, lengths: LENGTHS }
 }
 
 /** The service's side for a log of n events: attached now, so no replay is ever timed. */
-function serviceSide(lib, n) {
+export function serviceSide(lib, n) {
   const session = lib.createMemorySessionLog(realisticEntries(n))
   const agent = { id: `agent-${n}`, session }
   const pm = lib.createPlanMode({ section: SECTION }, { logger: { warn() {} } })
   return sideOf(pm, agent, pm.get(agent).active)
+}
+
+/** The floor chart's side for a log of n events (its step does not read the log). */
+export function floorSide(lib, n) {
+  const session = lib.createMemorySessionLog(realisticEntries(n))
+  const agent = { id: `floor-${n}`, session }
+  const floor = createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode })
+  return sideOf(floor, agent, floor.get(agent).active)
 }
 
 /**
@@ -80,7 +103,7 @@ function serviceSide(lib, n) {
 function baselineSide(lib, n) {
   const session = lib.createMemorySessionLog(realisticEntries(n))
   const agent = { id: `agent-${n}`, session }
-  const baseline = createRefoldBaseline({ section: SECTION, foldPlanMode: lib.foldPlanMode, NOTICE_TEXTS: lib.NOTICE_TEXTS })
+  const baseline = createRefoldBaseline({ section: SECTION, foldPlanMode: lib.foldPlanMode, noticeTexts: lib.NOTICE_TEXTS })
   const initial = baseline.get(agent).active
   // Cutting the log back also undoes the flip the baseline's K remembers, so its notices come
   // and go; a notice costs a microsecond against its folds, so it is not checked.
@@ -91,15 +114,4 @@ function baselineSide(lib, n) {
     side.active = initial
   }
   return side
-}
-
-/** One figure from several rounds: the lowest of their medians, the mean of their means. */
-function combine(measurements) {
-  return {
-    p50: Math.min(...measurements.map((m) => m.p50)),
-    roundP50s: measurements.map((m) => m.p50),
-    ns: measurements.reduce((sum, m) => sum + m.ns, 0) / measurements.length,
-    rme: Math.max(...measurements.map((m) => m.rme)),
-    samples: measurements.reduce((sum, m) => sum + m.samples, 0),
-  }
 }

@@ -32,8 +32,8 @@ import {
   type ToolSet,
   type UserModelMessage,
 } from 'ai'
-import type { ExitPlanModeTool } from '../exit-tool.js'
-import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/events.js'
+import type { ExitPlanModeTool } from '../plan/exit-tool.js'
+import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
 import type { PlanMode } from '../service.js'
 import type { PlanAgent, UserMessage } from '../types.js'
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { link, open, readFile, unlink, writeFile, type FileHandle } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import { validatePlanModeEvent } from '../log/fold.js'
+import { validatePlanModeEvent } from '../log/kinds.js'
 import type { PlanModeLogger, SessionEvent, SessionLog } from '../types.js'
 import { syncDirectory } from './fs-durable.js'
 

@@ -2,10 +2,15 @@
  * The page's model: folds the numbered inspection messages into agents, their actors, a timeline
  * and the plan review history, and answers "what did this agent look like at point N". Pure (no
  * DOM), so it is tested in Node and shared by the page.
+ *
+ * What a log event means to plan mode is the library's (its table of log event kinds): the server
+ * sends each log event with the library's reading of it (`WireItem.log`), and this model only
+ * shows it. It reads events itself only where plan mode reads nothing: the notices a host logged
+ * and the fields of other events.
  */
-import type { ActorMessage, InspectionMessage, SnapshotMessage } from '../../src/adapters/inspect.js'
-import type { SessionEvent } from '../../src/types.js'
-import type { WireItem } from './protocol.js'
+import type { PlanLogLine, SessionEvent } from 'xstate-plan-mode'
+import type { ActorMessage, InspectionMessage, SnapshotMessage } from 'xstate-plan-mode/inspect'
+import type { LogReading, WireItem } from './protocol.js'
 
 /** A state node of a machine definition as it arrives (XState config, functions as `{type}`). */
 export interface StateNodeDefinition {
@@ -43,8 +48,8 @@ export interface SnapshotPoint {
   context: unknown
 }
 
-/** What a timeline entry is about. */
-export type EntryTone = 'start' | 'transition' | 'mode' | 'review' | 'notice' | 'turn' | 'command' | 'log'
+/** What a timeline entry is about: the library's tones for log events, and the page's own. */
+export type EntryTone = 'start' | 'transition' | 'notice' | PlanLogLine['tone']
 
 /** One line of an agent's timeline: a transition of its actor or an event of its log. */
 export interface TimelineEntry {
@@ -60,7 +65,7 @@ export interface TimelineEntry {
 
 /** An agent's mode in words (SPEC: F, the pending selection P, an open review). */
 export interface ModeSummary {
-  /** F, the logged mode, or unknown when neither chart nor log tells. */
+  /** F, the logged mode, or unknown when neither the chart nor the library's fold of the log tells. */
   logged: 'active' | 'inactive' | 'unknown'
   /** P, a selection waiting for a step boundary (or being appended). */
   pending?: 'entering' | 'leaving'
@@ -93,9 +98,16 @@ export interface AgentView {
   openReview?: { title: string; plan: string }
 }
 
+/** One log event as it arrived, with the library's reading of it. */
+export interface LogRecord {
+  seq: number
+  event: SessionEvent
+  reading: LogReading
+}
+
 interface AgentRecord {
   id: string
-  log: { seq: number; event: SessionEvent }[]
+  log: LogRecord[]
   logEntries: TimelineEntry[]
 }
 
@@ -129,7 +141,7 @@ export class VisualizerModel {
         this.links.set(message.sessionId, message.agentId)
         break
       case 'plan-mode.log':
-        this.addLog(item, message.agentId, message.event)
+        this.addLog(item, message.agentId, message.event, item.log ?? {})
         break
       // `@xstate.event` adds nothing: the snapshot that follows carries the same event.
     }
@@ -181,7 +193,7 @@ export class VisualizerModel {
       ...(actor ? { actor } : {}),
       ...(snapshot ? { snapshot } : {}),
       activePaths,
-      summary: summarize(latest?.value, log.map((entry) => entry.event)),
+      summary: summarize(latest?.value, log[log.length - 1]?.reading.active),
       reviews: reviewHistory(log),
       ...openReviewOf(latest?.context, activePaths),
     }
@@ -251,14 +263,14 @@ export class VisualizerModel {
     })
   }
 
-  private addLog(item: WireItem, agentId: string, event: SessionEvent): void {
+  private addLog(item: WireItem, agentId: string, event: SessionEvent, reading: LogReading): void {
     let record = this.logs.get(agentId)
     if (!record) {
       record = { id: agentId, log: [], logEntries: [] }
       this.logs.set(agentId, record)
     }
-    record.log.push({ seq: item.seq, event })
-    record.logEntries.push({ seq: item.seq, at: item.at, ...describeLogEvent(event) })
+    record.log.push({ seq: item.seq, event, reading })
+    record.logEntries.push({ seq: item.seq, at: item.at, ...describeLogEvent(event, reading.line) })
   }
 }
 
@@ -291,19 +303,13 @@ export function activeStatePaths(value: unknown, prefix = ''): Set<string> {
 
 /**
  * The mode in words. The chart's regions tell F (`mode`), P (`intent.pending.*`, or an idle
- * selection being appended) and an open review (`review` not idle); F falls back to the log's
- * fold (R2) for an agent whose chart has not been seen.
+ * selection being appended) and an open review (`review` not idle); for an agent whose chart has
+ * not been seen, F is `loggedActive`, the library's fold of its log (R2, `LogReading.active`).
  */
-export function summarize(value: unknown, log: readonly SessionEvent[]): ModeSummary {
+export function summarize(value: unknown, loggedActive: boolean | undefined): ModeSummary {
   const paths = activeStatePaths(value)
   let logged: ModeSummary['logged'] = paths.has('mode.active') ? 'active' : paths.has('mode.inactive') ? 'inactive' : 'unknown'
-  if (logged === 'unknown') {
-    for (const event of log) {
-      if (event.type === 'plan/mode' && isRecord(event.data) && typeof event.data.active === 'boolean') {
-        logged = event.data.active ? 'active' : 'inactive'
-      }
-    }
-  }
+  if (logged === 'unknown' && loggedActive !== undefined) logged = loggedActive ? 'active' : 'inactive'
   let pending: ModeSummary['pending']
   for (const path of paths) {
     if (!path.startsWith('intent.')) continue
@@ -317,11 +323,14 @@ export function summarize(value: unknown, log: readonly SessionEvent[]): ModeSum
   return { logged, ...(pending ? { pending } : {}), reviewing, label: parts.join(' · ') }
 }
 
-/** Every recorded review outcome, in order: the plan's version history (R49). */
-export function reviewHistory(log: readonly { seq: number; event: SessionEvent }[]): ReviewVersion[] {
+/**
+ * Every recorded review outcome, in order: the plan's version history (R49). Which events are
+ * review outcomes is the library's reading (their line's tone); the versions show their payload.
+ */
+export function reviewHistory(log: readonly LogRecord[]): ReviewVersion[] {
   const versions: ReviewVersion[] = []
-  for (const { seq, event } of log) {
-    if (event.type !== 'plan/review' || !isRecord(event.data)) continue
+  for (const { seq, event, reading } of log) {
+    if (reading.line?.tone !== 'review' || !isRecord(event.data)) continue
     const { outcome, title, plan, feedback } = event.data
     versions.push({
       version: versions.length + 1,
@@ -342,26 +351,14 @@ function openReviewOf(context: unknown, activePaths: Set<string>): { openReview?
   return { openReview: { plan, title: typeof title === 'string' ? title : '' } }
 }
 
-/** A log event as a timeline line. */
-export function describeLogEvent(event: SessionEvent): Pick<TimelineEntry, 'tone' | 'label' | 'detail'> {
+/**
+ * A log event as a timeline line: `line`, the library's (`describePlanLogEvent`, sent by the
+ * server), for the kinds plan mode reads; for any other event, a logged notice's text or the
+ * event's fields.
+ */
+export function describeLogEvent(event: SessionEvent, line: PlanLogLine | undefined): Pick<TimelineEntry, 'tone' | 'label' | 'detail'> {
+  if (line !== undefined) return { tone: line.tone, label: line.label, detail: line.detail }
   const data = isRecord(event.data) ? event.data : {}
-  switch (event.type) {
-    case 'plan/mode':
-      return { tone: 'mode', label: `plan/mode ${data.active === true ? 'on' : data.active === false ? 'off' : '?'}`, detail: `log #${event.seq}` }
-    case 'plan/review':
-      return {
-        tone: 'review',
-        label: `plan/review ${stringOr(data.outcome) ?? '?'}`,
-        detail: [stringOr(data.title), stringOr(data.feedback) && `feedback: ${String(data.feedback)}`].filter(Boolean).join(' — '),
-      }
-    case 'turn/start':
-    case 'turn/end':
-      return { tone: 'turn', label: event.type, detail: `log #${event.seq}` }
-    case 'command/run':
-      return { tone: 'command', label: `/${stringOr(data.name) ?? '?'}${typeof data.args === 'string' && data.args ? ` ${data.args}` : ''}`, detail: `log #${event.seq}` }
-    case 'command/done':
-      return { tone: 'command', label: `command/done ${stringOr(data.kind) ?? ''}`, detail: stringOr(data.text) ?? '' }
-  }
   const notice = noticeText(data)
   if (notice !== undefined) return { tone: 'notice', label: 'notice', detail: notice }
   return { tone: 'log', label: event.type, detail: summarizeFields(data) }

@@ -3,7 +3,8 @@
  * inspectors) speak the inspection protocol on `/inspect`; the server numbers what it receives
  * and hands it to every page, replaying the history to a page that connects late.
  */
-import type { InspectionMessage } from '../../src/adapters/inspect.js'
+import type { PlanLogLine } from 'xstate-plan-mode'
+import type { InspectionMessage } from 'xstate-plan-mode/inspect'
 
 /** One received inspection message, numbered by the server in arrival order. */
 export interface WireItem {
@@ -12,6 +13,22 @@ export interface WireItem {
   /** Arrival time (ms since the epoch). */
   at: number
   message: InspectionMessage
+  /** For a `plan-mode.log` message: what the library reads in its event. */
+  log?: LogReading
+}
+
+/**
+ * The library's reading of one log event, made by the server (`visualizer/log-reading.ts`): the
+ * page cannot import the library, and must not define the log's meaning a second time.
+ */
+export interface LogReading {
+  /** The event as a timeline line (`describePlanLogEvent`); absent for a kind plan mode does not read. */
+  line?: PlanLogLine
+  /**
+   * F after the event: the library's fold of the agent's log up to it (R2). Absent once the log
+   * holds an invalid `plan/mode`, which plan mode cannot read (R61).
+   */
+  active?: boolean
 }
 
 /** The demo commands a page may send (demo mode only; a read-only server ignores them). */

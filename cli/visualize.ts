@@ -3,10 +3,9 @@
  * its events so the page shows the agent's chart and log.
  */
 import { basename } from 'node:path'
-import { createPlanModeInspector } from '../adapters/inspect.js'
-import { createMemorySessionLog } from '../adapters/memory.js'
-import { createPlanMode } from '../service.js'
-import type { Visualizer } from '../../visualizer/server.js'
+import { createMemorySessionLog, createPlanMode } from 'xstate-plan-mode'
+import { createPlanModeInspector } from 'xstate-plan-mode/inspect'
+import type { Visualizer } from '../visualizer/server.js'
 import { loadLogFile } from './log-file.js'
 import { CliError, untilAborted, type CliIo } from './io.js'
 
@@ -15,7 +14,7 @@ import { CliError, untilAborted, type CliIo } from './io.js'
  * @throws CliError when the port is taken or the page's files cannot be found.
  */
 export async function startVisualizer(port: number): Promise<Visualizer> {
-  const { start } = await import('../../visualizer/server.js')
+  const { start } = await import('../visualizer/server.js')
   try {
     return await start({ port })
   } catch (error) {

@@ -1,5 +1,5 @@
-import type { NoticeKind } from './machines/events.js'
-import type { UserMessage } from './types.js'
+import type { NoticeKind } from '../machines/planMode.events.js'
+import type { UserMessage } from '../types.js'
 
 /** What the model is told when the user switched the mode since its last request (R33). */
 export const NOTICE_TEXTS: Readonly<Record<NoticeKind, string>> = {

@@ -11,9 +11,7 @@
  * - the default mode: it answers in plain text, saying it would act directly; when the user just
  *   switched back from plan mode, it says it stops planning.
  */
-import { EXIT_PLAN_MODE } from '../exit-tool.js'
-import { NOTICE_TEXTS } from '../narration.js'
-import { REVIEW_MESSAGES, planTitle } from '../review.js'
+import { EXIT_PLAN_MODE, NOTICE_TEXTS, REVIEW_MESSAGES, planTitle } from 'xstate-plan-mode'
 import { respondingModel, type ModelCallOptions, type ScriptedReply } from './scripted-model.js'
 import { countLines } from './workspace-tools.js'
 

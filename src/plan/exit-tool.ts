@@ -1,4 +1,4 @@
-import type { Card, PlanAgent } from './types.js'
+import type { Card, PlanAgent } from '../types.js'
 import { planTitle } from './review.js'
 
 /** The exit tool's name (SPEC §1). */

@@ -1,5 +1,4 @@
-import type { ReviewAnswer, ReviewQuestion } from './types.js'
-import type { ReviewOutcome } from './log/events.js'
+import type { ReviewAnswer, ReviewQuestion } from '../types.js'
 
 /**
  * The plan review's domain: the question (R43), the reading of an answer (R44, R45), the
@@ -33,20 +32,33 @@ export const REVIEW_MESSAGES = {
   superseded: 'The user changed the plan mode directly; the review is closed.',
   reloaded: 'the plan-mode service was reloaded while the plan was under review; present the plan again',
   aborted: 'the plan review was aborted',
+  unreadableFailure: 'the review channel failed with an error that cannot be read',
 } as const
-
-/** A plan's shape problem, checked before any state check that follows it (R42.4–5). */
-export type PlanProblem = 'no-heading' | 'too-large'
 
 // A markdown ATX heading: 1–6 '#', then spaces or tabs, then text on the same line.
 const LEADING_HEADING = /^#{1,6}[ \t]+\S/
 const ANY_HEADING = /^[ \t]*#{1,6}[ \t]+(\S.*)$/m
 
-/** R42.4–5: what is wrong with the plan's shape, or undefined. */
-export function findPlanProblem(plan: string): PlanProblem | undefined {
-  if (!LEADING_HEADING.test(plan.trim())) return 'no-heading'
-  if (Buffer.byteLength(plan, 'utf8') > MAX_PLAN_BYTES) return 'too-large'
-  return undefined
+/** R42.4: the trimmed plan does not start with a markdown heading. */
+export function lacksLeadingHeading(plan: string): boolean {
+  return !LEADING_HEADING.test(plan.trim())
+}
+
+/** R42.5: the plan is over 256 KiB in UTF-8 (counted without `Buffer`: the core runs anywhere). */
+export function isTooLarge(plan: string): boolean {
+  if (plan.length * 3 <= MAX_PLAN_BYTES) return false
+  let bytes = 0
+  for (let i = 0; i < plan.length; i++) {
+    const code = plan.charCodeAt(i)
+    if (code < 0x80) bytes += 1
+    else if (code < 0x800) bytes += 2
+    else if (code >= 0xd800 && code <= 0xdbff && (plan.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4 // a surrogate pair: one 4-byte character
+      i++
+    } else bytes += 3 // the rest of the BMP, and a lone surrogate (encoded as U+FFFD)
+    if (bytes > MAX_PLAN_BYTES) return true
+  }
+  return false
 }
 
 /** The text of the plan's first markdown heading of any level, trailing whitespace removed (R51). */
@@ -103,12 +115,4 @@ export function errorMessage(error: unknown): string {
 /** The message an aborted call fails with (R46): the reason's, when the reason is an Error. */
 export function abortMessage(signal: AbortSignal): string {
   return signal.reason instanceof Error ? signal.reason.message : REVIEW_MESSAGES.aborted
-}
-
-/** How a review ended, and what its call settles with: consent, or a failure message (R49). */
-export interface ReviewSettlement {
-  outcome: ReviewOutcome
-  /** The failure message; absent for an approval. */
-  error?: string
-  feedback?: string
 }

@@ -39,6 +39,11 @@ export class CliError extends Error {
   override readonly name = 'CliError'
 }
 
+/** The message of any thrown value: an Error's own message, else its string form. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
 /** ANSI styles; every one is the identity when colours are off. */
 export interface Styles {
   bold(text: string): string

@@ -8,12 +8,11 @@
  * execution steps in the default mode.
  */
 import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage } from 'ai'
-import { withPlanMode } from '../adapters/ai-sdk.js'
-import { createPlanModeInspector, type PlanModeInspector } from '../adapters/inspect.js'
-import { openJsonlSessionLog } from '../adapters/jsonl.js'
-import { createPlanMode } from '../service.js'
-import type { PlanAgent, ReviewAnswer, ReviewChannel, SessionEvent } from '../types.js'
-import type { Visualizer } from '../../visualizer/server.js'
+import { createPlanMode, PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, type PlanAgent, type ReviewAnswer, type ReviewChannel, type SessionEvent } from 'xstate-plan-mode'
+import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
+import { createPlanModeInspector, type PlanModeInspector } from 'xstate-plan-mode/inspect'
+import { openJsonlSessionLog } from 'xstate-plan-mode/node'
+import type { Visualizer } from '../visualizer/server.js'
 import { untilAborted, type CliIo, type Styles } from './io.js'
 import { newLogPath } from './log-file.js'
 import { planCommandRunner } from './plan-command.js'
@@ -121,8 +120,8 @@ export async function runDemo(options: DemoOptions, io: CliIo): Promise<number> 
 
   // The log lines that matter to plan mode, as they land.
   const unsubscribe = session.subscribe((event: SessionEvent) => {
-    if (event.type === 'plan/mode') row('log', `#${event.seq} plan/mode ${JSON.stringify(event.data)}`, s.blue)
-    if (event.type === 'plan/review') {
+    if (event.type === PLAN_MODE_EVENT) row('log', `#${event.seq} plan/mode ${JSON.stringify(event.data)}`, s.blue)
+    if (event.type === PLAN_REVIEW_EVENT) {
       const data = event.data as { outcome: string; title: string }
       row('log', `#${event.seq} plan/review ${data.outcome} "${data.title}"`, s.blue)
     }

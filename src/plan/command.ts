@@ -1,5 +1,5 @@
-import type { CommandResult, PlanAgent, PlanModeState, SetOutcome, UserMessage } from './types.js'
-import { selectsPlanMode } from './projection.js'
+import type { CommandResult, PlanAgent, PlanModeState, SetOutcome, UserMessage } from '../types.js'
+import { selectsPlanMode } from '../log/kinds.js'
 import { errorMessage } from './review.js'
 
 /** What `/plan` needs of the service: a selection and the state right after it. */

@@ -9,8 +9,8 @@
 import { mkdtemp, readFile, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseJsonlLog } from '../adapters/jsonl.js'
-import type { SessionEvent } from '../types.js'
+import type { SessionEvent } from 'xstate-plan-mode'
+import { parseJsonlLog } from 'xstate-plan-mode/node'
 import { CliError } from './io.js'
 
 /** A log loaded read-only. */

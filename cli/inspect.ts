@@ -4,9 +4,18 @@
  * told (R30, R31: the last `request/header` or approved review). Then the final (or `--at`)
  * state and the plan's review history.
  */
-import { planProjection, type PlanProjectionState } from '../projection.js'
-import { EMPTY_PLAN_LOG_FOLD, foldPlanLogEvent, type PlanLogFold } from '../log/replay.js'
-import type { SessionEvent } from '../types.js'
+import {
+  COMMAND_DONE_EVENT,
+  COMMAND_RUN_EVENT,
+  EMPTY_PLAN_LOG_FOLD,
+  foldPlanLogEvent,
+  PLAN_MODE_EVENT,
+  PLAN_REVIEW_EVENT,
+  planProjection,
+  REQUEST_HEADER_EVENT,
+  type PlanLogFold,
+  type SessionEvent,
+} from 'xstate-plan-mode'
 import { loadLogFile } from './log-file.js'
 import { CliError, type CliIo, type Styles } from './io.js'
 
@@ -66,9 +75,9 @@ export function inspectEvents(file: string, events: readonly SessionEvent[], at?
   for (const event of events) {
     if (event.seq > end) break
     fold = foldPlanLogEvent(fold, event)
-    const view = planProjection.view(fold.projection as PlanProjectionState)
+    const view = planProjection.view(fold.projection)
     rows.push({ seq: event.seq, type: event.type, active: view.active, pending: view.pending, told: fold.told, detail: detail(event) })
-    if (event.type === 'plan/review') {
+    if (event.type === PLAN_REVIEW_EVENT) {
       const data = event.data as { title?: unknown; outcome?: unknown; feedback?: unknown }
       reviews.push({
         seq: event.seq,
@@ -92,15 +101,15 @@ export function inspectEvents(file: string, events: readonly SessionEvent[], at?
 function detail(event: SessionEvent): string {
   const data = (event.data ?? {}) as Record<string, unknown>
   switch (event.type) {
-    case 'plan/mode':
+    case PLAN_MODE_EVENT:
       return `active: ${String(data.active)}`
-    case 'plan/review':
+    case PLAN_REVIEW_EVENT:
       return `${String(data.outcome)} "${String(data.title)}"${typeof data.feedback === 'string' ? ` — ${data.feedback}` : ''}`
-    case 'command/run':
+    case COMMAND_RUN_EVENT:
       return `/${String(data.name)}${data.args ? ` ${String(data.args)}` : ''}`
-    case 'command/done':
+    case COMMAND_DONE_EVENT:
       return `${String(data.kind)}: ${String(data.text ?? '')}`
-    case 'request/header':
+    case REQUEST_HEADER_EVENT:
       return data.step === undefined ? '' : `step ${String(data.step)}`
     default: {
       const json = JSON.stringify(event.data) ?? ''

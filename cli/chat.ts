@@ -12,14 +12,19 @@
 import { randomUUID } from 'node:crypto'
 import { createInterface } from 'node:readline'
 import { stepCountIs, streamText, type LanguageModel, type ModelMessage, type TextStreamPart, type ToolSet } from 'ai'
-import { withPlanMode } from '../adapters/ai-sdk.js'
-import { openJsonlSessionLog } from '../adapters/jsonl.js'
-import { PLAN_MODE_EVENT } from '../log/events.js'
-import { errorMessage } from '../review.js'
-import { createPlanMode } from '../service.js'
-import type { PlanAgent, ReviewAnswer, ReviewChannel, ReviewQuestion, UserMessage } from '../types.js'
+import {
+  createPlanMode,
+  PLAN_MODE_EVENT,
+  type PlanAgent,
+  type ReviewAnswer,
+  type ReviewChannel,
+  type ReviewQuestion,
+  type UserMessage,
+} from 'xstate-plan-mode'
+import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
+import { openJsonlSessionLog } from 'xstate-plan-mode/node'
 import { chooseChatModel } from './chat-model.js'
-import { styles as makeStyles, type CliIo } from './io.js'
+import { errorMessage, styles as makeStyles, type CliIo } from './io.js'
 import { newLogPath } from './log-file.js'
 import { renderMarkdown } from './markdown.js'
 import { offlineChatModel } from './offline-model.js'

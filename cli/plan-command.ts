@@ -3,8 +3,7 @@
  * `command/done` with its result), as a host logs its commands, so that `plan-mode inspect` and
  * the projection (R58) can tell a selection on its way from the log alone.
  */
-import type { PlanMode } from '../service.js'
-import type { CommandResult, PlanAgent } from '../types.js'
+import { COMMAND_DONE_EVENT, COMMAND_RUN_EVENT, type CommandResult, type PlanAgent, type PlanMode } from 'xstate-plan-mode'
 
 /** Runs one `/plan` the user typed; `rawInput` is what follows `/plan` (`''`, `off`, a message). */
 export type PlanCommandRunner = (rawInput: string) => Promise<CommandResult>
@@ -18,9 +17,9 @@ export function planCommandRunner(planMode: PlanMode, agent: PlanAgent): PlanCom
   let commands = 0
   return async (rawInput) => {
     const commandId = `cmd-${++commands}`
-    await agent.session.append('command/run', { commandId, name: 'plan', args: rawInput })
+    await agent.session.append(COMMAND_RUN_EVENT, { commandId, name: 'plan', args: rawInput })
     const result = await planMode.command.run({ agent, rawInput })
-    await agent.session.append('command/done', { commandId, kind: result.kind, text: result.text })
+    await agent.session.append(COMMAND_DONE_EVENT, { commandId, kind: result.kind, text: result.text })
     return result
   }
 }

@@ -1,0 +1,201 @@
+import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate'
+import { observePlanLogEvent, replayPlanLog } from './log/kinds.js'
+import type { OperationResult, PlanModeEvent } from './machines/planMode.events.js'
+import type { PlanModePorts } from './machines/planMode.effects.js'
+import { planModeMachine } from './machines/planMode.machine.js'
+import { restoreSnapshot } from './machines/planMode.restore.js'
+import { isAppending, isStopped, type PlanModeSnapshot } from './machines/planMode.view.js'
+import { reviewQuestion } from './plan/review.js'
+import type { PendingStore, PlanAgent, PlanModeLogger, ReviewAnswer, ReviewChannel, SessionEvent } from './types.js'
+
+/** One agent's plan-mode actor. */
+export type PlanModeActor = Actor<typeof planModeMachine>
+
+/** Thrown by every call that names an agent after `dispose` (R60). */
+export const DISPOSED_MESSAGE = 'plan-mode service is disposed'
+
+/** What every attachment of one service shares. */
+export interface AttachmentSettings {
+  review: ReviewChannel | undefined
+  logger: PlanModeLogger
+  pendingStore: PendingStore | undefined
+  inspect: Observer<InspectionEvent> | undefined
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function'
+}
+
+function isSessionEvent(value: unknown): value is SessionEvent {
+  return typeof (value as SessionEvent | null)?.seq === 'number' && typeof (value as SessionEvent).type === 'string'
+}
+
+/**
+ * One agent attached to its chart: the actor started from the replayed log (R64), the log's
+ * subscription feeding it (R70), and the agent's ports, which the chart reaches through its
+ * context. It holds no plan state of its own: the chart does.
+ */
+export class Attachment implements PlanModePorts {
+  // Private fields only: the attachment is the chart's `context.ports`, and an inspector that
+  // serializes the context must find nothing here to walk into (the log, the actor).
+  readonly #actor: PlanModeActor
+  #agent: PlanAgent
+  readonly #settings: AttachmentSettings
+  /** The highest seq the chart has seen: F follows `subscribe` or `append`'s value, once each (§1). */
+  #lastSeq: number
+  readonly #unsubscribe: () => void
+  /** Pending-store writes in flight, awaited before an operation resolves. */
+  #storeWrites: Promise<void> | undefined
+  #stopped: Promise<void> | undefined
+
+  /** @throws on an invalid `plan/mode` in the log (R61): the agent cannot attach until it is repaired. */
+  constructor(agent: PlanAgent, settings: AttachmentSettings) {
+    const fold = replayPlanLog(agent.session.events)
+    const stored = settings.pendingStore?.get(agent.id)
+    this.#agent = agent
+    this.#settings = settings
+    this.#lastSeq = fold.lastSeq
+    const snapshot = restoreSnapshot(fold, typeof stored === 'boolean' ? stored : fold.projection.kept, this)
+    this.#actor = createActor(planModeMachine, { snapshot, input: {}, id: agent.id, ...(settings.inspect ? { inspect: settings.inspect } : {}) })
+    this.#actor.start()
+    const unsubscribe: unknown = agent.session.subscribe((event) => this.#observe(event))
+    this.#unsubscribe = typeof unsubscribe === 'function' ? (unsubscribe as () => void) : () => {}
+  }
+
+  /** The latest caller's agent object: its `steer`, `owner` and identity are the ones used. */
+  follow(agent: PlanAgent): this {
+    this.#agent = agent
+    return this
+  }
+
+  /** The agent's actor. */
+  get actor(): PlanModeActor {
+    return this.#actor
+  }
+
+  get snapshot(): PlanModeSnapshot {
+    return this.actor.getSnapshot()
+  }
+
+  /** Sends an operation and resolves with the snapshot holding its result, once the store has it too. */
+  async operate(event: PlanModeEvent): Promise<PlanModeSnapshot> {
+    const before = this.snapshot.context.result
+    this.actor.send(event)
+    const snapshot = await this.until((s) => (s.context.result !== before ? s : undefined))
+    if (this.#storeWrites) await this.#storeWrites
+    return snapshot
+  }
+
+  /** Sends an event that is not an operation (an abort), unless the actor has stopped. */
+  send(event: PlanModeEvent): void {
+    if (this.snapshot.status === 'active') this.actor.send(event)
+  }
+
+  /** Resolves once no append is in flight. */
+  quiet(): Promise<unknown> {
+    return this.until((s) => (isAppending(s) ? undefined : s))
+  }
+
+  /**
+   * Resolves with `read(snapshot)` as soon as it is defined, now or after a later macrostep.
+   * @throws (rejects) `plan-mode service is disposed` when the actor stops first.
+   */
+  until<T>(read: (snapshot: PlanModeSnapshot) => T | undefined): Promise<T> {
+    const now = read(this.snapshot)
+    if (now !== undefined) return Promise.resolve(now)
+    return new Promise<T>((resolve, reject) => {
+      const subscription = this.actor.subscribe({
+        next: (snapshot) => {
+          const value = read(snapshot)
+          if (value === undefined) return
+          subscription.unsubscribe()
+          resolve(value)
+        },
+        error: reject,
+        complete: () => {
+          const value = read(this.snapshot)
+          if (value === undefined) reject(new Error(DISPOSED_MESSAGE))
+          else resolve(value)
+        },
+      })
+    })
+  }
+
+  /**
+   * Reload or detach: the chart closes an open review and lets the work in flight land; when it
+   * says `stopped`, the actor stops and the log's subscription ends.
+   */
+  close(): Promise<void> {
+    if (this.#stopped === undefined) {
+      if (this.snapshot.status === 'active') this.actor.send({ type: 'RELOAD' })
+      const stop = () => {
+        this.#unsubscribe()
+        this.actor.stop()
+      }
+      this.#stopped = this.until((s) => (isStopped(s) ? true : undefined)).then(stop, stop)
+    }
+    return this.#stopped
+  }
+
+  // The ports (see planMode.effects.ts). Each returns or throws only what the chart handles.
+
+  append(type: string, data: unknown): unknown {
+    const written = this.#agent.session.append(type, data)
+    if (isThenable(written)) return written.then((event) => this.#observe(event))
+    this.#observe(written)
+    return written
+  }
+
+  ask(plan: string, signal: AbortSignal): Promise<ReviewAnswer> {
+    // REVIEW.OPEN is refused without a channel (R42.8), so one exists here.
+    return this.#settings.review!.ask({ questions: [reviewQuestion(plan)], agent: this.#agent, signal })
+  }
+
+  warn(message: string, error: unknown): void {
+    try {
+      this.#settings.logger.warn(message, error)
+    } catch {
+      // Nowhere left to report to; the actor must keep working (R62).
+    }
+  }
+
+  rememberPending(active: boolean): void {
+    const store = this.#settings.pendingStore
+    if (store) this.#writeStore(() => store.set(this.#agent.id, active))
+  }
+
+  forgetPending(): void {
+    const store = this.#settings.pendingStore
+    if (store) this.#writeStore(() => store.delete(this.#agent.id))
+  }
+
+  #writeStore(write: () => void | Promise<void>): void {
+    this.#storeWrites = (this.#storeWrites ?? Promise.resolve())
+      .then(write)
+      .catch((error: unknown) => this.warn('plan-mode: pending store write failed', error))
+  }
+
+  /** Feeds one log event to the chart, once per seq, dropping those that cannot matter (R70). */
+  #observe(event: unknown): void {
+    if (!isSessionEvent(event) || event.seq <= this.#lastSeq) return
+    this.#lastSeq = event.seq
+    let chartEvent: PlanModeEvent | undefined
+    try {
+      chartEvent = observePlanLogEvent(event)
+    } catch (error) {
+      this.warn('plan-mode: invalid plan/mode ignored', error) // R61
+      return
+    }
+    if (chartEvent !== undefined && this.snapshot.status === 'active') this.actor.send(chartEvent)
+  }
+}
+
+/** The result the chart left for the operation whose snapshot this is. */
+export function resultOf<K extends OperationResult['operation']>(
+  snapshot: PlanModeSnapshot,
+  operation: K,
+): Extract<OperationResult, { operation: K }> {
+  const result = snapshot.context.result
+  if (result?.operation !== operation) throw new Error(`plan-mode: the chart left no ${operation} result`)
+  return result as Extract<OperationResult, { operation: K }>
+}

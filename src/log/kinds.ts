@@ -1,0 +1,310 @@
+import type { SessionEvent } from '../types.js'
+import type { PlanModeEvent } from '../machines/planMode.events.js'
+
+/**
+ * The one home of the log's meaning: every event kind plan mode reads, what it means, and how
+ * each reader takes it. The pure fold (`foldPlanMode`), the attach replay (`replayPlanLog`), the
+ * live observation (`observePlanLogEvent`), the projection (`planProjection`), `plan-mode
+ * inspect` and the visualizer's timeline all read this table; none of them spells a kind's
+ * meaning again.
+ */
+
+/** The mode's only durable fact (R1): `{ active }`, a whole-value replacement. */
+export const PLAN_MODE_EVENT = 'plan/mode'
+/** A plan review's outcome, the plan's version history (R49). */
+export const PLAN_REVIEW_EVENT = 'plan/review'
+/** Turn bounds: the latest of the two tells whether a turn is open (R5). */
+export const TURN_START_EVENT = 'turn/start'
+export const TURN_END_EVENT = 'turn/end'
+/** Logged by the host per request: the model was told the mode in force then (R30). */
+export const REQUEST_HEADER_EVENT = 'request/header'
+/** A host command run and its settlement, folded by the projection (R58). */
+export const COMMAND_RUN_EVENT = 'command/run'
+export const COMMAND_DONE_EVENT = 'command/done'
+
+/** Payload of `plan/mode`. */
+export interface PlanModeData {
+  active: boolean
+}
+
+/** Every way a review can end (R49). */
+export type ReviewOutcome =
+  | 'approved'
+  | 'keep-planning'
+  | 'dismissed'
+  | 'failed'
+  | 'aborted'
+  | 'superseded'
+  | 'reloaded'
+
+/** Payload of `plan/review` (R49). */
+export interface PlanReviewData {
+  outcome: ReviewOutcome
+  title: string
+  plan: string
+  feedback?: string
+}
+
+/** The projection's state: a pure fold of the log for UIs (R58). JSON data only. */
+export interface PlanProjectionState {
+  /** F: the last `plan/mode`. */
+  readonly active: boolean
+  /** Unsettled `/plan` runs, by commandId, with the mode each one selects. */
+  readonly runs: Readonly<Record<string, boolean>>
+  /** The latest successful selection (or approved exit) not yet followed by a `plan/mode`. */
+  readonly kept: boolean | null
+}
+
+/** Everything the log can tell plan mode (R64): what attach rebuilds and what UIs show. */
+export interface PlanLogFold {
+  /** The projection's state: F (`active`) and the kept selection (R58). */
+  readonly projection: PlanProjectionState
+  /** The latest of turn/start, turn/end is a turn/start (R5). */
+  readonly openTurn: boolean
+  /** K, what the model was last told (R31): null when never told. */
+  readonly told: boolean | null
+  /** The seq of the last event folded (-Infinity for an empty log). */
+  readonly lastSeq: number
+}
+
+/** How a timeline shows a log event: a tone (its family), a short label and a detail line. */
+export interface PlanLogLine {
+  tone: 'mode' | 'review' | 'turn' | 'command' | 'log'
+  label: string
+  detail: string
+}
+
+/** One kind of log event and how each reader takes it. */
+export interface PlanLogKind {
+  /** What the event means, with the rules that read it. */
+  readonly meaning: string
+  /**
+   * Its effect on the projection (R58); returns `state` itself when it changes nothing, so
+   * irrelevant events cost no allocation. Absent: the projection ignores the kind.
+   */
+  readonly project?: (state: PlanProjectionState, data: Record<string, unknown> | undefined) => PlanProjectionState
+  /** The turn it leaves open (`true`) or closed (`false`), R5. Absent: turns are unchanged. */
+  readonly opensTurn?: boolean
+  /**
+   * What the model has been told once this event is logged, given F just before it (R30, R31),
+   * or `undefined` when it tells nothing.
+   */
+  readonly tells?: (data: Record<string, unknown> | undefined, active: boolean) => boolean | undefined
+  /**
+   * The chart's event when this kind is appended after attach. Absent: the chart made that
+   * decision itself (reviews, commands) or it cannot matter, and the event is dropped before it
+   * reaches the actor (R70).
+   * @throws on a payload the chart must not believe (R61).
+   */
+  readonly observe?: (data: Record<string, unknown> | undefined) => PlanModeEvent
+  /** The event as a timeline line (`plan-mode inspect`, the visualizer). */
+  readonly describe: (data: Record<string, unknown>, seq: number) => PlanLogLine
+}
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
+const at = (seq: number) => `log #${seq}`
+
+/**
+ * `active` of a `plan/mode` payload (R1).
+ * @throws Error `plan/mode carries invalid active state <JSON>; expected a boolean` (R61)
+ */
+export function readPlanModeData(data: unknown): boolean {
+  const active = (data as { active?: unknown } | null | undefined)?.active
+  if (typeof active !== 'boolean') {
+    throw new Error(`plan/mode carries invalid active state ${JSON.stringify(active) ?? 'undefined'}; expected a boolean`)
+  }
+  return active
+}
+
+/** The mode a `/plan` run selects: `off` in any case leaves, anything else enters (R54). */
+export function selectsPlanMode(args: string): boolean {
+  return args.trim().toLowerCase() !== 'off'
+}
+
+/** The event kinds plan mode reads, by type. Every other type means nothing to it. */
+export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
+  [PLAN_MODE_EVENT]: {
+    meaning: 'The logged mode F: the last one wins (R1–R3); it settles every kept selection (R58).',
+    project(state, data) {
+      const active = data?.active
+      // An invalid plan/mode is a corrupt log; the view ignores it (attach reports it, R61).
+      if (typeof active !== 'boolean') return state
+      if (state.active === active && state.kept === null) return state
+      return { active, runs: state.runs, kept: null }
+    },
+    observe: (data) => ({ type: 'LOG.PLAN_MODE', active: readPlanModeData(data) }),
+    describe: (data, seq) => ({
+      tone: 'mode',
+      label: `plan/mode ${data.active === true ? 'on' : data.active === false ? 'off' : '?'}`,
+      detail: at(seq),
+    }),
+  },
+  [PLAN_REVIEW_EVENT]: {
+    meaning: 'A review outcome (R49); an approval told the model it left plan mode (R31) and keeps a selection of inactive (R58, R64).',
+    project: (state, data) => (data?.outcome === 'approved' ? { ...state, kept: false } : state),
+    tells: (data) => (data?.outcome === 'approved' ? false : undefined),
+    describe: (data) => ({
+      tone: 'review',
+      label: `plan/review ${text(data.outcome) ?? '?'}`,
+      detail: [text(data.title), text(data.feedback) && `feedback: ${String(data.feedback)}`].filter(Boolean).join(' — '),
+    }),
+  },
+  [TURN_START_EVENT]: {
+    meaning: 'A turn opens: selections queue until the next step boundary (R5, R9).',
+    opensTurn: true,
+    observe: () => ({ type: 'LOG.TURN_START' }),
+    describe: (_, seq) => ({ tone: 'turn', label: TURN_START_EVENT, detail: at(seq) }),
+  },
+  [TURN_END_EVENT]: {
+    meaning: 'The turn ends: selections commit at once (R5, R10).',
+    opensTurn: false,
+    observe: () => ({ type: 'LOG.TURN_END' }),
+    describe: (_, seq) => ({ tone: 'turn', label: TURN_END_EVENT, detail: at(seq) }),
+  },
+  [REQUEST_HEADER_EVENT]: {
+    meaning: 'A request was derived under the logged mode: the model was told F (R30, R31).',
+    tells: (_, active) => active,
+    observe: () => ({ type: 'LOG.REQUEST_HEADER' }),
+    describe: (_, seq) => ({ tone: 'log', label: REQUEST_HEADER_EVENT, detail: at(seq) }),
+  },
+  [COMMAND_RUN_EVENT]: {
+    meaning: 'A `/plan` run starts a candidate selection (R58).',
+    project(state, data) {
+      if (data?.name !== 'plan' || typeof data.args !== 'string') return state
+      return { ...state, runs: { ...state.runs, [String(data.commandId)]: selectsPlanMode(data.args) } }
+    },
+    describe: (data, seq) => ({
+      tone: 'command',
+      label: `/${text(data.name) ?? '?'}${typeof data.args === 'string' && data.args ? ` ${data.args}` : ''}`,
+      detail: at(seq),
+    }),
+  },
+  [COMMAND_DONE_EVENT]: {
+    meaning: "A run settles: only a success keeps its selection; the latest settled success wins (R58).",
+    project(state, data) {
+      const id = String(data?.commandId)
+      if (!Object.hasOwn(state.runs, id)) return state
+      const { [id]: selected, ...runs } = state.runs
+      return { active: state.active, runs, kept: data?.kind === 'success' ? selected! : state.kept }
+    },
+    describe: (data) => ({ tone: 'command', label: `command/done ${text(data.kind) ?? ''}`, detail: text(data.text) ?? '' }),
+  },
+}
+
+/** The kind of a log event type, or undefined for a type plan mode does not read. */
+export function planLogKind(type: string): PlanLogKind | undefined {
+  return Object.hasOwn(PLAN_LOG_KINDS, type) ? PLAN_LOG_KINDS[type] : undefined
+}
+
+function payload(event: SessionEvent): Record<string, unknown> | undefined {
+  const { data } = event
+  return typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : undefined
+}
+
+/** The projection's state before any event. */
+export const EMPTY_PROJECTION: PlanProjectionState = Object.freeze({ active: false, runs: Object.freeze({}), kept: null })
+
+/** The fold of an empty log: a new agent starts inactive, idle, untold (R4). */
+export const EMPTY_PLAN_LOG_FOLD: PlanLogFold = Object.freeze({
+  projection: EMPTY_PROJECTION,
+  openTurn: false,
+  told: null,
+  lastSeq: -Infinity,
+})
+
+/** One event through the projection (R58): `state` itself for events it ignores. */
+export function projectPlanLogEvent(state: PlanProjectionState, event: SessionEvent): PlanProjectionState {
+  const project = planLogKind(event.type)?.project
+  return project === undefined ? state : project(state, payload(event))
+}
+
+/**
+ * Folds one event into `fold` (incremental: `plan-mode inspect` folds event by event).
+ * Returns `fold` itself for events that cannot matter.
+ * @throws on an invalid `plan/mode` (R61).
+ */
+export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLogFold {
+  const kind = planLogKind(event.type)
+  if (kind === undefined) return fold
+  const data = payload(event)
+  if (event.type === PLAN_MODE_EVENT) readPlanModeData(data)
+  const told = kind.tells?.(data, fold.projection.active)
+  return {
+    projection: kind.project === undefined ? fold.projection : kind.project(fold.projection, data),
+    openTurn: kind.opensTurn ?? fold.openTurn,
+    told: told === undefined ? fold.told : told,
+    lastSeq: event.seq,
+  }
+}
+
+/**
+ * Replays a whole log once (R64, R71): the same fold as `foldPlanLogEvent`, kept in locals, so
+ * that attach costs close to a bare `foldPlanMode` loop. The `switch` only filters the kinds in
+ * the table (a literal switch is several times faster than a keyed lookup per event, and most
+ * events are not plan mode's); what each kind means is read from the table.
+ * @throws on an invalid `plan/mode` (R61): the agent cannot attach until the log is repaired.
+ */
+export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
+  let projection = EMPTY_PROJECTION
+  let openTurn = false
+  let told: boolean | null = null
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!
+    switch (event.type) {
+      case 'plan/mode':
+      case 'plan/review':
+      case 'turn/start':
+      case 'turn/end':
+      case 'request/header':
+      case 'command/run':
+      case 'command/done': {
+        const kind = PLAN_LOG_KINDS[event.type]!
+        const data = payload(event)
+        if (event.type === 'plan/mode') readPlanModeData(data)
+        if (kind.tells !== undefined) told = kind.tells(data, projection.active) ?? told
+        if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
+        if (kind.project !== undefined) projection = kind.project(projection, data)
+      }
+    }
+  }
+  const last = events[events.length - 1]
+  return { projection, openTurn, told, lastSeq: last === undefined ? -Infinity : last.seq }
+}
+
+/**
+ * The chart's event for a log event appended after attach, or undefined for the events that
+ * cannot matter to it (R70: dropped before they reach the actor).
+ * @throws on an invalid `plan/mode` (R61).
+ */
+export function observePlanLogEvent(event: SessionEvent): PlanModeEvent | undefined {
+  return planLogKind(event.type)?.observe?.(payload(event))
+}
+
+/** A log event as one timeline line, or undefined for a kind plan mode does not read. */
+export function describePlanLogEvent(event: SessionEvent): PlanLogLine | undefined {
+  return planLogKind(event.type)?.describe(payload(event) ?? {}, event.seq)
+}
+
+/**
+ * Throws when `event` is a `plan/mode` whose `active` is not a boolean (R61); every other
+ * event passes.
+ * @throws Error `plan/mode carries invalid active state <JSON>; expected a boolean`
+ */
+export function validatePlanModeEvent(event: SessionEvent): void {
+  if (event.type === PLAN_MODE_EVENT) readPlanModeData(event.data)
+}
+
+/**
+ * The fold F (R2): `active` of the last `plan/mode` in `events[0, end)`, or `false` when there
+ * is none; `end` defaults to the whole log.
+ * @throws like `validatePlanModeEvent` on any invalid `plan/mode` in that range (R61).
+ */
+export function foldPlanMode(events: readonly SessionEvent[], end: number = events.length): boolean {
+  let active = false
+  const stop = Math.min(end, events.length)
+  for (let i = 0; i < stop; i++) {
+    const event = events[i]!
+    if (event.type === PLAN_MODE_EVENT) active = readPlanModeData(event.data)
+  }
+  return active
+}

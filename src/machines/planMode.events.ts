@@ -1,0 +1,58 @@
+import type { SetOutcome } from '../types.js'
+import type { ReviewOutcome } from '../log/kinds.js'
+
+/** Events the plan-mode statechart accepts, named for the domain. */
+export type PlanModeEvent =
+  /** A user selection (`set`, `/plan`): R8–R13. */
+  | { type: 'SELECT'; active: boolean }
+  /** The host is about to derive a new step's request (R14–R20, R32). */
+  | { type: 'STEP_BOUNDARY'; aborted: boolean }
+  /**
+   * `exit_plan_mode` was called with a string plan (R42). The chart checks 3–8 itself over this
+   * data: the plan, the calling agent's owner, and whether the service has a review channel.
+   */
+  | { type: 'REVIEW.OPEN'; plan: string; owner: unknown; hasChannel: boolean }
+  /** The exit tool call's own signal aborted (R46). */
+  | { type: 'REVIEW.ABORT'; message: string }
+  /** `dispose` or `detach`: open reviews fail as reloaded, then the actor stops (R60, R63). */
+  | { type: 'RELOAD' }
+  /** Observed log events (only those that can matter reach the chart, R70). */
+  | { type: 'LOG.PLAN_MODE'; active: boolean }
+  | { type: 'LOG.TURN_START' }
+  | { type: 'LOG.TURN_END' }
+  | { type: 'LOG.REQUEST_HEADER' }
+  /** The log's answer to the chart's own appends (sent back by the append effects). */
+  | { type: 'PLAN_MODE.APPENDED' }
+  | { type: 'PLAN_MODE.APPEND_FAILED'; error: unknown }
+  | { type: 'REVIEW.RECORDED' }
+  | { type: 'REVIEW.RECORD_FAILED'; error: unknown }
+  /** Raised by the chart itself. */
+  | { type: 'REVIEW.APPROVED' }
+  | { type: 'BOUNDARY.RESOLVED' }
+  | { type: 'BOUNDARY.FLUSH_FAILED' }
+
+/** What a step boundary tells the model about the mode, if anything (R32, R33). */
+export type NoticeKind = 'entering' | 'leaving'
+
+/** How a review ended, and what its call resolves with: consent, or the failure message (R49). */
+export interface ReviewResult {
+  outcome: ReviewOutcome
+  /** The failure message; absent for an approval. */
+  error?: string
+  /** The non-blank custom text of a keep-planning answer (R45). */
+  feedback?: string
+}
+
+/**
+ * The result of the operation the facade sent last, in the chart's context. Each operation
+ * assigns a new object, so the facade knows its own result by identity.
+ */
+export type OperationResult =
+  | { operation: 'select'; outcome: SetOutcome }
+  /** The idle append failed: `set` rejects with the log's own error (R11). */
+  | { operation: 'select'; error: unknown }
+  | { operation: 'boundary'; active: boolean; notice: NoticeKind | null }
+  /** R42's checks refused the review; nothing changed. */
+  | { operation: 'review'; refused: string }
+  /** The review is open; its call waits for `closedReview.number` to equal `number`. */
+  | { operation: 'review'; opened: number }

@@ -1,0 +1,493 @@
+import { and, assign, not, or, raise, setup, stateIn } from 'xstate'
+import type { NoticeKind, OperationResult, PlanModeEvent, ReviewResult } from './planMode.events.js'
+import {
+  UNATTACHED_PORTS,
+  appendPlanMode,
+  askReview,
+  forgetPending,
+  recordReview,
+  rememberPending,
+  warn,
+  type PlanModePorts,
+} from './planMode.effects.js'
+import { REVIEW_MESSAGES, isTooLarge, lacksLeadingHeading, planTitle } from '../plan/review.js'
+import type { SetOutcome } from '../types.js'
+
+/**
+ * The per-agent plan-mode statechart (docs/spec.md R1–R71). It decides every behaviour and
+ * holds every result; the service only sends it events, waits, and reads its snapshot.
+ *
+ * Five regions run at once, because these things really are independent:
+ * - **mode**: F, the last logged `plan/mode`, moved only by observed log events (R2, R3); it
+ *   answers step boundaries, since F is the state in force once the intent is resolved (R18);
+ * - **turn**: whether a turn is open, from `turn/start`/`turn/end` (R5);
+ * - **review**: an open plan review, from the exit call to its `plan/review` record (R42–R49);
+ * - **intent**: the user's selection: logged, pending until a step boundary, or being appended;
+ * - **lifecycle**: serving, or closing until the work in flight has landed, then stopped (R60,
+ *   R63): the service stops the actor when the chart says so.
+ *
+ * Appends are started by entry actions and answered by events (`PLAN_MODE.APPENDED`, ...):
+ * see `planMode.effects.ts`. Operations (`SELECT`, `STEP_BOUNDARY`, `REVIEW.OPEN`) arrive one at a
+ * time, never while a state tagged `appending` is active (docs/spec.md §1); each leaves its
+ * result in `context.result`.
+ */
+
+/** The chart's extended state. JSON data, but for the agent's ports and a failed append's error. */
+export interface PlanModeContext {
+  /** K: what the model was last told about the mode; null before anything was told (R30). */
+  told: boolean | null
+  /** The open review: its plan, title, and once decided, how it ends. */
+  review: { number: number; plan: string; title: string; result: ReviewResult | null } | null
+  /** How many reviews this actor opened: numbers them, so each exit call finds its own. */
+  reviews: number
+  /** The last review closed, for the exit call that opened it (R47–R49). */
+  closedReview: { number: number; result: ReviewResult } | null
+  /** A selection that closed a review and waits for the review's record to land (R48). */
+  deferredSelection: boolean | null
+  /** The result of the latest operation (a new object each time). */
+  result: OperationResult | null
+  /** The agent's ports (bound at attach; see `planMode.effects.ts`). */
+  ports: PlanModePorts
+}
+
+/** The tag of every state in which a log append is in flight. */
+export const APPENDING_TAG = 'appending'
+
+/**
+ * E, the effective state (§0: P's target when P exists, else F), is active in exactly these
+ * configurations: a pending entry, or F active with no selection waiting (an idle commit in
+ * flight has not changed F yet). The guards and the service's selectors both read this list.
+ */
+export const EFFECTIVELY_ACTIVE = [
+  { intent: { pending: 'entering' } },
+  { mode: 'active', intent: 'logged' },
+  { mode: 'active', intent: 'committing' },
+] as const
+
+const selects = (active: boolean) => ({ type: 'selects', params: { active } }) as const
+const wasTold = (active: boolean) => ({ type: 'wasTold', params: { active } }) as const
+const reportSelection = (outcome: SetOutcome) => ({ type: 'reportSelection', params: { outcome } }) as const
+const reportQuietBoundary = (active: boolean) => ({ type: 'reportQuietBoundary', params: { active } }) as const
+const narrate = (active: boolean) => ({ type: 'narrate', params: { active } }) as const
+const refuseReview = (message: string) => ({ type: 'refuseReview', params: { message } }) as const
+
+/** R42's checks 3–5, in order: they come before an open review (6) is even looked at. */
+const PLAN_CHECKS = [
+  { guard: not('isEffectivelyActive'), actions: refuseReview(REVIEW_MESSAGES.notInPlanMode) },
+  { guard: 'lacksLeadingHeading', actions: refuseReview(REVIEW_MESSAGES.noHeading) },
+  { guard: 'isPlanTooLarge', actions: refuseReview(REVIEW_MESSAGES.tooLarge) },
+] as const
+
+/**
+ * How the mode region answers boundaries under F = `active` (R18). An aborted one tells nothing
+ * (R15); one with no selection waiting is answered at once; the intent region raises
+ * `BOUNDARY.RESOLVED` once it has dealt with P. When the model was already told `active` there
+ * is nothing to narrate and K stays, so the quiet boundary every step pays is one microstep
+ * (R70).
+ */
+function boundaryAnswers(active: boolean) {
+  return {
+    STEP_BOUNDARY: [
+      { guard: 'isAborted' as const, actions: reportQuietBoundary(active) },
+      { guard: and(['hasNoPendingSelection', wasTold(active)]), actions: reportQuietBoundary(active) },
+      { guard: 'hasNoPendingSelection' as const, actions: narrate(active) },
+    ],
+    'BOUNDARY.RESOLVED': [{ guard: wasTold(active), actions: reportQuietBoundary(active) }, { actions: narrate(active) }],
+    // R19: the flush failed; the step runs as logged, and tells nothing.
+    'BOUNDARY.FLUSH_FAILED': { actions: reportQuietBoundary(active) },
+    // A request header tells the model F (R30); K already F changes nothing.
+    'LOG.REQUEST_HEADER': { guard: not(wasTold(active)), actions: { type: 'assignTold' as const, params: { active } } },
+  }
+}
+
+export const planModeSetup = setup({
+  types: {} as {
+    context: PlanModeContext
+    events: PlanModeEvent
+    input: { ports?: PlanModePorts } | undefined
+  },
+  actors: { askReview },
+  guards: {
+    /** The selection's target is `params.active`. */
+    selects: ({ event }, params: { active: boolean }) => event.type === 'SELECT' && event.active === params.active,
+    isLoggedActive: stateIn('#planMode.mode.active'),
+    isLoggedInactive: stateIn('#planMode.mode.inactive'),
+    hasOpenTurn: stateIn('#planMode.turn.open'),
+    isAborted: ({ event }) => event.type === 'STEP_BOUNDARY' && event.aborted,
+    /** No selection waits: the boundary has nothing to flush (R14). */
+    hasNoPendingSelection: stateIn('#planMode.intent.logged'),
+    /** K = `params.active`: the model was last told that state (R30). */
+    wasTold: ({ context }, params: { active: boolean }) => context.told === params.active,
+    /** E, the effective state, is active (§0): one of `EFFECTIVELY_ACTIVE`. */
+    isEffectivelyActive: or(EFFECTIVELY_ACTIVE.map((value) => stateIn(value))),
+    /** x = E (R8). */
+    selectsEffectiveMode: or([and([selects(true), 'isEffectivelyActive']), and([selects(false), not('isEffectivelyActive')])]),
+    /** x = F. */
+    selectsLoggedMode: or([and([selects(true), 'isLoggedActive']), and([selects(false), 'isLoggedInactive'])]),
+    /** The intent's own append is in flight: an answered review waits for it (§1). */
+    isSelectionAppending: or([
+      stateIn('#planMode.intent.committing'),
+      stateIn('#planMode.intent.pending.entering.committing'),
+      stateIn('#planMode.intent.pending.entering.flushing'),
+      stateIn('#planMode.intent.pending.leaving.committing'),
+      stateIn('#planMode.intent.pending.leaving.flushing'),
+    ]),
+    /** A review is open and its outcome is not decided: a user switch closes it (R48). */
+    canSupersedeReview: stateIn('#planMode.review.open.undecided'),
+    hasOpenReview: stateIn('#planMode.review.open'),
+    /** R42.4 */
+    lacksLeadingHeading: ({ event }) => event.type === 'REVIEW.OPEN' && lacksLeadingHeading(event.plan),
+    /** R42.5 */
+    isPlanTooLarge: ({ event }) => event.type === 'REVIEW.OPEN' && isTooLarge(event.plan),
+    /** R42.7: the caller is owned by another live agent (a non-empty `owner`). */
+    isOwnedByAnotherAgent: ({ event }) => event.type === 'REVIEW.OPEN' && typeof event.owner === 'string' && event.owner !== '',
+    /** R42.8 */
+    lacksReviewChannel: ({ event }) => event.type === 'REVIEW.OPEN' && !event.hasChannel,
+    logsActive: ({ event }) => event.type === 'LOG.PLAN_MODE' && event.active,
+    logsInactive: ({ event }) => event.type === 'LOG.PLAN_MODE' && !event.active,
+    isApproved: ({ context }) => context.review?.result?.outcome === 'approved',
+    hasDeferredSelection: ({ context }) => context.deferredSelection !== null,
+    /** Nothing is in flight: no append, no review (R60, R63: the actor may stop). */
+    hasNoWorkInFlight: and([stateIn('#planMode.review.idle'), not('isSelectionAppending')]),
+  },
+  actions: {
+    appendPlanMode,
+    recordReview,
+    warn,
+    rememberPending,
+    forgetPending,
+    /** `set`'s result (R8–R10). */
+    reportSelection: assign((_, { outcome }: { outcome: SetOutcome }) => ({ result: { operation: 'select' as const, outcome } })),
+    /** `set` rejects with the log's error (R11). */
+    reportSelectionFailure: assign(({ event }) => ({
+      result: { operation: 'select' as const, error: (event as { error?: unknown }).error },
+    })),
+    /**
+     * The boundary's result under the state in force, telling the model of a switch only when it
+     * was told otherwise before (R30, R32, R35, R36); K := the state in force.
+     */
+    narrate: assign(({ context }, { active }: { active: boolean }) => {
+      const notice: NoticeKind | null =
+        context.told !== null && context.told !== active ? (active ? 'entering' : 'leaving') : null
+      return { told: active, result: { operation: 'boundary' as const, active, notice } }
+    }),
+    /** The boundary's result without telling anything, K unchanged (R15, R19). */
+    reportQuietBoundary: assign((_, { active }: { active: boolean }) => ({
+      result: { operation: 'boundary' as const, active, notice: null },
+    })),
+    /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
+    assignTold: assign((_, { active }: { active: boolean }) => ({ told: active })),
+    /** R42: the call fails with `message`; nothing changes. */
+    refuseReview: assign((_, { message }: { message: string }) => ({ result: { operation: 'review' as const, refused: message } })),
+    openReview: assign(({ context, event }) => {
+      if (event.type !== 'REVIEW.OPEN') return {}
+      const number = context.reviews + 1
+      return {
+        reviews: number,
+        review: { number, plan: event.plan, title: planTitle(event.plan) ?? 'Plan', result: null },
+        deferredSelection: null,
+        result: { operation: 'review' as const, opened: number },
+      }
+    }),
+    /** The user's answer, as the ask effect read it (R44–R46). */
+    decideReview: assign(({ context, event }) => {
+      const result = (event as { output?: ReviewResult }).output ?? { outcome: 'failed', error: REVIEW_MESSAGES.unreadableFailure }
+      return { review: context.review && { ...context.review, result } }
+    }),
+    /** The review ends without an answer: aborted, superseded or reloaded (R46, R48, R60). */
+    closeReview: assign(({ context, event }) => {
+      const result: ReviewResult =
+        event.type === 'REVIEW.ABORT'
+          ? { outcome: 'aborted', error: event.message }
+          : event.type === 'SELECT'
+            ? { outcome: 'superseded', error: REVIEW_MESSAGES.superseded }
+            : { outcome: 'reloaded', error: REVIEW_MESSAGES.reloaded }
+      return {
+        review: context.review && { ...context.review, result },
+        deferredSelection: event.type === 'SELECT' ? event.active : null,
+      }
+    }),
+    /** The exit call that opened the review resolves with its result (R47–R49). */
+    concludeReview: assign(({ context }) => ({
+      closedReview: {
+        number: context.review?.number ?? 0,
+        result: context.review?.result ?? { outcome: 'failed' as const, error: REVIEW_MESSAGES.unreadableFailure },
+      },
+      review: null,
+    })),
+    /** P is resolved for this step: the mode region answers under F, the state in force (R18). */
+    resolveBoundary: raise({ type: 'BOUNDARY.RESOLVED' } as const),
+    /** The flush failed: the mode region answers under F without narrating (R18, R19). */
+    reportUnflushedBoundary: raise({ type: 'BOUNDARY.FLUSH_FAILED' } as const),
+    /** Consent: the intent follows (R47). */
+    raiseApproval: raise({ type: 'REVIEW.APPROVED' } as const),
+    /** The selection that closed the review now follows R8–R10 (R48). */
+    replayDeferredSelection: raise(({ context }) => ({ type: 'SELECT' as const, active: context.deferredSelection === true })),
+    clearDeferredSelection: assign({ deferredSelection: null }),
+  },
+})
+
+/** A pending selection of `active`, waiting for the next step boundary (R9, R12, R16, R19). */
+function pendingSelection(active: boolean) {
+  // The target equals F when someone else logged it meanwhile: the boundary drops it (R16).
+  const targetIsLogged = active ? ('isLoggedActive' as const) : ('isLoggedInactive' as const)
+  const other = active ? ('leaving' as const) : ('entering' as const)
+  return {
+    initial: 'queued' as const,
+    entry: { type: 'rememberPending' as const, params: { active } },
+    states: {
+      /**
+       * Waits for a boundary. A selection of the same target is a noop; a selection of F cancels.
+       * When someone else logged P's target meanwhile, the other selection is a real switch.
+       */
+      queued: {
+        on: {
+          SELECT: [
+            { guard: selects(active), actions: reportSelection('noop') },
+            // The review closes first and replays this selection afterwards (R48).
+            { guard: 'canSupersedeReview' as const },
+            { guard: 'selectsLoggedMode' as const, target: '#planMode.intent.logged', actions: reportSelection('cancelled') },
+            { guard: 'hasOpenTurn' as const, target: `#planMode.intent.pending.${other}`, actions: reportSelection('queued') },
+            { target: 'committing' },
+          ],
+          STEP_BOUNDARY: [
+            // R15: an aborted boundary keeps P; the mode region answers it.
+            { guard: 'isAborted' as const },
+            { guard: targetIsLogged, target: '#planMode.intent.logged', actions: 'resolveBoundary' as const },
+            { target: 'flushing' },
+          ],
+          // Consent: with F active a leave waits for the boundary, else nothing waits (R47).
+          // (A pending leave makes E inactive, so no review can be open with one: R42.3, R48.)
+          ...(active
+            ? {
+                'REVIEW.APPROVED': [
+                  { guard: 'isLoggedActive' as const, target: '#planMode.intent.pending.leaving' },
+                  { target: '#planMode.intent.logged' },
+                ],
+              }
+            : {}),
+        },
+      },
+      /**
+       * Idle, the other selection is appended now (R10); P stays until that append succeeded
+       * and is kept when it fails (R11).
+       */
+      committing: {
+        tags: [APPENDING_TAG],
+        entry: { type: 'appendPlanMode' as const, params: { active: !active } },
+        on: {
+          'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: reportSelection('committed') },
+          'PLAN_MODE.APPEND_FAILED': { target: 'queued', actions: 'reportSelectionFailure' as const },
+        },
+      },
+      /** The boundary appends the selection; P is dropped only once it is logged (R16, R17). */
+      flushing: {
+        tags: [APPENDING_TAG],
+        entry: { type: 'appendPlanMode' as const, params: { active } },
+        on: {
+          'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: 'resolveBoundary' as const },
+          // R19: contained; P stays for the next boundary and the step runs as logged (R18).
+          'PLAN_MODE.APPEND_FAILED': {
+            target: 'queued',
+            actions: [
+              { type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } },
+              'reportUnflushedBoundary' as const,
+            ],
+          },
+        },
+      },
+    },
+  }
+}
+
+/** An idle selection of `active` being appended now (R10, R11). */
+function committingSelection(active: boolean) {
+  return {
+    tags: [APPENDING_TAG],
+    entry: { type: 'appendPlanMode' as const, params: { active } },
+    on: {
+      'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: reportSelection('committed') },
+      'PLAN_MODE.APPEND_FAILED': { target: '#planMode.intent.logged', actions: 'reportSelectionFailure' as const },
+    },
+  }
+}
+
+/** The plan-mode statechart of one agent. Attach binds its ports through `context.ports`. */
+export const planModeMachine = planModeSetup.createMachine({
+  id: 'planMode',
+  type: 'parallel',
+  context: ({ input }) => ({
+    told: null,
+    review: null,
+    reviews: 0,
+    closedReview: null,
+    deferredSelection: null,
+    result: null,
+    ports: input?.ports ?? UNATTACHED_PORTS,
+  }),
+  states: {
+    /**
+     * F, the logged mode (R2). Only observed `plan/mode` events move it (R3): the service never
+     * sets it directly, so the chart always agrees with the log.
+     */
+    mode: {
+      initial: 'inactive',
+      states: {
+        inactive: {
+          on: { 'LOG.PLAN_MODE': { guard: 'logsActive', target: 'active' }, ...boundaryAnswers(false) },
+        },
+        active: {
+          on: { 'LOG.PLAN_MODE': { guard: 'logsInactive', target: 'inactive' }, ...boundaryAnswers(true) },
+        },
+      },
+    },
+
+    /** Whether a turn is open, from the log alone (R5). Decides queue vs commit (R9, R10). */
+    turn: {
+      initial: 'idle',
+      states: {
+        idle: { on: { 'LOG.TURN_START': 'open' } },
+        open: { on: { 'LOG.TURN_END': 'idle' } },
+      },
+    },
+
+    /**
+     * The plan review (R42–R49). Declared before `intent` so that, for one event, its record
+     * is appended before any `plan/mode` (R48: the call fails before the selection follows).
+     */
+    review: {
+      initial: 'idle',
+      states: {
+        /** No review is open. R42's checks 3–8, in order (1–2 need no state: the tool checks them). */
+        idle: {
+          on: {
+            'REVIEW.OPEN': [
+              ...PLAN_CHECKS,
+              { guard: 'isOwnedByAnotherAgent', actions: refuseReview(REVIEW_MESSAGES.ownedAgent) },
+              { guard: 'lacksReviewChannel', actions: refuseReview(REVIEW_MESSAGES.noChannel) },
+              { target: 'open', actions: 'openReview' },
+            ],
+          },
+        },
+        /** A review call is in progress: the exit tool's call resolves when this is left. */
+        open: {
+          initial: 'undecided',
+          on: {
+            // R42.6: a second call while one is open.
+            'REVIEW.OPEN': [...PLAN_CHECKS, { actions: refuseReview(REVIEW_MESSAGES.alreadyOpen) }],
+          },
+          states: {
+            /**
+             * The outcome is not decided yet. A user switch (R48), the call's abort (R46) or a
+             * reload (R60, R63) closes the review here; an answer that comes later is ignored.
+             */
+            undecided: {
+              initial: 'reviewing',
+              on: {
+                SELECT: { guard: not('selectsEffectiveMode'), target: 'recording', actions: 'closeReview' },
+                'REVIEW.ABORT': { target: 'recording', actions: 'closeReview' },
+                RELOAD: { target: 'recording', actions: 'closeReview' },
+              },
+              states: {
+                /** Waits for the user's answer. Leaving this state aborts the question's signal (R43). */
+                reviewing: {
+                  invoke: {
+                    src: 'askReview',
+                    input: ({ context }) => ({ ports: context.ports, plan: context.review?.plan ?? '' }),
+                    onDone: { target: 'answered', actions: 'decideReview' },
+                  },
+                },
+                /**
+                 * The user answered while a selection's append was in flight: the answer is
+                 * recorded once that append has landed (operations are serialized, §1).
+                 */
+                answered: {
+                  always: { guard: not('isSelectionAppending'), target: '#planMode.review.open.recording' },
+                },
+              },
+            },
+            /** The outcome is decided and being recorded as `plan/review` (R49); then the call resolves. */
+            recording: {
+              tags: [APPENDING_TAG],
+              entry: 'recordReview',
+              on: {
+                'REVIEW.RECORDED': 'recorded',
+                'REVIEW.RECORD_FAILED': {
+                  target: 'recorded',
+                  actions: { type: 'warn', params: { message: 'plan-mode: review record failed' } },
+                },
+              },
+            },
+            /** Transient: consent applies, the call resolves, a deferred selection follows (R47, R48). */
+            recorded: {
+              always: [
+                // Consent: K := inactive (the tool result tells the model), the intent follows (R47).
+                {
+                  guard: 'isApproved',
+                  target: '#planMode.review.idle',
+                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'concludeReview'],
+                },
+                {
+                  guard: 'hasDeferredSelection',
+                  target: '#planMode.review.idle',
+                  actions: ['concludeReview', 'replayDeferredSelection', 'clearDeferredSelection'],
+                },
+                { target: '#planMode.review.idle', actions: 'concludeReview' },
+              ],
+            },
+          },
+        },
+      },
+    },
+
+    /**
+     * The user's selection. `logged`: none waits, E = F. `pending.*`: P waits for the next step
+     * boundary (an open turn, R9, R12). `committing.*`: an idle selection is being appended
+     * (R10). Selections and boundaries arrive only when nothing is `appending`.
+     */
+    intent: {
+      initial: 'logged',
+      states: {
+        logged: {
+          on: {
+            SELECT: [
+              { guard: 'selectsLoggedMode', actions: reportSelection('noop') },
+              // The review closes first and replays this selection afterwards (R48).
+              { guard: 'canSupersedeReview' },
+              { guard: and(['hasOpenTurn', selects(true)]), target: 'pending.entering', actions: reportSelection('queued') },
+              { guard: 'hasOpenTurn', target: 'pending.leaving', actions: reportSelection('queued') },
+              { guard: selects(true), target: 'committing.entering' },
+              { target: 'committing.leaving' },
+            ],
+            // STEP_BOUNDARY: nothing to resolve; the mode region answers it.
+            // Consent while F is active leaves silently at the next boundary (R47).
+            'REVIEW.APPROVED': { guard: 'isLoggedActive', target: 'pending.leaving' },
+          },
+        },
+        committing: {
+          // Always entered through an explicit child; XState wants an initial one anyway.
+          initial: 'entering',
+          states: { entering: committingSelection(true), leaving: committingSelection(false) },
+        },
+        pending: {
+          initial: 'entering',
+          exit: 'forgetPending',
+          states: { entering: pendingSelection(true), leaving: pendingSelection(false) },
+        },
+      },
+    },
+
+    /**
+     * Serving calls, or closing: a reload or detach waits for the work in flight to land (R60,
+     * R63), then the actor stops; the agent's next call attaches a new one from the log (R64).
+     */
+    lifecycle: {
+      initial: 'serving',
+      states: {
+        serving: { on: { RELOAD: 'closing' } },
+        closing: { always: { guard: 'hasNoWorkInFlight', target: 'stopped' } },
+        stopped: { type: 'final' },
+      },
+    },
+  },
+})

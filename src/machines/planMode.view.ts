@@ -1,0 +1,60 @@
+import type { SnapshotFrom } from 'xstate'
+import { APPENDING_TAG, EFFECTIVELY_ACTIVE, type planModeMachine } from './planMode.machine.js'
+import type { PlanModeState } from '../types.js'
+
+/**
+ * The chart's snapshot as callers see it: the only place outside the chart that reads its state
+ * values, so the rest of the library never spells them.
+ */
+
+/** A snapshot of the plan-mode chart. */
+export type PlanModeSnapshot = SnapshotFrom<typeof planModeMachine>
+
+/**
+ * The chart's state value, as its regions shape it. Read directly rather than through `matches`,
+ * which parses its argument on every call: `get` and `section` run on every step (R70).
+ */
+interface PlanModeValue {
+  mode: 'active' | 'inactive'
+  intent: 'logged' | { committing: string } | { pending: { entering?: unknown; leaving?: unknown } }
+  lifecycle: 'serving' | 'closing' | 'stopped'
+}
+
+/** F, the logged mode (R2). */
+export function isLoggedActive(snapshot: PlanModeSnapshot): boolean {
+  return (snapshot.value as PlanModeValue).mode === 'active'
+}
+
+/** P's target, or undefined when no selection is pending (R7). */
+export function pendingTarget(snapshot: PlanModeSnapshot): boolean | undefined {
+  const { intent } = snapshot.value as PlanModeValue
+  if (typeof intent !== 'object' || !('pending' in intent)) return undefined
+  return 'entering' in intent.pending
+}
+
+/** What `get` returns (R7). */
+export function planModeState(snapshot: PlanModeSnapshot): PlanModeState {
+  const active = isLoggedActive(snapshot)
+  const pending = pendingTarget(snapshot)
+  return pending === undefined ? { active } : { active, pending }
+}
+
+/** E, the effective state, as the chart defines it (§0, `EFFECTIVELY_ACTIVE`). */
+export function isEffectivelyActive(snapshot: PlanModeSnapshot): boolean {
+  return EFFECTIVELY_ACTIVE.some((value) => snapshot.matches(value))
+}
+
+/** A log append is in flight: the next operation waits (§1). */
+export function isAppending(snapshot: PlanModeSnapshot): boolean {
+  return snapshot.hasTag(APPENDING_TAG)
+}
+
+/** A reload or detach is letting the work in flight land, or is done (R60, R63). */
+export function isClosing(snapshot: PlanModeSnapshot): boolean {
+  return (snapshot.value as PlanModeValue).lifecycle !== 'serving' || snapshot.status !== 'active'
+}
+
+/** The chart says the actor may stop: the work in flight has landed (R60, R63). */
+export function isStopped(snapshot: PlanModeSnapshot): boolean {
+  return (snapshot.value as PlanModeValue).lifecycle === 'stopped' || snapshot.status !== 'active'
+}
