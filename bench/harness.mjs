@@ -8,10 +8,14 @@ import { pathToFileURL } from 'node:url'
 /**
  * The module under test: the built package (`dist/index.js`, what users run), or the file named
  * by `BENCH_LIB` (used to measure a prototype build of a scratch copy against the same suites).
+ * bench/run.mjs copies `dist/` to `bench/.dist/` when it starts and points its children at the
+ * copy (`BENCH_RUN_LIB`): a rebuild during the run cannot mix two builds in one set of results.
  */
-export const LIB_URL = process.env.BENCH_LIB
-  ? pathToFileURL(resolve(process.env.BENCH_LIB)).href
-  : new URL('../dist/index.js', import.meta.url).href
+export const LIB_URL = process.env.BENCH_RUN_LIB
+  ? pathToFileURL(resolve(process.env.BENCH_RUN_LIB)).href
+  : process.env.BENCH_LIB
+    ? pathToFileURL(resolve(process.env.BENCH_LIB)).href
+    : new URL('../dist/index.js', import.meta.url).href
 
 /**
  * Imports the library under test.
@@ -98,11 +102,28 @@ async function sample(side) {
 
 /**
  * Calls an untimed hook. Named so that bench/profile.mjs can leave the hooks' synchronous work
- * out of a profile of the timed operation.
+ * out of a profile of the timed operation; `async` because V8 never inlines an async function,
+ * so this frame is always on the stack of the hook's work.
  */
-export function benchUntimed(hook) {
+export async function benchUntimed(hook) {
   return hook()
 }
+
+/**
+ * Calls `fn(arg)` from a call site that has seen many different functions. V8 inlines a small
+ * function into a caller whose call site has seen only it, and a profile then books the callee's
+ * time to the caller (a bench frame); a megamorphic site is never inlined, so the profile names
+ * the callee. Costs a few nanoseconds: use it where an operation takes micro- or milliseconds.
+ * @template A, R
+ * @param {(arg: A) => R} fn
+ * @param {A} arg
+ * @returns {R}
+ */
+export function opaque(fn, arg) {
+  return fn(arg)
+}
+// Five different callees make the site megamorphic before any bench calls it.
+for (const f of [(x) => x, (x) => [x], (x) => ({ x }), (x) => `${x}`, (x) => x === 0]) opaque(f, 0)
 
 /**
  * The statistics of one side's samples.

@@ -45,12 +45,13 @@ async function setUp(lib, name) {
   if (kind === 'step') {
     await warmUp(lib.createPlanMode({ section: SECTION }), lib)
     await warmUp(createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode }), lib)
-    const lib1 = shapesOf(serviceSide(lib, FLOOR_LENGTH), 200)[a]
+    const service = shapesOf(serviceSide(lib, FLOOR_LENGTH), 200)[a]
     const floor = shapesOf(floorSide(lib, FLOOR_LENGTH), 200)[a]
     return {
       kind: 'cpu',
       labels: { lib: `service, ${FLOOR_LENGTH.toLocaleString('en-US')}-event log`, floor: 'floor chart' },
-      sides: { lib: lib1, floor },
+      columns: ['Library', 'Floor'],
+      sides: { lib: service, floor },
       counts: await countSteps(lib, a),
     }
   }
@@ -60,6 +61,7 @@ async function setUp(lib, name) {
     return {
       kind: 'cpu',
       labels: { lib: `service, ${high.toLocaleString('en-US')} events`, floor: `service, ${low.toLocaleString('en-US')} events` },
+      columns: [`1e${Math.log10(high)} events`, `1e${Math.log10(low)} events`],
       sides: { lib: shapesOf(serviceSide(lib, high), 200)[a], floor: shapesOf(serviceSide(lib, low), 200)[a] },
     }
   }
@@ -249,7 +251,7 @@ function categoryOf({ url, functionName }) {
   if (functionName === '(idle)') return 'idle'
   if (functionName === '(root)') return 'V8 (program)'
   if (url.includes('/node_modules/xstate/')) return 'xstate'
-  if (url.startsWith(LIB_DIR)) return 'library'
+  if (url.startsWith(LIB_DIR)) return 'plan-mode library'
   if (url.includes('/bench/')) return 'bench (floor chart, harness)'
   if (url.startsWith('node:')) return 'node internals'
   return 'V8 builtins, native'
@@ -280,7 +282,9 @@ function locate({ url, lineNumber, columnNumber }) {
       return `${source}:${entry.originalLine + 1}`
     }
   }
-  const short = url.replace(/^.*\/node_modules\//, '').replace(/^.*\/(bench|dist)\//, '$1/')
+  const short = url.includes('/node_modules/')
+    ? url.replace(/^.*\/node_modules\//, '')
+    : url.replace(/^.*\/(bench|dist)\//, '$1/').replace(/^.*\/\.dist\//, 'dist/')
   return `${short}:${lineNumber + 1}`
 }
 
@@ -326,6 +330,7 @@ export async function profileCase(name) {
     case: name,
     kind: spec.kind,
     labels: spec.labels,
+    columns: spec.columns ?? ['Library', 'Floor'],
     sides,
     counts: spec.counts,
     samplingUs: SAMPLING_US,

@@ -155,7 +155,7 @@ export function render(info, r, targets, profiles) {
     '',
     `- CPU: ${info.cpu}, ${info.cores} cores; memory ${info.memoryGiB.toFixed(1)} GiB`,
     `- Node ${info.node} on ${info.platform}; xstate ${info.xstate}`,
-    `- Library under test: ${info.defaultLibrary ? '`dist/index.js`, as built by `npm run build`' : `\`${info.library}\` (\`BENCH_LIB\`)`}`,
+    `- Library under test: ${info.defaultLibrary ? '`dist/index.js`, as built by `npm run build`' : `\`${info.library}\` (\`BENCH_LIB\`)`}, copied to \`bench/.dist/\` when the run started (a rebuild during the run cannot mix two builds)`,
     `- Load average (1/5/15 min) at start ${info.loadAtStart.map((x) => x.toFixed(2)).join(' / ')}, at end ${info.loadAtEnd.map((x) => x.toFixed(2)).join(' / ')} (above 0 means other processes shared the cores)`,
     `- Run time: ${info.seconds.toFixed(0)} s (${suiteSeconds}; each suite and each profile in its own process, one after another)`,
     '',
@@ -323,6 +323,7 @@ export function render(info, r, targets, profiles) {
 
 /** µs with one decimal, for profile tables. */
 function us(x) {
+  if (x >= 1000) return count(Math.round(x))
   return x >= 100 ? x.toFixed(0) : x.toFixed(x >= 10 ? 1 : 2)
 }
 
@@ -343,7 +344,7 @@ function largestGap(lib, floor, totalGap, format, unit) {
   const names = [...new Set([...Object.keys(lib), ...Object.keys(floor)])]
   const gaps = names.map((name) => [name, (lib[name] ?? 0) - (floor[name] ?? 0)]).sort((a, b) => b[1] - a[1])
   const [first, second] = gaps
-  if (!first || first[1] <= 0 || totalGap <= 0) return 'The library side is not slower under the profiler.'
+  if (!first || first[1] <= 0 || totalGap <= 0) return 'Under the profiler, the first side is not the larger one.'
   const part = ([name, g]) => `${name} (+${format(g)} ${unit}, ${pct(g / totalGap)} of the gap)`
   return `Most of the gap is in ${part(first)}${second && second[1] > 0 ? `, then ${part(second)}` : ''}.`
 }
@@ -351,18 +352,20 @@ function largestGap(lib, floor, totalGap, format, unit) {
 /** A CPU profile's section: categories side by side, counts, top functions. */
 function cpuSection(p) {
   const { lib, floor } = p.sides
+  const [a, b] = p.columns
   const gap = lib.sampledUs - floor.sampledUs
   const out = [
     `CPU profile of both sides in a separate process after the suites (\`node:inspector\` Profiler, ${p.samplingUs} µs sampling,`,
     `${(p.profileMs / 1000).toFixed(1)} s per side in alternating slices; ${count(lib.ops)} and ${count(floor.ops)} operations). Self time per operation`,
     'by where the code lives; the profiler slows both sides, so read the shares and the gap, not the',
-    'absolute times. Untimed hooks (the queuing `set` of a flush, disposals) are left out where they',
-    `run synchronously (${us(lib.excludedUs)} and ${us(floor.excludedUs)} µs per operation left out).`,
+    'absolute times. V8 inlines small functions into their callers, whose frames then carry their',
+    'time. Untimed hooks (a flush\'s queuing `set`, disposals) are left out where they run',
+    `synchronously (${us(lib.excludedUs)} and ${us(floor.excludedUs)} µs per operation left out).`,
     '',
-    `Library side: ${p.labels.lib}, ${us(lib.sampledUs)} µs per operation under the profiler; floor side: ${p.labels.floor}, ${us(floor.sampledUs)} µs.`,
+    `${a}: ${p.labels.lib}, ${time(lib.sampledUs * 1e3)} per operation under the profiler; ${b}: ${p.labels.floor}, ${time(floor.sampledUs * 1e3)}.`,
     largestGap(lib.categories, floor.categories, gap, us, 'µs per operation'),
     '',
-    '| Where (self time) | Library µs/op | Floor µs/op | Gap |',
+    `| Where (self time) | ${a} µs/op | ${b} µs/op | Gap |`,
     '|---|---:|---:|---:|',
     ...categoryRows(lib.categories, floor.categories, us),
     '',
@@ -383,13 +386,13 @@ function cpuSection(p) {
     )
   }
   out.push(
-    'Top functions of the library side by self time (library frames mapped to `src/` by its source maps):',
+    `Top functions of the ${a.toLowerCase()} side by self time (library frames mapped to \`src/\` by its source maps):`,
     '',
     '| Function | Where | Category | µs/op | Share |',
     '|---|---|---|---:|---:|',
     ...lib.top.map((f) => `| \`${f.fn}\` | ${f.where} | ${f.category} | ${us(f.perOpUs)} | ${pct(f.share)} |`),
     '',
-    'Top functions of the floor side:',
+    `Top functions of the ${b.toLowerCase()} side:`,
     '',
     '| Function | Where | Category | µs/op | Share |',
     '|---|---|---|---:|---:|',

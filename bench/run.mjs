@@ -10,12 +10,20 @@
  * `--profile-all` profiles every target, missed or not.
  */
 import { fork } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
-import { resolve } from 'node:path'
+import { basename, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { LIB_URL, QUICK } from './harness.mjs'
 import { evaluate, render, targetsTable } from './report.mjs'
+
+// The build under test, copied once: other work may rebuild `dist/` while the suites run.
+const libPath = fileURLToPath(LIB_URL)
+if (!existsSync(libPath)) throw new Error(`${libPath} is missing: run \`npm run build\` first`)
+const runLib = fileURLToPath(new URL('./.dist/', import.meta.url))
+rmSync(runLib, { recursive: true, force: true })
+cpSync(resolve(libPath, '..'), runLib, { recursive: true })
+process.env.BENCH_RUN_LIB = resolve(runLib, basename(libPath))
 
 const SUITES = ['steps', 'attach', 'attach-idle', 'memory', 'filter']
 const PROFILE_ALL = process.argv.includes('--profile-all')
@@ -32,7 +40,7 @@ function runChild(script, args) {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(new URL(script, import.meta.url)), args, {
       execArgv: ['--expose-gc', '--max-old-space-size=8192'],
-      env: QUICK ? { ...process.env, BENCH_QUICK: '1' } : process.env,
+      env: { ...process.env, ...(QUICK ? { BENCH_QUICK: '1' } : {}) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
     let message

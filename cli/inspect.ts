@@ -5,14 +5,11 @@
  * state and the plan's review history.
  */
 import {
-  COMMAND_DONE_EVENT,
-  COMMAND_RUN_EVENT,
+  describePlanLogEvent,
   EMPTY_PLAN_LOG_FOLD,
   foldPlanLogEvent,
-  PLAN_MODE_EVENT,
   PLAN_REVIEW_EVENT,
   planProjection,
-  REQUEST_HEADER_EVENT,
   type PlanLogFold,
   type SessionEvent,
 } from 'xstate-plan-mode'
@@ -97,25 +94,12 @@ export function inspectEvents(file: string, events: readonly SessionEvent[], at?
   }
 }
 
-/** A short, one-line view of an event's data for the table. */
+/** A short, one-line view of an event's data for the table: the library's line for its kinds. */
 function detail(event: SessionEvent): string {
-  const data = (event.data ?? {}) as Record<string, unknown>
-  switch (event.type) {
-    case PLAN_MODE_EVENT:
-      return `active: ${String(data.active)}`
-    case PLAN_REVIEW_EVENT:
-      return `${String(data.outcome)} "${String(data.title)}"${typeof data.feedback === 'string' ? ` — ${data.feedback}` : ''}`
-    case COMMAND_RUN_EVENT:
-      return `/${String(data.name)}${data.args ? ` ${String(data.args)}` : ''}`
-    case COMMAND_DONE_EVENT:
-      return `${String(data.kind)}: ${String(data.text ?? '')}`
-    case REQUEST_HEADER_EVENT:
-      return data.step === undefined ? '' : `step ${String(data.step)}`
-    default: {
-      const json = JSON.stringify(event.data) ?? ''
-      return json === '{}' ? '' : json
-    }
-  }
+  const line = describePlanLogEvent(event)
+  if (line !== undefined) return line.detail
+  const json = JSON.stringify(event.data) ?? ''
+  return json === '{}' ? '' : json
 }
 
 const onOff = (value: boolean | null) => (value === null ? '-' : value ? 'on' : 'off')

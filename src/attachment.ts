@@ -56,7 +56,7 @@ export class Attachment implements PlanModePorts {
     this.#settings = settings
     this.#lastSeq = fold.lastSeq
     const snapshot = restoreSnapshot(fold, typeof stored === 'boolean' ? stored : fold.projection.kept, this)
-    this.#actor = createActor(planModeMachine, { snapshot, input: {}, id: agent.id, ...(settings.inspect ? { inspect: settings.inspect } : {}) })
+    this.#actor = createActor(planModeMachine, { snapshot, id: agent.id, ...(settings.inspect ? { inspect: settings.inspect } : {}) })
     this.#actor.start()
     const unsubscribe: unknown = agent.session.subscribe((event) => this.#observe(event))
     this.#unsubscribe = typeof unsubscribe === 'function' ? (unsubscribe as () => void) : () => {}

@@ -16,12 +16,17 @@
  *   facade serializes them, SPEC §1) and while the actor serves (after a detach the next call
  *   attaches a new actor). A review answered while the intent's append is in flight waits in
  *   `review.open.undecided.answered` and is recorded by the chart itself once that append landed;
- * - the host's log events, while the actor serves; a `plan/mode` while the service's own
+ * - the host's log events, until the actor stops; a `plan/mode` while the service's own
  *   `plan/mode` append is in flight is that append being published (then `PLAN_MODE.APPENDED`
  *   may follow; `PLAN_MODE.APPEND_FAILED` only before it was published), never a foreign one;
- * - the log's answers to the held appends and the channel's answers (all `xstate.done.actor`);
+ * - the log's answers to the held appends, and the channel's answers (`xstate.done.actor.<id>`
+ *   with the review's result, as `askReview` computes it);
  * - the call's abort, and `RELOAD` (a detach) while the actor serves; after it only the work in
- *   flight may finish (`lifecycle.closing`), then the chart says `stopped` and the actor stops.
+ *   flight may finish and the log be heard (`lifecycle.closing`), until the chart says `stopped`
+ *   and the service stops the actor (nothing follows: the next call attaches a new one).
+ *
+ * An edge into `stopped` with an append still in flight breaks R60/R63; it is left out of the
+ * graph and reported (`invariantBreaks`), since the service cannot follow the oracle there.
  *
  * The state key is the state value plus the context fields that guards read (K, the decided
  * review outcome, the deferred selection): all finite; never counters, results, ports or the log.
@@ -29,7 +34,7 @@
  * adjacency map becomes one path: the shortest path to its source, then the edge ("transition
  * tour"); paths that are prefixes of others are dropped.
  */
-import type { AnyEventObject, AnyStateNode, InspectionEvent, Observer } from 'xstate'
+import { transition, type AnyEventObject, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
@@ -45,20 +50,31 @@ export const PLAN = '# Ship the importer\n\n1. Parse the CSV.\n2. Store the rows
 export const PLAN_TITLE = 'Ship the importer'
 const NO_HEADING = 'Ship the importer, no heading'
 const TOO_LARGE = '# Big plan\n' + 'x'.repeat(256 * 1024)
+/** The owner the twin gives an owned agent (R42.7). */
+const OWNER = 'parent-agent'
 
+const FEEDBACK = 'Use SQLite instead.'
 /** The answers the channel gives in the model (R44, R45). */
 export const ANSWERS = {
   approve: { answers: [{ id: 'plan-review', selected: ['Approve'] }] },
   keep: { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] },
-  feedback: { answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'Use SQLite instead.' }] },
+  feedback: { answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: FEEDBACK }] },
 }
 /** A dismissal: a rejection with code `ASK_CANCELLED` (R46). */
 export const dismissal = () => Object.assign(new Error('the user closed the dialog'), { code: 'ASK_CANCELLED' })
+const CHANNEL_FAILURE = 'the review UI crashed'
+
+/** What the ask effect resolves with for each answer (see `askReview`, R44–R46). */
+const REVIEW_OUTPUTS: Record<keyof typeof ANSWERS, ReviewResult> = {
+  approve: { outcome: 'approved' },
+  keep: { outcome: 'keep-planning', error: keepPlanningMessage(undefined) },
+  feedback: { outcome: 'keep-planning', error: keepPlanningMessage(FEEDBACK), feedback: FEEDBACK },
+}
 
 /** What a step of a path does to the twin. */
 interface ReplayContext {
   twin: Twin
-  /** The open exit-tool call. */
+  /** The exit-tool call whose review is open (the one an abort aborts). */
   reviewCall?: ReturnType<Twin['execute']>
   /** The actor the path runs on (kept across a detach, whose work finishes on it). */
   actor: ReturnType<Twin['actor']>
@@ -100,24 +116,21 @@ export function alphabet(hasChannel: boolean): Letter[] {
   add('stepBoundary', { type: 'STEP_BOUNDARY', aborted: false }, ({ twin }) => void twin.boundary(AGENT))
   add('stepBoundary(aborted)', { type: 'STEP_BOUNDARY', aborted: true }, ({ twin }) => void twin.boundary(AGENT, true))
 
-  const open = (label: string, plan: string, problem: string | undefined, owned: boolean) =>
-    add(
-      label,
-      { type: 'REVIEW.OPEN', plan, title: plan === NO_HEADING ? 'Plan' : PLAN_TITLE, problem, owned, hasChannel },
-      (ctx) => {
-        const call = ctx.twin.execute(AGENT, { plan }, { owned })
-        if (!hasChannel || owned || problem) return
-        ctx.reviewCall = call
-      },
-    )
-  open('exit_plan_mode(plan)', PLAN, undefined, false)
-  open('exit_plan_mode(no heading)', NO_HEADING, 'no-heading', false)
-  open('exit_plan_mode(too large)', TOO_LARGE, 'too-large', false)
-  open('exit_plan_mode(owned agent)', PLAN, undefined, true)
+  const open = (label: string, plan: string, owned: boolean) =>
+    add(label, { type: 'REVIEW.OPEN', plan, owner: owned ? OWNER : undefined, hasChannel }, (ctx) => {
+      // The operation runs at once (nothing is in flight): the call is the open review's when it opened one.
+      const before = ctx.twin.oracle.hasOpenReview(AGENT)
+      const call = ctx.twin.execute(AGENT, { plan }, { owned })
+      if (!before && ctx.twin.oracle.hasOpenReview(AGENT)) ctx.reviewCall = call
+    })
+  open('exit_plan_mode(plan)', PLAN, false)
+  open('exit_plan_mode(no heading)', NO_HEADING, false)
+  open('exit_plan_mode(too large)', TOO_LARGE, false)
+  open('exit_plan_mode(owned agent)', PLAN, true)
 
   const aborts: [string, unknown, string][] = [
     ['abort(Error)', new Error('stopped by the host'), 'stopped by the host'],
-    ['abort(string reason)', 'user left', 'the plan review was aborted'],
+    ['abort(string reason)', 'user left', REVIEW_MESSAGES.aborted],
     ['abort()', 'plain', 'This operation was aborted'],
   ]
   for (const [label, reason, message] of hasChannel ? aborts : []) {
@@ -127,34 +140,32 @@ export function alphabet(hasChannel: boolean): Letter[] {
     ctx.actor = ctx.twin.actor(AGENT)
     ctx.twin.detach(AGENT)
   })
-  if (hasChannel) add('(review settles)', { type: 'REVIEW.SETTLE' }, () => {})
 
-  for (const info of chartInvokes()) {
-    const done = `xstate.done.actor.${info.id}`
-    const error = `xstate.error.actor.${info.id}`
-    const where = info.stateId.replace(/^planMode\./, '')
-    if (!hasChannel && info.src !== 'appendPlanMode') continue
-    if (info.src === 'askReview') {
-      for (const [name, answer] of Object.entries(ANSWERS)) {
-        add(`answer ${name}`, { type: done, output: answer, actorId: info.id }, (ctx) =>
-          ctx.twin.answer(ctx.twin.openAskIndex(AGENT)!, answer),
-        )
-      }
-      add('dismiss review', { type: error, error: dismissal(), actorId: info.id }, (ctx) =>
-        ctx.twin.rejectAsk(ctx.twin.openAskIndex(AGENT)!, dismissal()),
-      )
-      add('review channel fails', { type: error, error: new Error('the review UI crashed'), actorId: info.id }, (ctx) =>
-        ctx.twin.rejectAsk(ctx.twin.openAskIndex(AGENT)!, new Error('the review UI crashed')),
-      )
-    } else {
-      const type = info.src === 'recordReview' ? 'plan/review' : 'plan/mode'
-      add(`${type} append resolves (${where})`, { type: done, output: { seq: 0, type, data: {} }, actorId: info.id }, ({ twin }) =>
-        twin.resolveHeld(AGENT, type),
-      )
-      add(`${type} append fails (${where})`, { type: error, error: new Error('held append failed'), actorId: info.id }, ({ twin }) =>
-        void twin.rejectHeld(AGENT, type),
-      )
+  // The log's answers to the service's held appends.
+  add('plan/mode append resolves', { type: 'PLAN_MODE.APPENDED' }, ({ twin }) => twin.resolveHeld(AGENT, 'plan/mode'))
+  add('plan/mode append fails', { type: 'PLAN_MODE.APPEND_FAILED', error: new Error('held append failed') }, ({ twin }) =>
+    void twin.rejectHeld(AGENT, 'plan/mode'),
+  )
+  if (hasChannel) {
+    add('plan/review append resolves', { type: 'REVIEW.RECORDED' }, ({ twin }) => twin.resolveHeld(AGENT, 'plan/review'))
+    add('plan/review append fails', { type: 'REVIEW.RECORD_FAILED', error: new Error('held append failed') }, ({ twin }) =>
+      void twin.rejectHeld(AGENT, 'plan/review'),
+    )
+  }
+
+  // The channel's answers: the ask effect reads them and resolves with the review's result.
+  for (const info of hasChannel ? chartInvokes() : []) {
+    if (info.src !== 'askReview') throw new Error(`the model does not know the invoked actor ${info.src} (${info.stateId})`)
+    const done = (output: ReviewResult) => ({ type: `xstate.done.actor.${info.id}`, output, actorId: info.id })
+    for (const [name, answer] of Object.entries(ANSWERS) as [keyof typeof ANSWERS, (typeof ANSWERS)[keyof typeof ANSWERS]][]) {
+      add(`answer ${name}`, done(REVIEW_OUTPUTS[name]), (ctx) => ctx.twin.answer(ctx.twin.openAskIndex(AGENT)!, answer))
     }
+    add('dismiss review', done({ outcome: 'dismissed', error: REVIEW_MESSAGES.dismissed }), (ctx) =>
+      ctx.twin.rejectAsk(ctx.twin.openAskIndex(AGENT)!, dismissal()),
+    )
+    add('review channel fails', done({ outcome: 'failed', error: CHANNEL_FAILURE }), (ctx) =>
+      ctx.twin.rejectAsk(ctx.twin.openAskIndex(AGENT)!, new Error(CHANNEL_FAILURE)),
+    )
   }
   return [...letters, ...logLetters()]
 }
@@ -186,41 +197,22 @@ function logLetters(): Letter[] {
 // ---------------------------------------------------------------------------------------------
 // The traversal
 
-/** Snapshots reached after a detach: only the work in flight may finish on them. */
-const detached = new WeakSet<object>()
-
-/** The finite state key (see the file comment). */
-export function stateKey(snapshot: PlanModeSnapshot, withDetached = true): string {
+/** The finite state key (see the file comment): only what the chart's guards read. */
+export function stateKey(snapshot: PlanModeSnapshot): string {
   const { told, review, deferredSelection } = snapshot.context
   return JSON.stringify({
     value: snapshot.value,
     told,
-    outcome: review?.settlement?.outcome ?? null,
+    outcome: review?.result?.outcome ?? null,
     deferred: deferredSelection,
-    ...(withDetached ? { detached: detached.has(snapshot) } : {}),
   })
 }
 
-/**
- * The real machine's own `transition`, marking the snapshots reached after a detach. A machine
- * returns the same snapshot object for an event it ignores, so a marked one is a copy.
- */
-const graphLogic = {
-  getInitialSnapshot: (scope: never, input: never) => planModeMachine.getInitialSnapshot(scope, input),
-  transition(snapshot: PlanModeSnapshot, event: AnyEventObject, scope: never): PlanModeSnapshot {
-    let next = planModeMachine.transition(snapshot, event as never, scope) as PlanModeSnapshot
-    if (event.type === 'RELOAD' || detached.has(snapshot)) {
-      if (next === snapshot) next = { ...next }
-      detached.add(next)
-    }
-    return next
-  },
-}
-
-/** The target of the intent's append in flight, if any. */
+/** The `plan/mode` target of the intent's append in flight, if any. */
 function appendTarget(s: PlanModeSnapshot): boolean | undefined {
   // An idle selection commits from `logged` (committing.*) or against a pending opposite
-  // target that someone else logged meanwhile (pending.*.committing, R10).
+  // target that someone else logged meanwhile (pending.*.committing appends the other one, R10);
+  // a boundary flushes P (pending.*.flushing).
   const entering = [{ intent: { committing: 'entering' } }, { intent: { pending: { entering: 'flushing' } } }, { intent: { pending: { leaving: 'committing' } } }]
   const leaving = [{ intent: { committing: 'leaving' } }, { intent: { pending: { leaving: 'flushing' } } }, { intent: { pending: { entering: 'committing' } } }]
   if (entering.some((value) => s.matches(value as never))) return true
@@ -231,78 +223,98 @@ function appendTarget(s: PlanModeSnapshot): boolean | undefined {
 /** What the service lets happen in `s` (see the file comment). */
 function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
   const can = (e: AnyEventObject) => s.can(e as never)
-  const appending = s.hasTag('appending')
-  const isDetached = detached.has(s)
-  const answered = s.matches({ review: { open: { unsettled: 'answered' } } })
-  const unsettled = s.matches({ review: { open: 'unsettled' } })
-  const recording = s.matches({ review: { open: 'recording' } })
+  const serving = s.matches({ lifecycle: 'serving' })
   const target = appendTarget(s)
   const F = s.matches({ mode: 'active' })
-  const type = event.type
-  if (type.startsWith('xstate.done.actor.') || type.startsWith('xstate.error.actor.')) {
-    if (!can(event)) return false
-    if (type.includes('.intent.')) return type.startsWith('xstate.done.') ? F === target : F !== target
-    return true
+  switch (event.type) {
+    // The work in flight may land even after a detach. Every intent append starts with F ≠ its
+    // target, so F = target says it was published: it may resolve, no longer fail.
+    case 'PLAN_MODE.APPENDED':
+      return target !== undefined && F === target
+    case 'PLAN_MODE.APPEND_FAILED':
+      return target !== undefined && F !== target
+    case 'REVIEW.RECORDED':
+    case 'REVIEW.RECORD_FAILED':
+      return s.matches({ review: { open: 'recording' } })
+    case 'LOG.PLAN_MODE':
+      if (target !== undefined) return event.active === target && F !== target
   }
-  if (type === 'LOG.PLAN_MODE' && target !== undefined) return event.active === target && F !== target
-  if (isDetached) return false
-  if (answered && !appending) return type === 'REVIEW.SETTLE'
-  switch (type) {
-    case 'REVIEW.SETTLE':
-      return false
+  // A detached actor only finishes its work, still hearing the log until it stops; the next
+  // call attaches a new one.
+  if (!serving) return s.matches({ lifecycle: 'closing' }) && event.type.startsWith('LOG.') && can(event)
+  switch (event.type) {
     case 'SELECT':
     case 'STEP_BOUNDARY':
     case 'REVIEW.OPEN':
-      return !appending && can(event)
+      return !s.hasTag('appending')
     case 'RELOAD':
-      return !recording && (unsettled || target !== undefined)
+      return true
     default:
+      // The channel's answers, the call's abort, the host's log events: when the chart reacts
+      // (a redundant host `plan/mode` is another writer's bug, R3, and not modelled).
       return can(event)
   }
+}
+
+/**
+ * The chart stops (`lifecycle.stopped`: the service stops the actor) while an append is still in
+ * flight: R60/R63 say the work in flight lands first. Such an edge is a chart bug, not something
+ * the service can replay against the oracle: the model leaves it out and reports it
+ * (`invariantBreaks`, checked by its own test).
+ */
+function stopsWithWorkInFlight(s: PlanModeSnapshot, event: AnyEventObject): PlanModeSnapshot | undefined {
+  if (s.matches({ lifecycle: 'stopped' })) return undefined
+  const [next] = transition(planModeMachine, s, event as never)
+  return next.matches({ lifecycle: 'stopped' }) && next.hasTag('appending') ? next : undefined
 }
 
 /** A generated path: the letters to replay and the state key expected after each. */
 export interface ModelPath {
   letters: Letter[]
-  /** The state key after each letter; null where the service moves on by itself (an answered review settles at once). */
-  keys: (string | null)[]
+  /** The state key after each letter. */
+  keys: string[]
   hasChannel: boolean
 }
 
-/** The service settles an answered review by itself when nothing is appending (SPEC §1). */
-function settlesAtOnce(s: PlanModeSnapshot): boolean {
-  return s.matches({ review: { open: { unsettled: 'answered' } } }) && !s.hasTag('appending')
-}
-
-function expectedKey(s: PlanModeSnapshot): string | null {
-  return settlesAtOnce(s) ? null : stateKey(s, false)
-}
-
 /** Generates the transition tour of one configuration. */
-export function generatePaths(hasChannel: boolean): { paths: ModelPath[]; vertices: number; edges: number } {
+export function generatePaths(hasChannel: boolean): {
+  paths: ModelPath[]
+  vertices: number
+  edges: number
+  /** Paths ending in an edge that breaks `stopsWithWorkInFlight` (left out of the graph). */
+  invariantBreaks: ModelPath[]
+} {
   const letters = alphabet(hasChannel)
   const byEvent = new Map(letters.map((l) => [l.event, l]))
   const events = letters.map((l) => l.event)
+  const breaks = new Map<string, { source: string; letter: Letter; next: string }>()
   const options = {
     events,
-    filterEvents: (s: PlanModeSnapshot, e: AnyEventObject) => allowed(s, e),
+    filterEvents: (s: PlanModeSnapshot, e: AnyEventObject) => {
+      if (!allowed(s, e)) return false
+      const broken = stopsWithWorkInFlight(s, e)
+      if (!broken) return true
+      const letter = byEvent.get(e)!
+      breaks.set(`${stateKey(s)} ${letter.label}`, { source: stateKey(s), letter, next: stateKey(broken) })
+      return false
+    },
     serializeState: (snapshot: PlanModeSnapshot) => stateKey(snapshot),
     serializeEvent: (e: AnyEventObject) => byEvent.get(e)?.label ?? JSON.stringify(e),
   }
-  const adjacency = getAdjacencyMap(graphLogic as never, options as never) as unknown as Record<
+  const adjacency = getAdjacencyMap(planModeMachine, options as never) as unknown as Record<
     string,
     { state: PlanModeSnapshot; transitions: Record<string, { event: AnyEventObject; state: PlanModeSnapshot }> }
   >
-  const shortest = getShortestPaths(graphLogic as never, options as never) as unknown as {
+  const shortest = getShortestPaths(planModeMachine, options as never) as unknown as {
     state: PlanModeSnapshot
     steps: { event: AnyEventObject; state: PlanModeSnapshot }[]
   }[]
-  const heads = new Map<string, { letters: Letter[]; keys: (string | null)[] }>()
+  const heads = new Map<string, { letters: Letter[]; keys: string[] }>()
   for (const path of shortest) {
     const steps = path.steps.filter((step) => step.event.type !== 'xstate.init')
     heads.set(stateKey(path.state), {
       letters: steps.map((step) => byEvent.get(step.event)!),
-      keys: steps.map((step) => expectedKey(step.state)),
+      keys: steps.map((step) => stateKey(step.state)),
     })
   }
   const all: ModelPath[] = []
@@ -314,7 +326,7 @@ export function generatePaths(hasChannel: boolean): { paths: ModelPath[]; vertic
       edges++
       all.push({
         letters: [...head.letters, byEvent.get(event)!],
-        keys: [...head.keys, expectedKey(state)],
+        keys: [...head.keys, stateKey(state)],
         hasChannel,
       })
     }
@@ -330,7 +342,11 @@ export function generatePaths(hasChannel: boolean): { paths: ModelPath[]; vertic
     seen.add(n)
     return true
   })
-  return { paths, vertices: Object.keys(adjacency).length, edges }
+  const invariantBreaks = [...breaks.values()].map(({ source, letter, next }) => {
+    const head = heads.get(source)!
+    return { letters: [...head.letters, letter], keys: [...head.keys, next], hasChannel }
+  })
+  return { paths, vertices: Object.keys(adjacency).length, edges, invariantBreaks }
 }
 
 /** A path's name: its letters. */
@@ -407,8 +423,8 @@ export async function replayPath(path: ModelPath, coverage?: CoverageCollector):
     await settle()
     const snapshot = ctx.actor.getSnapshot() as PlanModeSnapshot
     coverage?.addSnapshot(snapshot)
-    const actual = stateKey(snapshot, false)
-    if (path.keys[i] !== null && actual !== path.keys[i]) {
+    const actual = stateKey(snapshot)
+    if (actual !== path.keys[i]) {
       throw new Error(
         `the service left the modelled path at step ${i + 1} (${letter.label}):\n  actor: ${actual}\n  graph: ${path.keys[i]}\npath: ${pathName(path)}`,
       )

@@ -319,3 +319,37 @@ describe('regressions found by the model-based and property tests', () => {
     expect(log.events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }, { active: false }])
   })
 })
+
+describe('found by the model-based tour of the rebuilt chart', () => {
+  // Shrunk: F active, a review open; set(false) supersedes it (its record held); detach; the
+  // record lands. The chart said `stopped` before it handled the replayed selection, whose
+  // append then started on an actor being stopped: `set` rejected "plan-mode service is
+  // disposed" although nothing was disposed, and its plan/mode landed anyway.
+  it('R48, R63: a detach while a superseded review is being recorded lets the replayed selection finish first', async () => {
+    const log = createControlledLog([{ type: 'plan/mode', data: { active: true } }])
+    const agent = { id: 'a', session: log }
+    const planMode = createPlanMode({ section: SECTION }, { review: createControlledChannel(), logger: { warn() {} } })
+    const review = track(() => planMode.exitTool.execute({ plan: '# Plan' }, { agent }))
+    await settle()
+    log.defaultFate = 'hold'
+    const set = track(() => planMode.set(agent, false))
+    await settle()
+    const actor = planMode.actor(agent)
+    planMode.detach(agent)
+    log.resolveHeld(log.held[0]!) // the review's record lands
+    await settle()
+    expect(set.state).toEqual({ status: 'pending' })
+    expect(actor.getSnapshot().status).toBe('active') // still waiting for the replayed selection's append
+    log.resolveHeld(log.held[1]!)
+    await settle()
+    expect((review.state as { error?: Error }).error?.message).toBe('The user changed the plan mode directly; the review is closed.')
+    expect(set.state).toEqual({ status: 'resolved', value: 'committed' })
+    expect(log.events.map((e) => `${e.type} ${JSON.stringify(e.data)}`)).toEqual([
+      'plan/mode {"active":true}',
+      'plan/review {"outcome":"superseded","title":"Plan","plan":"# Plan"}',
+      'plan/mode {"active":false}',
+    ])
+    expect(actor.getSnapshot().status).toBe('stopped')
+    expect(planMode.get(agent)).toEqual({ active: false })
+  })
+})

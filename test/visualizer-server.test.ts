@@ -176,8 +176,8 @@ describe('visualizer server: the inspection hub', () => {
     expect(late.items.every((item) => ['@xstate.actor', '@xstate.event', '@xstate.snapshot', 'plan-mode.agent', 'plan-mode.log'].includes(item.message.type))).toBe(true)
     // Each log event comes with the library's reading of it.
     expect(late.items.filter((item) => item.message.type === 'plan-mode.log').map((item) => item.log)).toEqual([
-      { line: { tone: 'turn', label: 'turn/start', detail: 'log #1' }, active: false },
-      { line: { tone: 'turn', label: 'turn/end', detail: 'log #2' }, active: false },
+      { line: { tone: 'turn', label: 'turn/start', detail: '' }, active: false },
+      { line: { tone: 'turn', label: 'turn/end', detail: '' }, active: false },
     ])
     live.ws.close()
     late.ws.close()
@@ -293,12 +293,12 @@ describe('visualizer page model: reading the plan-mode chart', () => {
 
   it("the server reads each log event with the library: its line and F after it (R2); an invalid plan/mode leaves F unread (R61)", () => {
     const reader = createLogReader()
-    expect(reader.read('a', { seq: 1, type: 'turn/start', data: {} })).toEqual({ line: { tone: 'turn', label: 'turn/start', detail: 'log #1' }, active: false })
-    expect(reader.read('a', { seq: 2, type: 'plan/mode', data: { active: true } })).toEqual({ line: { tone: 'mode', label: 'plan/mode on', detail: 'log #2' }, active: true })
+    expect(reader.read('a', { seq: 1, type: 'turn/start', data: {} })).toEqual({ line: { tone: 'turn', label: 'turn/start', detail: '' }, active: false })
+    expect(reader.read('a', { seq: 2, type: 'plan/mode', data: { active: true } })).toEqual({ line: { tone: 'mode', label: 'plan/mode on', detail: 'active: true' }, active: true })
     expect(reader.read('a', { seq: 3, type: 'message', data: { text: 'hi' } })).toEqual({ active: true })
     // A repeat (an inspector watching again sends the whole log) folds nothing.
     expect(reader.read('a', { seq: 2, type: 'plan/mode', data: { active: true } }).active).toBe(true)
-    expect(reader.read('b', { seq: 1, type: 'plan/mode', data: { active: 'yes' } })).toEqual({ line: { tone: 'mode', label: 'plan/mode ?', detail: 'log #1' } })
+    expect(reader.read('b', { seq: 1, type: 'plan/mode', data: { active: 'yes' } })).toEqual({ line: { tone: 'mode', label: 'plan/mode ?', detail: 'active: yes' } })
     expect(reader.read('b', { seq: 2, type: 'plan/mode', data: { active: false } })).not.toHaveProperty('active')
     expect(reader.read('a', { seq: 4, type: 'plan/mode', data: { active: false } }).active).toBe(false)
   })
@@ -306,11 +306,11 @@ describe('visualizer page model: reading the plan-mode chart', () => {
   it("timeline lines: the library's line for the kinds plan mode reads; a logged notice (R34) or the fields otherwise", () => {
     const reader = createLogReader()
     const line = (event: { seq: number; type: string; data: unknown }) => describeLogEvent(event, reader.read('a', event).line)
-    expect(line({ seq: 4, type: 'plan/mode', data: { active: false } })).toEqual({ tone: 'mode', label: 'plan/mode off', detail: 'log #4' })
+    expect(line({ seq: 4, type: 'plan/mode', data: { active: false } })).toEqual({ tone: 'mode', label: 'plan/mode off', detail: 'active: false' })
     expect(line({ seq: 5, type: 'plan/review', data: { outcome: 'keep-planning', title: 'T', plan: '# T', feedback: 'More.' } })).toEqual({
       tone: 'review',
       label: 'plan/review keep-planning',
-      detail: 'T — feedback: More.',
+      detail: 'keep-planning "T" — More.',
     })
     const text = 'The user switched this session to plan mode.'
     const notice = { id: 'n1', role: 'user', content: [{ type: 'text', text }], source: { kind: 'plugin', plugin: 'plan-mode', form: 'notice', summary: text } }

@@ -1,6 +1,6 @@
 /**
- * Suite 3 (R70): what an appended event that cannot matter to plan mode costs once an agent is
- * attached. The same appends to a memory log with the agent attached (its subscription runs the
+ * Suite `filter` (reported, not a target): what an appended event that cannot matter to plan
+ * mode costs once an agent is attached. The same appends to a memory log with the agent attached (its subscription runs the
  * filter before the actor) and to one with no agent attached; the difference is the filter's
  * cost. The two sides run in small interleaved chunks (order swapped every chunk), because an
  * append is ~100 ns and GC and JIT drift between two long runs would be larger than the
@@ -17,7 +17,7 @@ const LOGS = QUICK ? 2 : 8
 const IRRELEVANT = ['message', 'tool/call', 'tool/result', 'step/start']
 
 /**
- * Runs suite 3.
+ * Runs the suite.
  * @param {typeof import('../../dist/index.js')} lib
  * @returns {Promise<object>} ns per appended event, attached and not, and their difference
  */

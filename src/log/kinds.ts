@@ -97,12 +97,11 @@ export interface PlanLogKind {
    * @throws on a payload the chart must not believe (R61).
    */
   readonly observe?: (data: Record<string, unknown> | undefined) => PlanModeEvent
-  /** The event as a timeline line (`plan-mode inspect`, the visualizer). */
-  readonly describe: (data: Record<string, unknown>, seq: number) => PlanLogLine
+  /** The event as a timeline line (`plan-mode inspect`, the visualizer): `detail` sums up its payload. */
+  readonly describe: (data: Record<string, unknown>) => PlanLogLine
 }
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
-const at = (seq: number) => `log #${seq}`
 
 /**
  * `active` of a `plan/mode` payload (R1).
@@ -133,10 +132,10 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       return { active, runs: state.runs, kept: null }
     },
     observe: (data) => ({ type: 'LOG.PLAN_MODE', active: readPlanModeData(data) }),
-    describe: (data, seq) => ({
+    describe: (data) => ({
       tone: 'mode',
       label: `plan/mode ${data.active === true ? 'on' : data.active === false ? 'off' : '?'}`,
-      detail: at(seq),
+      detail: `active: ${String(data.active)}`,
     }),
   },
   [PLAN_REVIEW_EVENT]: {
@@ -146,26 +145,26 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
     describe: (data) => ({
       tone: 'review',
       label: `plan/review ${text(data.outcome) ?? '?'}`,
-      detail: [text(data.title), text(data.feedback) && `feedback: ${String(data.feedback)}`].filter(Boolean).join(' — '),
+      detail: `${String(data.outcome)} "${String(data.title)}"${typeof data.feedback === 'string' ? ` — ${data.feedback}` : ''}`,
     }),
   },
   [TURN_START_EVENT]: {
     meaning: 'A turn opens: selections queue until the next step boundary (R5, R9).',
     opensTurn: true,
     observe: () => ({ type: 'LOG.TURN_START' }),
-    describe: (_, seq) => ({ tone: 'turn', label: TURN_START_EVENT, detail: at(seq) }),
+    describe: () => ({ tone: 'turn', label: TURN_START_EVENT, detail: '' }),
   },
   [TURN_END_EVENT]: {
     meaning: 'The turn ends: selections commit at once (R5, R10).',
     opensTurn: false,
     observe: () => ({ type: 'LOG.TURN_END' }),
-    describe: (_, seq) => ({ tone: 'turn', label: TURN_END_EVENT, detail: at(seq) }),
+    describe: () => ({ tone: 'turn', label: TURN_END_EVENT, detail: '' }),
   },
   [REQUEST_HEADER_EVENT]: {
     meaning: 'A request was derived under the logged mode: the model was told F (R30, R31).',
     tells: (_, active) => active,
     observe: () => ({ type: 'LOG.REQUEST_HEADER' }),
-    describe: (_, seq) => ({ tone: 'log', label: REQUEST_HEADER_EVENT, detail: at(seq) }),
+    describe: (data) => ({ tone: 'log', label: REQUEST_HEADER_EVENT, detail: data.step === undefined ? '' : `step ${String(data.step)}` }),
   },
   [COMMAND_RUN_EVENT]: {
     meaning: 'A `/plan` run starts a candidate selection (R58).',
@@ -173,11 +172,10 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       if (data?.name !== 'plan' || typeof data.args !== 'string') return state
       return { ...state, runs: { ...state.runs, [String(data.commandId)]: selectsPlanMode(data.args) } }
     },
-    describe: (data, seq) => ({
-      tone: 'command',
-      label: `/${text(data.name) ?? '?'}${typeof data.args === 'string' && data.args ? ` ${data.args}` : ''}`,
-      detail: at(seq),
-    }),
+    describe: (data) => {
+      const command = `/${String(data.name)}${data.args ? ` ${String(data.args)}` : ''}`
+      return { tone: 'command', label: command, detail: command }
+    },
   },
   [COMMAND_DONE_EVENT]: {
     meaning: "A run settles: only a success keeps its selection; the latest settled success wins (R58).",
@@ -187,7 +185,11 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       const { [id]: selected, ...runs } = state.runs
       return { active: state.active, runs, kept: data?.kind === 'success' ? selected! : state.kept }
     },
-    describe: (data) => ({ tone: 'command', label: `command/done ${text(data.kind) ?? ''}`, detail: text(data.text) ?? '' }),
+    describe: (data) => ({
+      tone: 'command',
+      label: `command/done ${text(data.kind) ?? ''}`,
+      detail: `${String(data.kind)}: ${String(data.text ?? '')}`,
+    }),
   },
 }
 
@@ -282,7 +284,7 @@ export function observePlanLogEvent(event: SessionEvent): PlanModeEvent | undefi
 
 /** A log event as one timeline line, or undefined for a kind plan mode does not read. */
 export function describePlanLogEvent(event: SessionEvent): PlanLogLine | undefined {
-  return planLogKind(event.type)?.describe(payload(event) ?? {}, event.seq)
+  return planLogKind(event.type)?.describe(payload(event) ?? {})
 }
 
 /**

@@ -104,7 +104,6 @@ export const planModeSetup = setup({
   types: {} as {
     context: PlanModeContext
     events: PlanModeEvent
-    input: { ports?: PlanModePorts } | undefined
   },
   actors: { askReview },
   guards: {
@@ -147,8 +146,8 @@ export const planModeSetup = setup({
     logsInactive: ({ event }) => event.type === 'LOG.PLAN_MODE' && !event.active,
     isApproved: ({ context }) => context.review?.result?.outcome === 'approved',
     hasDeferredSelection: ({ context }) => context.deferredSelection !== null,
-    /** Nothing is in flight: no append, no review (R60, R63: the actor may stop). */
-    hasNoWorkInFlight: and([stateIn('#planMode.review.idle'), not('isSelectionAppending')]),
+    /** Nothing is in flight: no review, no selection still to replay, no append (R60, R63: the actor may stop). */
+    hasNoWorkInFlight: and([stateIn('#planMode.review.idle'), not('hasDeferredSelection'), not('isSelectionAppending')]),
   },
   actions: {
     appendPlanMode,
@@ -323,7 +322,9 @@ export const planModeMachine = planModeSetup.createMachine({
     closedReview: null,
     deferredSelection: null,
     result: null,
-    ports: input?.ports ?? UNATTACHED_PORTS,
+    // A bare actor (`createActor(planModeMachine, { input: { ports } })`, or none) for tests and
+    // inspection; the service restores each agent's actor from its log instead (restore.ts).
+    ports: (input as { ports?: PlanModePorts } | undefined)?.ports ?? UNATTACHED_PORTS,
   }),
   states: {
     /**
@@ -361,6 +362,9 @@ export const planModeMachine = planModeSetup.createMachine({
         /** No review is open. R42's checks 3–8, in order (1–2 need no state: the tool checks them). */
         idle: {
           on: {
+            // The selection that closed the review is being replayed (R48); until it is
+            // handled, a closing agent waits for it (R63).
+            SELECT: { guard: 'hasDeferredSelection', actions: 'clearDeferredSelection' },
             'REVIEW.OPEN': [
               ...PLAN_CHECKS,
               { guard: 'isOwnedByAnotherAgent', actions: refuseReview(REVIEW_MESSAGES.ownedAgent) },
@@ -430,7 +434,7 @@ export const planModeMachine = planModeSetup.createMachine({
                 {
                   guard: 'hasDeferredSelection',
                   target: '#planMode.review.idle',
-                  actions: ['concludeReview', 'replayDeferredSelection', 'clearDeferredSelection'],
+                  actions: ['concludeReview', 'replayDeferredSelection'],
                 },
                 { target: '#planMode.review.idle', actions: 'concludeReview' },
               ],
