@@ -123,7 +123,7 @@ export function selectsPlanMode(args: string): boolean {
 /** The event kinds plan mode reads, by type. Every other type means nothing to it. */
 export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
   [PLAN_MODE_EVENT]: {
-    meaning: 'The logged mode F: the last one wins (R1–R3); it settles every kept selection (R58).',
+    meaning: 'The logged mode F: the last one wins (R1–R3); it clears every kept selection (R58).',
     project(state, data) {
       const active = data?.active
       // An invalid plan/mode is a corrupt log; the view ignores it (attach reports it, R61).
