@@ -64,7 +64,7 @@ export function nowNs() {
 export async function interleave(sides, { rounds }) {
   const names = Object.keys(sides)
   const samples = Object.fromEntries(names.map((name) => [name, []]))
-  const roundMedians = Object.fromEntries(names.map((name) => [name, []]))
+  const perRound = Object.fromEntries(names.map((name) => [name, []]))
   for (let round = 0; round < rounds; round++) {
     const start = round % names.length
     const order = [...names.slice(start), ...names.slice(0, start)]
@@ -77,10 +77,10 @@ export async function interleave(sides, { rounds }) {
       }
       const taken = await sample(side)
       samples[name].push(...taken)
-      roundMedians[name].push(percentile(taken, 0.5))
+      perRound[name].push(taken)
     }
   }
-  return Object.fromEntries(names.map((name) => [name, stats(samples[name], roundMedians[name])]))
+  return Object.fromEntries(names.map((name) => [name, stats(samples[name], perRound[name])]))
 }
 
 /**
@@ -122,32 +122,46 @@ export async function benchUntimed(hook) {
 export function opaque(fn, arg) {
   return fn(arg)
 }
-// Five different callees make the site megamorphic before any bench calls it.
-for (const f of [(x) => x, (x) => [x], (x) => ({ x }), (x) => `${x}`, (x) => x === 0]) opaque(f, 0)
+// Five different callees make the site megamorphic before any bench calls it, called often enough
+// that V8 has allocated the function's feedback (it does so only after a few calls) and saw them.
+const callees = [(x) => x, (x) => [x], (x) => ({ x }), (x) => `${x}`, (x) => x === 0]
+for (let i = 0; i < 200; i++) opaque(callees[i % callees.length], i)
 
 /**
  * The statistics of one side's samples.
- * @typedef {{ median: number, p90: number, mean: number, n: number, roundMedians: number[] }} Stats
+ * @typedef {{ median: number, p90: number, mean: number, roundMean: number, n: number,
+ *   roundMedians: number[], roundMeans: number[] }} Stats
  */
 
 /**
- * Summarizes samples: median (what ratios are taken of), p90 (the tail beside it), mean (catches
- * what medians hide: GC pauses that grow with the heap), and each round's median (the spread).
- * @param {number[]} values
- * @param {number[]} [roundMedians]
+ * Summarizes samples: median (what ratios are taken of), p90 (the tail beside it), the mean of
+ * all samples, and the median of the rounds' means (`roundMean`). A mean catches what a median
+ * hides, GC pauses that grow with the heap; but on a shared machine one preemption by another
+ * process (milliseconds) also moves the mean of a few thousand µs-operations by tens of percent.
+ * A cost that grows with the log shows in every round's mean; a preemption lands in one round:
+ * the median of the round means keeps the first and drops the second.
+ * @param {number[]} values all samples
+ * @param {number[][]} [rounds] the same samples, round by round
  * @returns {Stats}
  */
-export function stats(values, roundMedians = []) {
+export function stats(values, rounds = [values]) {
   const sorted = Float64Array.from(values).sort()
-  let sum = 0
-  for (const v of sorted) sum += v
+  const roundMeans = rounds.map(mean)
   return {
     median: quantile(sorted, 0.5),
     p90: quantile(sorted, 0.9),
-    mean: sum / sorted.length,
+    mean: mean(values),
+    roundMean: percentile(roundMeans, 0.5),
     n: sorted.length,
-    roundMedians,
+    roundMedians: rounds.map((round) => percentile(round, 0.5)),
+    roundMeans,
   }
+}
+
+function mean(values) {
+  let sum = 0
+  for (const v of values) sum += v
+  return sum / values.length
 }
 
 /**

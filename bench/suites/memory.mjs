@@ -100,8 +100,8 @@ export async function run(lib) {
     agents: AGENTS,
     logLength: LOG_LENGTH,
     rounds: ROUNDS,
-    library: stats(taken.library, taken.library),
-    floor: stats(taken.floor, taken.floor),
+    library: stats(taken.library, taken.library.map((bytes) => [bytes])),
+    floor: stats(taken.floor, taken.floor.map((bytes) => [bytes])),
     makeNs: { library: percentile(times.library, 0.5), floor: percentile(times.floor, 0.5) },
   }
 }

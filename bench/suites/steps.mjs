@@ -25,14 +25,19 @@ const ROUNDS = QUICK ? 3 : 9
 export const LENGTHS = QUICK ? [1e3, 1e5] : [1e3, 1e4, 1e5, 1e6]
 /** The floor's log length, and the service's that is compared with it. */
 export const FLOOR_LENGTH = 1e3
-/** Timed samples per round and shape for the service and the floor (each is tens of µs). */
+/**
+ * Timed samples per round of a flush or flip for the service and the floor (tens of µs each); a
+ * quiet boundary (a few µs) takes QUIET_FACTOR times as many, so that each round's mean spans
+ * several collections as the others' do.
+ */
 const SAMPLES = QUICK ? 60 : 300
+const QUIET_FACTOR = 5
 
 /** The three step shapes as `interleave` sides of one subject. */
 export function shapesOf(side, samples) {
   return {
     flush: { run: () => boundaryStep(side), before: () => queueFlip(side), samples },
-    quiet: { run: () => boundaryStep(side), samples },
+    quiet: { run: () => boundaryStep(side), samples: samples * QUIET_FACTOR },
     flip: { run: () => flipStep(side), samples },
   }
 }
@@ -77,7 +82,7 @@ export async function run(lib) {
     }
     await side.api.dispose?.()
   }
-  return { rows, rounds: ROUNDS, samples: SAMPLES, warmUpSteps, floorLength: FLOOR_LENGTH, lengths: LENGTHS }
+  return { rows, rounds: ROUNDS, samples: SAMPLES, quietSamples: SAMPLES * QUIET_FACTOR, warmUpSteps, floorLength: FLOOR_LENGTH, lengths: LENGTHS }
 }
 
 /** The service's side for a log of n events: attached now, so no replay is ever timed. */

@@ -120,9 +120,24 @@ export function selectsPlanMode(args: string): boolean {
   return args.trim().toLowerCase() !== 'off'
 }
 
+/**
+ * A kind with every field present, in one order: the replay reads them at one call site, which
+ * stays fast only while every kind has the same shape.
+ */
+function kind(spec: PlanLogKind): PlanLogKind {
+  return {
+    meaning: spec.meaning,
+    project: spec.project,
+    opensTurn: spec.opensTurn,
+    tells: spec.tells,
+    observe: spec.observe,
+    describe: spec.describe,
+  }
+}
+
 /** The event kinds plan mode reads, by type. Every other type means nothing to it. */
 export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
-  [PLAN_MODE_EVENT]: {
+  [PLAN_MODE_EVENT]: kind({
     meaning: 'The logged mode F: the last one wins (R1–R3); it clears every kept selection (R58).',
     project(state, data) {
       const active = data?.active
@@ -137,8 +152,8 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       label: `plan/mode ${data.active === true ? 'on' : data.active === false ? 'off' : '?'}`,
       detail: `active: ${String(data.active)}`,
     }),
-  },
-  [PLAN_REVIEW_EVENT]: {
+  }),
+  [PLAN_REVIEW_EVENT]: kind({
     meaning: 'A review outcome (R49); an approval told the model it left plan mode (R31) and keeps a selection of inactive (R58, R64).',
     project: (state, data) => (data?.outcome === 'approved' ? { ...state, kept: false } : state),
     tells: (data) => (data?.outcome === 'approved' ? false : undefined),
@@ -147,26 +162,26 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       label: `plan/review ${text(data.outcome) ?? '?'}`,
       detail: `${String(data.outcome)} "${String(data.title)}"${typeof data.feedback === 'string' ? ` — ${data.feedback}` : ''}`,
     }),
-  },
-  [TURN_START_EVENT]: {
+  }),
+  [TURN_START_EVENT]: kind({
     meaning: 'A turn opens: selections queue until the next step boundary (R5, R9).',
     opensTurn: true,
     observe: () => ({ type: 'LOG.TURN_START' }),
     describe: () => ({ tone: 'turn', label: TURN_START_EVENT, detail: '' }),
-  },
-  [TURN_END_EVENT]: {
+  }),
+  [TURN_END_EVENT]: kind({
     meaning: 'The turn ends: selections commit at once (R5, R10).',
     opensTurn: false,
     observe: () => ({ type: 'LOG.TURN_END' }),
     describe: () => ({ tone: 'turn', label: TURN_END_EVENT, detail: '' }),
-  },
-  [REQUEST_HEADER_EVENT]: {
+  }),
+  [REQUEST_HEADER_EVENT]: kind({
     meaning: 'A request was derived under the logged mode: the model was told F (R30, R31).',
     tells: (_, active) => active,
     observe: () => ({ type: 'LOG.REQUEST_HEADER' }),
     describe: (data) => ({ tone: 'log', label: REQUEST_HEADER_EVENT, detail: data.step === undefined ? '' : `step ${String(data.step)}` }),
-  },
-  [COMMAND_RUN_EVENT]: {
+  }),
+  [COMMAND_RUN_EVENT]: kind({
     meaning: 'A `/plan` run starts a candidate selection (R58).',
     project(state, data) {
       if (data?.name !== 'plan' || typeof data.args !== 'string') return state
@@ -176,8 +191,8 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       const command = `/${String(data.name)}${data.args ? ` ${String(data.args)}` : ''}`
       return { tone: 'command', label: command, detail: command }
     },
-  },
-  [COMMAND_DONE_EVENT]: {
+  }),
+  [COMMAND_DONE_EVENT]: kind({
     meaning: "A run settles: only a success keeps its selection; the latest settled success wins (R58).",
     project(state, data) {
       const id = String(data?.commandId)
@@ -190,8 +205,16 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       label: `command/done ${text(data.kind) ?? ''}`,
       detail: `${String(data.kind)}: ${String(data.text ?? '')}`,
     }),
-  },
+  }),
 }
+
+const PLAN_MODE_KIND = PLAN_LOG_KINDS[PLAN_MODE_EVENT]!
+const PLAN_REVIEW_KIND = PLAN_LOG_KINDS[PLAN_REVIEW_EVENT]!
+const TURN_START_KIND = PLAN_LOG_KINDS[TURN_START_EVENT]!
+const TURN_END_KIND = PLAN_LOG_KINDS[TURN_END_EVENT]!
+const REQUEST_HEADER_KIND = PLAN_LOG_KINDS[REQUEST_HEADER_EVENT]!
+const COMMAND_RUN_KIND = PLAN_LOG_KINDS[COMMAND_RUN_EVENT]!
+const COMMAND_DONE_KIND = PLAN_LOG_KINDS[COMMAND_DONE_EVENT]!
 
 /** The kind of a log event type, or undefined for a type plan mode does not read. */
 export function planLogKind(type: string): PlanLogKind | undefined {
@@ -241,9 +264,10 @@ export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLo
 
 /**
  * Replays a whole log once (R64, R71): the same fold as `foldPlanLogEvent`, kept in locals, so
- * that attach costs close to a bare `foldPlanMode` loop. The `switch` only filters the kinds in
- * the table (a literal switch is several times faster than a keyed lookup per event, and most
- * events are not plan mode's); what each kind means is read from the table.
+ * that attach costs close to a bare `foldPlanMode` loop. The `switch` only finds an event's kind
+ * in the table (a switch over the types is several times faster than a keyed lookup per event,
+ * and most events are not plan mode's); what each kind means is read from the table. A test
+ * checks that it finds every kind the table has.
  * @throws on an invalid `plan/mode` (R61): the agent cannot attach until the log is repaired.
  */
 export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
@@ -252,22 +276,38 @@ export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
   let told: boolean | null = null
   for (let i = 0; i < events.length; i++) {
     const event = events[i]!
+    let kind: PlanLogKind
+    // Literal labels: a switch over imported constants is measurably slower in the built bundle.
     switch (event.type) {
       case 'plan/mode':
+        kind = PLAN_MODE_KIND
+        readPlanModeData(event.data) // R61: every plan/mode is checked, not only the last
+        break
       case 'plan/review':
+        kind = PLAN_REVIEW_KIND
+        break
       case 'turn/start':
+        kind = TURN_START_KIND
+        break
       case 'turn/end':
+        kind = TURN_END_KIND
+        break
       case 'request/header':
+        kind = REQUEST_HEADER_KIND
+        break
       case 'command/run':
-      case 'command/done': {
-        const kind = PLAN_LOG_KINDS[event.type]!
-        const data = payload(event)
-        if (event.type === 'plan/mode') readPlanModeData(data)
-        if (kind.tells !== undefined) told = kind.tells(data, projection.active) ?? told
-        if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
-        if (kind.project !== undefined) projection = kind.project(projection, data)
-      }
+        kind = COMMAND_RUN_KIND
+        break
+      case 'command/done':
+        kind = COMMAND_DONE_KIND
+        break
+      default:
+        continue
     }
+    const data = event.data as Record<string, unknown> | undefined
+    if (kind.tells !== undefined) told = kind.tells(data, projection.active) ?? told
+    if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
+    if (kind.project !== undefined) projection = kind.project(projection, data)
   }
   const last = events[events.length - 1]
   return { projection, openTurn, told, lastSeq: last === undefined ? -Infinity : last.seq }
