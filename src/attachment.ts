@@ -1,7 +1,7 @@
 import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate'
 import { observePlanLogEvent, replayPlanLog } from './log/kinds.js'
 import type { OperationResult, PlanModeEvent } from './machines/planMode.events.js'
-import type { PlanModePorts } from './machines/planMode.effects.js'
+import { isThenable, type PlanModePorts } from './machines/planMode.effects.js'
 import { planModeMachine } from './machines/planMode.machine.js'
 import { restoreSnapshot } from './machines/planMode.restore.js'
 import { isAppending, isStopped, type PlanModeSnapshot } from './machines/planMode.view.js'
@@ -20,10 +20,6 @@ export interface AttachmentSettings {
   logger: PlanModeLogger
   pendingStore: PendingStore | undefined
   inspect: Observer<InspectionEvent> | undefined
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof (value as PromiseLike<unknown> | null)?.then === 'function'
 }
 
 function isSessionEvent(value: unknown): value is SessionEvent {
@@ -48,18 +44,44 @@ export class Attachment implements PlanModePorts {
   #storeWrites: Promise<void> | undefined
   #stopped: Promise<void> | undefined
 
-  /** @throws on an invalid `plan/mode` in the log (R61): the agent cannot attach until it is repaired. */
-  constructor(agent: PlanAgent, settings: AttachmentSettings) {
+  /**
+   * @param generation how many attachments this agent had before this one in its service: an exit
+   *   call checks it to tell a detach that happened while it waited (R63).
+   * @throws on an invalid `plan/mode` in the log (R61): the agent cannot attach until it is
+   *   repaired; and what a throwing `subscribe` throws (nothing is left running then).
+   */
+  constructor(
+    agent: PlanAgent,
+    settings: AttachmentSettings,
+    readonly generation: number,
+  ) {
     const fold = replayPlanLog(agent.session.events)
-    const stored = settings.pendingStore?.get(agent.id)
     this.#agent = agent
     this.#settings = settings
     this.#lastSeq = fold.lastSeq
-    const snapshot = restoreSnapshot(fold, typeof stored === 'boolean' ? stored : fold.projection.kept, this)
+    const stored = this.#storedSelection(agent.id)
+    const snapshot = restoreSnapshot(fold, stored ?? fold.projection.kept, this)
     this.#actor = createActor(planModeMachine, { snapshot, id: agent.id, ...(settings.inspect ? { inspect: settings.inspect } : {}) })
     this.#actor.start()
-    const unsubscribe: unknown = agent.session.subscribe((event) => this.#observe(event))
+    let unsubscribe: unknown
+    try {
+      unsubscribe = agent.session.subscribe((event) => this.#observe(event))
+    } catch (error) {
+      this.#actor.stop()
+      throw error
+    }
     this.#unsubscribe = typeof unsubscribe === 'function' ? (unsubscribe as () => void) : () => {}
+  }
+
+  /** P as the host's pending store kept it; a store that throws or answers garbage is ignored (R62). */
+  #storedSelection(agentId: string): boolean | null {
+    try {
+      const stored = this.#settings.pendingStore?.get(agentId)
+      return typeof stored === 'boolean' ? stored : null
+    } catch (error) {
+      this.warn('plan-mode: pending store read failed', error)
+      return null
+    }
   }
 
   /** The latest caller's agent object: its `steer`, `owner` and identity are the ones used. */
@@ -73,17 +95,27 @@ export class Attachment implements PlanModePorts {
     return this.#actor
   }
 
+  /** The actor's current snapshot. */
   get snapshot(): PlanModeSnapshot {
     return this.actor.getSnapshot()
   }
 
-  /** Sends an operation and resolves with the snapshot holding its result, once the store has it too. */
-  async operate(event: PlanModeEvent): Promise<PlanModeSnapshot> {
+  /**
+   * Sends an operation and resolves with `read(snapshot)` of the snapshot holding its result,
+   * once the pending store has what the operation wrote. `read` runs at the moment the result
+   * appears, before the chart moves on: an exit call starts watching its review right there.
+   */
+  async operate<T>(event: PlanModeEvent, read: (snapshot: PlanModeSnapshot) => T): Promise<T> {
     const before = this.snapshot.context.result
     this.actor.send(event)
-    const snapshot = await this.until((s) => (s.context.result !== before ? s : undefined))
-    if (this.#storeWrites) await this.#storeWrites
-    return snapshot
+    const { value } = await this.until((s) => (s.context.result !== before ? { value: read(s) } : undefined))
+    await this.storeWritten()
+    return value
+  }
+
+  /** Resolves once the pending-store writes started so far have landed (or failed, reported). */
+  storeWritten(): Promise<void> {
+    return this.#storeWrites ?? Promise.resolve()
   }
 
   /** Sends an event that is not an operation (an abort), unless the actor has stopped. */
@@ -101,22 +133,31 @@ export class Attachment implements PlanModePorts {
    * @throws (rejects) `plan-mode service is disposed` when the actor stops first.
    */
   until<T>(read: (snapshot: PlanModeSnapshot) => T | undefined): Promise<T> {
-    const now = read(this.snapshot)
-    if (now !== undefined) return Promise.resolve(now)
+    try {
+      const now = read(this.snapshot)
+      if (now !== undefined) return Promise.resolve(now)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     return new Promise<T>((resolve, reject) => {
+      // `read` may throw (a refused operation): that rejects here, never inside XState.
+      const settle = (snapshot: PlanModeSnapshot, last: boolean): boolean => {
+        try {
+          const value = read(snapshot)
+          if (value !== undefined) resolve(value)
+          else if (last) reject(new Error(DISPOSED_MESSAGE))
+          return value !== undefined
+        } catch (error) {
+          reject(error)
+          return true
+        }
+      }
       const subscription = this.actor.subscribe({
         next: (snapshot) => {
-          const value = read(snapshot)
-          if (value === undefined) return
-          subscription.unsubscribe()
-          resolve(value)
+          if (settle(snapshot, false)) subscription.unsubscribe()
         },
         error: reject,
-        complete: () => {
-          const value = read(this.snapshot)
-          if (value === undefined) reject(new Error(DISPOSED_MESSAGE))
-          else resolve(value)
-        },
+        complete: () => settle(this.snapshot, true),
       })
     })
   }
@@ -129,8 +170,13 @@ export class Attachment implements PlanModePorts {
     if (this.#stopped === undefined) {
       if (this.snapshot.status === 'active') this.actor.send({ type: 'RELOAD' })
       const stop = () => {
-        this.#unsubscribe()
-        this.actor.stop()
+        try {
+          this.#unsubscribe()
+        } catch (error) {
+          this.warn('plan-mode: log unsubscribe failed', error) // R62: the actor stops all the same
+        } finally {
+          this.actor.stop()
+        }
       }
       this.#stopped = this.until((s) => (isStopped(s) ? true : undefined)).then(stop, stop)
     }
@@ -139,18 +185,22 @@ export class Attachment implements PlanModePorts {
 
   // The ports (see planMode.effects.ts). Each returns or throws only what the chart handles.
 
+  /** Appends to the agent's log; the event it returns is observed like a subscribed one (§1). */
   append(type: string, data: unknown): unknown {
     const written = this.#agent.session.append(type, data)
-    if (isThenable(written)) return written.then((event) => this.#observe(event))
+    // Any thenable, not only a Promise: its own `then` may return nothing.
+    if (isThenable(written)) return Promise.resolve(written).then((event) => this.#observe(event))
     this.#observe(written)
     return written
   }
 
+  /** Asks the service's review channel about the plan, for the latest caller's agent (R43). */
   ask(plan: string, signal: AbortSignal): Promise<ReviewAnswer> {
     // REVIEW.OPEN is refused without a channel (R42.8), so one exists here.
     return this.#settings.review!.ask({ questions: [reviewQuestion(plan)], agent: this.#agent, signal })
   }
 
+  /** The logger port; a logger that throws is ignored (R62). */
   warn(message: string, error: unknown): void {
     try {
       this.#settings.logger.warn(message, error)
@@ -159,11 +209,13 @@ export class Attachment implements PlanModePorts {
     }
   }
 
+  /** The pending store: `active` waits for a boundary. */
   rememberPending(active: boolean): void {
     const store = this.#settings.pendingStore
     if (store) this.#writeStore(() => store.set(this.#agent.id, active))
   }
 
+  /** The pending store: nothing waits. */
   forgetPending(): void {
     const store = this.#settings.pendingStore
     if (store) this.#writeStore(() => store.delete(this.#agent.id))

@@ -56,11 +56,10 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   }
   /** Each agent's attachment; a closing one stays until its actor stopped, answering reads. */
   const attachments = new Map<string, Attachment>()
-  /** Each agent's serialized operations (§1): the last one's end, and how many have not ended. */
-  const queues = new Map<string, { tail: Promise<unknown>; length: number }>()
-  const done = (id: string, queue: { length: number }) => {
-    if (--queue.length === 0 && queues.get(id) === queue) queues.delete(id)
-  }
+  /** Each agent's serialized operations (§1): when the last one ends, and how many have not. */
+  const queues = new Map<string, { tail: Promise<void> | undefined; length: number }>()
+  /** How many attachments each agent has had: an exit call tells a detach by it (R63). */
+  const generations = new Map<string, number>()
   let disposed = false
 
   /** The agent's attachment for a read: a closing one until it stopped, else a new one from the log. */
@@ -68,7 +67,9 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     if (disposed) throw new Error(DISPOSED_MESSAGE)
     const current = attachments.get(agent.id)
     if (current !== undefined && current.snapshot.status === 'active') return current.follow(agent)
-    const attachment = new Attachment(agent, settings) // throws on an invalid log (R61)
+    const generation = (generations.get(agent.id) ?? 0) + 1
+    const attachment = new Attachment(agent, settings, generation) // throws on an invalid log (R61)
+    generations.set(agent.id, generation)
     attachments.set(agent.id, attachment)
     return attachment
   }
@@ -90,30 +91,40 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     read: (snapshot: PlanModeSnapshot, attachment: Attachment) => T,
     precondition?: (attachment: Attachment) => void,
   ): Promise<T> {
+    // The operation takes its place before it runs: a call made from inside a port while it
+    // runs (a review channel that selects) waits behind it instead of overtaking it (§1).
+    const queue = queues.get(agent.id) ?? { tail: undefined, length: 0 }
+    queues.set(agent.id, queue)
+    queue.length++
+    const previous = queue.tail
+    let release!: () => void
+    queue.tail = new Promise<void>((resolve) => (release = resolve))
+    let ended = false
+    const end = () => {
+      if (ended) return
+      ended = true
+      release()
+      if (--queue.length === 0 && queues.get(agent.id) === queue) queues.delete(agent.id)
+    }
     const run = (): Promise<T> => {
       try {
         const attachment = attachmentOf(agent)
         // Work behind a detach runs on the next attachment, replayed once all of it landed.
-        if (isClosing(attachment.snapshot)) return close(attachment).then(run)
+        if (isClosing(attachment.snapshot)) return close(attachment).then(run, run)
         // A review's record started outside the queue lands first.
         if (isAppending(attachment.snapshot)) return attachment.quiet().then(run, run)
         precondition?.(attachment)
-        return attachment.operate(event).then((snapshot) => read(snapshot, attachment))
+        return attachment.operate(event, (snapshot) => {
+          end() // the next operation may start as soon as this one's result is known
+          return read(snapshot, attachment)
+        })
       } catch (error) {
         return Promise.reject(error)
       }
     }
-    // An agent with nothing running starts the operation now, in this call: an idle agent's
-    // operation acts synchronously in effect, and nothing can overtake it (§1).
-    const queue = queues.get(agent.id)
-    const result = queue === undefined ? run() : queue.tail.then(run, run)
-    const entry = queue ?? { tail: result, length: 0 }
-    entry.length++
-    entry.tail = result.then(
-      () => done(agent.id, entry),
-      () => done(agent.id, entry),
-    )
-    queues.set(agent.id, entry)
+    // An agent with nothing in progress runs the operation now, in this call (§1).
+    const result = previous === undefined ? run() : previous.then(run)
+    result.then(end, end)
     return result
   }
 
@@ -126,48 +137,62 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     })
   }
 
-  async function executeExitTool(args: unknown, context: { agent?: PlanAgent; signal?: AbortSignal } = {}) {
-    if (disposed) throw new Error(DISPOSED_MESSAGE)
-    const { agent, signal } = context ?? {}
-    if (signal?.aborted) throw new Error(abortMessage(signal))
-    if (!agent) throw new Error(REVIEW_MESSAGES.noAgent)
-    const plan = planArgument(args)
-    const calledOn = attachmentOf(agent) // a log that cannot attach fails the call first (R61)
-    const closingAtCall = isClosing(calledOn.snapshot)
-    if (plan === undefined) throw new Error(REVIEW_MESSAGES.planNotString)
-    // Aborted before its turn came, the call fails at once and asks nothing (R46); once the
-    // review is open, the abort closes it in the chart.
-    let opened: { attachment: Attachment; number: number } | undefined
-    const abortReview = () => opened?.attachment.send({ type: 'REVIEW.ABORT', message: abortMessage(signal!) })
-    let failAborted = (_error: Error) => {}
-    const aborted = new Promise<never>((_, reject) => (failAborted = reject))
-    aborted.catch(() => {})
-    const onAbort = () => (opened ? abortReview() : failAborted(new Error(abortMessage(signal!))))
-    signal?.addEventListener('abort', onAbort, { once: true })
+  function executeExitTool(args: unknown, context: { agent?: PlanAgent; signal?: AbortSignal } = {}): Promise<{ approved: true }> {
     try {
-      const opening = perform(
-        agent,
-        { type: 'REVIEW.OPEN', plan, owner: agent.owner, hasChannel: settings.review !== undefined },
-        (snapshot, attachment) => {
-          const result = resultOf(snapshot, 'review')
-          if ('refused' in result) throw new Error(result.refused)
-          opened = { attachment, number: result.opened }
-          if (signal?.aborted) abortReview()
-          return opened
-        },
-        (attachment) => {
-          if (signal?.aborted) throw new Error(abortMessage(signal))
-          // Detached while the call waited for its turn: it fails like a review open then (R63).
-          if (attachment !== calledOn && !closingAtCall) throw new Error(REVIEW_MESSAGES.reloaded)
-        },
-      )
-      opening.catch(() => {})
-      const { attachment, number } = await Promise.race([opening, aborted])
-      const result = await attachment.until((s) => (s.context.closedReview?.number === number ? s.context.closedReview.result : undefined))
-      if (result.outcome !== 'approved') throw new Error(result.error)
-      return { approved: true as const }
-    } finally {
-      signal?.removeEventListener('abort', onAbort)
+      if (disposed) throw new Error(DISPOSED_MESSAGE)
+      const { agent, signal } = context ?? {}
+      if (signal?.aborted) throw new Error(abortMessage(signal))
+      if (!agent) throw new Error(REVIEW_MESSAGES.noAgent)
+      const plan = planArgument(args)
+      const calledOn = attachmentOf(agent) // a log that cannot attach fails the call first (R61)
+      if (plan === undefined) throw new Error(REVIEW_MESSAGES.planNotString)
+      // The attachment the review may open on: this one, or the next after a detach already made.
+      const generation = calledOn.generation + (isClosing(calledOn.snapshot) ? 1 : 0)
+      return new Promise((resolve, reject) => {
+        /** The review this call opened, once its turn came and the chart opened it. */
+        let opened: { attachment: Attachment; number: number } | undefined
+        // The call settles straight from the chart's closing of its review, so it fails before
+        // a selection that closed it resolves (R48).
+        const settle = (outcome: () => void) => {
+          signal?.removeEventListener('abort', onAbort)
+          outcome()
+        }
+        const fail = (error: unknown) => settle(() => reject(error))
+        // Aborted before its turn came, the call fails at once and asks nothing (R46); once the
+        // review is open, the abort closes it in the chart.
+        const onAbort = () => {
+          if (!opened) return fail(new Error(abortMessage(signal!)))
+          opened.attachment.send({ type: 'REVIEW.ABORT', review: opened.number, message: abortMessage(signal!) })
+        }
+        signal?.addEventListener('abort', onAbort, { once: true })
+        perform(
+          agent,
+          { type: 'REVIEW.OPEN', plan, owner: agent.owner, hasChannel: settings.review !== undefined },
+          (snapshot, attachment) => {
+            const result = resultOf(snapshot, 'review')
+            if ('refused' in result) throw new Error(result.refused)
+            opened = { attachment, number: result.opened }
+            const { number } = opened
+            // Watched from the moment it opens: the review may close before this call resumes.
+            attachment
+              .until((s) => (s.context.closedReview?.number === number ? s.context.closedReview.result : undefined))
+              .then((closed) => {
+                if (closed.outcome !== 'approved') return fail(new Error(closed.error))
+                // An approval resolves once the pending store has the leave it implies (R47, R64).
+                return attachment.storeWritten().then(() => settle(() => resolve({ approved: true })))
+              })
+              .catch(fail)
+            if (signal?.aborted) onAbort()
+          },
+          (attachment) => {
+            if (signal?.aborted) throw new Error(abortMessage(signal))
+            // Detached while the call waited for its turn: it fails like a review open then (R63).
+            if (attachment.generation !== generation) throw new Error(REVIEW_MESSAGES.reloaded)
+          },
+        ).catch(fail)
+      })
+    } catch (error) {
+      return Promise.reject(error)
     }
   }
 
@@ -194,7 +219,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     detach(agent) {
       if (disposed) throw new Error(DISPOSED_MESSAGE)
       const attachment = attachments.get(agent.id)
-      if (attachment) void close(attachment)
+      if (attachment) close(attachment).catch(() => {}) // a failing close is reported by its own calls
     },
     async dispose() {
       if (disposed) return

@@ -13,16 +13,7 @@ import { CoverageCollector, chartDefinition, generatePaths, pathName, replayPath
  * Transitions of the definition that no path through the service can take, with the reason.
  * Keyed like `chartDefinition()` (`<source state id> <event> #<index>`).
  */
-export const UNREACHABLE: Readonly<Record<string, string>> = {
-  // A user selection that closes a review while a LEAVING selection waits. A review opens only
-  // while E is active (R42.3: `isEffectivelyInactive` refuses under a pending leave), so P is
-  // absent or entering then; while it stays undecided nothing creates a leaving selection: a
-  // user selection closes the review first (R48: `canSupersedeReview` precedes every target),
-  // consent and the deferred selection are raised only once the review is idle (R47, R48), and
-  // boundaries, log events and an attach (no review) never create one.
-  'planMode.intent.pending.leaving.queued SELECT #1':
-    'a leaving selection never waits while a review is open (R42.3, R47, R48)',
-}
+export const UNREACHABLE: Readonly<Record<string, string>> = {}
 
 const withChannel = generatePaths(true)
 const withoutChannel = generatePaths(false)

@@ -134,7 +134,9 @@ export function alphabet(hasChannel: boolean): Letter[] {
     ['abort()', 'plain', 'This operation was aborted'],
   ]
   for (const [label, reason, message] of hasChannel ? aborts : []) {
-    add(label, { type: 'REVIEW.ABORT', message }, (ctx) => ctx.twin.abort(ctx.reviewCall!, reason))
+    // The graph keeps the first snapshot found for each state key, reached by opening one review:
+    // the open review is always number 1 there. On the service, the call sends its own number.
+    add(label, { type: 'REVIEW.ABORT', review: 1, message }, (ctx) => ctx.twin.abort(ctx.reviewCall!, reason))
   }
   add('detach', { type: 'RELOAD' }, (ctx) => {
     ctx.actor = ctx.twin.actor(AGENT)

@@ -286,6 +286,8 @@ interface AgentModel {
   attachment: Attachment | null
   /** A detached attachment whose work in flight has not finished yet. */
   closing: Attachment | null
+  /** How many times the agent was detached: an exit call made before a detach fails as reloaded (R63). */
+  detaches: number
   /** Operations waiting for their turn (§1). */
   queue: (() => void)[]
   /** The operation in progress: its end, once its logic is done and no append is in flight. */
@@ -351,7 +353,7 @@ export class PlanModeOracle {
 
   /** Starts the model of an agent whose log already holds `seed` (R4: a fork inherits its fold). */
   addAgent(agentId: string, seed: readonly LogEntry[] = []): void {
-    this.agents.set(agentId, { id: agentId, log: seed.map((e) => ({ ...e })), attachment: null, closing: null, queue: [], running: null, inflight: 0 })
+    this.agents.set(agentId, { id: agentId, log: seed.map((e) => ({ ...e })), attachment: null, closing: null, detaches: 0, queue: [], running: null, inflight: 0 })
   }
 
   /** The agent's log as it must be now. */
@@ -484,8 +486,8 @@ export class PlanModeOracle {
     if (this.failIfDisposed(call)) return call
     if (input.preAborted) return this.fail(call, abortReasonMessage(input.preAborted.reason))
     if (input.agentId === undefined) return this.fail(call, TEXT.noAgent)
-    const calledOn = this.readAttachment(input.agentId)
-    const detachedBeforeCall = calledOn.closing
+    this.readAttachment(input.agentId)
+    const detachesAtCall = this.model(input.agentId).detaches
     const plan = (input.args as { plan?: unknown } | null | undefined)?.plan
     if (typeof plan !== 'string') return this.fail(call, TEXT.planNotString)
     this.waitingCalls.add(call)
@@ -495,8 +497,8 @@ export class PlanModeOracle {
       const refuse = (message: string) => done(() => this.fail(call, message))
       // Interpretation: a call whose agent was detached while it waited for its turn fails like
       // a review open at that moment (R63), instead of asking on an attachment that is gone.
-      // One made after the detach opens on the next attachment.
-      if (calledOn.closing && !detachedBeforeCall) return refuse(TEXT.reloaded)
+      // One made after a detach opens on the next attachment, unless another detach came too.
+      if (this.model(a.agentId).detaches !== detachesAtCall) return refuse(TEXT.reloaded)
       if (!this.effective(a)) return refuse(TEXT.notInPlanMode)
       if (!startsWithHeading(plan)) return refuse(TEXT.noHeading)
       if (Buffer.byteLength(plan, 'utf8') > MAX_PLAN_BYTES) return refuse(TEXT.tooLarge)
@@ -562,6 +564,7 @@ export class PlanModeOracle {
     if (!a) return
     m.attachment = null
     m.closing = a
+    m.detaches++
     a.closing = true
     if (a.review && a.review.phase !== 'recording') this.close(a, { outcome: 'reloaded', error: TEXT.reloaded })
   }

@@ -1,10 +1,11 @@
 import fc from 'fast-check'
 import { expect, it } from 'vitest'
-import { EMPTY_PLAN_LOG_FOLD, foldPlanLogEvent, replayPlanLog } from '../src/log/kinds.js'
+import { EMPTY_PLAN_LOG_FOLD, PLAN_LOG_KINDS, foldPlanLogEvent, replayPlanLog } from '../src/log/kinds.js'
 import { foldPlanMode, type SessionEvent } from '../src/index.js'
 
 const eventArb = fc.oneof(
-  fc.constantFrom('turn/start', 'turn/end', 'request/header', 'message').map((type) => ({ type, data: {} })),
+  // Every kind the table has, so a kind the replay's switch misses makes the two folds disagree.
+  fc.constantFrom(...Object.keys(PLAN_LOG_KINDS).filter((type) => type !== 'plan/mode'), 'message').map((type) => ({ type, data: {} })),
   fc.boolean().map((active) => ({ type: 'plan/mode', data: { active } })),
   fc.constantFrom('approved', 'keep-planning').map((outcome) => ({ type: 'plan/review', data: { outcome } })),
   fc.tuple(fc.constantFrom('a', 'b'), fc.constantFrom('', 'off', 'draft')).map(([commandId, args]) => ({
@@ -30,4 +31,19 @@ it('R64, R71: the one-pass attach replay agrees with the incremental fold and wi
     }),
     { numRuns: 500 },
   )
+})
+
+it('R64, R71: the replay finds every kind of the log table (a kind missing from its switch changes its fold)', () => {
+  for (const type of Object.keys(PLAN_LOG_KINDS)) {
+    const data = type === 'plan/mode' ? { active: true } : type === 'plan/review' ? { outcome: 'approved' } : { commandId: 'c', name: 'plan', args: '', kind: 'success' }
+    const events: SessionEvent[] = [{ seq: 1, type: 'command/run', data: { commandId: 'c', name: 'plan', args: 'off' } }, { seq: 2, type, data }]
+    const incremental = events.reduce(foldPlanLogEvent, EMPTY_PLAN_LOG_FOLD)
+    const replayed = replayPlanLog(events)
+    expect({ type, projection: replayed.projection, openTurn: replayed.openTurn, told: replayed.told }).toEqual({
+      type,
+      projection: incremental.projection,
+      openTurn: incremental.openTurn,
+      told: incremental.told,
+    })
+  }
 })

@@ -284,7 +284,7 @@ describe('visualizer page model: reading the plan-mode chart', () => {
 
   it("summaries name F, a pending selection and an open review; F falls back to the library's fold of the log", () => {
     expect(summarize({ mode: 'active', turn: 'open', review: 'idle', intent: { pending: { leaving: 'queued' } } }, undefined).label).toBe('active · pending leaving')
-    expect(summarize({ mode: 'inactive', intent: { pending: { entering: 'flushing' } }, review: { open: { unsettled: 'reviewing' } } }, undefined).label).toBe(
+    expect(summarize({ mode: 'inactive', intent: { pending: { entering: 'flushing' } }, review: { open: { undecided: 'reviewing' } } }, undefined).label).toBe(
       'inactive · pending entering · reviewing',
     )
     expect(summarize(undefined, true).label).toBe('active')

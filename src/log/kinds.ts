@@ -13,13 +13,15 @@ import type { PlanModeEvent } from '../machines/planMode.events.js'
 export const PLAN_MODE_EVENT = 'plan/mode'
 /** A plan review's outcome, the plan's version history (R49). */
 export const PLAN_REVIEW_EVENT = 'plan/review'
-/** Turn bounds: the latest of the two tells whether a turn is open (R5). */
+/** A turn opens: the latest of turn/start and turn/end tells whether a turn is open (R5). */
 export const TURN_START_EVENT = 'turn/start'
+/** A turn ends (R5). */
 export const TURN_END_EVENT = 'turn/end'
 /** Logged by the host per request: the model was told the mode in force then (R30). */
 export const REQUEST_HEADER_EVENT = 'request/header'
-/** A host command run and its settlement, folded by the projection (R58). */
+/** A host command run, folded by the projection (R58). */
 export const COMMAND_RUN_EVENT = 'command/run'
+/** A host command run's outcome, folded by the projection (R58). */
 export const COMMAND_DONE_EVENT = 'command/done'
 
 /** Payload of `plan/mode`. */
@@ -63,7 +65,10 @@ export interface PlanLogFold {
   readonly openTurn: boolean
   /** K, what the model was last told (R31): null when never told. */
   readonly told: boolean | null
-  /** The seq of the last event folded (-Infinity for an empty log). */
+  /**
+   * The seq of the last event replayed (`replayPlanLog`: the log's last event, from which attach
+   * follows the log), or of the last event `foldPlanLogEvent` read; -Infinity before any.
+   */
   readonly lastSeq: number
 }
 
@@ -107,7 +112,7 @@ const text = (value: unknown): string | undefined => (typeof value === 'string' 
  * `active` of a `plan/mode` payload (R1).
  * @throws Error `plan/mode carries invalid active state <JSON>; expected a boolean` (R61)
  */
-export function readPlanModeData(data: unknown): boolean {
+function readPlanModeData(data: unknown): boolean {
   const active = (data as { active?: unknown } | null | undefined)?.active
   if (typeof active !== 'boolean') {
     throw new Error(`plan/mode carries invalid active state ${JSON.stringify(active) ?? 'undefined'}; expected a boolean`)
@@ -217,7 +222,7 @@ const COMMAND_RUN_KIND = PLAN_LOG_KINDS[COMMAND_RUN_EVENT]!
 const COMMAND_DONE_KIND = PLAN_LOG_KINDS[COMMAND_DONE_EVENT]!
 
 /** The kind of a log event type, or undefined for a type plan mode does not read. */
-export function planLogKind(type: string): PlanLogKind | undefined {
+function planLogKind(type: string): PlanLogKind | undefined {
   return Object.hasOwn(PLAN_LOG_KINDS, type) ? PLAN_LOG_KINDS[type] : undefined
 }
 

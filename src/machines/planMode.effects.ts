@@ -36,7 +36,8 @@ export const UNATTACHED_PORTS: PlanModePorts = {
   forgetPending: () => {},
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
+/** Whether a port's answer is asynchronous: any object with a `then` method. */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function'
 }
 
@@ -58,7 +59,8 @@ function startAppend(
   }
   try {
     const written = ports.append(type, data)
-    if (isThenable(written)) written.then(() => answer(done), (error: unknown) => answer(failed(error)))
+    // Promise.resolve adopts any thenable, and a `then` that throws becomes a rejection.
+    if (isThenable(written)) Promise.resolve(written).then(() => answer(done), (error: unknown) => answer(failed(error)))
     else answer(done)
   } catch (error) {
     answer(failed(error))

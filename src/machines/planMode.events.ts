@@ -12,8 +12,8 @@ export type PlanModeEvent =
    * data: the plan, the calling agent's owner, and whether the service has a review channel.
    */
   | { type: 'REVIEW.OPEN'; plan: string; owner: unknown; hasChannel: boolean }
-  /** The exit tool call's own signal aborted (R46). */
-  | { type: 'REVIEW.ABORT'; message: string }
+  /** The exit tool call's own signal aborted (R46); `review` is the number of the review it opened. */
+  | { type: 'REVIEW.ABORT'; review: number; message: string }
   /** `dispose` or `detach`: open reviews fail as reloaded, then the actor stops (R60, R63). */
   | { type: 'RELOAD' }
   /** Observed log events (only those that can matter reach the chart, R70). */

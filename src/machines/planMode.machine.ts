@@ -50,6 +50,11 @@ export interface PlanModeContext {
   ports: PlanModePorts
 }
 
+/** The context of an actor that has no review open and no result yet; K as the log tells it (R31). */
+export function initialContext(ports: PlanModePorts, told: boolean | null): PlanModeContext {
+  return { told, review: null, reviews: 0, closedReview: null, deferredSelection: null, result: null, ports }
+}
+
 /** The tag of every state in which a log append is in flight. */
 export const APPENDING_TAG = 'appending'
 
@@ -100,7 +105,8 @@ function boundaryAnswers(active: boolean) {
   }
 }
 
-export const planModeSetup = setup({
+/** The chart's types, guards and actions, each named as a sentence of the spec. */
+const planModeSetup = setup({
   types: {} as {
     context: PlanModeContext
     events: PlanModeEvent
@@ -145,6 +151,8 @@ export const planModeSetup = setup({
     logsActive: ({ event }) => event.type === 'LOG.PLAN_MODE' && event.active,
     logsInactive: ({ event }) => event.type === 'LOG.PLAN_MODE' && !event.active,
     isApproved: ({ context }) => context.review?.result?.outcome === 'approved',
+    /** An abort closes only the review its own call opened (a late abort of an earlier call is ignored). */
+    isAbortOfThisReview: ({ context, event }) => event.type === 'REVIEW.ABORT' && context.review?.number === event.review,
     hasDeferredSelection: ({ context }) => context.deferredSelection !== null,
     /** Nothing is in flight: no review, no selection still to replay, no append (R60, R63: the actor may stop). */
     hasNoWorkInFlight: and([stateIn('#planMode.review.idle'), not('hasDeferredSelection'), not('isSelectionAppending')]),
@@ -243,8 +251,10 @@ function pendingSelection(active: boolean) {
         on: {
           SELECT: [
             { guard: selects(active), actions: reportSelection('noop') },
-            // The review closes first and replays this selection afterwards (R48).
-            { guard: 'canSupersedeReview' as const },
+            // The review closes first and replays this selection afterwards (R48). Only a pending
+            // entry can wait under an open review: a review opens only while E is active (R42.3),
+            // and nothing makes a pending leave while one stays open.
+            ...(active ? [{ guard: 'canSupersedeReview' as const }] : []),
             { guard: 'selectsLoggedMode' as const, target: '#planMode.intent.logged', actions: reportSelection('cancelled') },
             { guard: 'hasOpenTurn' as const, target: `#planMode.intent.pending.${other}`, actions: reportSelection('queued') },
             { target: 'committing' },
@@ -315,17 +325,9 @@ function committingSelection(active: boolean) {
 export const planModeMachine = planModeSetup.createMachine({
   id: 'planMode',
   type: 'parallel',
-  context: ({ input }) => ({
-    told: null,
-    review: null,
-    reviews: 0,
-    closedReview: null,
-    deferredSelection: null,
-    result: null,
-    // A bare actor (`createActor(planModeMachine, { input: { ports } })`, or none) for tests and
-    // inspection; the service restores each agent's actor from its log instead (restore.ts).
-    ports: (input as { ports?: PlanModePorts } | undefined)?.ports ?? UNATTACHED_PORTS,
-  }),
+  // A bare actor (`createActor(planModeMachine, { input: { ports } })`, or none) for tests and
+  // inspection; the service restores each agent's actor from its log instead (restore.ts).
+  context: ({ input }) => initialContext((input as { ports?: PlanModePorts } | undefined)?.ports ?? UNATTACHED_PORTS, null),
   states: {
     /**
      * F, the logged mode (R2). Only observed `plan/mode` events move it (R3): the service never
@@ -389,7 +391,7 @@ export const planModeMachine = planModeSetup.createMachine({
               initial: 'reviewing',
               on: {
                 SELECT: { guard: not('selectsEffectiveMode'), target: 'recording', actions: 'closeReview' },
-                'REVIEW.ABORT': { target: 'recording', actions: 'closeReview' },
+                'REVIEW.ABORT': { guard: 'isAbortOfThisReview', target: 'recording', actions: 'closeReview' },
                 RELOAD: { target: 'recording', actions: 'closeReview' },
               },
               states: {

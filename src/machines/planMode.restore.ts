@@ -1,7 +1,7 @@
 import type { Snapshot } from 'xstate'
 import type { PlanLogFold } from '../log/kinds.js'
 import type { PlanModePorts } from './planMode.effects.js'
-import type { PlanModeContext } from './planMode.machine.js'
+import { initialContext } from './planMode.machine.js'
 
 /**
  * The chart's state rebuilt from a replayed log (R64), as a persisted snapshot: what
@@ -40,19 +40,10 @@ function stateValue(active: boolean, openTurn: boolean, pending: boolean | null)
  */
 export function restoreSnapshot(fold: PlanLogFold, pending: boolean | null, ports: PlanModePorts): Snapshot<unknown> {
   const active = fold.projection.active
-  const context: PlanModeContext = {
-    told: fold.told,
-    review: null,
-    reviews: 0,
-    closedReview: null,
-    deferredSelection: null,
-    result: null,
-    ports,
-  }
   return {
     status: 'active',
     value: stateValue(active, fold.openTurn, pending === active ? null : pending),
-    context,
+    context: initialContext(ports, fold.told),
     children: EMPTY,
     historyValue: EMPTY,
   } as unknown as Snapshot<unknown>

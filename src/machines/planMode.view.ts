@@ -26,7 +26,7 @@ export function isLoggedActive(snapshot: PlanModeSnapshot): boolean {
 }
 
 /** P's target, or undefined when no selection is pending (R7). */
-export function pendingTarget(snapshot: PlanModeSnapshot): boolean | undefined {
+function pendingTarget(snapshot: PlanModeSnapshot): boolean | undefined {
   const { intent } = snapshot.value as PlanModeValue
   if (typeof intent !== 'object' || !('pending' in intent)) return undefined
   return 'entering' in intent.pending

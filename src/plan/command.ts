@@ -3,7 +3,7 @@ import { selectsPlanMode } from '../log/kinds.js'
 import { errorMessage } from './review.js'
 
 /** What `/plan` needs of the service: a selection and the state right after it. */
-export interface PlanCommandPorts {
+interface PlanCommandPorts {
   select(agent: PlanAgent, active: boolean): Promise<{ outcome: SetOutcome; state: PlanModeState }>
 }
 
@@ -39,7 +39,7 @@ const ENTERING_TEXTS = {
 } as const satisfies Record<SetOutcome, string>
 
 /** Errors of `/plan` (R55, R57). */
-export const PLAN_COMMAND_ERRORS = {
+const PLAN_COMMAND_ERRORS = {
   attachmentsWithOff: 'Image attachments cannot accompany /plan off.',
   cannotSteer: 'This agent cannot take a plan message; use /plan alone.',
   notChanged: 'Plan mode could not be changed: ',

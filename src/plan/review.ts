@@ -7,11 +7,11 @@ import type { ReviewAnswer, ReviewQuestion } from '../types.js'
  */
 
 /** The label that consents (R43, R44). */
-export const APPROVE_LABEL = 'Approve'
+const APPROVE_LABEL = 'Approve'
 /** The label that keeps planning (R43). */
-export const KEEP_PLANNING_LABEL = 'Keep planning'
+const KEEP_PLANNING_LABEL = 'Keep planning'
 /** A plan larger than this (UTF-8 bytes) is refused (R42.5). */
-export const MAX_PLAN_BYTES = 256 * 1024
+const MAX_PLAN_BYTES = 256 * 1024
 
 /** Why a review call fails, by R42's checks and R45–R48, R60. */
 export const REVIEW_MESSAGES = {
@@ -82,7 +82,7 @@ export function reviewQuestion(plan: string): ReviewQuestion {
 }
 
 /** How an answered review ended: consent, or keep planning with optional feedback (R44, R45). */
-export type ReviewVerdict = { outcome: 'approved' } | { outcome: 'keep-planning'; feedback?: string }
+type ReviewVerdict = { outcome: 'approved' } | { outcome: 'keep-planning'; feedback?: string }
 
 const isBlank = (text: string | undefined) => text === undefined || text.trim() === ''
 

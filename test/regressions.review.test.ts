@@ -1,0 +1,192 @@
+import { describe, expect, it } from 'vitest'
+import { createMemorySessionLog, createPlanMode, type PendingStore, type PlanAgent, type PlanMode, type ReviewAnswer, type SessionLog } from '../src/index.js'
+import { createControlledChannel, createControlledLog, settle, track } from './sut.js'
+
+const APPROVE: ReviewAnswer = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
+const KEEP: ReviewAnswer = { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] }
+const PLAN = '# Plan\n\n1. a'
+
+describe('found by a review of the rebuilt service (each failed before its fix)', () => {
+  // §1 Options: store promises "are awaited before the operation that caused them resolves".
+  // At 355afab the answered review settled through a queued operation that awaited the store.
+  it('R47, R64: an approval resolves the exit call only after its pending-store write landed', async () => {
+    const writes: { op: string; release(): void; done: boolean }[] = []
+    const store: PendingStore = {
+      get: () => undefined,
+      set: (_id, active) => new Promise<void>((resolve) => {
+        const w = { op: `set ${active}`, done: false, release: () => { w.done = true; resolve() } }
+        writes.push(w)
+      }),
+      delete: () => new Promise<void>((resolve) => {
+        const w = { op: 'delete', done: false, release: () => { w.done = true; resolve() } }
+        writes.push(w)
+      }),
+    }
+    const log = createControlledLog([{ type: 'plan/mode', data: { active: true } }])
+    const channel = createControlledChannel()
+    const planMode = createPlanMode({ section: 'S' }, { review: channel, pendingStore: store, logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    const call = track(() => planMode.exitTool.execute({ plan: PLAN }, { agent }))
+    await settle()
+    channel.asks[0]!.resolve(APPROVE) // F active: P becomes leaving, stored
+    await settle()
+    expect(writes.map((w) => w.op)).toEqual(['set false'])
+    // The write is still in flight, yet the call has already resolved:
+    expect(writes[0]!.done).toBe(false)
+    expect(call.state).toEqual({ status: 'pending' }) // FAILS: { status: 'resolved', value: { approved: true } }
+  })
+
+  // REVIEW.ABORT carries no review number: a call's late abort closes whichever review is open.
+  it('R46: an exit call whose signal aborts after its review was recorded does not abort the next review', async () => {
+    const log = createControlledLog([{ type: 'plan/mode', data: { active: true } }])
+    const channel = createControlledChannel()
+    const planMode = createPlanMode({ section: 'S' }, { review: channel, logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    const first = new AbortController()
+    const call1 = track(() => planMode.exitTool.execute({ plan: PLAN }, { agent, signal: first.signal }))
+    await settle()
+    let call2: ReturnType<typeof track<{ approved: true }>> | undefined
+    // The host reacts to the first review's record: it opens the next review and ends the first call's step.
+    const off = log.subscribe((event) => {
+      if (event.type !== 'plan/review' || call2) return
+      queueMicrotask(() => {
+        call2 = track(() => planMode.exitTool.execute({ plan: '# Second' }, { agent }))
+        first.abort()
+      })
+    })
+    channel.asks[0]!.resolve(KEEP)
+    await settle()
+    off()
+    expect((call1.state as { error: Error }).error.message).toBe('The user chose to keep planning; revise the plan and present it again.')
+    // The second review must still be open and its question not aborted:
+    expect(channel.asks.length).toBe(2)
+    expect(channel.asks[1]!.request.signal.aborted).toBe(false) // FAILS: the first call's abort closed review 2
+    expect(call2!.state).toEqual({ status: 'pending' })
+  })
+
+  // R63: "An exit call made before the detach and still waiting for its turn fails with the reloaded text".
+  it('R63: an exit call made while one attachment closes, still waiting when the next one is detached, fails as reloaded', async () => {
+    const log = createControlledLog([{ type: 'plan/mode', data: { active: true } }])
+    const channel = createControlledChannel()
+    const planMode = createPlanMode({ section: 'S' }, { review: channel, logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    log.defaultFate = 'hold'
+    const set1 = track(() => planMode.set(agent, false)) // idle commit, held on attachment A
+    planMode.detach(agent) // A closing
+    const set2 = track(() => planMode.set(agent, false)) // will run on B
+    const call = track(() => planMode.exitTool.execute({ plan: PLAN }, { agent })) // made while A closes
+    log.rejectHeld(log.held[0]!, new Error('disk full')) // set1 fails, F stays active, A stops
+    await settle()
+    expect((set1.state as { error: Error }).error.message).toBe('disk full')
+    expect(log.held.length).toBe(2) // set2's commit, held on attachment B
+    planMode.detach(agent) // detach B: the exit call was made before this detach and still waits
+    log.rejectHeld(log.held[1]!, new Error('disk full'))
+    await settle()
+    expect((set2.state as { error: Error }).error.message).toBe('disk full')
+    expect(channel.asks.length).toBe(0) // FAILS: the review opened on attachment C
+    expect((call.state as { error?: Error }).error?.message).toBe(
+      'the plan-mode service was reloaded while the plan was under review; present the plan again',
+    )
+  })
+
+  // A thenable that is not a Promise (its then returns undefined) is taken as an append that landed at once.
+  it('R10: an append that returns a non-Promise thenable is not reported committed before it lands', async () => {
+    const events: { seq: number; type: string; data: unknown }[] = []
+    const listeners = new Set<(e: { seq: number; type: string; data: unknown }) => void>()
+    let land: (() => void) | undefined
+    const session = {
+      events,
+      subscribe: (l: (e: { seq: number; type: string; data: unknown }) => void) => (listeners.add(l), () => listeners.delete(l)),
+      append(type: string, data: unknown) {
+        return {
+          then(resolve: (e: unknown) => void) {
+            land = () => {
+              const e = { seq: events.length + 1, type, data }
+              events.push(e)
+              for (const l of listeners) l(e)
+              resolve(e)
+            }
+          },
+        } as unknown as Promise<{ seq: number; type: string; data: unknown }>
+      },
+    }
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session }
+    const set = track(() => planMode.set(agent, true))
+    await settle()
+    expect(set.state).toEqual({ status: 'pending' }) // FAILS: resolved 'committed' with nothing in the log
+    land?.()
+    await settle()
+    expect(planMode.get(agent)).toEqual({ active: true })
+  })
+
+  it('R48: a selection made from inside the review channel\'s ask waits its turn, supersedes the review; each call gets its own result', async () => {
+    const log = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
+    const agent: PlanAgent = { id: 'a', session: log }
+    let planMode!: PlanMode
+    let set: ReturnType<typeof track<string>> | undefined
+    planMode = createPlanMode({ section: 'S' }, {
+      logger: { warn() {} },
+      review: {
+        ask() {
+          // e.g. a UI channel that notices the user already typed /plan off while the dialog opened
+          set = track(() => planMode.set(agent, false))
+          return new Promise<ReviewAnswer>(() => {})
+        },
+      },
+    })
+    const call = track(() => planMode.exitTool.execute({ plan: '# P' }, { agent }))
+    await settle()
+    expect(set!.state).toEqual({ status: 'resolved', value: 'committed' })
+    expect((call.state as { error?: Error }).error?.message).toBe('The user changed the plan mode directly; the review is closed.')
+  })
+
+  it('R14: an operation called right after a review opened acts within the call (§1)', async () => {
+    const log = createControlledLog([{ type: 'turn/start', data: {} }])
+    const channel = createControlledChannel()
+    const planMode = createPlanMode({ section: 'S' }, { review: channel, logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    await planMode.set(agent, true) // queued
+    void planMode.exitTool.execute({ plan: '# P' }, { agent }).catch(() => {})
+    expect(channel.asks.length).toBe(1) // the question is out, within the call
+    await Promise.resolve()
+    void planMode.stepBoundary(agent)
+    expect(log.events.map((e) => e.type)).toEqual(['turn/start', 'plan/mode'])
+    await settle()
+  })
+
+  it('R42, R46: exit calls in a row whose channel fails at once all settle: the first with the failure, the others refused while it is open', async () => {
+    const log = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
+    const agent: PlanAgent = { id: 'a', session: log }
+    let n = 0
+    const planMode = createPlanMode({ section: 'S' }, {
+      logger: { warn() {} },
+      review: { ask: () => { throw new Error(`channel down ${++n}`) } },
+    })
+    const calls = [1, 2, 3].map(() => track(() => planMode.exitTool.execute({ plan: '# P' }, { agent })))
+    await settle()
+    await new Promise((r) => setTimeout(r, 20))
+    const already = 'a plan review is already open for this agent; wait for its answer'
+    expect(calls.map((c) => (c.state as { error?: Error }).error?.message ?? c.state.status)).toEqual(['channel down 1', already, already])
+  })
+
+  it('R62: a log whose unsubscribe throws does not leave the agent unusable after a detach', async () => {
+    const inner = createMemorySessionLog()
+    const session: SessionLog = {
+      get events() { return inner.events },
+      append: (type, data) => inner.append(type, data),
+      subscribe: (listener) => {
+        const off = inner.subscribe(listener)
+        return () => { off(); throw new Error('unsubscribe failed') }
+      },
+    }
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session }
+    expect(await planMode.set(agent, true)).toBe('committed')
+    const actor = planMode.actor(agent)
+    planMode.detach(agent)
+    await new Promise((r) => setTimeout(r, 10))
+    expect(actor.getSnapshot().status).toBe('stopped') // FAILS: the actor is never stopped
+    expect(await planMode.set(agent, false)).toBe('committed') // FAILS: rejects 'unsubscribe failed' forever
+  })
+})
