@@ -1,5 +1,5 @@
 import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate'
-import { observePlanLogEvent, replayPlanLog } from './log/kinds.js'
+import { observePlanLogEvent, restorePlanLog } from './log/kinds.js'
 import type { OperationResult, PlanModeEvent } from './machines/planMode.events.js'
 import { isThenable, type PlanModePorts } from './machines/planMode.effects.js'
 import { planModeMachine } from './machines/planMode.machine.js'
@@ -55,12 +55,12 @@ export class Attachment implements PlanModePorts {
     settings: AttachmentSettings,
     readonly generation: number,
   ) {
-    const fold = replayPlanLog(agent.session.events)
+    const fold = restorePlanLog(agent.session.events)
     this.#agent = agent
     this.#settings = settings
     this.#lastSeq = fold.lastSeq
     const stored = this.#storedSelection(agent.id)
-    const snapshot = restoreSnapshot(fold, stored ?? fold.projection.kept, this)
+    const snapshot = restoreSnapshot(fold, stored ?? fold.kept, this)
     this.#actor = createActor(planModeMachine, { snapshot, id: agent.id, ...(settings.inspect ? { inspect: settings.inspect } : {}) })
     this.#actor.start()
     let unsubscribe: unknown

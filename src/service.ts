@@ -57,7 +57,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   /** Each agent's attachment; a closing one stays until its actor stopped, answering reads. */
   const attachments = new Map<string, Attachment>()
   /** Each agent's serialized operations (§1): when the last one ends, and how many have not. */
-  const queues = new Map<string, { tail: Promise<void> | undefined; length: number }>()
+  const queues = new Map<string, { last: { ended: boolean; started: Promise<void> } | undefined; settled: Promise<void>; unsettled: number }>()
   /** How many attachments each agent has had: an exit call tells a detach by it (R63). */
   const generations = new Map<string, number>()
   let disposed = false
@@ -93,18 +93,17 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   ): Promise<T> {
     // The operation takes its place before it runs: a call made from inside a port while it
     // runs (a review channel that selects) waits behind it instead of overtaking it (§1).
-    const queue = queues.get(agent.id) ?? { tail: undefined, length: 0 }
+    const queue = queues.get(agent.id) ?? { last: undefined, settled: Promise.resolve(), unsettled: 0 }
     queues.set(agent.id, queue)
-    queue.length++
-    const previous = queue.tail
+    queue.unsettled++
+    const previous = queue.last
     let release!: () => void
-    queue.tail = new Promise<void>((resolve) => (release = resolve))
-    let ended = false
+    const turn = { ended: false, started: new Promise<void>((resolve) => (release = resolve)) }
+    queue.last = turn
+    /** The next operation may start: this one's result is known (or it failed). */
     const end = () => {
-      if (ended) return
-      ended = true
+      turn.ended = true
       release()
-      if (--queue.length === 0 && queues.get(agent.id) === queue) queues.delete(agent.id)
     }
     const run = (): Promise<T> => {
       try {
@@ -115,16 +114,29 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
         if (isAppending(attachment.snapshot)) return attachment.quiet().then(run, run)
         precondition?.(attachment)
         return attachment.operate(event, (snapshot) => {
-          end() // the next operation may start as soon as this one's result is known
+          end()
           return read(snapshot, attachment)
         })
       } catch (error) {
         return Promise.reject(error)
       }
     }
-    // An agent with nothing in progress runs the operation now, in this call (§1).
-    const result = previous === undefined ? run() : previous.then(run)
-    result.then(end, end)
+    // With nothing in progress (the previous result known), the operation runs now, in this call.
+    const ran = previous === undefined || previous.ended ? run() : previous.started.then(run)
+    ran.then(end, end)
+    // Calls settle in the order they were made, though the next may start before this one settles.
+    const previousSettled = queue.settled
+    const result = ran.then(
+      (value) => previousSettled.then(() => value),
+      (error: unknown) => previousSettled.then(() => Promise.reject(error)),
+    )
+    queue.settled = result.then(
+      () => {},
+      () => {},
+    )
+    void queue.settled.then(() => {
+      if (--queue.unsettled === 0 && queues.get(agent.id) === queue) queues.delete(agent.id)
+    })
     return result
   }
 

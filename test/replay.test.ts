@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { expect, it } from 'vitest'
-import { EMPTY_PLAN_LOG_FOLD, PLAN_LOG_KINDS, foldPlanLogEvent, replayPlanLog } from '../src/log/kinds.js'
+import { EMPTY_PLAN_LOG_FOLD, PLAN_LOG_KINDS, foldPlanLogEvent, replayPlanLog, restorePlanLog } from '../src/log/kinds.js'
 import { foldPlanMode, type SessionEvent } from '../src/index.js'
 
 const eventArb = fc.oneof(
@@ -46,4 +46,38 @@ it('R64, R71: the replay finds every kind of the log table (a kind missing from 
       told: incremental.told,
     })
   }
+})
+
+it('R64, R71: attach reads the log from the end and finds what the forward fold finds', () => {
+  const richArb = fc.oneof(
+    eventArb,
+    fc.tuple(fc.constantFrom('a', 'b', 'c'), fc.constantFrom('plan', 'other'), fc.constantFrom('', 'off')).map(([commandId, name, args]) => ({
+      type: 'command/run',
+      data: { commandId, name, args },
+    })),
+  )
+  fc.assert(
+    fc.property(fc.array(richArb, { maxLength: 80 }), (raw) => {
+      const events: SessionEvent[] = raw.map((e, i) => ({ seq: i + 1, ...e }))
+      const forward = events.reduce(foldPlanLogEvent, EMPTY_PLAN_LOG_FOLD)
+      expect(restorePlanLog(events)).toEqual({
+        active: forward.projection.active,
+        kept: forward.projection.kept,
+        openTurn: forward.openTurn,
+        told: forward.told,
+        lastSeq: events.length === 0 ? -Infinity : events.length,
+      })
+    }),
+    { numRuns: 3000 },
+  )
+})
+
+it('R61: attach read from the end still refuses an invalid plan/mode anywhere in the log', () => {
+  const events: SessionEvent[] = [
+    { seq: 1, type: 'plan/mode', data: { active: 'yes' } },
+    { seq: 2, type: 'plan/mode', data: { active: true } },
+    { seq: 3, type: 'turn/start', data: {} },
+    { seq: 4, type: 'request/header', data: {} },
+  ]
+  expect(() => restorePlanLog(events)).toThrow('plan/mode carries invalid active state "yes"; expected a boolean')
 })

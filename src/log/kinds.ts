@@ -318,6 +318,119 @@ export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
   return { projection, openTurn, told, lastSeq: last === undefined ? -Infinity : last.seq }
 }
 
+/** What attach rebuilds from a log (R64): F, the kept selection, the open turn and K. */
+export interface PlanLogRestore {
+  readonly active: boolean
+  readonly kept: boolean | null
+  readonly openTurn: boolean
+  readonly told: boolean | null
+  readonly lastSeq: number
+}
+
+/**
+ * What attach needs of a whole log (R64, R71), read from the end. The open turn, K and the
+ * kept selection are decided by the last events of their kinds and by the events after the last
+ * `plan/mode`; a backward pass finds them within the log's last few events, then only checks
+ * the remaining `plan/mode` events (R61), which costs what a `foldPlanMode` loop costs. It reads
+ * the log as `replayPlanLog` does (a property test compares them), each kind as the table says.
+ * @throws on an invalid `plan/mode` anywhere in the log (R61).
+ */
+export function restorePlanLog(events: readonly SessionEvent[]): PlanLogRestore {
+  let openTurn: boolean | undefined
+  /** K once read; `'pending'`: a request header told F as it stood, the plan/mode before it decides. */
+  let told: boolean | null | undefined | 'pending'
+  /** F: the last plan/mode, once the scan has passed it. */
+  let active: boolean | undefined
+  /** The projection's events after the last plan/mode, newest first. */
+  const tail: SessionEvent[] = []
+  /** The commands the tail settles: the latest run or done of each before the tail decides if it is open. */
+  const settled = new Map<string, SessionEvent | null>()
+  let unresolved = 0
+  let i = events.length - 1
+  const decided = () => openTurn !== undefined && told !== undefined && told !== 'pending' && active !== undefined && unresolved === 0
+  for (; i >= 0 && !decided(); i--) {
+    const event = events[i]!
+    let kind: PlanLogKind
+    // Literal labels: a switch over imported constants is measurably slower in the built bundle.
+    switch (event.type) {
+      case 'plan/mode':
+        kind = PLAN_MODE_KIND
+        break
+      case 'plan/review':
+        kind = PLAN_REVIEW_KIND
+        break
+      case 'turn/start':
+        kind = TURN_START_KIND
+        break
+      case 'turn/end':
+        kind = TURN_END_KIND
+        break
+      case 'request/header':
+        kind = REQUEST_HEADER_KIND
+        break
+      case 'command/run':
+        kind = COMMAND_RUN_KIND
+        break
+      case 'command/done':
+        kind = COMMAND_DONE_KIND
+        break
+      default:
+        continue
+    }
+    if (openTurn === undefined && kind.opensTurn !== undefined) openTurn = kind.opensTurn
+    if (told === undefined && kind.tells !== undefined) {
+      // A header tells F as it stood just before it: known once the scan passes a plan/mode.
+      told = kind === REQUEST_HEADER_KIND ? 'pending' : kind.tells(payload(event), false)
+    }
+    if (kind === PLAN_MODE_KIND) {
+      const value = readPlanModeData(event.data)
+      if (told === 'pending') told = value
+      if (active === undefined) {
+        active = value
+        for (const done of tail) {
+          if (done.type !== COMMAND_DONE_EVENT) continue
+          const id = String(payload(done)?.commandId)
+          if (!settled.has(id)) {
+            settled.set(id, null)
+            unresolved++
+          }
+        }
+      }
+    } else if (active === undefined) {
+      if (kind.project !== undefined) tail.push(event)
+    } else if (unresolved > 0 && (kind === COMMAND_RUN_KIND || kind === COMMAND_DONE_KIND)) {
+      const data = payload(event)
+      const id = String(data?.commandId)
+      if (settled.get(id) !== null) continue // not settled in the tail, or already found
+      // A run the projection ignores (not /plan) leaves an earlier one open; a done closes it.
+      if (kind === COMMAND_RUN_KIND && kind.project!(EMPTY_PROJECTION, data) === EMPTY_PROJECTION) continue
+      settled.set(id, event)
+      unresolved--
+    }
+  }
+  for (; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type === PLAN_MODE_EVENT) readPlanModeData(event.data) // R61: every one is checked
+  }
+  let projection: PlanProjectionState = { active: active ?? false, runs: {}, kept: null }
+  for (const event of settled.values()) {
+    if (event?.type === COMMAND_RUN_EVENT) projection = COMMAND_RUN_KIND.project!(projection, payload(event))
+  }
+  for (let t = tail.length - 1; t >= 0; t--) {
+    const event = tail[t]!
+    projection = PLAN_LOG_KINDS[event.type]!.project!(projection, payload(event))
+  }
+  const last = events[events.length - 1]
+  return {
+    active: projection.active,
+    kept: projection.kept,
+    openTurn: openTurn ?? false,
+    // A header with no plan/mode before it told inactive (R2).
+    told: told === 'pending' ? false : (told ?? null),
+    lastSeq: last === undefined ? -Infinity : last.seq,
+  }
+}
+
 /**
  * The chart's event for a log event appended after attach, or undefined for the events that
  * cannot matter to it (R70: dropped before they reach the actor).

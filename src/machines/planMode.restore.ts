@@ -1,5 +1,5 @@
 import type { Snapshot } from 'xstate'
-import type { PlanLogFold } from '../log/kinds.js'
+import type { PlanLogRestore } from '../log/kinds.js'
 import type { PlanModePorts } from './planMode.effects.js'
 import { initialContext } from './planMode.machine.js'
 
@@ -38,8 +38,8 @@ function stateValue(active: boolean, openTurn: boolean, pending: boolean | null)
  * @param pending P's target as the host's pending store kept it, else the log's kept selection;
  *   ignored when it equals F (P exists only where it differs).
  */
-export function restoreSnapshot(fold: PlanLogFold, pending: boolean | null, ports: PlanModePorts): Snapshot<unknown> {
-  const active = fold.projection.active
+export function restoreSnapshot(fold: PlanLogRestore, pending: boolean | null, ports: PlanModePorts): Snapshot<unknown> {
+  const active = fold.active
   return {
     status: 'active',
     value: stateValue(active, fold.openTurn, pending === active ? null : pending),
