@@ -29,7 +29,6 @@ export type PlanModeEvent =
   /** Raised by the chart itself. */
   | { type: 'REVIEW.APPROVED' }
   | { type: 'BOUNDARY.RESOLVED' }
-  | { type: 'BOUNDARY.FLUSH_FAILED' }
 
 /** What a step boundary tells the model about the mode, if anything (R32, R33). */
 export type NoticeKind = 'entering' | 'leaving'

@@ -98,8 +98,14 @@ function boundaryAnswers(active: boolean) {
       { guard: 'hasNoPendingSelection' as const, actions: narrate(active) },
     ],
     'BOUNDARY.RESOLVED': [{ guard: wasTold(active), actions: reportQuietBoundary(active) }, { actions: narrate(active) }],
+    // The boundary's flush landed: F already follows it (the log reported it first), so the mode
+    // region answers in the same microstep as the intent region drops P (R16, R18).
+    'PLAN_MODE.APPENDED': [
+      { guard: and(['isFlushing', wasTold(active)]), actions: reportQuietBoundary(active) },
+      { guard: 'isFlushing' as const, actions: narrate(active) },
+    ],
     // R19: the flush failed; the step runs as logged, and tells nothing.
-    'BOUNDARY.FLUSH_FAILED': { actions: reportQuietBoundary(active) },
+    'PLAN_MODE.APPEND_FAILED': { guard: 'isFlushing' as const, actions: reportQuietBoundary(active) },
     // A request header tells the model F (R30); K already F changes nothing.
     'LOG.REQUEST_HEADER': { guard: not(wasTold(active)), actions: { type: 'assignTold' as const, params: { active } } },
   }
@@ -129,6 +135,8 @@ const planModeSetup = setup({
     selectsEffectiveMode: or([and([selects(true), 'isEffectivelyActive']), and([selects(false), not('isEffectivelyActive')])]),
     /** x = F. */
     selectsLoggedMode: or([and([selects(true), 'isLoggedActive']), and([selects(false), 'isLoggedInactive'])]),
+    /** A step boundary's flush is in flight: its answer is the mode region's (R16, R18). */
+    isFlushing: or([stateIn('#planMode.intent.pending.entering.flushing'), stateIn('#planMode.intent.pending.leaving.flushing')]),
     /** The intent's own append is in flight: an answered review waits for it (§1). */
     isSelectionAppending: or([
       stateIn('#planMode.intent.committing'),
@@ -224,8 +232,6 @@ const planModeSetup = setup({
     })),
     /** P is resolved for this step: the mode region answers under F, the state in force (R18). */
     resolveBoundary: raise({ type: 'BOUNDARY.RESOLVED' } as const),
-    /** The flush failed: the mode region answers under F without narrating (R18, R19). */
-    reportUnflushedBoundary: raise({ type: 'BOUNDARY.FLUSH_FAILED' } as const),
     /** Consent: the intent follows (R47). */
     raiseApproval: raise({ type: 'REVIEW.APPROVED' } as const),
     /** The selection that closed the review now follows R8–R10 (R48). */
@@ -294,14 +300,11 @@ function pendingSelection(active: boolean) {
         tags: [APPENDING_TAG],
         entry: { type: 'appendPlanMode' as const, params: { active } },
         on: {
-          'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: 'resolveBoundary' as const },
+          'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged' },
           // R19: contained; P stays for the next boundary and the step runs as logged (R18).
           'PLAN_MODE.APPEND_FAILED': {
             target: 'queued',
-            actions: [
-              { type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } },
-              'reportUnflushedBoundary' as const,
-            ],
+            actions: { type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } },
           },
         },
       },
