@@ -1,6 +1,7 @@
 import type { InspectionEvent, Observer } from 'xstate'
 import { Attachment, DISPOSED_MESSAGE, resultOf, type AttachmentSettings, type PlanModeActor } from './attachment.js'
 import { resolveConfig } from './config.js'
+import { createTurns } from './turns.js'
 import { planProjection, type PlanProjection } from './log/projection.js'
 import type { PlanModeEvent } from './machines/planMode.events.js'
 import { isAppending, isClosing, isEffectivelyActive, planModeState, type PlanModeSnapshot } from './machines/planMode.view.js'
@@ -56,8 +57,8 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   }
   /** Each agent's attachment; a closing one stays until its actor stopped, answering reads. */
   const attachments = new Map<string, Attachment>()
-  /** Each agent's serialized operations (§1): when the last one ends, and how many have not. */
-  const queues = new Map<string, { last: { ended: boolean; started: Promise<void> } | undefined; settled: Promise<void>; unsettled: number }>()
+  /** Each agent's operations take turns (§1). */
+  const turns = createTurns()
   /** How many attachments each agent has had: an exit call tells a detach by it (R63). */
   const generations = new Map<string, number>()
   let disposed = false
@@ -81,8 +82,8 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   }
 
   /**
-   * Runs one operation of an agent after its previous one (at once, in the same call, when the
-   * agent is idle): on the attachment current when its turn comes, once no append is in flight.
+   * Runs one operation of an agent in its turn (§1): on the attachment current when the turn
+   * comes, once no append is in flight; sends the event and reads the chart's result.
    * `precondition` may refuse it by throwing when its turn has come.
    */
   function perform<T>(
@@ -91,22 +92,8 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     read: (snapshot: PlanModeSnapshot, attachment: Attachment) => T,
     precondition?: (attachment: Attachment) => void,
   ): Promise<T> {
-    // The operation takes its place before it runs: a call made from inside a port while it
-    // runs (a review channel that selects) waits behind it instead of overtaking it (§1).
-    const queue = queues.get(agent.id) ?? { last: undefined, settled: Promise.resolve(), unsettled: 0 }
-    queues.set(agent.id, queue)
-    queue.unsettled++
-    const previous = queue.last
-    let release!: () => void
-    const turn = { ended: false, started: new Promise<void>((resolve) => (release = resolve)) }
-    queue.last = turn
-    /** The next operation may start: this one's result is known (or it failed). */
-    const end = () => {
-      turn.ended = true
-      release()
-    }
-    const run = (): Promise<T> => {
-      try {
+    return turns.take(agent.id, (end) => {
+      const run = (): Promise<T> => {
         const attachment = attachmentOf(agent)
         // Work behind a detach runs on the next attachment, replayed once all of it landed.
         if (isClosing(attachment.snapshot)) return close(attachment).then(run, run)
@@ -117,27 +104,9 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
           end()
           return read(snapshot, attachment)
         })
-      } catch (error) {
-        return Promise.reject(error)
       }
-    }
-    // With nothing in progress (the previous result known), the operation runs now, in this call.
-    const ran = previous === undefined || previous.ended ? run() : previous.started.then(run)
-    ran.then(end, end)
-    // Calls settle in the order they were made, though the next may start before this one settles.
-    const previousSettled = queue.settled
-    const result = ran.then(
-      (value) => previousSettled.then(() => value),
-      (error: unknown) => previousSettled.then(() => Promise.reject(error)),
-    )
-    queue.settled = result.then(
-      () => {},
-      () => {},
-    )
-    void queue.settled.then(() => {
-      if (--queue.unsettled === 0 && queues.get(agent.id) === queue) queues.delete(agent.id)
+      return run()
     })
-    return result
   }
 
   /** A selection, with the state right after it (before any later queued operation runs). */
