@@ -178,7 +178,10 @@ export class Attachment implements PlanModePorts {
           this.actor.stop()
         }
       }
-      this.#stopped = this.until((s) => (isStopped(s) ? true : undefined)).then(stop, stop)
+      // Stopped, and its pending-store writes landed: the next attachment reads the store (R64).
+      this.#stopped = this.until((s) => (isStopped(s) ? true : undefined))
+        .then(stop, stop)
+        .then(() => this.storeWritten())
     }
     return this.#stopped
   }
@@ -189,7 +192,7 @@ export class Attachment implements PlanModePorts {
   append(type: string, data: unknown): unknown {
     const written = this.#agent.session.append(type, data)
     // Any thenable, not only a Promise: its own `then` may return nothing.
-    if (isThenable(written)) return Promise.resolve(written).then((event) => this.#observe(event))
+    if (isThenable(written)) return Promise.resolve(written).then((event) => this.#observeAppended(event))
     this.#observe(written)
     return written
   }
@@ -225,6 +228,19 @@ export class Attachment implements PlanModePorts {
     this.#storeWrites = (this.#storeWrites ?? Promise.resolve())
       .then(write)
       .catch((error: unknown) => this.warn('plan-mode: pending store write failed', error))
+  }
+
+  /**
+   * The event an asynchronous append resolved with. A log that answers something else (breaking
+   * the `append` contract) still holds the event: the chart catches up from the log's newest
+   * events, so the step runs under the state the log holds (R17, R18).
+   */
+  #observeAppended(event: unknown): void {
+    if (isSessionEvent(event)) return this.#observe(event)
+    const { events } = this.#agent.session
+    let first = events.length
+    while (first > 0 && (events[first - 1]?.seq ?? -Infinity) > this.#lastSeq) first--
+    for (let i = first; i < events.length; i++) this.#observe(events[i])
   }
 
   /** Feeds one log event to the chart, once per seq, dropping those that cannot matter (R70). */

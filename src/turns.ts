@@ -47,18 +47,18 @@ export function createTurns(): Turns {
           return Promise.reject(error)
         }
       }
+      // The settling slot is taken before the operation runs: a call it makes re-entrantly (a
+      // port that calls the service) settles after it.
+      const previousSettled = queue.settled
+      let settled!: () => void
+      queue.settled = new Promise<void>((resolve) => (settled = resolve))
       const ran = previous === undefined || previous.ended ? start() : previous.ends.then(start)
       ran.then(end, end)
-      const previousSettled = queue.settled
       const result = ran.then(
         (value) => previousSettled.then(() => value),
         (error: unknown) => previousSettled.then(() => Promise.reject(error)),
       )
-      queue.settled = result.then(
-        () => {},
-        () => {},
-      )
-      void queue.settled.then(() => {
+      void result.then(settled, settled).then(() => {
         if (--queue.unsettled === 0 && queues.get(agentId) === queue) queues.delete(agentId)
       })
       return result

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { createMemorySessionLog, createPlanMode, type PendingStore, type PlanAgent, type PlanMode, type ReviewAnswer, type SessionLog } from '../src/index.js'
 import { createControlledChannel, createControlledLog, settle, track } from './sut.js'
+import { createTurns } from '../src/turns.js'
+import type { SessionEvent } from '../src/index.js'
 
 const APPROVE: ReviewAnswer = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
 const KEEP: ReviewAnswer = { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] }
@@ -189,4 +191,94 @@ describe('found by a review of the rebuilt service (each failed before its fix)'
     expect(actor.getSnapshot().status).toBe('stopped') // FAILS: the actor is never stopped
     expect(await planMode.set(agent, false)).toBe('committed') // FAILS: rejects 'unsubscribe failed' forever
   })
+})
+
+describe('found by a second review of the rebuilt service (each failed before its fix)', () => {
+  /** A pending store whose writes land 10 ms after they are made. */
+  function slowStore() {
+    const map = new Map<string, boolean>()
+    const later = (f: () => void) => new Promise<void>((r) => setTimeout(() => (f(), r()), 10))
+    const store: PendingStore = { get: (id) => map.get(id), set: (id, v) => later(() => map.set(id, v)), delete: (id) => later(() => map.delete(id)) }
+    return { map, store }
+  }
+
+  it("R63, R64: a re-attach reads the pending store after the detached attachment's writes landed", async () => {
+    const { map, store } = slowStore()
+    const log = createMemorySessionLog([{ type: 'turn/start', data: {} }])
+    const planMode = createPlanMode({ section: 'S' }, { pendingStore: store, logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    const first = planMode.set(agent, true) // queued: P entering, its store write in flight
+    planMode.detach(agent)
+    const second = planMode.set(agent, false) // the user cancels; runs on the next attachment
+    expect(await first).toBe('queued')
+    expect(await second).toBe('cancelled')
+    await new Promise((r) => setTimeout(r, 50))
+    expect(map.get('a')).toBeUndefined()
+    const restarted = createPlanMode({ section: 'S' }, { pendingStore: store, logger: { warn() {} } })
+    expect(restarted.get({ id: 'a', session: log })).toEqual({ active: false })
+  })
+
+  it('R60, R64: after await dispose(), a new service reads the pending store the old one wrote', async () => {
+    const { store } = slowStore()
+    const log = createMemorySessionLog([{ type: 'turn/start', data: {} }])
+    const planMode = createPlanMode({ section: 'S' }, { pendingStore: store, logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    const set = planMode.set(agent, true)
+    await planMode.dispose()
+    const next = createPlanMode({ section: 'S' }, { pendingStore: store, logger: { warn() {} } })
+    expect(next.get({ id: 'a', session: log })).toEqual({ active: false, pending: true })
+    expect(await set).toBe('queued')
+  })
+
+  it('R10: a call made from inside a port (a log listener) settles after the call that was running (§1)', async () => {
+    const log = createMemorySessionLog()
+    const agent: PlanAgent = { id: 'a', session: log }
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const order: string[] = []
+    let once = false
+    log.subscribe((event) => {
+      if (event.type !== 'plan/mode' || once) return
+      once = true
+      void planMode.set(agent, false).then((o) => order.push(`set(false) ${o}`))
+    })
+    void planMode.set(agent, true).then((o) => order.push(`set(true) ${o}`))
+    await settle()
+    expect(order).toEqual(['set(true) committed', 'set(false) committed'])
+  })
+
+  it('R10: turns: a take nested inside a running operation settles after it (§1)', async () => {
+    const turns = createTurns()
+    const order: string[] = []
+    void turns
+      .take('a', (end) => {
+        void turns.take('a', async () => 'inner').then((v) => order.push(String(v)))
+        end()
+        return new Promise((r) => setTimeout(() => r('outer'), 5))
+      })
+      .then((v) => order.push(String(v)))
+    await new Promise((r) => setTimeout(r, 20))
+    expect(order).toEqual(['outer', 'inner'])
+  })
+
+  for (const answer of ['undefined', 'garbage'] as const) {
+    it(`R17, R18: a flush whose append resolves ${answer} (the event reported later) answers under the state the log holds`, async () => {
+      const events: SessionEvent[] = [{ seq: 1, type: 'turn/start', data: {} }]
+      const listeners = new Set<(e: SessionEvent) => void>()
+      const session = {
+        events,
+        subscribe: (l: (e: SessionEvent) => void) => (listeners.add(l), () => listeners.delete(l)),
+        append(type: string, data: unknown) {
+          const event = { seq: events.length + 1, type, data }
+          events.push(event)
+          setTimeout(() => listeners.forEach((l) => l(event)), 5) // a change feed, later
+          return Promise.resolve(answer === 'undefined' ? undefined : { ok: true }) as unknown as Promise<SessionEvent>
+        },
+      }
+      const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+      const agent: PlanAgent = { id: 'a', session }
+      expect(await planMode.set(agent, true)).toBe('queued')
+      expect((await planMode.stepBoundary(agent)).section).toBe('S')
+      expect(planMode.get(agent)).toEqual({ active: true })
+    })
+  }
 })

@@ -81,3 +81,23 @@ it('R61: attach read from the end still refuses an invalid plan/mode anywhere in
   ]
   expect(() => restorePlanLog(events)).toThrow('plan/mode carries invalid active state "yes"; expected a boolean')
 })
+
+it('R61: with two invalid plan/mode events, attach reports the first, as the forward readings do', () => {
+  const events: SessionEvent[] = [
+    { seq: 1, type: 'plan/mode', data: { active: 'a' } },
+    { seq: 2, type: 'plan/mode', data: { active: 'b' } },
+  ]
+  expect(() => restorePlanLog(events)).toThrow('plan/mode carries invalid active state "a"; expected a boolean')
+})
+
+it('R58, R64: a run that is not /plan leaves an earlier /plan run of the same id open, read from the end too', () => {
+  const events: SessionEvent[] = [
+    { seq: 1, type: 'command/run', data: { commandId: 1, name: 'plan', args: '' } },
+    { seq: 2, type: 'command/run', data: { commandId: 1, name: 'other', args: '' } },
+    { seq: 3, type: 'plan/mode', data: { active: false } },
+    { seq: 4, type: 'command/done', data: { commandId: 1, kind: 'success' } },
+  ]
+  const forward = events.reduce(foldPlanLogEvent, EMPTY_PLAN_LOG_FOLD)
+  expect(forward.projection.kept).toBe(true)
+  expect(restorePlanLog(events).kept).toBe(true)
+})

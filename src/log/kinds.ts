@@ -336,6 +336,15 @@ export interface PlanLogRestore {
  * @throws on an invalid `plan/mode` anywhere in the log (R61).
  */
 export function restorePlanLog(events: readonly SessionEvent[]): PlanLogRestore {
+  try {
+    return restoreBackward(events)
+  } catch (error) {
+    foldPlanMode(events) // reports the FIRST invalid plan/mode, as every forward reading does (R61)
+    throw error
+  }
+}
+
+function restoreBackward(events: readonly SessionEvent[]): PlanLogRestore {
   let openTurn: boolean | undefined
   /** K once read; `'pending'`: a request header told F as it stood, the plan/mode before it decides. */
   let told: boolean | null | undefined | 'pending'
