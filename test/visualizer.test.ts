@@ -3,15 +3,14 @@
  * downloaded browser) against a live server, fed by a scripted agent that runs the real library
  * and reports through the WebSocket inspector, as a host would.
  */
-import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createMemorySessionLog, type PlanAgent, type PlanMode, type ReviewAnswer, type ReviewChannel } from '../src/index.js'
 import { createVisiblePlanMode } from '../visualizer/examples/visible-plan-mode.js'
 import { start, type Visualizer } from '../visualizer/server.js'
+import { launchChromium } from './fixtures/browser.js'
 
-const CHROMIUM = '/usr/bin/chromium'
 const ARTIFACTS = new URL('./artifacts/', import.meta.url)
 const PLAN_V1 = '# Ship <script>window.__xss = 1</script> safely\n\n1. Render <img src=x onerror="window.__xss = 2"> as text.'
 const PLAN_V2 = '# Ship safely (v2)\n\n1. Render plans as text.\n2. Test it in a browser.'
@@ -35,18 +34,14 @@ async function expectActive(active: string[], inactive: string[] = []): Promise<
 const modeLabel = () => page.locator('#agents button[data-agent-id="agent-1"] .mode-label').textContent()
 
 beforeAll(async () => {
-  // Fail, never skip: a missing browser must not pass CI silently.
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the visualizer tests need Debian's chromium (apt-get install chromium)`)
   await mkdir(ARTIFACTS, { recursive: true })
   visualizer = await start({ port: 0 })
   // The README's example (visualizer/examples/visible-plan-mode.ts), pointed at this server.
   visible = createVisiblePlanMode('PLAN', { review }, visualizer.inspectUrl)
   planMode = visible.planMode
   visible.show(agent)
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  })
+  // Debian's Chromium, else the one shipped in an npm package; never skipped (fixtures/browser.ts).
+  browser = await launchChromium()
   page = await browser.newPage({ viewport: { width: 1600, height: 1000 } })
   // The page must need nothing but its own server.
   await page.route((url) => url.origin !== new URL(visualizer.url).origin, (route) => route.abort())
