@@ -11,9 +11,10 @@ export function resolveConfig(config: PlanModeConfig): PlanModeConfig {
   const section = (config as Partial<PlanModeConfig> | null | undefined)?.section
   if (typeof section !== 'string') throw new Error('PlanModeConfig needs a string `section`')
   if (section.trim() === '') throw new Error('PlanModeConfig needs a non-empty `section`')
-  const unknown = Object.keys(config).filter((key) => !(CONFIG_KEYS as readonly string[]).includes(key))
+  // Symbol keys too: any key other than `section` is refused (R37).
+  const unknown = Reflect.ownKeys(config).filter((key) => !(CONFIG_KEYS as readonly PropertyKey[]).includes(key))
   if (unknown.length > 0) {
-    throw new Error(`PlanModeConfig has unknown key(s) ${unknown.join(', ')} — config is { section }`)
+    throw new Error(`PlanModeConfig has unknown key(s) ${unknown.map(String).join(', ')} — config is { section }`)
   }
   return { section }
 }

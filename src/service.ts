@@ -13,6 +13,9 @@ import type { PlanAgent, PlanModeConfig, PlanModeOptions, PlanModeState, SetOutc
 
 export { DISPOSED_MESSAGE, type PlanModeActor } from './attachment.js'
 
+/** `set` with anything but a boolean fails with this, never a silent `'noop'` (R8). */
+const SET_NEEDS_BOOLEAN = 'plan mode set(agent, active) needs a boolean active'
+
 /** The plan-mode service: one statechart actor per agent behind plain methods (docs/spec.md §1). */
 export interface PlanMode {
   /** `{ active: F }`, plus `pending: P's target` while a selection waits (R7). */
@@ -111,7 +114,8 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
 
   /** A selection, with the state right after it (before any later queued operation runs). */
   function select(agent: PlanAgent, active: boolean): Promise<{ outcome: SetOutcome; state: PlanModeState }> {
-    return perform(agent, { type: 'SELECT', active: active === true }, (snapshot) => {
+    if (typeof active !== 'boolean') return Promise.reject(new TypeError(`${SET_NEEDS_BOOLEAN}; got ${typeof active}`))
+    return perform(agent, { type: 'SELECT', active }, (snapshot) => {
       const result = resultOf(snapshot, 'select')
       if ('error' in result) throw result.error
       return { outcome: result.outcome, state: planModeState(snapshot) }

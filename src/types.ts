@@ -45,7 +45,10 @@ export interface UserMessage {
 export interface PlanAgent {
   id: string
   session: SessionLog
-  /** Sends a user message into the agent; needed for `/plan <message>` (R56). */
+  /**
+   * Sends a user message into the agent; needed for `/plan <message>` (R56). It may return a
+   * promise: `/plan` awaits it and reports its rejection (R57).
+   */
   steer?(message: UserMessage): void
   /** Set when the agent is owned by another live agent: it cannot ask the user (R42.7). */
   owner?: string

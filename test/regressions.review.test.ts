@@ -282,3 +282,44 @@ describe('found by a second review of the rebuilt service (each failed before it
     })
   }
 })
+
+describe('hostile input (issue "Hardening", faults 5 and 8)', () => {
+  it('R57, R62: an async steer that rejects is reported by /plan, never an unhandled rejection', async () => {
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const agent: PlanAgent = {
+      id: 'a',
+      session: createMemorySessionLog(),
+      steer: () => Promise.reject(new Error('the chat is gone')) as unknown as void,
+    }
+    expect(await planMode.command.run({ agent, rawInput: 'draft the plan' })).toEqual({
+      kind: 'error',
+      text: 'Plan mode on. Use /plan off to leave. The plan message could not be sent: the chat is gone',
+    })
+    expect(planMode.get(agent)).toEqual({ active: true })
+  })
+
+  it('R37: a symbol key is an unknown key like any other', () => {
+    const key = Symbol('extra')
+    expect(() => createPlanMode({ section: 'S', [key]: 1 } as never)).toThrow(
+      new Error('PlanModeConfig has unknown key(s) Symbol(extra) — config is { section }'),
+    )
+  })
+
+  it('R61: a BigInt active gets the R61 message, not a serializer error', () => {
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: createMemorySessionLog([{ type: 'plan/mode', data: { active: 1n } }]) }
+    expect(() => planMode.get(agent)).toThrow(new Error('plan/mode carries invalid active state 1n; expected a boolean'))
+  })
+
+  it('R8: set with an active that is not a boolean rejects with a TypeError and changes nothing', async () => {
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: createMemorySessionLog() }
+    for (const value of ['true', 1, null, Number.NaN, {}]) {
+      await expect(planMode.set(agent, value as never)).rejects.toThrow(
+        new TypeError(`plan mode set(agent, active) needs a boolean active; got ${typeof value}`),
+      )
+    }
+    expect(agent.session.events).toEqual([])
+    expect(planMode.get(agent)).toEqual({ active: false })
+  })
+})

@@ -108,15 +108,22 @@ export interface PlanLogKind {
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
 
+/** A value as R61 quotes it: its JSON, or its string form where JSON has none (a BigInt, a symbol). */
+function describeValue(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return typeof value === 'bigint' ? `${value}n` : String(value)
+  }
+}
+
 /**
  * `active` of a `plan/mode` payload (R1).
  * @throws Error `plan/mode carries invalid active state <JSON>; expected a boolean` (R61)
  */
 function readPlanModeData(data: unknown): boolean {
   const active = (data as { active?: unknown } | null | undefined)?.active
-  if (typeof active !== 'boolean') {
-    throw new Error(`plan/mode carries invalid active state ${JSON.stringify(active) ?? 'undefined'}; expected a boolean`)
-  }
+  if (typeof active !== 'boolean') throw new Error(`plan/mode carries invalid active state ${describeValue(active)}; expected a boolean`)
   return active
 }
 

@@ -68,7 +68,10 @@ export function createPlanCommand(ports: PlanCommandPorts): PlanCommand {
       const text = outcomeText(entering, selection.outcome, selection.state)
       if (!steers) return { kind: 'success', text }
       try {
-        agent.steer!(steeredMessage(attached, message))
+        // An asynchronous steer is awaited: its rejection is this command's to report, never an
+        // unhandled rejection in the host (R57, R62).
+        const steered: unknown = agent.steer!(steeredMessage(attached, message))
+        if (typeof (steered as PromiseLike<unknown> | null)?.then === 'function') await steered
       } catch (error) {
         // The mode changed; only the message was lost. Say both, and keep the service usable (R62).
         return { kind: 'error', text: `${text} The plan message could not be sent: ${errorMessage(error)}` }
