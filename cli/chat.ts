@@ -22,10 +22,9 @@ import {
   type UserMessage,
 } from 'xstate-plan-mode'
 import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
-import { openJsonlSessionLog } from 'xstate-plan-mode/node'
 import { chooseChatModel } from './chat-model.js'
 import { errorMessage, styles as makeStyles, type CliIo } from './io.js'
-import { newLogPath } from './log-file.js'
+import { newLogPath, openNewLog } from './log-file.js'
 import { renderMarkdown } from './markdown.js'
 import { offlineChatModel } from './offline-model.js'
 import { planCommandRunner } from './plan-command.js'
@@ -99,7 +98,7 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
   const model: LanguageModel =
     choice.provider === 'offline' ? offlineChatModel({ section: CHAT_SECTION, ...(terminal ? { replyDelayMs: OFFLINE_THINK_MS } : {}) }) : choice.model
   const path = await newLogPath(options.log, 'plan-mode-chat-', 'chat')
-  const session = await openJsonlSessionLog(path)
+  const session = await openNewLog(path)
   const rl = createInterface({
     input: stdin,
     ...(terminal ? { output: io.stdout as NodeJS.WritableStream, terminal: true } : { terminal: false }),

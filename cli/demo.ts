@@ -11,10 +11,9 @@ import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage } from '
 import { createPlanMode, PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, type PlanAgent, type ReviewAnswer, type ReviewChannel, type SessionEvent } from 'xstate-plan-mode'
 import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
 import { createPlanModeInspector, type PlanModeInspector } from 'xstate-plan-mode/inspect'
-import { openJsonlSessionLog } from 'xstate-plan-mode/node'
 import type { Visualizer } from '../visualizer/server.js'
 import { untilAborted, type CliIo, type Styles } from './io.js'
-import { newLogPath } from './log-file.js'
+import { newLogPath, openNewLog } from './log-file.js'
 import { planCommandRunner } from './plan-command.js'
 import { scriptedModel, type ScriptedReply } from './scripted-model.js'
 
@@ -88,7 +87,7 @@ export async function runDemo(options: DemoOptions, io: CliIo): Promise<number> 
   const row = (tag: string, text: string, color: (t: string) => string = (t) => t) => out(`  ${color(tag.padEnd(8))} ${text}`)
 
   const path = await newLogPath(options.log, 'plan-mode-demo-', 'the demo')
-  const session = await openJsonlSessionLog(path)
+  const session = await openNewLog(path)
 
   let visualizer: Visualizer | undefined
   let inspector: PlanModeInspector | undefined

@@ -1,5 +1,6 @@
 /**
- * The CLI's log files. `newLogPath` picks where `demo` and `chat` write a new log.
+ * The CLI's log files. `newLogPath` picks where `demo` and `chat` write a new log; `openNewLog`
+ * opens it.
  *
  * `loadLogFile` reads a JSONL session log read-only, for `plan-mode inspect` and `plan-mode visualize`.
  * `openJsonlSessionLog` is the writer: it takes the log's lock and cuts a torn last line. A
@@ -8,9 +9,9 @@
  */
 import { mkdtemp, readFile, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import type { SessionEvent } from 'xstate-plan-mode'
-import { parseJsonlLog } from 'xstate-plan-mode/node'
+import { openJsonlSessionLog, parseJsonlLog, type JsonlSessionLog } from 'xstate-plan-mode/node'
 import { CliError } from './io.js'
 
 /** A log loaded read-only. */
@@ -41,6 +42,8 @@ export async function loadLogFile(path: string): Promise<LoadedLogFile> {
   try {
     // The writer's own parser (one home for the format); reading never cuts or locks anything.
     const { events, torn } = parseJsonlLog(path, bytes)
+    // Bytes and not one event: not a session log at all (not a crash's torn line).
+    if (events.length === 0 && torn) throw new CliError(`${path}: not a JSONL session log (line 1 is not an event)`)
     return torn ? { events, tornLine: torn.line } : { events }
   } catch (error) {
     throw new CliError(error instanceof Error ? error.message : String(error))
@@ -59,5 +62,22 @@ export async function newLogPath(log: string | undefined, tempPrefix: string, wr
   if (await stat(log).catch(() => undefined)) {
     throw new CliError(`${log}: already exists; ${writer} writes a new log (give another --log path)`)
   }
+  const folder = dirname(log)
+  const found = await stat(folder).catch(() => undefined)
+  if (!found?.isDirectory()) throw new CliError(`${log}: cannot write the log here: ${folder} is not a directory`)
   return log
+}
+
+/**
+ * Opens a new session log for writing.
+ * @throws CliError `<log>: cannot write the log here: <reason>` (the lock file's name left out).
+ */
+export async function openNewLog(path: string): Promise<JsonlSessionLog> {
+  try {
+    return await openJsonlSessionLog(path)
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    const reason = typeof code === 'string' ? code : error instanceof Error ? error.message.split('\n')[0] : String(error)
+    throw new CliError(`${path}: cannot write the log here: ${reason}`)
+  }
 }

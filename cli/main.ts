@@ -2,6 +2,7 @@
  * The `plan-mode` command line: `demo`, `inspect`, `visualize`, `chat`. `main` runs in-process
  * (tests call it with collecting streams); `bin.ts` wires it to the process.
  */
+import { createRequire } from 'node:module'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { CliError, styles, useColor, type CliIo } from './io.js'
 
@@ -20,7 +21,7 @@ Commands:
   chat [--provider NAME] [--model ID] [--base-url URL] [--log file.jsonl] [--no-color]
                  an interactive agent with plan mode (a real model, or the offline one)
 
-Run plan-mode <command> --help for a command's options.
+Run plan-mode <command> --help for a command's options; plan-mode --version prints the version.
 `
 
 const HELP: Record<string, string> = {
@@ -125,12 +126,19 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       io.stdout.write(USAGE)
       return command === undefined ? 2 : 0
     }
+    if (command === '--version' || command === '-v') {
+      io.stdout.write(`${version()}\n`)
+      return 0
+    }
     const options = OPTIONS[command]
     if (!options) throw new CliError(`unknown command "${command}" (commands: demo, inspect, visualize, chat; see plan-mode --help)`)
     let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] }
     try {
-      parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true }) as typeof parsed
+      parsed = parseArgs({ args: joinNegativeValues(rest, options), options, allowPositionals: true, strict: true }) as typeof parsed
     } catch (error) {
+      const code = (error as { code?: unknown }).code
+      const option = /'(-[^']*)'/.exec(firstLine(error))?.[1]
+      if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) throw new CliError(`${command}: unknown option ${option} (see plan-mode ${command} --help)`)
       throw new CliError(`${command}: ${firstLine(error)}`)
     }
     const { values, positionals } = parsed
@@ -212,6 +220,29 @@ function integer(name: string, text: string, min: number, max: number): number {
     throw new CliError(`${name} must be an integer ${min}..${max}, not "${text}"`)
   }
   return value
+}
+
+/** The package's version, from its package.json (beside `cli/` in a clone, beside `dist/` when built). */
+function version(): string {
+  return (createRequire(import.meta.url)('../package.json') as { version: string }).version
+}
+
+/**
+ * `--at -1` as `--at=-1`: a string option's value that starts with `-` is the value, so that the
+ * option's own check answers it ("must be an integer"), not the parser ("ambiguous").
+ */
+function joinNegativeValues(args: string[], options: Options): string[] {
+  const joined: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    const name = arg.startsWith('--') ? arg.slice(2) : undefined
+    const next = args[i + 1]
+    if (name !== undefined && options[name]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      joined.push(`${arg}=${next}`)
+      i++
+    } else joined.push(arg)
+  }
+  return joined
 }
 
 function firstLine(error: unknown): string {

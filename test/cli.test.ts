@@ -2,7 +2,8 @@
  * The `plan-mode` CLI, run in-process through `main`: the demo's arc and timeline, `inspect` on
  * the log it wrote, `visualize`, and bad input (one line on stderr, exit code 2).
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { execFile } from 'node:child_process'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -252,11 +253,21 @@ describe('bad input: one line on stderr, exit code 2', () => {
 
   it('an unknown command', () => bad(['frobnicate'], 'plan-mode: unknown command "frobnicate" (commands: demo, inspect, visualize, chat; see plan-mode --help)'))
 
-  it('an unknown option', async () => {
-    const result = await run(['inspect', log, '--bogus'])
-    expect(result.code).toBe(2)
-    expect(result.stderr).toMatch(/^plan-mode: inspect: Unknown option '--bogus'[^\n]*\n$/)
+  it('an unknown option', () => bad(['inspect', log, '--bogus'], 'plan-mode: inspect: unknown option --bogus (see plan-mode inspect --help)'))
+
+  it('an unknown option of demo, in one balanced line', () => bad(['demo', '--bogus'], 'plan-mode: demo: unknown option --bogus (see plan-mode demo --help)'))
+
+  it('--at with a negative number is answered by --at, not by the parser', () =>
+    bad(['inspect', log, '--at', '-1'], 'plan-mode: --at must be an integer 1..9007199254740991, not "-1"'))
+
+  it('inspect of a text file that is not a session log', async () => {
+    const text = join(dir, 'notes.txt')
+    await writeFile(text, 'hello, this is not a log\n')
+    await bad(['inspect', text], `plan-mode: ${text}: not a JSONL session log (line 1 is not an event)`)
   })
+
+  it('chat --log in a folder that does not exist, without the lock file\'s name', () =>
+    bad(['chat', '--provider', 'offline', '--log', join(dir, 'nowhere', 'x.jsonl')], `plan-mode: ${join(dir, 'nowhere', 'x.jsonl')}: cannot write the log here: ${join(dir, 'nowhere')} is not a directory`))
 
   it('inspect without a file', () => bad(['inspect'], 'plan-mode: inspect: missing <file.jsonl> (see plan-mode inspect --help)'))
 
@@ -266,6 +277,12 @@ describe('bad input: one line on stderr, exit code 2', () => {
 
   it('chat with a provider that does not exist', () =>
     bad(['chat', '--provider', 'frob'], 'plan-mode: chat: unknown provider "frob" (providers: openai, anthropic, gateway, offline)'))
+
+  it('--version prints the package version and exits 0', async () => {
+    const result = await run(['--version'])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe(`${JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')).version}\n`)
+  })
 
   it('no command prints the usage and exits 2', async () => {
     const result = await run([])
@@ -344,5 +361,27 @@ describe('serving', () => {
     viewer.close()
     controller.abort()
     expect(await done).toBe(0)
+  })
+})
+
+describe('the visualizer script', () => {
+  const script = fileURLToPath(new URL('../visualizer/cli.mjs', import.meta.url))
+  const runScript = (args: string[]) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      execFile(process.execPath, [script, ...args], { timeout: 20_000 }, (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      )
+    })
+
+  it('--help prints its usage and exits 0', async () => {
+    const result = await runScript(['--help'])
+    expect(result).toMatchObject({ code: 0, stderr: '' })
+    expect(result.stdout).toMatch(/^Usage: node visualizer\/cli\.mjs \[--port N\] \[--demo\]\n/)
+  })
+
+  it('an unknown option is one line and exit code 2', async () => {
+    const result = await runScript(['--bogus'])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toBe("visualizer: Unknown option '--bogus' (see --help)\n")
   })
 })

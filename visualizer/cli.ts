@@ -5,12 +5,30 @@
 import { parseArgs } from 'node:util'
 import { start } from './server.js'
 
-const { values } = parseArgs({
-  options: {
-    port: { type: 'string', default: '5178' },
-    demo: { type: 'boolean', default: false },
-  },
-})
+const USAGE = `Usage: node visualizer/cli.mjs [--port N] [--demo]
+
+Serves the plan-mode visualizer on 127.0.0.1 until Ctrl-C.
+  --port N   the port (default 5178; 0 picks a free one)
+  --demo     also drive a simulated agent from the page
+`
+
+let values: { port: string; demo: boolean; help: boolean }
+try {
+  values = parseArgs({
+    options: {
+      port: { type: 'string', default: '5178' },
+      demo: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  }).values as typeof values
+} catch (error) {
+  console.error(`visualizer: ${(error instanceof Error ? error.message : String(error)).split('\n')[0]} (see --help)`)
+  process.exit(2)
+}
+if (values.help) {
+  process.stdout.write(USAGE)
+  process.exit(0)
+}
 const port = Number(values.port)
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error(`visualizer: --port must be 0..65535, not ${values.port}`)
