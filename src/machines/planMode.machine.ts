@@ -14,7 +14,7 @@ import { REVIEW_MESSAGES, isTooLarge, lacksLeadingHeading, planTitle } from '../
 import type { SetOutcome } from '../types.js'
 
 /**
- * The per-agent plan-mode statechart (docs/spec.md R1–R71). It decides every behaviour and
+ * The per-agent plan-mode statechart (docs/spec.md R1–R72). It decides every behaviour and
  * holds every result; the service only sends it events, waits, and reads its snapshot.
  *
  * Five regions run at once, because these things really are independent:
@@ -85,10 +85,10 @@ const PLAN_CHECKS = [
 
 /**
  * How the mode region answers boundaries under F = `active` (R18). An aborted one tells nothing
- * (R15); one with no selection waiting is answered at once; the intent region raises
- * `BOUNDARY.RESOLVED` once it has dealt with P. When the model was already told `active` there
- * is nothing to narrate and K stays, so the quiet boundary every step pays is one microstep
- * (R70).
+ * (R15); one with no selection waiting is answered at once; one that flushes P is answered when
+ * its append lands (or fails); one whose P someone else already logged, when the intent region
+ * raises `BOUNDARY.RESOLVED`. When the model was already told `active` there is nothing to
+ * narrate and K stays, so the quiet boundary every step pays is one microstep (R70).
  */
 function boundaryAnswers(active: boolean) {
   return {
