@@ -155,4 +155,34 @@ describe('visualizer in Chromium', () => {
       await demo.close()
     }
   })
+
+  it('works at 390 px and 1440 px wide: no sideways scroll, the chart keeps its size, every panel shows', async () => {
+    for (const width of [390, 1440]) {
+      const narrow = await browser.newPage({ viewport: { width, height: 844 } })
+      try {
+        await narrow.goto(visualizer.url)
+        await narrow.locator('#chart[data-layout="done"]').waitFor()
+        await narrow.locator('#agents button[data-agent-id="agent-1"]').waitFor()
+        const size = await narrow.evaluate(() => {
+          const box = (selector: string) => document.querySelector(selector)!.getBoundingClientRect()
+          return {
+            scrollWidth: document.documentElement.scrollWidth,
+            chart: { width: box('#chart').width, height: box('#chart').height },
+            timeline: box('#timeline-panel').width,
+            reviews: box('#reviews-panel').width,
+            title: box('#chart-title').bottom <= box('#timeline-panel').top || box('#chart-title').right <= box('#timeline-panel').left,
+          }
+        })
+        expect(size.scrollWidth).toBeLessThanOrEqual(width)
+        expect(size.chart.width).toBeGreaterThan(width * 0.8 > 1000 ? 500 : width * 0.8)
+        expect(size.chart.height).toBeGreaterThan(250)
+        expect(size.timeline).toBeGreaterThan(200)
+        expect(size.reviews).toBeGreaterThan(200)
+        expect(size.title).toBe(true) // the chart's title never overlaps the timeline
+        await narrow.screenshot({ path: new URL(`visualizer-${width}.png`, ARTIFACTS).pathname, fullPage: width < 760 })
+      } finally {
+        await narrow.close()
+      }
+    }
+  })
 })
