@@ -14,6 +14,9 @@ import type { SessionEvent } from 'xstate-plan-mode'
 import { openJsonlSessionLog, parseJsonlLog, type JsonlSessionLog } from 'xstate-plan-mode/node'
 import { CliError } from './io.js'
 
+/** The largest log `inspect` and `visualize` read (they hold it in memory). */
+const MAX_LOG_BYTES = 2 ** 30
+
 /** A log loaded read-only. */
 export interface LoadedLogFile {
   /** The events, seq 1, 2, … in order. */
@@ -32,8 +35,15 @@ export interface LoadedLogFile {
 export async function loadLogFile(path: string): Promise<LoadedLogFile> {
   let bytes: Buffer
   try {
+    // Only a regular file, and at most MAX_LOG_BYTES: a FIFO would block in the kernel and
+    // /dev/zero would grow without end, both deaf to SIGTERM.
+    const found = await stat(path)
+    if (found.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' })
+    if (!found.isFile()) throw new CliError(`${path}: not a regular file, not a JSONL log`)
+    if (found.size > MAX_LOG_BYTES) throw new CliError(`${path}: over ${MAX_LOG_BYTES / 2 ** 30} GiB; too large to read`)
     bytes = await readFile(path)
   } catch (error) {
+    if (error instanceof CliError) throw error
     const code = (error as { code?: unknown }).code
     if (code === 'ENOENT') throw new CliError(`${path}: no such file`)
     if (code === 'EISDIR') throw new CliError(`${path}: is a directory, not a JSONL log`)

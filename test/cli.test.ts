@@ -2,7 +2,7 @@
  * The `plan-mode` CLI, run in-process through `main`: the demo's arc and timeline, `inspect` on
  * the log it wrote, `visualize`, and bad input (one line on stderr, exit code 2).
  */
-import { execFile } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -259,6 +259,15 @@ describe('bad input: one line on stderr, exit code 2', () => {
 
   it('--at with a negative number is answered by --at, not by the parser', () =>
     bad(['inspect', log, '--at', '-1'], 'plan-mode: --at must be an integer 1..9007199254740991, not "-1"'))
+
+  it('inspect of /dev/zero: refused at once, not read without end', () =>
+    bad(['inspect', '/dev/zero'], 'plan-mode: /dev/zero: not a regular file, not a JSONL log'))
+
+  it('inspect of a FIFO: refused at once, not blocked in the kernel', async () => {
+    const fifo = join(dir, 'pipe')
+    execFileSync('mkfifo', [fifo])
+    await bad(['inspect', fifo], `plan-mode: ${fifo}: not a regular file, not a JSONL log`)
+  })
 
   it('inspect of a text file that is not a session log', async () => {
     const text = join(dir, 'notes.txt')

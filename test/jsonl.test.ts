@@ -250,6 +250,21 @@ describe('file format and appends', () => {
 describe('loading a damaged file', () => {
   const good = line(1, 'turn/start', {}) + line(2, 'plan/mode', { active: true })
 
+  it('reads a log that starts with a UTF-8 byte order mark: its first line is an event, nothing is cut', async () => {
+    await writeFile(logPath, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(good)]))
+    const logger = quietLogger()
+    const log = await openLog(logPath, { logger })
+    expect(log.events.map((event) => event.type)).toEqual(['turn/start', 'plan/mode'])
+    expect(logger.warn).not.toHaveBeenCalled()
+    expect((await readdir(dir)).filter((name) => name.includes('.torn-'))).toEqual([])
+    await log.append('turn/end', {})
+    expect((await readFile(logPath)).subarray(3).toString('utf8')).toBe(good + line(3, 'turn/end', {}))
+  })
+
+  it('refuses a file that is not a regular file (/dev/null swallows every append)', async () => {
+    expect((await rejection(openJsonlSessionLog('/dev/null'))).message).toBe('/dev/null: not a regular file; a session log is one')
+  })
+
   it('cuts a torn last line without a newline, saves its bytes and warns', async () => {
     const torn = '{"seq":3,"type":"plan/mo'
     await writeFile(logPath, good + torn)

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { link, open, readFile, unlink, writeFile, type FileHandle } from 'node:fs/promises'
+import { link, open, readFile, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { validatePlanModeEvent } from '../log/kinds.js'
 import type { PlanModeLogger, SessionEvent, SessionLog } from '../types.js'
@@ -240,20 +240,22 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * @throws Error `<path>:<line>: <reason>`
  */
 export function parseJsonlLog(path: string, bytes: Buffer): LoadedLog {
+  // A UTF-8 byte order mark (an editor may add one) is not part of the first line.
+  const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0
   let length = bytes.length
   let torn: LoadedLog['torn']
-  if (length > 0 && bytes[length - 1] !== 0x0a) {
-    length = bytes.lastIndexOf(0x0a) + 1
+  if (length > bom && bytes[length - 1] !== 0x0a) {
+    length = Math.max(bom, bytes.lastIndexOf(0x0a) + 1)
     torn = { bytes: bytes.subarray(length), line: 0 }
   }
   // 0x0a never occurs inside a multi-byte UTF-8 sequence, so text lines are byte lines.
-  const lines = bytes.toString('utf8', 0, length).split('\n')
+  const lines = bytes.toString('utf8', bom, length).split('\n')
   lines.pop() // the empty string after the last newline
   if (torn) {
     torn.line = lines.length + 1
   } else if (lines.length > 0 && !parsesAsJson(lines[lines.length - 1]!)) {
     // Complete but garbage: a write the crash left as zeros or a fragment with a newline in it.
-    const start = bytes.lastIndexOf(0x0a, length - 2) + 1
+    const start = Math.max(bom, bytes.lastIndexOf(0x0a, length - 2) + 1)
     torn = { bytes: bytes.subarray(start, length), line: lines.length }
     length = start
     lines.pop()
@@ -339,6 +341,9 @@ export async function openJsonlSessionLog(
 ): Promise<JsonlSessionLog> {
   const fsync = options.fsync ?? true
   const logger: PlanModeLogger = options.logger ?? console
+  // A session log is a regular file: /dev/null or a FIFO would swallow or block every append.
+  const found = await stat(path).catch(() => undefined)
+  if (found !== undefined && !found.isFile()) throw new Error(`${path}: not a regular file; a session log is one`)
   const lock = await acquireLock(path)
   let handle: FileHandle | undefined
   try {
