@@ -11,6 +11,9 @@ import type { PendingStore, PlanAgent, PlanModeLogger, ReviewAnswer, ReviewChann
 /** One agent's plan-mode actor. */
 export type PlanModeActor = Actor<typeof planModeMachine>
 
+/** Reported when the log hands over an event whose seq it does not hold (R74). */
+export const SEQ_CONTRACT_WARNING = 'plan-mode: the session log broke the seq contract; event ignored'
+
 /** Thrown by every call that names an agent after `dispose` (R60). */
 export const DISPOSED_MESSAGE = 'plan-mode service is disposed'
 
@@ -20,6 +23,8 @@ export interface AttachmentSettings {
   logger: PlanModeLogger
   pendingStore: PendingStore | undefined
   inspect: Observer<InspectionEvent> | undefined
+  /** The bounded wait of a reload or detach, in ms (R73). */
+  closeTimeout: number
 }
 
 function isSessionEvent(value: unknown): value is SessionEvent {
@@ -60,7 +65,7 @@ export class Attachment implements PlanModePorts {
     this.#settings = settings
     this.#lastSeq = fold.lastSeq
     const stored = this.#storedSelection(agent.id)
-    const snapshot = restoreSnapshot(fold, stored ?? fold.kept, this)
+    const snapshot = restoreSnapshot(fold, stored ?? fold.kept, this, settings.closeTimeout)
     this.#actor = createActor(planModeMachine, { snapshot, id: agent.id, ...(settings.inspect ? { inspect: settings.inspect } : {}) })
     this.#actor.start()
     let unsubscribe: unknown
@@ -236,16 +241,39 @@ export class Attachment implements PlanModePorts {
    * events, so the step runs under the state the log holds (R17, R18).
    */
   #observeAppended(event: unknown): void {
-    if (isSessionEvent(event)) return this.#observe(event)
+    if (isSessionEvent(event)) this.#observe(event)
+    else this.#catchUp()
+  }
+
+  /**
+   * Feeds one log event to the chart, once per seq. The log's events come one seq after another
+   * (§0): an event further ahead either has predecessors not heard yet (a log that notifies
+   * late), which the chart reads from the log first, or claims a seq the log does not hold,
+   * which is reported and not believed (R74), so no later event is ever dropped below it.
+   */
+  #observe(event: unknown): void {
+    if (!isSessionEvent(event) || event.seq <= this.#lastSeq) return
+    if (event.seq === this.#lastSeq + 1) return this.#feed(event)
+    this.#catchUp()
+    if (event.seq > this.#lastSeq) {
+      const error = new Error(`${event.type} claims seq ${event.seq}, but the log's last event has seq ${this.#lastSeq}`)
+      this.warn(SEQ_CONTRACT_WARNING, error)
+    }
+  }
+
+  /** Feeds the chart the log's events it has not seen yet, oldest first (read from the log's end). */
+  #catchUp(): void {
     const { events } = this.#agent.session
     let first = events.length
     while (first > 0 && (events[first - 1]?.seq ?? -Infinity) > this.#lastSeq) first--
-    for (let i = first; i < events.length; i++) this.#observe(events[i])
+    for (let i = first; i < events.length; i++) {
+      const event = events[i]
+      if (isSessionEvent(event) && event.seq > this.#lastSeq) this.#feed(event)
+    }
   }
 
-  /** Feeds one log event to the chart, once per seq, dropping those that cannot matter (R70). */
-  #observe(event: unknown): void {
-    if (!isSessionEvent(event) || event.seq <= this.#lastSeq) return
+  /** Moves the chart's seq to `event` and sends what it means, dropping what cannot matter (R70). */
+  #feed(event: SessionEvent): void {
     this.#lastSeq = event.seq
     let chartEvent: PlanModeEvent | undefined
     try {
@@ -258,12 +286,16 @@ export class Attachment implements PlanModePorts {
   }
 }
 
-/** The result the chart left for the operation whose snapshot this is. */
+/**
+ * The result the chart left for the operation whose snapshot this is.
+ * @throws the abandoned message when a reload or detach gave up on its work (R73).
+ */
 export function resultOf<K extends OperationResult['operation']>(
   snapshot: PlanModeSnapshot,
   operation: K,
 ): Extract<OperationResult, { operation: K }> {
   const result = snapshot.context.result
+  if (result?.operation === 'abandoned') throw new Error(result.error) // R73
   if (result?.operation !== operation) throw new Error(`plan-mode: the chart left no ${operation} result`)
   return result as Extract<OperationResult, { operation: K }>
 }

@@ -2,6 +2,7 @@ import type { InspectionEvent, Observer } from 'xstate'
 import { Attachment, DISPOSED_MESSAGE, resultOf, type AttachmentSettings, type PlanModeActor } from './attachment.js'
 import { resolveConfig } from './config.js'
 import { createTurns } from './turns.js'
+import { DEFAULT_CLOSE_TIMEOUT_MS } from './machines/planMode.machine.js'
 import { planProjection, type PlanProjection } from './log/projection.js'
 import type { PlanModeEvent } from './machines/planMode.events.js'
 import { isAppending, isClosing, isEffectivelyActive, planModeState, type PlanModeSnapshot } from './machines/planMode.view.js'
@@ -15,6 +16,18 @@ export { DISPOSED_MESSAGE, type PlanModeActor } from './attachment.js'
 
 /** `set` with anything but a boolean fails with this, never a silent `'noop'` (R8). */
 const SET_NEEDS_BOOLEAN = 'plan mode set(agent, active) needs a boolean active'
+
+/** An operation called before `dispose` whose turn had not come fails with this (R60). */
+export const DISPOSED_BEFORE_TURN_MESSAGE = "plan-mode service was disposed before this call's turn came; nothing was done"
+
+/** The close timeout of R73, checked: a finite number of milliseconds, at least 0. */
+function closeTimeoutOf(value: unknown): number {
+  if (value === undefined) return DEFAULT_CLOSE_TIMEOUT_MS
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new TypeError(`plan mode option closeTimeoutMs must be a finite number of milliseconds, at least 0; got ${String(value)}`)
+  }
+  return value
+}
 
 /** The plan-mode service: one statechart actor per agent behind plain methods (docs/spec.md §1). */
 export interface PlanMode {
@@ -57,6 +70,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     logger: options.logger ?? console,
     pendingStore: options.pendingStore,
     inspect: options.inspect as Observer<InspectionEvent> | undefined,
+    closeTimeout: closeTimeoutOf(options.closeTimeoutMs),
   }
   /** Each agent's attachment; a closing one stays until its actor stopped, answering reads. */
   const attachments = new Map<string, Attachment>()
@@ -87,16 +101,21 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   /**
    * Runs one operation of an agent in its turn (§1): on the attachment current when the turn
    * comes, once no append is in flight; sends the event and reads the chart's result.
-   * `precondition` may refuse it by throwing when its turn has come.
+   * `precondition` may refuse it by throwing when its turn has come. Called after `dispose` it
+   * fails at once; called before but still waiting when `dispose` came, it fails with
+   * `disposedBeforeTurn` when its turn comes, having done nothing (R60).
    */
   function perform<T>(
     agent: PlanAgent,
     event: PlanModeEvent,
     read: (snapshot: PlanModeSnapshot, attachment: Attachment) => T,
     precondition?: (attachment: Attachment) => void,
+    disposedBeforeTurn = DISPOSED_BEFORE_TURN_MESSAGE,
   ): Promise<T> {
+    if (disposed) return Promise.reject(new Error(DISPOSED_MESSAGE))
     return turns.take(agent.id, (end) => {
       const run = (): Promise<T> => {
+        if (disposed) throw new Error(disposedBeforeTurn)
         const attachment = attachmentOf(agent)
         // Work behind a detach runs on the next attachment, replayed once all of it landed.
         if (isClosing(attachment.snapshot)) return close(attachment).then(run, run)
@@ -174,6 +193,8 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
             // Detached while the call waited for its turn: it fails like a review open then (R63).
             if (attachment.generation !== generation) throw new Error(REVIEW_MESSAGES.reloaded)
           },
+          // Like a detach: the review it would have opened was reloaded away (R60, R63).
+          REVIEW_MESSAGES.reloaded,
         ).catch(fail)
       })
     } catch (error) {

@@ -114,6 +114,11 @@ export interface PlanModeOptions {
   inspect?: unknown
   /** Keeps pending selections across restarts (memory by default: none survive). */
   pendingStore?: PendingStore
+  /**
+   * How long `dispose()` and `detach()` wait for an agent's work in flight (an append, a review's
+   * record) before abandoning it with one `logger.warn`, in milliseconds (R73). Default 5000.
+   */
+  closeTimeoutMs?: number
 }
 
 /** What `get` reports (R7): `pending` is the pending selection's TARGET (false = leaving). */

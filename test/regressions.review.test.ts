@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createMemorySessionLog, createPlanMode, type PendingStore, type PlanAgent, type PlanMode, type ReviewAnswer, type SessionLog } from '../src/index.js'
 import { createControlledChannel, createControlledLog, settle, track } from './sut.js'
 import { createTurns } from '../src/turns.js'
@@ -321,5 +321,169 @@ describe('hostile input (issue "Hardening", faults 5 and 8)', () => {
     }
     expect(agent.session.events).toEqual([])
     expect(planMode.get(agent)).toEqual({ active: false })
+  })
+})
+
+describe('hostile hosts (issue "Hardening", faults 3 and 6; each failed before its fix)', () => {
+  const abandoned = (ms: number) =>
+    `plan-mode: the session log did not settle within ${ms} ms of a reload or detach; work in flight was abandoned`
+
+  /** A memory log whose appends of `type` never settle (they are never written). */
+  function hangingLog(hang: (type: string) => boolean): SessionLog {
+    const inner = createMemorySessionLog()
+    return {
+      get events() {
+        return inner.events
+      },
+      subscribe: (listener) => inner.subscribe(listener),
+      append: (type, data) => (hang(type) ? new Promise<SessionEvent>(() => {}) : inner.append(type, data)),
+    }
+  }
+
+  it('R73: dispose() settles although an append never settles: the selection fails with the abandoned message, one warning', async () => {
+    const warnings: unknown[][] = []
+    const planMode = createPlanMode({ section: 'S' }, { closeTimeoutMs: 30, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const agent: PlanAgent = { id: 'a', session: hangingLog((type) => type === 'plan/mode') }
+    const selection = track(() => planMode.set(agent, true))
+    await settle()
+    expect(selection.state.status).toBe('pending')
+    await planMode.dispose()
+    await settle()
+    expect(selection.state).toEqual({ status: 'rejected', error: new Error(abandoned(30)) })
+    expect(warnings).toEqual([[abandoned(30), undefined]])
+  })
+
+  it('R73: detach() of an agent whose review record never settles: the exit call fails as reloaded, and the agent attaches again', async () => {
+    const warnings: unknown[][] = []
+    const channel = createControlledChannel()
+    const planMode = createPlanMode(
+      { section: 'S' },
+      { review: channel, closeTimeoutMs: 20, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
+    )
+    const agent: PlanAgent = { id: 'a', session: hangingLog((type) => type === 'plan/review') }
+    await planMode.set(agent, true)
+    const call = track(() => planMode.exitTool.execute({ plan: PLAN }, { agent }))
+    await settle()
+    channel.asks[0]!.resolve(APPROVE) // its record never settles
+    await settle()
+    planMode.detach(agent)
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    expect(call.state).toEqual({ status: 'rejected', error: new Error('the plan-mode service was reloaded while the plan was under review; present the plan again') })
+    expect(warnings).toEqual([[abandoned(20), undefined]])
+    expect(planMode.get(agent)).toEqual({ active: true })
+    expect(await planMode.set(agent, false)).toBe('committed')
+  })
+
+  it('R73: the default close timeout is 5000 ms', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+      const agent: PlanAgent = { id: 'a', session: hangingLog((type) => type === 'plan/mode') }
+      const selection = track(() => planMode.set(agent, true))
+      const disposal = track(() => planMode.dispose())
+      await vi.advanceTimersByTimeAsync(4999)
+      expect(disposal.state.status).toBe('pending')
+      await vi.advanceTimersByTimeAsync(1)
+      await settle()
+      expect(disposal.state.status).toBe('resolved')
+      expect(selection.state).toEqual({ status: 'rejected', error: new Error(abandoned(5000)) })
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it('R73: a close timeout that is not a finite number of milliseconds, at least 0, is refused', () => {
+    for (const value of [-1, Number.NaN, Number.POSITIVE_INFINITY, '5000']) {
+      expect(() => createPlanMode({ section: 'S' }, { closeTimeoutMs: value as never })).toThrow(
+        new TypeError(`plan mode option closeTimeoutMs must be a finite number of milliseconds, at least 0; got ${String(value)}`),
+      )
+    }
+  })
+
+  it("R60: calls made before dispose() but still waiting for their turn fail without running: the exit call as reloaded, the others with the disposed-before-turn message", async () => {
+    const log = createControlledLog([{ type: 'turn/start', data: {} }])
+    const channel = createControlledChannel()
+    const planMode = createPlanMode({ section: 'S' }, { review: channel, logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    expect(await planMode.set(agent, true)).toBe('queued')
+    log.defaultFate = 'hold'
+    const boundary = track(() => planMode.stepBoundary(agent)) // its flush is held
+    await settle()
+    const selection = track(() => planMode.set(agent, false)) // waits for its turn
+    const call = track(() => planMode.exitTool.execute({ plan: PLAN }, { agent }))
+    const command = track(() => planMode.command.run({ agent, rawInput: 'off' }))
+    const disposal = track(() => planMode.dispose())
+    await expect(planMode.set(agent, false)).rejects.toThrow(new Error('plan-mode service is disposed'))
+    for (const held of [...log.held]) log.resolveHeld(held)
+    await settle()
+    expect(boundary.state).toEqual({ status: 'resolved', value: { section: 'S', messages: [] } })
+    expect(selection.state).toEqual({ status: 'rejected', error: new Error("plan-mode service was disposed before this call's turn came; nothing was done") })
+    expect(call.state).toEqual({ status: 'rejected', error: new Error('the plan-mode service was reloaded while the plan was under review; present the plan again') })
+    expect(command.state).toEqual({ status: 'resolved', value: { kind: 'error', text: "Plan mode could not be changed: plan-mode service was disposed before this call's turn came; nothing was done" } })
+    expect(disposal.state.status).toBe('resolved')
+    expect(channel.asks).toHaveLength(0)
+  })
+})
+
+describe('a log that breaks the seq contract (issue "Hardening", fault 4; failed before its fix)', () => {
+  /** A memory log whose append answers the event with its seq shifted by `shift`, while subscribers hear the true one. */
+  function lyingLog(shift: number): SessionLog {
+    const inner = createMemorySessionLog()
+    return {
+      get events() {
+        return inner.events
+      },
+      subscribe: (listener) => inner.subscribe(listener),
+      append: (type, data) => {
+        const event = inner.append(type, data) as SessionEvent
+        return Promise.resolve({ ...event, seq: event.seq + shift })
+      },
+    }
+  }
+
+  it('R74, R9: an append that answers seq + 100 is reported and not believed: a later turn/start is heard and a selection in it is queued', async () => {
+    const warnings: unknown[][] = []
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const agent: PlanAgent = { id: 'a', session: lyingLog(100) }
+    expect(await planMode.set(agent, true)).toBe('committed')
+    expect(warnings).toEqual([
+      ['plan-mode: the session log broke the seq contract; event ignored', new Error("plan/mode claims seq 101, but the log's last event has seq 1")],
+    ])
+    agent.session.append('turn/start', {})
+    expect(await planMode.set(agent, false)).toBe('queued')
+    expect(planMode.get(agent)).toEqual({ active: true, pending: false })
+  })
+
+  it('R74: a log that tells its subscribers late is read, not reported: an append answered ahead of unheard events catches up from the log', async () => {
+    const warnings: unknown[][] = []
+    const inner = createMemorySessionLog()
+    const listeners: ((event: SessionEvent) => void)[] = []
+    const late: SessionEvent[] = []
+    const log: SessionLog = {
+      get events() {
+        return inner.events
+      },
+      // Subscribers hear each event only when the test flushes them.
+      subscribe: (listener) => {
+        listeners.push(listener)
+        return () => {}
+      },
+      append: (type, data) => {
+        const event = inner.append(type, data) as SessionEvent
+        late.push(event)
+        return Promise.resolve(event)
+      },
+    }
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    planMode.get(agent)
+    log.append('turn/start', {}) // seq 1, not heard yet
+    // The chart still thinks no turn is open: the selection commits (seq 2), and its answer,
+    // ahead of seq 1, makes the chart read seq 1 and 2 from the log.
+    expect(await planMode.set(agent, true)).toBe('committed')
+    for (const event of late.splice(0)) for (const listener of listeners) listener(event) // heard late: ignored
+    expect(await planMode.set(agent, false)).toBe('queued') // the turn is open
+    expect(planMode.get(agent)).toEqual({ active: true, pending: false })
+    expect(warnings).toEqual([])
   })
 })

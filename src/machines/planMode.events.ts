@@ -29,6 +29,8 @@ export type PlanModeEvent =
   /** Raised by the chart itself. */
   | { type: 'REVIEW.APPROVED' }
   | { type: 'BOUNDARY.RESOLVED' }
+  /** The close timeout expired: the work still in flight is no longer waited for (R73). */
+  | { type: 'ABANDONED' }
 
 /** What a step boundary tells the model about the mode, if anything (R32, R33). */
 export type NoticeKind = 'entering' | 'leaving'
@@ -55,3 +57,5 @@ export type OperationResult =
   | { operation: 'review'; refused: string }
   /** The review is open; its call waits for `closedReview.number` to equal `number`. */
   | { operation: 'review'; opened: number }
+  /** A reload or detach abandoned the work the operation waited for (R73). */
+  | { operation: 'abandoned'; error: string }

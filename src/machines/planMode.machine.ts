@@ -23,8 +23,8 @@ import type { SetOutcome } from '../types.js'
  * - **turn**: whether a turn is open, from `turn/start`/`turn/end` (R5);
  * - **review**: an open plan review, from the exit call to its `plan/review` record (R42–R49);
  * - **intent**: the user's selection: logged, pending until a step boundary, or being appended;
- * - **lifecycle**: serving, or closing until the work in flight has landed, then stopped (R60,
- *   R63): the service stops the actor when the chart says so.
+ * - **lifecycle**: serving, or closing until the work in flight has landed (or for at most the
+ *   close timeout, R73), then stopped (R60, R63): the service stops the actor when the chart says so.
  *
  * Appends are started by entry actions and answered by events (`PLAN_MODE.APPENDED`, ...):
  * see `planMode.effects.ts`. Operations (`SELECT`, `STEP_BOUNDARY`, `REVIEW.OPEN`) arrive one at a
@@ -46,13 +46,27 @@ export interface PlanModeContext {
   deferredSelection: boolean | null
   /** The result of the latest operation (a new object each time). */
   result: OperationResult | null
+  /** How long a reload or detach waits for the work in flight before abandoning it, in ms (R73). */
+  closeTimeout: number
   /** The agent's ports (bound at attach; see `planMode.effects.ts`). */
   ports: PlanModePorts
 }
 
+/** The bounded wait of a reload or detach when the host configures none (R73). */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5000
+
+/** What the abandoned work's operation fails with, and the one warning (R73). */
+export function abandonedMessage(closeTimeout: number): string {
+  return `plan-mode: the session log did not settle within ${closeTimeout} ms of a reload or detach; work in flight was abandoned`
+}
+
 /** The context of an actor that has no review open and no result yet; K as the log tells it (R31). */
-export function initialContext(ports: PlanModePorts, told: boolean | null): PlanModeContext {
-  return { told, review: null, reviews: 0, closedReview: null, deferredSelection: null, result: null, ports }
+export function initialContext(
+  ports: PlanModePorts,
+  told: boolean | null,
+  closeTimeout: number = DEFAULT_CLOSE_TIMEOUT_MS,
+): PlanModeContext {
+  return { told, review: null, reviews: 0, closedReview: null, deferredSelection: null, result: null, closeTimeout, ports }
 }
 
 /** The tag of every state in which a log append is in flight. */
@@ -118,6 +132,10 @@ const planModeSetup = setup({
     events: PlanModeEvent
   },
   actors: { askReview },
+  delays: {
+    /** R73: the bound on a reload's or detach's wait for the work in flight. */
+    closeTimeout: ({ context }) => context.closeTimeout,
+  },
   guards: {
     /** The selection's target is `params.active`. */
     selects: ({ event }, params: { active: boolean }) => event.type === 'SELECT' && event.active === params.active,
@@ -237,6 +255,18 @@ const planModeSetup = setup({
     /** The selection that closed the review now follows R8–R10 (R48). */
     replayDeferredSelection: raise(({ context }) => ({ type: 'SELECT' as const, active: context.deferredSelection === true })),
     clearDeferredSelection: assign({ deferredSelection: null }),
+    /** R73: one warning, and the operation waiting for the abandoned work fails with it. */
+    warnAbandoned: ({ context }) => context.ports.warn(abandonedMessage(context.closeTimeout), undefined),
+    reportAbandoned: assign(({ context }) => ({
+      result: { operation: 'abandoned' as const, error: abandonedMessage(context.closeTimeout) },
+    })),
+    raiseAbandoned: raise({ type: 'ABANDONED' } as const),
+    /** R73: the review whose record never settled fails as reloaded; a deferred selection is dropped. */
+    abandonReview: assign(({ context }) => ({
+      closedReview: { number: context.review?.number ?? 0, result: { outcome: 'reloaded' as const, error: REVIEW_MESSAGES.reloaded } },
+      review: null,
+      deferredSelection: null,
+    })),
   },
 })
 
@@ -293,6 +323,8 @@ function pendingSelection(active: boolean) {
         on: {
           'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: reportSelection('committed') },
           'PLAN_MODE.APPEND_FAILED': { target: 'queued', actions: 'reportSelectionFailure' as const },
+          // R73: P stays (in the pending store too) for the next attachment.
+          ABANDONED: 'queued',
         },
       },
       /** The boundary appends the selection; P is dropped only once it is logged (R16, R17). */
@@ -306,6 +338,7 @@ function pendingSelection(active: boolean) {
             target: 'queued',
             actions: { type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } },
           },
+          ABANDONED: 'queued',
         },
       },
     },
@@ -320,6 +353,8 @@ function committingSelection(active: boolean) {
     on: {
       'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: reportSelection('committed') },
       'PLAN_MODE.APPEND_FAILED': { target: '#planMode.intent.logged', actions: 'reportSelectionFailure' as const },
+      // R73: no longer waited for; the next attachment reads whether it landed.
+      ABANDONED: '#planMode.intent.logged',
     },
   }
 }
@@ -384,6 +419,8 @@ export const planModeMachine = planModeSetup.createMachine({
           on: {
             // R42.6: a second call while one is open.
             'REVIEW.OPEN': [...PLAN_CHECKS, { actions: refuseReview(REVIEW_MESSAGES.alreadyOpen) }],
+            // R73: its record never settled; the call fails as reloaded.
+            ABANDONED: { target: '#planMode.review.idle', actions: 'abandonReview' },
           },
           states: {
             /**
@@ -494,7 +531,11 @@ export const planModeMachine = planModeSetup.createMachine({
       initial: 'serving',
       states: {
         serving: { on: { RELOAD: 'closing' } },
-        closing: { always: { guard: 'hasNoWorkInFlight', target: 'stopped' } },
+        closing: {
+          always: { guard: 'hasNoWorkInFlight', target: 'stopped' },
+          // R73: the wait is bounded; what is still in flight is abandoned, and the actor stops.
+          after: { closeTimeout: { target: 'stopped', actions: ['warnAbandoned', 'reportAbandoned', 'raiseAbandoned'] } },
+        },
         stopped: { type: 'final' },
       },
     },

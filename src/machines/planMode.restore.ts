@@ -37,13 +37,19 @@ function stateValue(active: boolean, openTurn: boolean, pending: boolean | null)
  * The persisted snapshot an agent's actor starts from.
  * @param pending P's target as the host's pending store kept it, else the log's kept selection;
  *   ignored when it equals F (P exists only where it differs).
+ * @param closeTimeout the bounded wait of a reload or detach, in ms (R73).
  */
-export function restoreSnapshot(fold: PlanLogRestore, pending: boolean | null, ports: PlanModePorts): Snapshot<unknown> {
+export function restoreSnapshot(
+  fold: PlanLogRestore,
+  pending: boolean | null,
+  ports: PlanModePorts,
+  closeTimeout: number,
+): Snapshot<unknown> {
   const active = fold.active
   return {
     status: 'active',
     value: stateValue(active, fold.openTurn, pending === active ? null : pending),
-    context: initialContext(ports, fold.told),
+    context: initialContext(ports, fold.told, closeTimeout),
     children: EMPTY,
     historyValue: EMPTY,
   } as unknown as Snapshot<unknown>
