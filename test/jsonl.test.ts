@@ -1,7 +1,7 @@
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, open, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -354,7 +354,7 @@ describe('loading a damaged file', () => {
 describe('single writer lock', () => {
   it('holds our pid in <path>.lock and refuses a second open in this process', async () => {
     const log = await openLog(logPath)
-    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n`)
+    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`)
 
     const error = await rejection(openJsonlSessionLog(logPath))
 
@@ -410,13 +410,29 @@ describe('single writer lock', () => {
     const log = await openLog(logPath)
 
     expect(log.events).toEqual([])
-    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n`)
+    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`)
   })
 
   it('recovers a lock with our own pid that this process does not hold (a pid reused after a restart)', async () => {
     await writeFile(`${logPath}.lock`, `${process.pid}\n`)
     await expect(openLog(logPath)).resolves.toBeDefined()
-    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n`)
+    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`)
+  })
+
+  it('R75: recovers a lock with our own pid and host that this process does not hold (a restarted container)', async () => {
+    await writeFile(`${logPath}.lock`, `${process.pid}\n${hostname()}\n`)
+    await expect(openLog(logPath)).resolves.toBeDefined()
+    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`)
+  })
+
+  // Issue "Hardening", fault 8: a lock holding our own pid was always taken as stale, also when a
+  // container with its own pid namespace (the same pid, another host name) shares the volume.
+  it('R75: never takes over a lock held on another host, even one with our own pid', async () => {
+    await writeFile(`${logPath}.lock`, `${process.pid}\nbuild-container-2\n`)
+    await expect(openLog(logPath)).rejects.toThrow(
+      new Error(`${logPath} is locked by process ${process.pid} on host build-container-2 (${logPath}.lock); a session log has one writer at a time`),
+    )
+    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\nbuild-container-2\n`)
   })
 
   it('releases the lock when the open fails on a corrupt file', async () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
 import { link, open, readFile, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { validatePlanModeEvent } from '../log/kinds.js'
@@ -69,8 +70,15 @@ interface HeldLock {
   readonly key: string
 }
 
-function lockedError(path: string, lockPath: string, pid: number): Error {
-  return new Error(`${path} is locked by process ${pid} (${lockPath}); a session log has one writer at a time`)
+/** The holder a lock file names: its pid, and the host it runs on when the file says (R75). */
+interface LockHolder {
+  readonly pid: number
+  readonly host: string | undefined
+}
+
+function lockedError(path: string, lockPath: string, holder: LockHolder): Error {
+  const where = holder.host !== undefined && holder.host !== hostname() ? ` on host ${holder.host}` : ''
+  return new Error(`${path} is locked by process ${holder.pid}${where} (${lockPath}); a session log has one writer at a time`)
 }
 
 /** A pid that `process.kill(pid, 0)` does not report gone (EPERM: alive, someone else's). */
@@ -90,7 +98,7 @@ function isAlive(pid: number): boolean {
  * exists.
  */
 async function createLockFile(lockPath: string): Promise<boolean> {
-  const content = `${process.pid}\n`
+  const content = `${process.pid}\n${hostname()}\n`
   const temp = `${lockPath}.${process.pid}-${randomBytes(4).toString('hex')}`
   await writeFile(temp, content, { flag: 'wx' })
   try {
@@ -113,11 +121,12 @@ async function createLockFile(lockPath: string): Promise<boolean> {
 }
 
 /**
- * The pid recorded in a lock file: `null` when the file is gone (released meanwhile), 0 when it
- * holds no pid (this module never leaves such a file behind unless the machine crashed before
- * the lock's data reached the disk), else the pid.
+ * The holder recorded in a lock file (`<pid>\n<host>\n`; a lock of an older version holds the pid
+ * alone): `null` when the file is gone (released meanwhile), pid 0 when it holds no pid (this
+ * module never leaves such a file behind unless the machine crashed before the lock's data
+ * reached the disk).
  */
-async function readLockHolder(lockPath: string): Promise<number | null> {
+async function readLockHolder(lockPath: string): Promise<LockHolder | null> {
   let text: string
   try {
     text = await readFile(lockPath, 'utf8')
@@ -125,22 +134,36 @@ async function readLockHolder(lockPath: string): Promise<number | null> {
     if (errorCode(error) === 'ENOENT') return null
     throw error
   }
-  return /^\d+\s*$/.test(text) ? Number.parseInt(text, 10) : 0
+  const match = /^(\d+)\n(?:([^\n]+)\n)?$/.exec(text)
+  return match ? { pid: Number.parseInt(match[1]!, 10), host: match[2] } : { pid: 0, host: undefined }
 }
 
 /**
- * Takes `<path>.lock` for this process. A lock whose holder is dead (ESRCH), holds no pid, or
- * carries our own pid without this process holding it (a restarted container often reuses the
- * pid of the process that died) is stale and replaced.
+ * Whether a lock's holder may still be writing. A holder on another host (another machine, or a
+ * container with its own pid namespace sharing the volume) cannot be checked, so it counts as
+ * alive. On this host a lock with our own pid that this process does not hold is stale: pids are
+ * unique among live processes of a host, so its writer died and a restart (a container's, most
+ * often) gave us its pid.
+ */
+function holderIsAlive(holder: LockHolder): boolean {
+  if (holder.pid <= 0) return false
+  if (holder.host !== undefined && holder.host !== hostname()) return true
+  return holder.pid !== process.pid && isAlive(holder.pid)
+}
+
+/**
+ * Takes `<path>.lock` for this process. A lock whose holder on this host is dead (ESRCH), holds
+ * no pid, or carries our own pid without this process holding it (see `holderIsAlive`) is stale
+ * and replaced; a lock held on another host is never taken over.
  * Not a distributed lock: two processes recovering the same stale lock at the same instant can
- * both succeed, pid reuse by an unrelated live process blocks until the file is removed, and a
- * lock on a file system shared between machines proves nothing.
- * @throws Error `<path> is locked by process <pid> (<path>.lock); ...` when a live holder has it.
+ * both succeed, and pid reuse by an unrelated live process blocks until the file is removed.
+ * @throws Error `<path> is locked by process <pid>[ on host <host>] (<path>.lock); ...` when a
+ *   holder that may be alive has it.
  */
 async function acquireLock(path: string): Promise<HeldLock> {
   const lockPath = `${path}.lock`
   const key = resolve(lockPath)
-  if (HELD_LOCKS.has(key)) throw lockedError(path, lockPath, process.pid)
+  if (HELD_LOCKS.has(key)) throw lockedError(path, lockPath, { pid: process.pid, host: hostname() })
   // Reserved before the first await, so a concurrent open in this process fails above.
   HELD_LOCKS.add(key)
   try {
@@ -149,7 +172,7 @@ async function acquireLock(path: string): Promise<HeldLock> {
       if (await createLockFile(lockPath)) return { lockPath, key }
       const holder = await readLockHolder(lockPath)
       if (holder === null) continue
-      if (holder > 0 && holder !== process.pid && isAlive(holder)) throw lockedError(path, lockPath, holder)
+      if (holderIsAlive(holder)) throw lockedError(path, lockPath, holder)
       await unlink(lockPath).catch(ignoreMissing)
     }
     throw new Error(`${path}: could not take ${lockPath}; other processes keep taking it`)
