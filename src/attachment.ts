@@ -1,5 +1,6 @@
 import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate'
-import { observePlanLogEvent, restorePlanLog } from './log/kinds.js'
+import { observePlanLogEvent } from './log/kinds.js'
+import { CHECKPOINT_WRITE_WARNING, CheckpointWriter, restoreSession, type CheckpointStore } from './log/checkpoint.js'
 import type { OperationResult, PlanModeEvent } from './machines/planMode.events.js'
 import { isThenable, type PlanModePorts } from './machines/planMode.effects.js'
 import { planModeMachine } from './machines/planMode.machine.js'
@@ -25,6 +26,8 @@ export interface AttachmentSettings {
   inspect: Observer<InspectionEvent> | undefined
   /** The bounded wait of a reload or detach, in ms (R73). */
   closeTimeout: number
+  /** Where checkpoints are saved, and after how many events at least (R76). */
+  checkpoints: { store: CheckpointStore; every: number } | undefined
 }
 
 function isSessionEvent(value: unknown): value is SessionEvent {
@@ -45,8 +48,10 @@ export class Attachment implements PlanModePorts {
   /** The highest seq the chart has seen: F follows `subscribe` or `append`'s value, once each (§1). */
   #lastSeq: number
   readonly #unsubscribe: () => void
-  /** Pending-store writes in flight, awaited before an operation resolves. */
+  /** Pending-store and checkpoint writes in flight, awaited before an operation resolves. */
   #storeWrites: Promise<void> | undefined
+  /** Saves the agent's checkpoints, when the service has a store (R76). */
+  #checkpoints: CheckpointWriter | undefined
   #stopped: Promise<void> | undefined
 
   /**
@@ -60,10 +65,11 @@ export class Attachment implements PlanModePorts {
     settings: AttachmentSettings,
     readonly generation: number,
   ) {
-    const fold = restorePlanLog(agent.session.events)
     this.#agent = agent
     this.#settings = settings
+    const { restore: fold, base } = restoreSession(agent.session, (message, error) => this.warn(message, error))
     this.#lastSeq = fold.lastSeq
+    if (settings.checkpoints) this.#checkpoints = new CheckpointWriter(settings.checkpoints.store, settings.checkpoints.every, base)
     const stored = this.#storedSelection(agent.id)
     const snapshot = restoreSnapshot(fold, stored ?? fold.kept, this, settings.closeTimeout)
     this.#actor = createActor(planModeMachine, { snapshot, id: agent.id, ...(settings.inspect ? { inspect: settings.inspect } : {}) })
@@ -220,19 +226,18 @@ export class Attachment implements PlanModePorts {
   /** The pending store: `active` waits for a boundary. */
   rememberPending(active: boolean): void {
     const store = this.#settings.pendingStore
-    if (store) this.#writeStore(() => store.set(this.#agent.id, active))
+    if (store) this.#writeStore(() => store.set(this.#agent.id, active), 'plan-mode: pending store write failed')
   }
 
   /** The pending store: nothing waits. */
   forgetPending(): void {
     const store = this.#settings.pendingStore
-    if (store) this.#writeStore(() => store.delete(this.#agent.id))
+    if (store) this.#writeStore(() => store.delete(this.#agent.id), 'plan-mode: pending store write failed')
   }
 
-  #writeStore(write: () => void | Promise<void>): void {
-    this.#storeWrites = (this.#storeWrites ?? Promise.resolve())
-      .then(write)
-      .catch((error: unknown) => this.warn('plan-mode: pending store write failed', error))
+  /** Chains a store write after the ones in flight; a failure is reported with `warning` (R62). */
+  #writeStore(write: () => void | Promise<void>, warning: string): void {
+    this.#storeWrites = (this.#storeWrites ?? Promise.resolve()).then(write).catch((error: unknown) => this.warn(warning, error))
   }
 
   /**
@@ -275,6 +280,10 @@ export class Attachment implements PlanModePorts {
   /** Moves the chart's seq to `event` and sends what it means, dropping what cannot matter (R70). */
   #feed(event: SessionEvent): void {
     this.#lastSeq = event.seq
+    if (this.#checkpoints?.taken(event)) {
+      const writer = this.#checkpoints
+      this.#writeStore(() => writer.write(this.#agent.id, this.#agent.session.events), CHECKPOINT_WRITE_WARNING)
+    }
     let chartEvent: PlanModeEvent | undefined
     try {
       chartEvent = observePlanLogEvent(event)

@@ -2,7 +2,7 @@
  * xstate-plan-mode: plan mode for AI agent loops, one XState v5 actor per agent.
  * The public surface is fixed by docs/spec.md §1.
  */
-export { createPlanMode, DISPOSED_MESSAGE, type PlanMode, type PlanModeActor } from './service.js'
+export { createPlanMode, DISPOSED_MESSAGE, DISPOSED_BEFORE_TURN_MESSAGE, type PlanMode, type PlanModeActor } from './service.js'
 export { resolveConfig } from './config.js'
 export {
   PLAN_MODE_EVENT,
@@ -27,7 +27,14 @@ export {
   type ReviewOutcome,
 } from './log/kinds.js'
 export { planProjection, type PlanProjection, type PlanProjectionState, type PlanProjectionView } from './log/projection.js'
-export { createMemorySessionLog } from './adapters/memory.js'
+export { createMemorySessionLog, createMemoryCheckpointStore, type MemorySessionLogOptions } from './adapters/memory.js'
+export {
+  PLAN_CHECKPOINT_VERSION,
+  readCheckpoint,
+  replayFromCheckpoint,
+  type CheckpointStore,
+  type PlanCheckpoint,
+} from './log/checkpoint.js'
 export {
   EXIT_PLAN_MODE,
   EXIT_PLAN_MODE_DESCRIPTION,

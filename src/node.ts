@@ -15,3 +15,4 @@ export {
   type JsonlPendingStore,
   type JsonlPendingStoreOptions,
 } from './adapters/pending-store.js'
+export { openFileCheckpointStore, type FileCheckpointStoreOptions } from './adapters/checkpoint-store.js'

@@ -29,6 +29,20 @@ function closeTimeoutOf(value: unknown): number {
   return value
 }
 
+/** How many events at least a checkpoint covers beyond the last one (R76). */
+const DEFAULT_CHECKPOINT_EVERY = 100
+
+/** The checkpoint settings of R76, checked. */
+function checkpointsOf(options: PlanModeOptions): AttachmentSettings['checkpoints'] {
+  const { checkpoints: store, checkpointEvery: every = DEFAULT_CHECKPOINT_EVERY } = options
+  if (typeof every !== 'number' || !Number.isSafeInteger(every) || every < 1) {
+    throw new TypeError(`plan mode option checkpointEvery must be a whole number of events, at least 1; got ${String(every)}`)
+  }
+  if (store === undefined) return undefined
+  if (typeof store?.save !== 'function') throw new TypeError('plan mode option checkpoints needs a save(agentId, checkpoint) method')
+  return { store, every }
+}
+
 /** The plan-mode service: one statechart actor per agent behind plain methods (docs/spec.md §1). */
 export interface PlanMode {
   /** `{ active: F }`, plus `pending: P's target` while a selection waits (R7). */
@@ -71,6 +85,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     pendingStore: options.pendingStore,
     inspect: options.inspect as Observer<InspectionEvent> | undefined,
     closeTimeout: closeTimeoutOf(options.closeTimeoutMs),
+    checkpoints: checkpointsOf(options),
   }
   /** Each agent's attachment; a closing one stays until its actor stopped, answering reads. */
   const attachments = new Map<string, Attachment>()

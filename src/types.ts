@@ -2,6 +2,7 @@
  * The public types of xstate-plan-mode (SPEC §1). Names are fixed: hosts and outside
  * conformance tests depend on them.
  */
+import type { CheckpointStore } from './log/checkpoint.js'
 
 /** One event of an agent's append-only session log. `seq` is assigned by the log, +1 per event. */
 export interface SessionEvent<Data = unknown> {
@@ -16,7 +17,16 @@ export interface SessionEvent<Data = unknown> {
  * `subscribe` reports every appended event.
  */
 export interface SessionLog {
+  /**
+   * The log's events, seq one after another (§0): the whole log, or, when `checkpoint` is set,
+   * any suffix of it that holds every event after the checkpoint's seq (R76).
+   */
   readonly events: readonly SessionEvent[]
+  /**
+   * The checkpoint the host loaded for this agent (`CheckpointStore.load`), when it loaded only
+   * the events after it; attach then replays only those (R76). Checked before it is believed.
+   */
+  readonly checkpoint?: unknown
   append(type: string, data: unknown): SessionEvent | Promise<SessionEvent>
   subscribe(listener: (event: SessionEvent) => void): () => void
 }
@@ -119,6 +129,13 @@ export interface PlanModeOptions {
    * record) before abandoning it with one `logger.warn`, in milliseconds (R73). Default 5000.
    */
   closeTimeoutMs?: number
+  /**
+   * Where each agent's checkpoints are saved (R76): a host that loads an agent's checkpoint and
+   * only the events after it attaches in O(tail). None by default.
+   */
+  checkpoints?: CheckpointStore
+  /** A checkpoint is saved when the agent goes idle after at least this many events (R76). Default 100. */
+  checkpointEvery?: number
 }
 
 /** What `get` reports (R7): `pending` is the pending selection's TARGET (false = leaving). */

@@ -1,4 +1,5 @@
-import { open, type FileHandle } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 
 /**
@@ -15,4 +16,28 @@ export async function syncDirectory(path: string): Promise<void> {
   } finally {
     await handle?.close().catch(() => undefined)
   }
+}
+
+/**
+ * Replaces `path` with `text` atomically: a reader (or a restart after a crash) sees the old
+ * file or the new one, never a mix. The temp name is unique so that two stores on one path
+ * cannot write into each other's temp file.
+ */
+export async function replaceFile(path: string, text: string, fsync: boolean): Promise<void> {
+  const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`
+  try {
+    const handle = await open(temp, 'wx')
+    try {
+      await handle.writeFile(text)
+      // Synced before the rename: otherwise a machine crash can leave the new name on an empty file.
+      if (fsync) await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    await rename(temp, path)
+  } catch (error) {
+    await unlink(temp).catch(() => undefined)
+    throw error
+  }
+  if (fsync) await syncDirectory(path)
 }

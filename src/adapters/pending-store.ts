@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { open, rename, unlink } from 'node:fs/promises'
 import type { PendingStore } from '../types.js'
-import { syncDirectory } from './fs-durable.js'
+import { replaceFile } from './fs-durable.js'
 
 /** A pending store backed by a JSON file: `set` and `delete` resolve once the file is replaced. */
 export interface JsonlPendingStore extends PendingStore {
@@ -73,30 +71,6 @@ function loadSelections(path: string): Map<string, boolean> {
     selections.set(agentId, pending)
   }
   return selections
-}
-
-/**
- * Replaces `path` with `text` atomically: a reader (or a restart after a crash) sees the old
- * file or the new one, never a mix. The temp name is unique so that two stores on one path
- * cannot write into each other's temp file.
- */
-async function replaceFile(path: string, text: string, fsync: boolean): Promise<void> {
-  const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`
-  try {
-    const handle = await open(temp, 'wx')
-    try {
-      await handle.writeFile(text)
-      // Synced before the rename: otherwise a machine crash can leave the new name on an empty file.
-      if (fsync) await handle.sync()
-    } finally {
-      await handle.close()
-    }
-    await rename(temp, path)
-  } catch (error) {
-    await unlink(temp).catch(() => undefined)
-    throw error
-  }
-  if (fsync) await syncDirectory(path)
 }
 
 /**

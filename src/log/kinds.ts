@@ -306,14 +306,13 @@ export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLo
  * that attach costs close to a bare `foldPlanMode` loop. The `switch` only finds an event's kind
  * in the table (a switch over the types is several times faster than a keyed lookup per event,
  * and most events are not plan mode's); what each kind means is read from the table. A test
- * checks that it finds every kind the table has.
+ * checks that it finds every kind the table has. From a checkpoint (R76), `base` is its fold and
+ * the replay starts at `events[from]`, the first event after it.
  * @throws on an invalid `plan/mode` (R61): the agent cannot attach until the log is repaired.
  */
-export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
-  let projection = EMPTY_PROJECTION
-  let openTurn = false
-  let told: boolean | null = null
-  for (let i = 0; i < events.length; i++) {
+export function replayPlanLog(events: readonly SessionEvent[], base: PlanLogFold = EMPTY_PLAN_LOG_FOLD, from = 0): PlanLogFold {
+  let { projection, openTurn, told } = base
+  for (let i = from; i < events.length; i++) {
     const event = events[i]!
     const kind = kindOf(event.type)
     if (kind === undefined) continue
@@ -323,8 +322,8 @@ export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
     if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
     if (kind.project !== undefined) projection = kind.project(projection, data)
   }
-  const last = events[events.length - 1]
-  return { projection, openTurn, told, lastSeq: last === undefined ? -Infinity : last.seq }
+  const last = events.length > from ? events[events.length - 1] : undefined
+  return { projection, openTurn, told, lastSeq: last === undefined ? base.lastSeq : last.seq }
 }
 
 /** What attach rebuilds from a log (R64): F, the kept selection, the open turn and K. */

@@ -1,0 +1,195 @@
+import type { SessionEvent, SessionLog } from '../types.js'
+import { TURN_END_EVENT, replayPlanLog, restorePlanLog, type PlanLogFold, type PlanLogRestore, type PlanProjectionState } from './kinds.js'
+
+/**
+ * Checkpoints (docs/spec.md R76): what attach needs of a log up to one seq, so that a host loads
+ * and the service replays only the events after it. A checkpoint is the log's fold (the same one
+ * `replayPlanLog` computes: the projection, the open turn, K) rather than XState's persisted
+ * snapshot: the fold is what attach restores the chart from (R64), it never holds work in flight
+ * or ports, and it stays valid when the chart's internal states are renamed. What it holds is
+ * versioned; a checkpoint of another version, or one that does not match the log, is ignored and
+ * the log replayed in full: the log stays the truth.
+ */
+
+/** The checkpoint format this version writes and reads; changed whenever the fold changes. */
+export const PLAN_CHECKPOINT_VERSION = 'xstate-plan-mode/checkpoint@1'
+
+/** What attach needs of a log up to and including `seq` (R76). JSON data. */
+export interface PlanCheckpoint {
+  readonly version: string
+  /** The seq of the last event the checkpoint covers. */
+  readonly seq: number
+  /** The type of that event: a checkpoint is checked against the log where the log still holds it. */
+  readonly type: string
+  /** The projection's state (R58): F, unsettled `/plan` runs, the kept selection. */
+  readonly projection: PlanProjectionState
+  /** Whether a turn is open (R5). */
+  readonly openTurn: boolean
+  /** K, what the model was last told (R31). */
+  readonly told: boolean | null
+}
+
+/**
+ * Where checkpoints are kept, one per agent; the service saves, the host's loader loads (R76).
+ * A failing `save` is contained (R62); whatever `load` returns is checked before it is believed.
+ */
+export interface CheckpointStore {
+  /** The agent's latest checkpoint, or `undefined` when there is none. */
+  load(agentId: string): unknown | Promise<unknown>
+  /** Replaces the agent's checkpoint. */
+  save(agentId: string, checkpoint: PlanCheckpoint): void | Promise<void>
+}
+
+/** The checkpoint of a fold whose last event is `last`. */
+export function createCheckpoint(fold: PlanLogFold, last: SessionEvent): PlanCheckpoint {
+  return { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told }
+}
+
+const isBooleanOrNull = (value: unknown): value is boolean | null => value === null || typeof value === 'boolean'
+
+function isProjection(value: unknown): value is PlanProjectionState {
+  const projection = value as PlanProjectionState | null
+  if (typeof projection !== 'object' || projection === null) return false
+  if (typeof projection.active !== 'boolean' || !isBooleanOrNull(projection.kept)) return false
+  const runs = projection.runs as unknown
+  if (typeof runs !== 'object' || runs === null || Array.isArray(runs)) return false
+  return Object.values(runs).every((selects) => typeof selects === 'boolean')
+}
+
+/**
+ * Reads an untrusted checkpoint: a checked copy, or why it cannot be used (R76). Never throws: a
+ * getter that throws is a reason too.
+ */
+export function readCheckpoint(value: unknown): PlanCheckpoint | { problem: string } {
+  try {
+    const checkpoint = value as Partial<PlanCheckpoint> | null
+    if (typeof checkpoint !== 'object' || checkpoint === null) return { problem: 'the checkpoint is not an object' }
+    if (checkpoint.version !== PLAN_CHECKPOINT_VERSION) {
+      return { problem: `the checkpoint's version is ${JSON.stringify(checkpoint.version)}, not ${JSON.stringify(PLAN_CHECKPOINT_VERSION)}` }
+    }
+    const { seq, type, projection, openTurn, told } = checkpoint
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1 || typeof type !== 'string') {
+      return { problem: 'the checkpoint names no event (seq, type)' }
+    }
+    if (!isProjection(projection) || typeof openTurn !== 'boolean' || !isBooleanOrNull(told)) {
+      return { problem: 'the checkpoint holds no valid fold (projection, openTurn, told)' }
+    }
+    // A copy of its own: the host's object may change after it was read.
+    const runs = Object.freeze({ ...projection.runs })
+    return Object.freeze({
+      version: PLAN_CHECKPOINT_VERSION,
+      seq,
+      type,
+      projection: Object.freeze({ active: projection.active, runs, kept: projection.kept }),
+      openTurn,
+      told,
+    })
+  } catch (error) {
+    return { problem: `the checkpoint cannot be read: ${error instanceof Error ? error.message : String(error)}` }
+  }
+}
+
+/**
+ * The fold of a log that holds the events after a checked checkpoint, and possibly some before
+ * it (R76), or the problem that makes the checkpoint unusable for these events.
+ * @throws on an invalid `plan/mode` after the checkpoint (R61).
+ */
+export function replayFromCheckpoint(events: readonly SessionEvent[], checkpoint: PlanCheckpoint): PlanLogFold | { problem: string } {
+  const { seq, type } = checkpoint
+  // The first event after the checkpoint, found from the end (a host may hold the whole log).
+  let from = events.length
+  while (from > 0 && events[from - 1]!.seq > seq) from--
+  const first = events[from]
+  if (first !== undefined && first.seq !== seq + 1) {
+    return { problem: `the log's events jump from the checkpoint's seq ${seq} to seq ${first.seq}` }
+  }
+  const covered = events[from - 1]
+  if (covered !== undefined && (covered.seq !== seq || covered.type !== type)) {
+    return { problem: `the checkpoint covers seq ${seq} (${type}), but the log holds ${covered.type} at seq ${covered.seq}` }
+  }
+  const base: PlanLogFold = { projection: checkpoint.projection, openTurn: checkpoint.openTurn, told: checkpoint.told, lastSeq: seq }
+  return replayPlanLog(events, base, from)
+}
+
+/** Reported when a checkpoint is ignored and the log replayed in full (R76). */
+export const CHECKPOINT_IGNORED_WARNING = 'plan-mode: checkpoint ignored; the log is replayed in full'
+/** Reported when a checkpoint cannot be saved (R62, R76). */
+export const CHECKPOINT_WRITE_WARNING = 'plan-mode: checkpoint write failed'
+
+/** What attach rebuilds, and the checkpoint a later one builds on (null: none known yet). */
+export interface SessionRestore {
+  readonly restore: PlanLogRestore
+  readonly base: PlanCheckpoint | null
+}
+
+/**
+ * What attach rebuilds from a session (R64, R76): from its checkpoint and the events after it
+ * when it carries a usable one; else from its whole log (warning when a checkpoint was ignored).
+ * @throws when a session that holds only a tail carries an unusable checkpoint (nothing to
+ *   replay in full), and on an invalid `plan/mode` (R61).
+ */
+export function restoreSession(session: SessionLog, warn: (message: string, error: unknown) => void): SessionRestore {
+  const { events } = session
+  let checkpoint: unknown
+  try {
+    checkpoint = session.checkpoint
+  } catch (error) {
+    checkpoint = { problem: error }
+  }
+  if (checkpoint === undefined || checkpoint === null) return { restore: restorePlanLog(events), base: null }
+  const read = readCheckpoint(checkpoint)
+  const fold = 'problem' in read ? read : replayFromCheckpoint(events, read)
+  if (!('problem' in fold)) return { restore: restoreOf(fold), base: 'problem' in read ? null : read }
+  const first = events[0]
+  if (first === undefined || first.seq !== 1) {
+    throw new Error(
+      `plan-mode: the session log holds no event from seq 1 and its checkpoint cannot be used (${fold.problem}); load the whole log`,
+    )
+  }
+  warn(CHECKPOINT_IGNORED_WARNING, new Error(fold.problem))
+  return { restore: restorePlanLog(events), base: null }
+}
+
+/** A fold as attach reads it. */
+function restoreOf(fold: PlanLogFold): PlanLogRestore {
+  return { active: fold.projection.active, kept: fold.projection.kept, openTurn: fold.openTurn, told: fold.told, lastSeq: fold.lastSeq }
+}
+
+/**
+ * Saves an agent's checkpoints (R76): when the agent goes idle (`turn/end`) after at least
+ * `every` events since the last one. The fold is built from the last checkpoint and the events
+ * after it (the whole log the first time).
+ */
+export class CheckpointWriter {
+  #base: PlanCheckpoint | null
+  #since = 0
+
+  constructor(
+    private readonly store: CheckpointStore,
+    private readonly every: number,
+    base: PlanCheckpoint | null,
+  ) {
+    this.#base = base
+  }
+
+  /** Counts an event the chart took; true when a checkpoint is due now. */
+  taken(event: SessionEvent): boolean {
+    this.#since++
+    return event.type === TURN_END_EVENT && this.#since >= this.every
+  }
+
+  /**
+   * Folds the log up to its last event and saves the checkpoint.
+   * @throws (rejects) what the store or the fold throws; the caller reports it.
+   */
+  async write(agentId: string, events: readonly SessionEvent[]): Promise<void> {
+    const last = events[events.length - 1]
+    if (last === undefined) return
+    const fold = this.#base === null ? replayPlanLog(events) : replayFromCheckpoint(events, this.#base)
+    if ('problem' in fold) throw new Error(fold.problem)
+    this.#since = 0
+    const checkpoint = createCheckpoint(fold, last)
+    await this.store.save(agentId, checkpoint)
+    this.#base = checkpoint
+  }
+}
