@@ -5,7 +5,7 @@ import { createTurns } from './turns.js'
 import { DEFAULT_CLOSE_TIMEOUT_MS } from './machines/planMode.machine.js'
 import { planProjection, type PlanProjection } from './log/projection.js'
 import type { PlanModeEvent } from './machines/planMode.events.js'
-import { isAppending, isClosing, isEffectivelyActive, planModeState, type PlanModeSnapshot } from './machines/planMode.view.js'
+import { canLeaveMemory, isAppending, isClosing, isEffectivelyActive, planModeState, type PlanModeSnapshot } from './machines/planMode.view.js'
 import { createPlanCommand, type PlanCommand } from './plan/command.js'
 import { createExitTool, planArgument, type ExitPlanModeTool } from './plan/exit-tool.js'
 import { createNotice } from './plan/narration.js'
@@ -25,6 +25,15 @@ function closeTimeoutOf(value: unknown): number {
   if (value === undefined) return DEFAULT_CLOSE_TIMEOUT_MS
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw new TypeError(`plan mode option closeTimeoutMs must be a finite number of milliseconds, at least 0; got ${String(value)}`)
+  }
+  return value
+}
+
+/** The bound of R77, checked: undefined (no bound) or a whole number, at least 1. */
+function maxAttachedAgentsOf(value: unknown): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new TypeError(`plan mode option maxAttachedAgents must be a whole number, at least 1; got ${String(value)}`)
   }
   return value
 }
@@ -95,20 +104,55 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   const generations = new Map<string, number>()
   let disposed = false
 
+  /** Attachments being closed (a detach, a reload, or leaving memory), until their actors stopped. */
+  const closing = new Set<Attachment>()
+  const maxAttached = maxAttachedAgentsOf(options.maxAttachedAgents)
+
   /** The agent's attachment for a read: a closing one until it stopped, else a new one from the log. */
   function attachmentOf(agent: PlanAgent): Attachment {
     if (disposed) throw new Error(DISPOSED_MESSAGE)
     const current = attachments.get(agent.id)
-    if (current !== undefined && current.snapshot.status === 'active') return current.follow(agent)
+    if (current !== undefined && current.snapshot.status === 'active') {
+      if (maxAttached !== undefined && !closing.has(current)) {
+        // Least recently used last out (R77): the map's order is the order of use.
+        attachments.delete(agent.id)
+        attachments.set(agent.id, current)
+      }
+      return current.follow(agent)
+    }
     const generation = (generations.get(agent.id) ?? 0) + 1
     const attachment = new Attachment(agent, settings, generation) // throws on an invalid log (R61)
     generations.set(agent.id, generation)
+    attachments.delete(agent.id)
     attachments.set(agent.id, attachment)
+    if (maxAttached !== undefined) leaveMemory(maxAttached, attachment)
     return attachment
   }
 
+  /**
+   * R77: while more than `max` agents are attached, the least recently used ones that hold
+   * nothing but what their log (and pending store) holds leave memory; the others stay, and so
+   * does the one just `attached`.
+   */
+  function leaveMemory(max: number, attached: Attachment): void {
+    let excess = attachments.size - closing.size - max
+    for (const [id, attachment] of attachments) {
+      if (excess <= 0) return
+      if (attachment === attached || closing.has(attachment) || turns.isBusy(id) || !canLeaveMemory(attachment.snapshot, settings.pendingStore !== undefined)) continue
+      excess--
+      close(attachment)
+        .then(() => {
+          // Forgotten entirely once nothing waits for it: a later call starts a new count (R63).
+          if (!attachments.has(id) && !turns.isBusy(id)) generations.delete(id)
+        })
+        .catch(() => {}) // a failing close is reported by its own calls
+    }
+  }
+
   function close(attachment: Attachment): Promise<void> {
+    closing.add(attachment)
     return attachment.close().then(() => {
+      closing.delete(attachment)
       for (const [id, current] of attachments) if (current === attachment) attachments.delete(id)
     })
   }

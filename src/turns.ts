@@ -13,6 +13,8 @@ export interface Turns {
    * result is known (the next operation may start then); it is called anyway when it settles.
    */
   take<T>(agentId: string, operation: (end: () => void) => Promise<T>): Promise<T>
+  /** Whether a call of the agent has not settled yet. */
+  isBusy(agentId: string): boolean
 }
 
 interface Queue {
@@ -28,6 +30,7 @@ interface Queue {
 export function createTurns(): Turns {
   const queues = new Map<string, Queue>()
   return {
+    isBusy: (agentId) => queues.has(agentId),
     take(agentId, operation) {
       const queue = queues.get(agentId) ?? { last: undefined, settled: Promise.resolve(), unsettled: 0 }
       queues.set(agentId, queue)

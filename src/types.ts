@@ -136,6 +136,12 @@ export interface PlanModeOptions {
   checkpoints?: CheckpointStore
   /** A checkpoint is saved when the agent goes idle after at least this many events (R76). Default 100. */
   checkpointEvery?: number
+  /**
+   * At most this many agents stay attached (R77): beyond it, the least recently used agents that
+   * hold nothing their log (and pending store) does not leave memory, and attach again from the
+   * log when next named. No bound by default.
+   */
+  maxAttachedAgents?: number
 }
 
 /** What `get` reports (R7): `pending` is the pending selection's TARGET (false = leaving). */

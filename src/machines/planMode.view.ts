@@ -16,6 +16,7 @@ export type PlanModeSnapshot = SnapshotFrom<typeof planModeMachine>
  */
 interface PlanModeValue {
   mode: 'active' | 'inactive'
+  review: 'idle' | object
   intent: 'logged' | { committing: string } | { pending: { entering?: unknown; leaving?: unknown } }
   lifecycle: 'serving' | 'closing' | 'stopped'
 }
@@ -57,4 +58,21 @@ export function isClosing(snapshot: PlanModeSnapshot): boolean {
 /** The chart says the actor may stop: the work in flight has landed (R60, R63). */
 export function isStopped(snapshot: PlanModeSnapshot): boolean {
   return (snapshot.value as PlanModeValue).lifecycle === 'stopped' || snapshot.status !== 'active'
+}
+
+/**
+ * Nothing of the agent lives only in its actor: no review, no append or replayed selection in
+ * flight, and no pending selection unless `keepsPending` (a pending store holds it). Such an agent
+ * can leave memory and attach again from its log (R77).
+ */
+export function canLeaveMemory(snapshot: PlanModeSnapshot, keepsPending: boolean): boolean {
+  const value = snapshot.value as PlanModeValue
+  return (
+    snapshot.status === 'active' &&
+    value.lifecycle === 'serving' &&
+    value.review === 'idle' &&
+    snapshot.context.deferredSelection === null &&
+    !isAppending(snapshot) &&
+    (keepsPending || value.intent === 'logged')
+  )
 }
