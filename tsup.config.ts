@@ -1,8 +1,10 @@
 import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { defineConfig } from 'tsup'
+import { defineConfig, type Options } from 'tsup'
 
-export default defineConfig([
+// `tsup --out-dir <dir>` builds the whole package into <dir> (test/pack.test.ts packs a build it
+// made apart from dist/, which other work may be reading); the default is dist/.
+export default defineConfig(({ outDir = 'dist' }): Options[] => [
   {
     entry: {
       index: 'src/index.ts',
@@ -32,7 +34,7 @@ export default defineConfig([
       // The visualizer page, prebuilt: users have neither typescript nor elkjs at run time.
       const ts = (await import('typescript')).default
       const from = 'visualizer/client/'
-      const to = 'dist/visualizer-client/'
+      const to = `${outDir}/visualizer-client/`
       await mkdir(to, { recursive: true })
       for (const name of await readdir(from)) {
         if (name.endsWith('.ts')) {

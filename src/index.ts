@@ -54,3 +54,5 @@ export * from './types.js'
 export const PLAN_POLICY_SECTION = 'plan:policy'
 /** The plan-policy section's place among the named sections (SPEC §1). */
 export const PLAN_POLICY_ORDER = 50
+export type { ExitPlanModeParameters, ExitPlanModeOutputSchema } from './plan/exit-tool.js'
+export { createCallTranscript, interleaveInjections, type CallTranscript, type CallInjection } from './plan/transcript.js'

@@ -8,7 +8,8 @@
  *   without a base system; the base system unchanged when the section is empty);
  * - the notices: user messages at the position of the step they were produced for, kept there for
  *   the rest of the call (the SDK forgets `prepareStep` messages after their step; `transcript`
- *   hands them to the host's history afterwards);
+ *   hands them to the host's history afterwards). The bookkeeping is the core's
+ *   `createCallTranscript`, which hosts of other frameworks use the same way;
  * - the exit tool's failures: thrown from `execute`, so the SDK sends the model a `tool-error`
  *   result whose text is the core's message; its success: the model is shown
  *   `exitTool.resultText`, the host's result keeps `{ approved: true }`.
@@ -34,6 +35,7 @@ import {
 } from 'ai'
 import type { ExitPlanModeTool } from '../plan/exit-tool.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
+import { createCallTranscript } from '../plan/transcript.js'
 import type { PlanMode } from '../service.js'
 import type { PlanAgent, UserMessage } from '../types.js'
 
@@ -110,12 +112,6 @@ export interface PlanModeAiSdk<TOOLS extends ToolSet = ToolSet> {
   transcript(responseMessages: readonly ModelMessage[]): ModelMessage[]
 }
 
-/** A message injected into a call, and where: before the step input's message at index `at`. */
-interface Injection {
-  at: number
-  message: ModelMessage
-}
-
 /**
  * Builds the `exit_plan_mode` tool for one agent (R40–R51): the core's description and JSON
  * Schema; `execute` is the core's, so every check, keep-planning and dismissal reaches the model
@@ -159,15 +155,15 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
   let turnSignal: AbortSignal | undefined
   /** Messages waiting for the next request: steered ones, and any a failed step did not send. */
   const outbox: ModelMessage[] = []
-  /** The current (or last) call: its initial message count and what it injected. */
-  let call: { initial: number; injected: Injection[] } = { initial: 0, injected: [] }
+  /** The current (or last) call's injected messages, where the model saw them (SDK-neutral core helper). */
+  const call = createCallTranscript<ModelMessage>()
 
   const append = async (type: string, data: unknown) => {
     await agent.session.append(type, data)
   }
 
   const prepareStep: PrepareStepFunction<PlanModeToolSet<TOOLS>> = async ({ stepNumber, messages }) => {
-    if (stepNumber === 0) call = { initial: messages.length, injected: [] }
+    if (stepNumber === 0) call.startCall(messages.length)
     const signal = turnSignal ?? options.abortSignal
     const boundary = await planMode.stepBoundary(agent, signal ? { signal } : {})
     // Notices first: the user switched the mode before sending anything that follows it.
@@ -181,12 +177,12 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       outbox.unshift(...deliveries) // not sent: they go with the next request
       throw error
     }
-    for (const message of deliveries) call.injected.push({ at: messages.length, message })
+    const stepMessages = call.inject(messages, deliveries)
 
     const result: PrepareStepResult<PlanModeToolSet<TOOLS>> = {}
     const stepSystem = composeSystem(system, boundary.section)
     if (stepSystem !== undefined) result.system = stepSystem
-    if (call.injected.length > 0) result.messages = interleave(messages, call.injected)
+    if (call.injections.length > 0) result.messages = stepMessages
     return result
   }
 
@@ -224,8 +220,7 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       return outbox.splice(0)
     },
     transcript(responseMessages) {
-      const shifted = call.injected.map(({ at, message }) => ({ at: at - call.initial, message }))
-      return interleave(responseMessages, shifted)
+      return call.transcript(responseMessages)
     },
   }
 }
@@ -237,18 +232,6 @@ function composeSystem(system: string | undefined, section: string): string | un
   return `${system}\n\n${section}`
 }
 
-/** `messages` with each injection placed before the message at its index (or at the end). */
-function interleave(messages: readonly ModelMessage[], injected: readonly Injection[]): ModelMessage[] {
-  const out: ModelMessage[] = []
-  let next = 0
-  for (let i = 0; i < messages.length; i++) {
-    while (next < injected.length && injected[next]!.at <= i) out.push(injected[next++]!.message)
-    out.push(messages[i]!)
-  }
-  while (next < injected.length) out.push(injected[next++]!.message)
-  return out
-}
-
 function toUserPart(part: unknown): TextPart | ImagePart | FilePart {
   const type = (part as { type?: unknown } | null | undefined)?.type
   if (type === 'text' && typeof (part as TextPart).text === 'string') return { type: 'text', text: (part as TextPart).text }
@@ -258,7 +241,7 @@ function toUserPart(part: unknown): TextPart | ImagePart | FilePart {
   )
 }
 
-/** The core's schemas are deeply readonly constants; the SDK's type wants mutable arrays. */
-function toJsonSchema(schema: object): JSONSchema7 {
-  return structuredClone(schema) as JSONSchema7
+/** The SDK gets its own copy: the core's schemas are frozen and shared by every service. */
+function toJsonSchema(schema: JSONSchema7): JSONSchema7 {
+  return structuredClone(schema)
 }

@@ -12,8 +12,48 @@ export const EXIT_PLAN_MODE_DESCRIPTION =
 export const EXIT_PLAN_MODE_RESULT_TEXT =
   'Plan approved — plan mode exited; carry out the plan starting with your next step.'
 
-/** The tool's input: one required string `plan` (R41). */
-export const EXIT_PLAN_MODE_PARAMETERS = {
+/**
+ * The JSON Schema of the tool's input (R41): one required string `plan`.
+ *
+ * Typed without `readonly`, so that it can be handed as it is to the JSON Schema types of
+ * frameworks and libraries (json-schema's `JSONSchema7`, an object schema with `required:
+ * string[]`, a `Record<string, unknown>`): no cast is needed. The value itself is frozen and
+ * shared by every service: clone it (`structuredClone`) to change it.
+ */
+export type ExitPlanModeParameters = {
+  type: 'object'
+  properties: {
+    plan: {
+      type: 'string'
+      description: string
+    }
+  }
+  required: ['plan']
+  additionalProperties: false
+}
+
+/**
+ * The JSON Schema of the tool's output (R41): `{ approved: true }`. Typed without `readonly` like
+ * {@link ExitPlanModeParameters}, and frozen like it.
+ */
+export type ExitPlanModeOutputSchema = {
+  type: 'object'
+  properties: { approved: { type: 'boolean'; const: true } }
+  required: ['approved']
+  additionalProperties: false
+}
+
+/** Freezes a JSON value and everything in it; its type stays as declared (see ExitPlanModeParameters). */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const child of Object.values(value)) deepFreeze(child)
+    Object.freeze(value)
+  }
+  return value
+}
+
+/** The tool's input: one required string `plan` (R41). Frozen. */
+export const EXIT_PLAN_MODE_PARAMETERS: ExitPlanModeParameters = deepFreeze({
   type: 'object',
   properties: {
     plan: {
@@ -23,30 +63,46 @@ export const EXIT_PLAN_MODE_PARAMETERS = {
   },
   required: ['plan'],
   additionalProperties: false,
-} as const
+})
 
-/** The tool's output: `{ approved: true }` (R41). */
-export const EXIT_PLAN_MODE_OUTPUT_SCHEMA = {
+/** The tool's output: `{ approved: true }` (R41). Frozen. */
+export const EXIT_PLAN_MODE_OUTPUT_SCHEMA: ExitPlanModeOutputSchema = deepFreeze({
   type: 'object',
   properties: { approved: { type: 'boolean', const: true } },
   required: ['approved'],
   additionalProperties: false,
-} as const
+})
 
 /** What the tool's `execute` receives besides its arguments. */
 export interface ExitToolContext {
+  /** The agent that called the tool; without one the call fails (R42.1). */
   agent?: PlanAgent
+  /** The tool call's abort signal: aborting it closes the review and fails the call (R46). */
   signal?: AbortSignal
 }
 
-/** The always-registered `exit_plan_mode` tool (R40–R51). */
+/**
+ * The always-registered `exit_plan_mode` tool (R40–R51), in no framework's format: register
+ * `name`, `description` and `parameters` as a function tool of your framework in both states,
+ * and run `execute` for the model's calls.
+ */
 export interface ExitPlanModeTool {
+  /** `exit_plan_mode`. */
   readonly name: typeof EXIT_PLAN_MODE
+  /** The description the model sees (R41). */
   readonly description: string
-  readonly parameters: typeof EXIT_PLAN_MODE_PARAMETERS
-  readonly outputSchema: typeof EXIT_PLAN_MODE_OUTPUT_SCHEMA
+  /** The input's JSON Schema (R41); assignable to common JSON Schema types without a cast, frozen. */
+  readonly parameters: ExitPlanModeParameters
+  /** The output's JSON Schema (R41), for frameworks that declare one; frozen. */
+  readonly outputSchema: ExitPlanModeOutputSchema
+  /** What to show the model when `execute` resolves (R50). */
   readonly resultText: string
-  /** Opens the user's review; resolves on consent, fails with the reason otherwise (R42–R49). */
+  /**
+   * Opens the user's review; resolves `{ approved: true }` on consent, and otherwise rejects with
+   * an `Error` whose `message` is the text for the model (a failed check, keep planning with the
+   * user's feedback, a dismissal: R42–R49). On any framework, hand the model `resultText` on
+   * success and the rejection's `message` on failure, as the tool's result.
+   */
   execute(args: unknown, context: ExitToolContext): Promise<{ approved: true }>
   /** A card for the call: the plan under its title (R51). */
   presentCall(args: unknown): Card

@@ -1,84 +1,135 @@
 /**
- * `xstate-plan-mode/testing`: a conformance kit for hosts.
- *
- * A host wires plan mode into its agent loop: it calls the step boundary at the right moment,
- * sends the section and the notices to the model, logs its turns, request headers and `/plan`
- * runs, registers `exit_plan_mode` and answers reviews in its UI. Each of those is a place to get
- * SPEC wrong without the core noticing. `defineConformanceSuite` runs SPEC's observable
- * scenarios (named by rule, `R16: …`) against the host's own wiring, through a small driver the
- * host writes once.
- *
- * ```ts
- * // test/conformance.test.ts of a host
- * import { defineConformanceSuite } from 'xstate-plan-mode/testing'
- *
- * defineConformanceSuite({
- *   name: 'my host',
- *   createHost: () => ({
- *     section: MY_SECTION,               // the PlanModeConfig.section the host configured
- *     createAgent: () => myDriver(),     // a ConformanceAgent over a fresh session
- *   }),
- * })
- * ```
- *
- * The driver (`ConformanceAgent`) does, per method, what the host does in production:
- * - `startTurn` / `endTurn`: log `turn/start` / `turn/end` (R5);
- * - `step()`: run one step: the step boundary (with the step's abort signal), then what the host
- *   logs for the step (its request header, R17, R30) and what it sends the model; return the
- *   plan section as sent (`''` when absent) and the texts of the plan-mode notices sent;
- * - `command(raw, attachments)`: run `/plan` as typed, logging `command/run` and `command/done`
- *   as the host logs commands (R58, R64); `get()`: `PlanMode.get`;
- * - `callExitTool(args, { signal })`: call `exit_plan_mode` as the model does; resolve
- *   `{ approved: true }` or `{ error: <message> }`;
- * - `nextReview()`: the next question the host's review channel receives, with a way to answer
- *   or dismiss it (a rejection with `code: 'ASK_CANCELLED'`);
- * - `steered()`: the messages `/plan <message>` steered into the agent (R56);
- * - `restart()` (optional): dispose the service (a reload, R60) and return the same agent served
- *   by a new service over the same log, as after a process restart; the scenarios that need it
- *   are skipped without it.
- *
- * vitest is a peer: the suite calls `describe`, `it` and `expect` from `vitest`.
+ * `xstate-plan-mode/testing`: a conformance kit for hosts. The guide is on the exports below
+ * (`defineConformanceSuite`, `ConformanceAgent` and its members), so that it ships in the type
+ * declarations (a file-leading comment does not survive the declaration bundle).
  */
 import { describe, expect, it } from 'vitest'
 
-/** What the model received from plan mode for one step. */
+/** What the model received from plan mode for one step (`ConformanceAgent.step`). */
 export interface ConformanceStep {
-  /** The plan section as sent to the model; `''` when it was not sent (R18). */
+  /**
+   * The plan section exactly as sent to the model (the kit compares it with
+   * `ConformanceHost.section`), read back from what was sent (for example the system prompt minus
+   * the host's base prompt); `''` when it was not sent (R18).
+   */
   section: string
-  /** The texts of the plan-mode notices sent with the step, in order (R32, R33). */
+  /**
+   * The texts of the plan-mode notices that are new at this step, in order (R32, R33): what
+   * `stepBoundary` returned for this step. Not the notices of earlier steps that the step sends
+   * again (kept in the history, or put back by `createCallTranscript`), and not steered
+   * `/plan <message>` texts.
+   */
   notices: string[]
 }
 
 /** A review question as the host's review channel received it (R43). */
 export interface ConformanceReview {
+  /** The request the channel's `ask` received (`ReviewRequest`): the kit checks the questions and the signal. */
   readonly request: { questions: unknown[]; signal: AbortSignal }
-  /** The user answers. */
+  /** The user answers: settle the channel's `ask` with this answer. */
   answer(answer: { answers: { id: string; selected: string[]; custom?: string }[] }): void
-  /** The user dismisses the review to speak instead (R46). */
+  /**
+   * The user dismisses the review to speak instead: reject the channel's `ask` with an error
+   * whose `code` is `'ASK_CANCELLED'` (R46).
+   */
   dismiss(): void
 }
 
-/** One agent of the host, driven the way the host drives it in production (see the module comment). */
+/**
+ * One agent of the host under test, driven the way the host drives it in production: each member
+ * does what the host's own code does at that moment, through the host's own wiring (its loop,
+ * its adapter, its log and review UI), and reports what was observable. The kit calls the
+ * members in orders a real session produces, including some a host may not expect: `step()`
+ * with no turn open, `callExitTool` between turns, `command` during a review.
+ *
+ * ```ts
+ * const driver: ConformanceAgent = {
+ *   events: () => log.events,
+ *   startTurn: async () => void (await log.append('turn/start', {})),
+ *   endTurn: async () => void (await log.append('turn/end', {})),
+ *   async step({ signal } = {}) {
+ *     const { section, messages } = await planMode.stepBoundary(agent, signal ? { signal } : {})
+ *     if (!signal?.aborted) await log.append('request/header', {})
+ *     return { section, notices: messages.map((m) => (m.content[0] as { text: string }).text) }
+ *   },
+ *   command: runLoggedPlanCommand,         // logs command/run and command/done around command.run
+ *   get: () => planMode.get(agent),
+ *   callExitTool: (args, { signal } = {}) =>
+ *     planMode.exitTool.execute(args, { agent, signal }).catch((error: Error) => ({ error: error.message })),
+ *   nextReview: () => reviews.next(agent.id), // the questions this agent's review channel received
+ *   steered: () => steered,
+ *   restart: async () => { await planMode.dispose(); return createDriver(log) },
+ * }
+ * ```
+ */
 export interface ConformanceAgent {
-  /** The agent's session log as the host stores it (`type` and `data` are read). */
+  /**
+   * The agent's session log as the host stores it, every event the host and the service
+   * appended, in order (the kit reads `type` and `data`). The kit checks the `plan/mode` and
+   * `plan/review` events, and that a step's `plan/mode` comes before anything the host logs for
+   * that step (R17).
+   */
   events(): readonly { type: string; data: unknown }[]
+  /** A turn starts: log `turn/start` as the host does (R5). */
   startTurn(): void | Promise<void>
+  /** The turn ends: log `turn/end` as the host does (R5). */
   endTurn(): void | Promise<void>
+  /**
+   * Runs one step of the agent's loop, as the host runs a step: first the step boundary (passing
+   * `signal`, R14, R15), then what the host logs for the step (its `request/header`, R17, R30)
+   * and the request it sends the model. Returns the section and the notices as sent.
+   *
+   * - It is also called with no turn open (a new agent's first step, R4): run the step all the
+   *   same; do not refuse, and do not open a turn for it.
+   * - With a `signal` that is already aborted the host sends nothing and logs no header (R15,
+   *   R30): return `{ section: '', notices: [] }` (or what the boundary answered; the kit aborts
+   *   only steps whose section is `''`).
+   * - `notices` are only the ones new at this step (see `ConformanceStep.notices`).
+   */
   step(options?: { signal?: AbortSignal }): Promise<ConformanceStep>
+  /**
+   * Runs `/plan` as the user typed it. `rawInput` is the text after `/plan`, untrimmed: the kit
+   * passes `''` (a bare `/plan`), `'off'` and `'  draft the migration '`. Hand it on as
+   * `PlanCommandInput.rawInput` (the core trims it, R54), and log the command the way the host
+   * logs commands: `command/run { commandId, name: 'plan', args: rawInput }` before the run and
+   * `command/done { commandId, kind }` after it (R58; the library never logs them itself, and a
+   * host that does not log them needs a durable `pendingStore` for `restart`). Resolve the run's
+   * `{ kind, text }` unchanged.
+   */
   command(rawInput: string, attachments?: unknown[]): Promise<{ kind: 'success' | 'error'; text: string }>
+  /** `PlanMode.get` for this agent (R7). */
   get(): { active: boolean; pending?: boolean }
+  /**
+   * Calls `exit_plan_mode` as the model does, through the host's tool wiring. Resolves
+   * `{ approved: true }` on approval, or `{ error: <text> }` with the text the host gives the
+   * model for a failed call: the rejection's `message` (R42–R48). It is called between turns
+   * too, and may stay open across `command` and `nextReview` calls.
+   */
   callExitTool(args: unknown, options?: { signal?: AbortSignal }): Promise<{ approved: true } | { error: string }>
+  /**
+   * The next review question this agent's review channel receives (one that came already, or
+   * the next to come), with the means to answer or dismiss it. A host whose agents share one
+   * service (and so one `ReviewChannel`) routes each question by `request.agent.id` to that
+   * agent's driver.
+   */
   nextReview(): Promise<ConformanceReview>
+  /** The user messages `/plan <message>` steered into this agent so far, in order, as it received them (R56). */
   steered(): readonly { content: unknown[]; source?: unknown }[]
-  /** A new service over the same log (a restart); optional. */
+  /**
+   * Optional: a restart. Dispose the service (a reload, R60) and return a driver for the same
+   * agent served by a new service over the same log, as after a process restart. A selection
+   * still pending must survive it (R64): log `command/run`/`command/done` as `command` says, or
+   * give the service a durable `pendingStore`. Without `restart` the scenarios that need it are
+   * skipped.
+   */
   restart?(): Promise<ConformanceAgent>
 }
 
 /** A host under test. */
 export interface ConformanceHost {
-  /** The `PlanModeConfig.section` the host configured. */
+  /** The `PlanModeConfig.section` the host configured (the kit expects it back from `step()`). */
   readonly section: string
-  /** A new agent over an empty session log. */
+  /** A new agent over an empty session log, with its driver. */
   createAgent(): ConformanceAgent | Promise<ConformanceAgent>
   /** Called after each scenario. */
   dispose?(): void | Promise<void>
@@ -142,8 +193,31 @@ function reviews(agent: ConformanceAgent): unknown[] {
 }
 
 /**
- * Defines SPEC's observable scenario suite (vitest `describe`/`it`) for a host wiring. Call it at
- * the top level of a test file. Every scenario gets a fresh host from `createHost`.
+ * Defines SPEC's observable scenario suite (vitest `describe`/`it`, one test per scenario, named
+ * by rule: `R16: …`) for a host's wiring. Call it at the top level of a test file; vitest is a
+ * peer dependency.
+ *
+ * A host wires plan mode into its agent loop: it calls the step boundary at the right moment,
+ * sends the section and the notices to the model, logs its turns, request headers and `/plan`
+ * runs, registers `exit_plan_mode` and answers reviews in its UI. Each of those is a place to get
+ * SPEC wrong without the core noticing. The suite drives the host through a small driver the
+ * host writes once (`ConformanceAgent`: `events`, `startTurn`/`endTurn`, `step`, `command`,
+ * `get`, `callExitTool`, `nextReview`, `steered`, and optionally `restart`; each member's
+ * comment says what it must do). Every scenario gets a fresh host from `createHost` and one
+ * agent from its `createAgent`.
+ *
+ * ```ts
+ * // test/conformance.test.ts of a host
+ * import { defineConformanceSuite } from 'xstate-plan-mode/testing'
+ *
+ * defineConformanceSuite({
+ *   name: 'my host',
+ *   createHost: () => ({
+ *     section: MY_SECTION,               // the PlanModeConfig.section the host configured
+ *     createAgent: () => myDriver(),     // a ConformanceAgent over a fresh session
+ *   }),
+ * })
+ * ```
  */
 export function defineConformanceSuite({ name, createHost }: ConformanceSuiteOptions): void {
   /**
