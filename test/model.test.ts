@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { createActor } from 'xstate'
+import { planModeMachine } from '../src/machines/planMode.machine.js'
 import { CoverageCollector, chartDefinition, generatePaths, pathName, replayPath, type ModelPath } from './model.js'
 
 /**
@@ -35,6 +37,23 @@ describe('R1–R64 model-based: paths of the statechart replayed on the service 
     // work land); each is listed here as the shortest path to it, with the state it reaches.
     const breaks = [...withChannel.invariantBreaks, ...withoutChannel.invariantBreaks]
     expect(breaks.map((path) => `${pathName(path)}\n    → ${path.keys.at(-1)}`)).toEqual([])
+  })
+
+  it('R73: the close timeout may expire in every closing state, and stops the actor with no append left in flight', () => {
+    // A closing state has work in flight (without any the chart is stopped at once); each is the
+    // source of a timeout edge, which ends in `stopped` with nothing tagged `appending` (the
+    // raised ABANDONED leaves every appending state in the same macrostep).
+    const value = (key: string) => (JSON.parse(key) as { value: Record<string, unknown> }).value
+    const closing = new Set(paths.flatMap((path) => path.keys).filter((key) => value(key).lifecycle === 'closing'))
+    const timeouts = paths.filter((path) => path.letters.at(-1)!.label === 'close timeout expires')
+    expect(closing.size).toBeGreaterThan(0)
+    expect(new Set(timeouts.map((path) => path.keys.at(-2)))).toEqual(closing)
+    const { context } = createActor(planModeMachine).getSnapshot()
+    for (const path of timeouts) {
+      const after = planModeMachine.resolveState({ value: value(path.keys.at(-1)!) as never, context })
+      expect(after.value, pathName(path)).toMatchObject({ lifecycle: 'stopped' })
+      expect(after.hasTag('appending'), pathName(path)).toBe(false)
+    }
   })
 
   it('R1–R64: every state and transition of the chart is reached by the generated paths', async () => {

@@ -23,7 +23,13 @@
  *   with the review's result, as `askReview` computes it);
  * - the call's abort, and `RELOAD` (a detach) while the actor serves; after it only the work in
  *   flight may finish and the log be heard (`lifecycle.closing`), until the chart says `stopped`
- *   and the service stops the actor (nothing follows: the next call attaches a new one).
+ *   and the service stops the actor (nothing follows: the next call attaches a new one);
+ * - the chart's delayed transitions (`after`), read from the definition: the close timeout of
+ *   `lifecycle.closing` (R73) may expire whenever the actor is closing (a closing actor has work
+ *   in flight: without any it is `stopped` at once). Its replay moves the service's clock: every
+ *   replay runs under fake `setTimeout`/`clearTimeout` (XState schedules delayed events with
+ *   them), so the timer fires when the path says and never by itself; `settle` uses
+ *   `setImmediate`, which stays real.
  *
  * An edge into `stopped` with an append still in flight breaks R60/R63; it is left out of the
  * graph and reported (`invariantBreaks`), since the service cannot follow the oracle there.
@@ -34,6 +40,7 @@
  * adjacency map becomes one path: the shortest path to its source, then the edge ("transition
  * tour"); paths that are prefixes of others are dropped.
  */
+import { vi } from 'vitest'
 import { transition, type AnyEventObject, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
@@ -105,6 +112,37 @@ export function chartInvokes(): InvokeInfo[] {
   return found
 }
 
+interface DelayInfo {
+  /** The delayed event's type (`xstate.after.<delay>.<state id>`). */
+  eventType: string
+  delay: string | number
+  /** The state node whose `after` it is. */
+  stateId: string
+}
+
+/** The delayed transitions (`after`) of the chart, from its definition. */
+export function chartDelays(): DelayInfo[] {
+  const found: DelayInfo[] = []
+  const walk = (node: AnyStateNode) => {
+    for (const { eventType, delay } of node.after) {
+      found.push({ eventType, delay: typeof delay === 'function' ? '<expression>' : delay, stateId: node.id })
+    }
+    for (const child of Object.values(node.states)) walk(child)
+  }
+  walk(planModeMachine.root)
+  return found
+}
+
+/** The close timeout of `lifecycle.closing` (R73), the one delayed transition the model knows. */
+const CLOSE_TIMEOUT_STATE = 'planMode.lifecycle.closing'
+/** The `closeTimeoutMs` the model's service is given (any value does: the replay moves a fake clock). */
+export const CLOSE_TIMEOUT_MS = 1500
+
+/** The delayed event of the close timeout (R73). */
+function isCloseTimeout(event: AnyEventObject): boolean {
+  return event.type.startsWith('xstate.after.') && event.type.endsWith(`.${CLOSE_TIMEOUT_STATE}`)
+}
+
 /** The alphabet of one agent's world; `hasChannel` picks the service's configuration. */
 export function alphabet(hasChannel: boolean): Letter[] {
   const letters: Letter[] = []
@@ -142,6 +180,13 @@ export function alphabet(hasChannel: boolean): Letter[] {
     ctx.actor = ctx.twin.actor(AGENT)
     ctx.twin.detach(AGENT)
   })
+  // R73: the detached actor's bounded wait for its work in flight runs out.
+  for (const info of chartDelays()) {
+    if (info.stateId !== CLOSE_TIMEOUT_STATE || info.delay !== 'closeTimeout') {
+      throw new Error(`the model does not know the delayed transition ${String(info.delay)} of ${info.stateId}`)
+    }
+    add('close timeout expires', { type: info.eventType }, ({ twin }) => twin.expireCloseTimeouts((ms) => vi.advanceTimersByTime(ms)))
+  }
 
   // The log's answers to the service's held appends.
   add('plan/mode append resolves', { type: 'PLAN_MODE.APPENDED' }, ({ twin }) => twin.resolveHeld(AGENT, 'plan/mode'))
@@ -241,6 +286,8 @@ function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
     case 'LOG.PLAN_MODE':
       if (target !== undefined) return event.active === target && F !== target
   }
+  // R73: a closing actor's wait for its work in flight may run out (and only a closing actor's).
+  if (isCloseTimeout(event)) return s.matches({ lifecycle: 'closing' })
   // A detached actor only finishes its work, still hearing the log until it stops; the next
   // call attaches a new one.
   if (!serving) return s.matches({ lifecycle: 'closing' }) && event.type.startsWith('LOG.') && can(event)
@@ -409,29 +456,38 @@ export class CoverageCollector {
 /**
  * Replays a path on a fresh twin (service with held appends + oracle) and checks, after every
  * step, the actor's state key against the graph's and everything observable against the oracle.
+ * The replay runs under its own fake clock (`setTimeout`/`clearTimeout` only): a close timeout
+ * fires when the path says (R73), and a path's actors left closing at its end never time out
+ * during a later one (their clock goes with the path).
  */
 export async function replayPath(path: ModelPath, coverage?: CoverageCollector): Promise<Twin> {
-  const options: TwinOptions = {
-    agents: [{ id: AGENT }],
-    hasChannel: path.hasChannel,
-    defaultFate: 'hold',
-    ...(coverage ? { inspect: coverage.observer } : {}),
-  }
-  const twin = new Twin(options)
-  const ctx: ReplayContext = { twin, actor: twin.actor(AGENT) }
-  for (let i = 0; i < path.letters.length; i++) {
-    const letter = path.letters[i]!
-    letter.replay(ctx)
-    await settle()
-    const snapshot = ctx.actor.getSnapshot() as PlanModeSnapshot
-    coverage?.addSnapshot(snapshot)
-    const actual = stateKey(snapshot)
-    if (actual !== path.keys[i]) {
-      throw new Error(
-        `the service left the modelled path at step ${i + 1} (${letter.label}):\n  actor: ${actual}\n  graph: ${path.keys[i]}\npath: ${pathName(path)}`,
-      )
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+  try {
+    const options: TwinOptions = {
+      agents: [{ id: AGENT }],
+      hasChannel: path.hasChannel,
+      defaultFate: 'hold',
+      closeTimeoutMs: CLOSE_TIMEOUT_MS,
+      ...(coverage ? { inspect: coverage.observer } : {}),
     }
-    twin.check()
+    const twin = new Twin(options)
+    const ctx: ReplayContext = { twin, actor: twin.actor(AGENT) }
+    for (let i = 0; i < path.letters.length; i++) {
+      const letter = path.letters[i]!
+      letter.replay(ctx)
+      await settle()
+      const snapshot = ctx.actor.getSnapshot() as PlanModeSnapshot
+      coverage?.addSnapshot(snapshot)
+      const actual = stateKey(snapshot)
+      if (actual !== path.keys[i]) {
+        throw new Error(
+          `the service left the modelled path at step ${i + 1} (${letter.label}):\n  actor: ${actual}\n  graph: ${path.keys[i]}\npath: ${pathName(path)}`,
+        )
+      }
+      twin.check()
+    }
+    return twin
+  } finally {
+    vi.useRealTimers()
   }
-  return twin
 }

@@ -3,6 +3,7 @@ import {
   PlanModeOracle,
   TEXT,
   abortReasonMessage,
+  abandonedText,
   foldF,
   foldK,
   foldKept,
@@ -111,5 +112,66 @@ describe('the oracle', () => {
       { type: 'plan/review', data: { outcome: 'superseded', title: 'T', plan: '# T' } },
       mode(false),
     ])
+  })
+
+  it('oracle, R73: the close timeout abandons a detached agent\'s append: one warning, the selection fails with it, the next call re-attaches from the log, and the append may land later', () => {
+    const oracle = new PlanModeOracle({ section: 'S', hasChannel: true, closeTimeoutMs: 20, appendFate: () => ({ kind: 'hold' }) })
+    oracle.addAgent('a')
+    const selection = oracle.set('a', true) // its commit is held
+    oracle.detach('a')
+    const queued = oracle.set('a', false) // behind the detach: runs on the next attachment
+    expect(oracle.isClosing('a')).toBe(true)
+    expect(oracle.get('a')).toEqual({ active: false }) // the detached attachment still answers reads
+    oracle.expireCloseTimeouts()
+    expect(oracle.isClosing('a')).toBe(false)
+    expect(selection.state).toEqual({ status: 'rejected', message: abandonedText(20) })
+    expect(oracle.warnings).toEqual([{ message: abandonedText(20), error: undefined }])
+    expect(queued.state).toEqual({ status: 'resolved', value: 'noop' }) // the log holds no plan/mode yet
+    // The abandoned append lands later: only the log changes.
+    const [held] = oracle.heldAppends()
+    oracle.resolve(held!.handle)
+    expect(oracle.log('a')).toEqual([mode(true)])
+    expect(oracle.get('a')).toEqual({ active: true })
+    expect(oracle.warnings).toHaveLength(1)
+    expect(oracle.abandonedModeLanded('a')).toBe(true)
+    // A second expiry finds nothing to abandon.
+    oracle.expireCloseTimeouts()
+    expect(oracle.warnings).toHaveLength(1)
+  })
+
+  it('oracle, R73: an exit call whose review record never settled fails as reloaded, even when approved; the next attachment reads a log without the approval', () => {
+    const oracle = new PlanModeOracle({ section: 'S', hasChannel: true })
+    oracle.addAgent('a')
+    oracle.set('a', true)
+    oracle.hostAppend('a', 'turn/start', {})
+    const call = oracle.execute({ agentId: 'a', args: { plan: '# T' } })
+    oracle.appendFate = () => ({ kind: 'hold' })
+    oracle.answer(oracle.asks[0]!, { answers: [{ id: 'plan-review', selected: ['Approve'] }] }) // its record is held
+    oracle.detach('a')
+    oracle.expireCloseTimeouts()
+    expect(call.state).toEqual({ status: 'rejected', message: TEXT.reloaded })
+    expect(oracle.warnings).toEqual([{ message: abandonedText(5000), error: undefined }])
+    expect(oracle.get('a')).toEqual({ active: true }) // re-attached from the log: no approval in it
+    expect(oracle.heldAppends().map((h) => h.type)).toEqual(['plan/review'])
+  })
+
+  it('oracle, R60: operations called before dispose and still waiting for their turn do nothing: the exit call fails as reloaded, the others as disposed before their turn', () => {
+    const oracle = new PlanModeOracle({ section: 'S', hasChannel: true, appendFate: () => ({ kind: 'hold' }) })
+    oracle.addAgent('a', [{ type: 'turn/start', data: {} }])
+    expect(oracle.set('a', true).state).toEqual({ status: 'resolved', value: 'queued' })
+    const boundary = oracle.boundary('a') // its flush is held
+    const selection = oracle.set('a', false)
+    const call = oracle.execute({ agentId: 'a', args: { plan: '# T' } })
+    const command = oracle.command({ agentId: 'a', rawInput: 'off', canSteer: true })
+    const nextBoundary = oracle.boundary('a')
+    oracle.dispose()
+    expect(oracle.set('a', false).state).toEqual({ status: 'rejected', message: TEXT.disposed })
+    oracle.resolve(oracle.heldAppends()[0]!.handle)
+    expect(boundary.state).toEqual({ status: 'resolved', value: { section: 'S', notices: [] } })
+    expect(selection.state).toEqual({ status: 'rejected', message: TEXT.disposedBeforeTurn })
+    expect(call.state).toEqual({ status: 'rejected', message: TEXT.reloaded })
+    expect(command.state).toEqual({ status: 'resolved', value: { kind: 'error', text: TEXT.notChanged + TEXT.disposedBeforeTurn } })
+    expect(nextBoundary.state).toEqual({ status: 'rejected', message: TEXT.disposedBeforeTurn })
+    expect(oracle.log('a')).toEqual([{ type: 'turn/start', data: {} }, mode(true)])
   })
 })

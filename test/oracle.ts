@@ -35,6 +35,14 @@
  *   every operation runs on the attachment current when its turn comes, so those queued behind
  *   the detach run on the next attachment, made from the log once all that work has landed
  *   (R64: everything the log can tell, including the detached one's approvals).
+ * - That wait is bounded (R73): when the close timeout expires (the test says when,
+ *   `expireCloseTimeouts`), the work still in flight is abandoned: one warning, the operation
+ *   waiting for it fails with the same text, an exit call whose review record never landed fails
+ *   as reloaded, and the attachment is gone (its P with it: the next one reads the log). An
+ *   abandoned held append may still be resolved (it lands: only the log changes) or rejected
+ *   (nothing happens); it no longer holds back the agent's operations.
+ * - An operation called before `dispose` whose turn comes after it does nothing and fails (R60):
+ *   an exit call as reloaded, the others with the disposed-before-turn text.
  */
 
 /** A log entry as plan mode sees it (the log assigns `seq`; the oracle compares type and data). */
@@ -88,6 +96,8 @@ export interface HeldAppend {
   readonly data: unknown
   published: boolean
   settled: boolean
+  /** A close gave up on it (R73): it may still land, and then only the log changes. */
+  abandoned: boolean
 }
 
 /** A warning the service must have logged (R19, R49). */
@@ -134,6 +144,7 @@ export const TEXT = {
   superseded: 'The user changed the plan mode directly; the review is closed.',
   reloaded: 'the plan-mode service was reloaded while the plan was under review; present the plan again',
   aborted: 'the plan review was aborted',
+  disposedBeforeTurn: "plan-mode service was disposed before this call's turn came; nothing was done",
   flushFailed: 'plan-mode: step-boundary flush failed',
   recordFailed: 'plan-mode: review record failed',
   offWithAttachments: 'Image attachments cannot accompany /plan off.',
@@ -152,6 +163,14 @@ export const TEXT = {
     noop: 'Plan mode is already on. Use /plan off to leave.',
   },
 } as const
+
+/** R73: the one warning of an abandoned close, and what the operation waiting for that work fails with. */
+export function abandonedText(closeTimeoutMs: number): string {
+  return `plan-mode: the session log did not settle within ${closeTimeoutMs} ms of a reload or detach; work in flight was abandoned`
+}
+
+/** R73: the close timeout when the service is given none. */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5000
 
 /** R42.5: 256 KiB of UTF-8. */
 const MAX_PLAN_BYTES = 256 * 1024
@@ -290,8 +309,11 @@ interface AgentModel {
   detaches: number
   /** Operations waiting for their turn (§1). */
   queue: (() => void)[]
-  /** The operation in progress: its end, once its logic is done and no append is in flight. */
-  running: { done: boolean; finish: () => void; attachment: Attachment } | null
+  /**
+   * The operation in progress: its end, once its logic is done and no append is in flight;
+   * `abandon` fails its call when a close gives up on its work (R73).
+   */
+  running: { done: boolean; finish: () => void; abandon: (message: string) => void; attachment: Attachment } | null
   /** The service's appends for this agent in flight. */
   inflight: number
 }
@@ -303,6 +325,8 @@ export interface OracleOptions {
   hasChannel: boolean
   /** Decides each append the service makes (default: it lands at once). */
   appendFate?: (agentId: string, type: string, data: unknown) => AppendFate
+  /** The service's `closeTimeoutMs` (R73; default 5000). */
+  closeTimeoutMs?: number
 }
 
 /** What a test passes for an exit-tool call. */
@@ -331,6 +355,7 @@ export interface CommandInput {
 export class PlanModeOracle {
   readonly section: string
   readonly hasChannel: boolean
+  readonly closeTimeoutMs: number
   appendFate: (agentId: string, type: string, data: unknown) => AppendFate
   readonly warnings: ExpectedWarning[] = []
   readonly asks: ExpectedAsk[] = []
@@ -338,8 +363,11 @@ export class PlanModeOracle {
   readonly calls: OracleCall[] = []
   disposed = false
   private readonly agents = new Map<string, AgentModel>()
-  private readonly held = new Map<number, HeldAppend & { then: (error: Error | null) => void }>()
+  /** `owner`: the attachment that made the append; `then`: what its settlement does (nothing once abandoned, R73). */
+  private readonly held = new Map<number, HeldAppend & { owner: Attachment; then: (error: Error | null) => void }>()
   private nextHandle = 1
+  /** Agents whose log an abandoned `plan/mode` append (R73) reached after its close gave up on it. */
+  private readonly lateModeLandings = new Set<string>()
   private readonly draining = new Set<AgentModel>()
   /** Exit-tool calls waiting for their turn to open a review. */
   private readonly waitingCalls = new Set<OracleCall>()
@@ -348,6 +376,7 @@ export class PlanModeOracle {
   constructor(options: OracleOptions) {
     this.section = options.section
     this.hasChannel = options.hasChannel
+    this.closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS
     this.appendFate = options.appendFate ?? (() => ({ kind: 'ok' }))
   }
 
@@ -510,8 +539,9 @@ export class PlanModeOracle {
       a.review = { plan, title: headingTitle(plan) ?? 'Plan', call, ask, phase: 'asking', settlement: null }
       if (input.askThrows) this.answered(a, { outcome: 'failed', error: input.askThrows.message })
       done(() => {})
-    }, (message) => {
-      if (this.waitingCalls.delete(call)) this.fail(call, message)
+    }, () => {
+      // R60: its turn came after dispose; the review it would have opened was reloaded away.
+      if (this.waitingCalls.delete(call)) this.fail(call, TEXT.reloaded)
     })
     return call
   }
@@ -576,6 +606,51 @@ export class PlanModeOracle {
     this.disposed = true
   }
 
+  /**
+   * The close timeout of every detached (or disposed) attachment still waiting for its work in
+   * flight expires (R73): the test has made the service's clock reach it.
+   */
+  expireCloseTimeouts(): void {
+    for (const m of this.agents.values()) if (m.closing && !this.closingIsDone(m)) this.abandon(m)
+  }
+
+  /** Whether the agent has a detached attachment still waiting for its work in flight (R63, R73). */
+  isClosing(agentId: string): boolean {
+    const m = this.model(agentId)
+    return m.closing !== null && !this.closingIsDone(m)
+  }
+
+  /**
+   * R73: the detached attachment gives up on its work in flight. One warning; the operation
+   * waiting for that work fails with the same text; the exit call whose review record never
+   * landed fails as reloaded; the attachment is gone (P with it, R64: the next one reads the log,
+   * and a pending store, if the service had one, still holds P). Its held appends stay with the
+   * test: resolved later, they land in the log and nothing else happens.
+   */
+  private abandon(m: AgentModel): void {
+    const a = m.closing!
+    const message = abandonedText(this.closeTimeoutMs)
+    this.warnings.push({ message, error: undefined })
+    for (const h of this.held.values()) {
+      if (h.settled || h.owner !== a) continue
+      h.abandoned = true
+      h.then = () => {}
+      m.inflight--
+    }
+    const review = a.review
+    a.review = null
+    if (review && review.call.state.status === 'pending') this.fail(review.call, TEXT.reloaded)
+    const running = m.running
+    if (running?.attachment === a) {
+      m.running = null
+      running.abandon(message)
+    }
+    if (m.inflight !== 0 || m.running?.attachment === a) throw new Error('oracle: an abandoned close left work in flight')
+    m.closing = null
+    // The operations waiting for their turn run on the next attachment.
+    this.maybeFinish(m)
+  }
+
   /** A new service over the same logs (a process restart): every agent re-attaches on its next call (R64). */
   restart(): void {
     this.dispose()
@@ -586,11 +661,21 @@ export class PlanModeOracle {
 
   // ----- held appends ----------------------------------------------------------------------------
 
+  /**
+   * Whether a `plan/mode` append that a close abandoned (R73) has landed in the agent's log since:
+   * it was a real flip when it was made (R3), but the next attachment may have made the same flip
+   * meanwhile, so the log may now hold a `plan/mode` equal to the one before it.
+   */
+  abandonedModeLanded(agentId: string): boolean {
+    return this.lateModeLandings.has(agentId)
+  }
+
   /** The held append's event lands in the log (its subscribers are told) before `append` resolves. */
   publish(handle: number): void {
     const h = this.held.get(handle)!
     if (h.published) return
     h.published = true
+    if (h.abandoned && h.type === 'plan/mode') this.lateModeLandings.add(h.agentId)
     this.land(h.agentId, h.type, h.data)
   }
 
@@ -701,14 +786,15 @@ export class PlanModeOracle {
       after(fate.error)
     } else {
       const handle = this.nextHandle++
-      this.held.set(handle, { handle, agentId: a.agentId, type, data, published: false, settled: false, then: after })
+      this.held.set(handle, { handle, agentId: a.agentId, type, data, published: false, settled: false, abandoned: false, owner: a, then: after })
     }
   }
 
   /**
    * Serialization (§1): an operation starts after the previous one finished. `run` receives
    * `done(settleCall)`: the call settles when the operation finishes, i.e. once no append of the
-   * attachment is in flight.
+   * attachment is in flight. `refused(message)` fails the call without running it (R60: its turn
+   * came after dispose) or once it runs, when a close abandons its work (R73).
    */
   private enqueue(
     target: string | Attachment,
@@ -722,11 +808,12 @@ export class PlanModeOracle {
       // The attachment current when the turn comes (a review's settlement keeps its own).
       let a: Attachment
       if (typeof target !== 'string') a = target
-      else if (this.disposed) return refused(TEXT.disposed) // R60: a turn that comes after dispose
+      else if (this.disposed) return refused(TEXT.disposedBeforeTurn) // R60: a turn that comes after dispose
       else a = this.turnAttachment(m)
       const running = {
         done: false,
         finish: () => settleCall?.(),
+        abandon: refused,
         attachment: a,
       }
       m.running = running

@@ -1,9 +1,9 @@
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { foldK, TEXT } from './oracle.js'
 import { opArbitrary, reattachProbe, runOp, PLANS, type Op } from './ops.js'
-import { settle } from './sut.js'
-import { thrown, Twin } from './twin.js'
+import { settle, track } from './sut.js'
+import { SECTION, thrown, Twin } from './twin.js'
 
 /**
  * Property tests: random sequences of the operations a host and a user can perform, over one
@@ -14,6 +14,10 @@ import { thrown, Twin } from './twin.js'
  * fold", R62 "every actor stays active"). After a restart and at the end, a fresh service over a
  * copy of each log reads the same `get().active` and the same K (R31, R64). At the end the
  * service is disposed and R60 is checked.
+ *
+ * With held appends, the close timeout of R73 may also expire (the run's own fake clock moves):
+ * a detached agent's work still in flight is abandoned, queued operations go on on the next
+ * attachment, and the abandoned appends are released (they land) at the end like the others.
  *
  * `PLAN_MODE_FC_RUNS` sets the number of runs (default 1000); `PLAN_MODE_FC_SEED` replays one.
  */
@@ -73,11 +77,38 @@ async function run(agentCount: number, asyncLog: boolean, ops: Op[]): Promise<vo
   await checkDispose(twin, ids)
 }
 
-/** With held appends: operations queue behind them (SPEC §1); everything is released at the end. */
-async function runHeld(agentCount: number, ops: Op[]): Promise<void> {
+/** An operation of a held run: one of `ops.ts`, or the close timeout expiring (R73). */
+type HeldOp = Op | { kind: 'closeTimeout' }
+
+/** The held runs' `closeTimeoutMs`: any value does, their clock is fake. */
+const HELD_CLOSE_TIMEOUT_MS = 700
+
+/**
+ * With held appends: operations queue behind them (SPEC §1); everything is released at the end.
+ * The run has its own fake `setTimeout`/`clearTimeout` (XState's delayed events use them), so a
+ * close timeout fires only where the run says (R73).
+ */
+async function runHeld(agentCount: number, ops: HeldOp[]): Promise<void> {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+  try {
+    await runHeldOps(agentCount, ops)
+  } finally {
+    vi.useRealTimers()
+  }
+}
+
+async function runHeldOps(agentCount: number, ops: HeldOp[]): Promise<void> {
   const ids = IDS.slice(0, agentCount)
-  const twin = new Twin({ agents: ids.map((id) => ({ id })), defaultFate: 'hold' })
-  for (const op of ops) await runOp(twin, op, ids)
+  const twin = new Twin({ agents: ids.map((id) => ({ id })), defaultFate: 'hold', closeTimeoutMs: HELD_CLOSE_TIMEOUT_MS })
+  for (const op of ops) {
+    if (op.kind !== 'closeTimeout') {
+      await runOp(twin, op, ids)
+      continue
+    }
+    twin.expireCloseTimeouts((ms) => vi.advanceTimersByTime(ms))
+    await settle()
+    twin.check()
+  }
   twin.stopHolding()
   for (const id of ids) {
     for (let i = 0; i < 20 && twin.releaseOldest(id, 'resolve'); i++) {
@@ -95,6 +126,18 @@ async function runHeld(agentCount: number, ops: Op[]): Promise<void> {
 
 const ops = (options: Parameters<typeof opArbitrary>[0]) =>
   fc.array(opArbitrary(options), { minLength: 1, maxLength: 40, size: 'medium' })
+/**
+ * The held runs' operations: now and then the close timeout expires, which abandons the work of
+ * an agent detached meanwhile (R73); detaches are made a little more frequent for it.
+ */
+const heldOps = fc.array(
+  fc.oneof(
+    { weight: 12, arbitrary: opArbitrary({ foreign: false, held: true }) as fc.Arbitrary<HeldOp> },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('detach' as const), a: fc.nat({ max: 2 }) }) },
+    { weight: 1, arbitrary: fc.constant({ kind: 'closeTimeout' as const }) },
+  ),
+  { minLength: 1, maxLength: 40, size: 'medium' },
+)
 const property = (foreign: boolean) => fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.boolean(), ops({ foreign }), run)
 
 describe('R1–R64 properties: random operation sequences against the oracle', () => {
@@ -106,10 +149,58 @@ describe('R1–R64 properties: random operation sequences against the oracle', (
     await fc.assert(property(true), { numRuns: Math.ceil(RUNS / 4), ...SEED })
   }, 300_000)
 
-  it('R11, R19, R49: the service agrees with the oracle when appends are held and operations queue behind them (§1)', async () => {
+  it('R11, R19, R49, R73: the service agrees with the oracle when appends are held and operations queue behind them (§1), and when a detach gives up on them', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 2 }), ops({ foreign: false, held: true }), runHeld),
+      fc.asyncProperty(fc.integer({ min: 1, max: 2 }), heldOps, runHeld),
       { numRuns: Math.ceil(RUNS / 4), timeout: 5_000, ...SEED },
     )
   }, 300_000)
+
+  it('R60, R73: calls still waiting for their turn at dispose fail without running, and the close timeout settles the dispose (against the oracle)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const twin = new Twin({
+        agents: [{ id: 'agent-a', seed: [{ type: 'turn/start', data: {} }] }, { id: 'agent-b' }],
+        defaultFate: 'hold',
+        closeTimeoutMs: 300,
+      })
+      twin.set('agent-a', true) // an open turn: queued, nothing appended
+      twin.boundary('agent-a') // its flush is held
+      twin.set('agent-a', false)
+      twin.execute('agent-a', { plan: PLANS.simple })
+      await twin.command('agent-a', 'off')
+      twin.boundary('agent-a')
+      twin.set('agent-b', true) // its commit is held
+      await settle()
+      twin.check()
+      const disposal = track(() => twin.dispose())
+      await settle()
+      twin.check()
+      twin.releaseOldest('agent-a', 'resolve') // the flush lands; the calls queued behind it do nothing
+      await settle()
+      twin.check()
+      const DISPOSED_BEFORE_TURN = "plan-mode service was disposed before this call's turn came; nothing was done"
+      const outcome = ({ sut: { state } }: Twin['calls'][number]) => (state.status === 'rejected' ? (state.error as Error).message : state)
+      expect(twin.calls.slice(1, 6).map(outcome)).toEqual([
+        { status: 'resolved', value: { section: SECTION, messages: [] } },
+        DISPOSED_BEFORE_TURN,
+        TEXT.reloaded,
+        { status: 'resolved', value: { kind: 'error', text: `Plan mode could not be changed: ${DISPOSED_BEFORE_TURN}` } },
+        DISPOSED_BEFORE_TURN,
+      ])
+      expect(disposal.state.status, 'the commit of agent-b holds the dispose').toBe('pending')
+      twin.expireCloseTimeouts((ms) => vi.advanceTimersByTime(ms))
+      await settle()
+      twin.check()
+      expect(disposal.state.status).toBe('resolved')
+      twin.releaseOldest('agent-b', 'resolve') // the abandoned commit lands late
+      await settle()
+      twin.check()
+      expect(twin.oracle.warnings.map((w) => w.message)).toEqual([
+        'plan-mode: the session log did not settle within 300 ms of a reload or detach; work in flight was abandoned',
+      ])
+    } finally {
+      vi.useRealTimers()
+    }
+  })
 })

@@ -36,6 +36,8 @@ export interface ControlledLog extends SessionLog {
   rejectHeld(held: HeldLogAppend, error: Error): void
   /** How many listeners are subscribed (R60: subscriptions end). */
   readonly listenerCount: number
+  /** Every append the service made, with the number of events the log held then (R3: what F was). */
+  readonly serviceAppends: { type: string; data: unknown; logLength: number }[]
 }
 
 /** Creates a controlled log seeded with `seed` (seq from 1). */
@@ -54,6 +56,7 @@ export function createControlledLog(seed: readonly { type: string; data: unknown
     fates: [],
     defaultFate: 'ok',
     held: [],
+    serviceAppends: [],
     get listenerCount() {
       return listeners.size
     },
@@ -65,6 +68,7 @@ export function createControlledLog(seed: readonly { type: string; data: unknown
     },
     hostAppend: land,
     append(type, data) {
+      log.serviceAppends.push({ type, data, logLength: events.length })
       const next = log.fates.shift() ?? { fate: log.defaultFate }
       switch (next.fate) {
         case 'ok':
