@@ -50,6 +50,8 @@ export class Attachment implements PlanModePorts {
   readonly #unsubscribe: () => void
   /** Pending-store and checkpoint writes in flight, awaited before an operation resolves. */
   #storeWrites: Promise<void> | undefined
+  /** The asynchronous appends started and not settled yet (their settlements). */
+  readonly #appending = new Set<Promise<void>>()
   /** Saves the agent's checkpoints, when the service has a store (R76). */
   #checkpoints: CheckpointWriter | undefined
   #stopped: Promise<void> | undefined
@@ -202,10 +204,32 @@ export class Attachment implements PlanModePorts {
   /** Appends to the agent's log; the event it returns is observed like a subscribed one (§1). */
   append(type: string, data: unknown): unknown {
     const written = this.#agent.session.append(type, data)
+    if (!isThenable(written)) {
+      this.#observe(written)
+      return written
+    }
     // Any thenable, not only a Promise: its own `then` may return nothing.
-    if (isThenable(written)) return Promise.resolve(written).then((event) => this.#observeAppended(event))
-    this.#observe(written)
-    return written
+    const observed = Promise.resolve(written).then((event) => this.#observeAppended(event))
+    const settled: Promise<void> = observed.then(
+      () => void this.#appending.delete(settled),
+      () => void this.#appending.delete(settled),
+    )
+    this.#appending.add(settled)
+    return observed
+  }
+
+  /**
+   * Resolves once every append this attachment started has settled, landed or failed: after a
+   * close abandoned some (R73), the agent's next operation waits for this, so that it decides on
+   * a log that holds them.
+   */
+  appendsSettled(): Promise<void> {
+    return Promise.all(this.#appending).then(() => undefined)
+  }
+
+  /** Whether appends this attachment started have not settled yet. */
+  get hasAppendsInFlight(): boolean {
+    return this.#appending.size > 0
   }
 
   /** Asks the service's review channel about the plan, for the latest caller's agent (R43). */

@@ -38,6 +38,18 @@ function maxAttachedAgentsOf(value: unknown): number | undefined {
   return value
 }
 
+/** Resolves when `promise` settles or `ms` have passed, whichever comes first; never rejects. */
+function waitAtMost(ms: number, promise: Promise<unknown>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    const done = () => {
+      clearTimeout(timer)
+      resolve()
+    }
+    promise.then(done, done)
+  })
+}
+
 /** How many events at least a checkpoint covers beyond the last one (R76). */
 const DEFAULT_CHECKPOINT_EVERY = 100
 
@@ -106,6 +118,11 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
 
   /** Attachments being closed (a detach, a reload, or leaving memory), until their actors stopped. */
   const closing = new Set<Attachment>()
+  /** Per agent, the settling of appends a close abandoned (R73): operations wait for it. */
+  const abandoned = new Map<string, Promise<void>>()
+  /** Resolves on `dispose()`: nothing waits for an abandoned append after it. */
+  let resolveDisposal!: () => void
+  const disposal = new Promise<void>((resolve) => (resolveDisposal = resolve))
   const maxAttached = maxAttachedAgentsOf(options.maxAttachedAgents)
 
   /** The agent's attachment for a read: a closing one until it stopped, else a new one from the log. */
@@ -153,7 +170,17 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     closing.add(attachment)
     return attachment.close().then(() => {
       closing.delete(attachment)
-      for (const [id, current] of attachments) if (current === attachment) attachments.delete(id)
+      for (const [id, current] of attachments) {
+        if (current !== attachment) continue
+        attachments.delete(id)
+        // Appends the close abandoned (R73): the agent's next operation waits for them to settle.
+        if (attachment.hasAppendsInFlight) {
+          const settled = attachment.appendsSettled().then(() => {
+            if (abandoned.get(id) === settled) abandoned.delete(id)
+          })
+          abandoned.set(id, settled)
+        }
+      }
     })
   }
 
@@ -175,6 +202,13 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     return turns.take(agent.id, (end) => {
       const run = (): Promise<T> => {
         if (disposed) throw new Error(disposedBeforeTurn)
+        // An append abandoned by a close may still land: decide once the log holds it, or once
+        // another close timeout has passed (R73).
+        const prior = abandoned.get(agent.id)
+        if (prior !== undefined) {
+          abandoned.delete(agent.id)
+          return waitAtMost(settings.closeTimeout, Promise.race([prior, disposal])).then(run)
+        }
         const attachment = attachmentOf(agent)
         // Work behind a detach runs on the next attachment, replayed once all of it landed.
         if (isClosing(attachment.snapshot)) return close(attachment).then(run, run)
@@ -289,6 +323,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     async dispose() {
       if (disposed) return
       disposed = true
+      resolveDisposal()
       await Promise.all([...new Set(attachments.values())].map(close))
     },
   }

@@ -590,7 +590,7 @@ describe('plan-mode chat as a process', () => {
     expect(await exited).toBe(0)
     expect(err).toBe('')
     expect(out).toContain('\nyou> What does the report print?\nYou asked: "What does the report print?".')
-    expect(out).toContain(`\ninspect it: plan-mode inspect ${log}\n`)
+    expect(out).toContain(`\ninspect it: npm --prefix ${REPO.replace(/\/$/, '')} run cli -- inspect ${log}\n`)
   }, 20_000)
 })
 

@@ -374,6 +374,50 @@ describe('hostile hosts (issue "Hardening", faults 3 and 6; each failed before i
     expect(await planMode.set(agent, false)).toBe('committed')
   })
 
+  // Found by the property tests: the abandoned append landed after the next attachment had
+  // committed the same selection again, so the log held two identical plan/mode events (R3).
+  it('R73, R3: after a detach abandoned a plan/mode append, the next selection waits for it to land and is a noop, not a second flip', async () => {
+    const log = createControlledLog()
+    log.defaultFate = 'hold'
+    const planMode = createPlanMode({ section: 'S' }, { closeTimeoutMs: 20, logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    const first = track(() => planMode.set(agent, true)) // held
+    await settle()
+    planMode.detach(agent)
+    await new Promise((resolve) => setTimeout(resolve, 40)) // abandoned
+    expect(first.state).toEqual({ status: 'rejected', error: new Error(abandoned(20)) })
+    log.defaultFate = 'ok'
+    const again = track(() => planMode.set(agent, true)) // waits for the abandoned append
+    await settle()
+    expect(again.state.status).toBe('pending')
+    log.resolveHeld(log.held[0]!) // the abandoned append lands after all
+    await settle()
+    expect(again.state).toEqual({ status: 'resolved', value: 'noop' })
+    expect(log.events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }])
+  })
+
+  it('R73: the next operation waits for an abandoned append at most another close timeout, then goes ahead on the log as it is', async () => {
+    const planMode = createPlanMode({ section: 'S' }, { closeTimeoutMs: 20, logger: { warn() {} } })
+    let hang = true
+    const inner = createMemorySessionLog()
+    const session: SessionLog = {
+      get events() {
+        return inner.events
+      },
+      subscribe: (listener) => inner.subscribe(listener),
+      append: (type, data) => (hang ? new Promise<SessionEvent>(() => {}) : inner.append(type, data)),
+    }
+    const agent: PlanAgent = { id: 'a', session }
+    void planMode.set(agent, true).catch(() => {})
+    await settle()
+    planMode.detach(agent)
+    await new Promise((resolve) => setTimeout(resolve, 40))
+    hang = false
+    const started = Date.now()
+    expect(await planMode.set(agent, true)).toBe('committed')
+    expect(Date.now() - started).toBeGreaterThanOrEqual(15)
+  })
+
   it('R73: the default close timeout is 5000 ms', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
     try {
