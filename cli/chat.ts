@@ -412,7 +412,7 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
     await planMode.dispose()
     await session.close()
     screen.line(`log: ${path} (${session.events.length} events)`)
-    screen.line(`inspect it: plan-mode inspect ${path}`)
+    screen.line((await import('./invocation.js')).inspectHint(path))
   }
 }
 

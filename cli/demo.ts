@@ -13,6 +13,7 @@ import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
 import { createPlanModeInspector, type PlanModeInspector } from 'xstate-plan-mode/inspect'
 import type { Visualizer } from '../visualizer/server.js'
 import { untilAborted, type CliIo, type Styles } from './io.js'
+import { inspectHint } from './invocation.js'
 import { newLogPath, openNewLog } from './log-file.js'
 import { planCommandRunner } from './plan-command.js'
 import { scriptedModel, type ScriptedReply } from './scripted-model.js'
@@ -220,7 +221,7 @@ export async function runDemo(options: DemoOptions, io: CliIo): Promise<number> 
     await runTurn('turn 2: plan mode, then the approved plan', [...history.splice(0), ...plan.takeSteered()])
     out(s.bold('── end ──'))
     out(`log: ${path} (${session.events.length} events)`)
-    out(`inspect it: plan-mode inspect ${path}`)
+    out(inspectHint(path))
     if (visualizer) {
       out(`visualizer: ${visualizer.url} (Ctrl-C to stop)`)
       await untilAborted(io.signal)

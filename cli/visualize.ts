@@ -1,10 +1,13 @@
 /**
  * `plan-mode visualize [file.jsonl] [--port N]`: serves the visualizer page; with a file, replays
- * its events so the page shows the agent's chart and log.
+ * its events so the page shows the agent's chart and log, under the agent id the log names (if
+ * any) and with each event's own time (if it has one): a replay arrives all at once, so its
+ * arrival times would tell nothing.
  */
 import { basename } from 'node:path'
 import { createMemorySessionLog, createPlanMode } from 'xstate-plan-mode'
 import { createPlanModeInspector } from 'xstate-plan-mode/inspect'
+import { logAgentId } from '../visualizer/log-reading.js'
 import type { Visualizer } from '../visualizer/server.js'
 import { loadLogFile } from './log-file.js'
 import { CliError, untilAborted, type CliIo } from './io.js'
@@ -33,23 +36,27 @@ export interface VisualizeOptions {
 /**
  * Serves the visualizer until `io.signal` aborts. With a file, its events are appended one by one
  * to a memory log watched by a plan-mode actor and an inspector: the page gets the chart's
- * moves and every event as a `plan-mode.log` message.
+ * moves and every event as a `plan-mode.log` message, through the visualizer's replay transport
+ * (no arrival times). The agent is the one the log names (an `agentId` field), else the file.
  * @throws CliError for a missing or corrupt file, or a port in use.
  */
 export async function runVisualize(options: VisualizeOptions, io: CliIo): Promise<number> {
   const loaded = options.file === undefined ? undefined : await loadLogFile(options.file)
   const visualizer = await startVisualizer(options.port)
-  const inspector = createPlanModeInspector(visualizer.transport)
+  const inspector = createPlanModeInspector(visualizer.replayTransport)
   const planMode = createPlanMode({ section: 'replay' }, { inspect: inspector.inspect, logger: { warn: () => {} } })
   try {
     io.stdout.write(`Plan-mode visualizer: ${visualizer.url}\n`)
     io.stdout.write(`Inspectors: createPlanModeInspector({ url: '${visualizer.inspectUrl}' })\n`)
     if (loaded && options.file !== undefined) {
       const session = createMemorySessionLog()
-      const agent = { id: basename(options.file).replace(/\.jsonl$/, ''), session }
+      const named = logAgentId(loaded.events)
+      // A log that names no agent is shown under its file's name, which says where it came from.
+      const agent = { id: named ?? basename(options.file), session }
       inspector.watch(agent, planMode.actor(agent))
       for (const event of loaded.events) await session.append(event.type, event.data)
-      io.stdout.write(`Replayed ${loaded.events.length} events of ${options.file} as agent "${agent.id}".\n`)
+      const as = named === undefined ? `under its file name "${agent.id}" (the log names no agent)` : `as agent "${agent.id}"`
+      io.stdout.write(`Replayed ${loaded.events.length} events of ${options.file} ${as}.\n`)
       if (loaded.tornLine !== undefined) io.stderr.write(`${options.file}:${loaded.tornLine}: torn last line skipped\n`)
     }
     io.stdout.write('Ctrl-C to stop.\n')

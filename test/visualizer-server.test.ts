@@ -2,6 +2,7 @@
  * The visualizer's server and page model, without a browser: what it serves, whom it accepts,
  * that it changes nothing, and how the page reads a plan-mode chart.
  */
+import { execFile } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import http from 'node:http'
 import { createRequire } from 'node:module'
@@ -9,11 +10,11 @@ import { networkInterfaces } from 'node:os'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
 import { createPlanModeInspector, type ActorMessage, type InspectionMessage } from '../src/adapters/inspect.js'
-import { createMemorySessionLog, createPlanMode, planModeMachine, type PlanAgent } from '../src/index.js'
+import { createMemorySessionLog, createPlanMode, planModeMachine, type PlanAgent, type ReviewAnswer } from '../src/index.js'
 import { chartModel, layoutChart, type ElkLayout } from '../visualizer/client/chart.js'
-import { VisualizerModel, describeLogEvent, summarize } from '../visualizer/client/model.js'
+import { VisualizerModel, describeLogEvent, storyOf, summarize } from '../visualizer/client/model.js'
 import type { ServerMessage, WireItem } from '../visualizer/client/protocol.js'
-import { createLogReader } from '../visualizer/log-reading.js'
+import { createLogReader, eventTime, logAgentId } from '../visualizer/log-reading.js'
 import { start, type Visualizer } from '../visualizer/server.js'
 
 let visualizer: Visualizer
@@ -176,11 +177,24 @@ describe('visualizer server: the inspection hub', () => {
     expect(late.items.every((item) => ['@xstate.actor', '@xstate.event', '@xstate.snapshot', 'plan-mode.agent', 'plan-mode.log'].includes(item.message.type))).toBe(true)
     // Each log event comes with the library's reading of it.
     expect(late.items.filter((item) => item.message.type === 'plan-mode.log').map((item) => item.log)).toEqual([
-      { line: { tone: 'turn', label: 'turn/start', detail: '' }, active: false },
-      { line: { tone: 'turn', label: 'turn/end', detail: '' }, active: false },
+      { line: { tone: 'turn', label: 'turn/start', detail: '' }, active: false, story: { tone: 'turn', label: 'Turn started', detail: '' } },
+      { line: { tone: 'turn', label: 'turn/end', detail: '' }, active: false, story: { tone: 'turn', label: 'Turn ended', detail: '' } },
     ])
+    // Live messages carry their arrival time.
+    expect(late.items.every((item) => typeof item.at === 'number')).toBe(true)
     live.ws.close()
     late.ws.close()
+  })
+
+  it('a replayed log’s messages carry no arrival time: they happened before they arrived', async () => {
+    const page = await viewer()
+    visualizer.replayTransport.send({ type: 'plan-mode.log', agentId: 'replayed', event: { seq: 1, type: 'turn/start', data: {} } })
+    visualizer.transport.send({ type: 'plan-mode.log', agentId: 'live', event: { seq: 1, type: 'turn/start', data: {} } })
+    await expect.poll(() => page.items.filter((item) => item.message.type === 'plan-mode.log' && ['replayed', 'live'].includes(item.message.agentId)).length).toBe(2)
+    const item = (agentId: string) => page.items.find((i) => i.message.type === 'plan-mode.log' && i.message.agentId === agentId)!
+    expect(item('replayed')).not.toHaveProperty('at')
+    expect(typeof item('live').at).toBe('number')
+    page.ws.close()
   })
 
   it('close frees the port, and start takes a given port', async () => {
@@ -269,7 +283,7 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     const model = new VisualizerModel()
     for (const item of items) model.ingest(item)
     expect(model.agentIds()).toEqual(['agent-1'])
-    const timeline = model.timeline('agent-1')
+    const timeline = model.timeline('agent-1', 'internals')
     expect(timeline[0]).toMatchObject({ tone: 'start', label: 'started agent-1' })
     expect(timeline.map((entry) => entry.label)).toEqual(expect.arrayContaining(['turn/start', 'plan/mode on', 'SELECT', 'REVIEW.OPEN']))
     const reviewing = model.view('agent-1', timeline.find((entry) => entry.label === 'REVIEW.OPEN')!.seq)
@@ -280,6 +294,68 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     expect(start.activePaths.has('mode.inactive')).toBe(true)
     // After dispose the review was recorded as reloaded: the version history has it.
     expect(model.view('agent-1').reviews).toMatchObject([{ version: 1, outcome: 'reloaded', title: 'Plan' }])
+  })
+
+  it('the timeline tells the story by default (no chart internals), and the internals on demand', async () => {
+    const items = await planModeMessages()
+    const model = new VisualizerModel()
+    for (const item of items) model.ingest(item)
+    const story = model.timeline('agent-1')
+    expect(story.map((entry) => [entry.label, entry.detail])).toEqual([
+      ['Turn started', ''],
+      ['Plan mode on', 'logged plan/mode {"active":true}'],
+      ['Review opened', '"Plan"'],
+      ['Review closed by a reload', '"Plan"'],
+    ])
+    const internals = model.timeline('agent-1', 'internals').map((entry) => entry.label)
+    expect(internals).toEqual(expect.arrayContaining(['started agent-1', 'turn/start', 'LOG.TURN_START', 'SELECT', 'STEP_BOUNDARY', 'plan/mode on', 'REVIEW.OPEN']))
+    // A log event keeps its place in the log, and a live one the time it arrived.
+    expect(story[1]).toMatchObject({ logSeq: 2, at: expect.any(Number) })
+  })
+
+  it('a story line shows the chart’s answer to it: the chart after the line, before its answer to the next line', async () => {
+    const messages: InspectionMessage[] = []
+    const inspector = createPlanModeInspector({ send: (message) => messages.push(message) })
+    let answer: (value: ReviewAnswer) => void = () => {}
+    const planMode = createPlanMode({ section: 'PLAN' }, { inspect: inspector.inspect, review: { ask: () => new Promise((resolve) => (answer = resolve)) } })
+    const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
+    inspector.watch(agent, planMode.actor(agent))
+    await planMode.command.run({ agent, rawInput: '' })
+    agent.session.append('turn/start', {})
+    await planMode.stepBoundary(agent)
+    agent.session.append('request/header', { step: 0 })
+    const call = planMode.exitTool.execute({ plan: '# P\n1. Do it.' }, { agent })
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    answer({ answers: [{ id: 'plan-review', selected: ['Approve'] }] })
+    await call
+    await planMode.stepBoundary(agent)
+    agent.session.append('request/header', { step: 1 })
+    agent.session.append('turn/end', {})
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    await planMode.dispose()
+    await inspector.stop()
+    const reader = createLogReader()
+    const model = new VisualizerModel()
+    messages.forEach((message, i) => model.ingest({ seq: i + 1, at: 0, message, ...(message.type === 'plan-mode.log' ? { log: reader.read(message.agentId, message.event) } : {}) }))
+
+    const story = model.timeline('agent-1')
+    const states = story.map((entry, index) => {
+      const view = model.view('agent-1', model.pointOf('agent-1', story, index, 'story'))
+      const leaves = [...view.activePaths].filter((path) => /^(mode|turn|review|intent)\./.test(path) && ![...view.activePaths].some((other) => other.startsWith(`${path}.`)))
+      return `${entry.label}: ${leaves.sort().join(' ')}`
+    })
+    expect(states).toEqual([
+      'Plan mode on: intent.logged mode.active review.idle turn.idle',
+      'Turn started: intent.logged mode.active review.idle turn.open',
+      'Step 0: intent.logged mode.active review.idle turn.open',
+      'Review opened: intent.logged mode.active review.open.undecided.reviewing turn.open',
+      'Review answered: approved: intent.pending.leaving.queued mode.active review.idle turn.open',
+      'Plan mode off: intent.logged mode.inactive review.idle turn.open',
+      'Step 1: intent.logged mode.inactive review.idle turn.open',
+      'Turn ended: intent.logged mode.inactive review.idle turn.idle',
+    ])
+    // The last line is the live end.
+    expect(model.pointOf('agent-1', story, story.length - 1, 'story')).toBe(Infinity)
   })
 
   it("summaries name F, a pending selection and an open review; F falls back to the library's fold of the log", () => {
@@ -293,14 +369,102 @@ describe('visualizer page model: reading the plan-mode chart', () => {
 
   it("the server reads each log event with the library: its line and F after it (R2); an invalid plan/mode leaves F unread (R61)", () => {
     const reader = createLogReader()
-    expect(reader.read('a', { seq: 1, type: 'turn/start', data: {} })).toEqual({ line: { tone: 'turn', label: 'turn/start', detail: '' }, active: false })
-    expect(reader.read('a', { seq: 2, type: 'plan/mode', data: { active: true } })).toEqual({ line: { tone: 'mode', label: 'plan/mode on', detail: 'active: true' }, active: true })
+    expect(reader.read('a', { seq: 1, type: 'turn/start', data: {} })).toMatchObject({ line: { tone: 'turn', label: 'turn/start', detail: '' }, active: false })
+    expect(reader.read('a', { seq: 2, type: 'plan/mode', data: { active: true } })).toMatchObject({ line: { tone: 'mode', label: 'plan/mode on', detail: 'active: true' }, active: true })
     expect(reader.read('a', { seq: 3, type: 'message', data: { text: 'hi' } })).toEqual({ active: true })
     // A repeat (an inspector watching again sends the whole log) folds nothing.
     expect(reader.read('a', { seq: 2, type: 'plan/mode', data: { active: true } }).active).toBe(true)
-    expect(reader.read('b', { seq: 1, type: 'plan/mode', data: { active: 'yes' } })).toEqual({ line: { tone: 'mode', label: 'plan/mode ?', detail: 'active: yes' } })
+    expect(reader.read('b', { seq: 1, type: 'plan/mode', data: { active: 'yes' } })).toEqual({
+      line: { tone: 'mode', label: 'plan/mode ?', detail: 'active: yes' },
+      story: { tone: 'mode', label: 'Plan mode: unreadable', detail: 'logged plan/mode {"active":"yes"}' },
+    })
     expect(reader.read('b', { seq: 2, type: 'plan/mode', data: { active: false } })).not.toHaveProperty('active')
     expect(reader.read('a', { seq: 4, type: 'plan/mode', data: { active: false } }).active).toBe(false)
+  })
+
+  it('story lines: what the user did, what the model was told (R32 notices), reviews and turns, read from the log', () => {
+    const reader = createLogReader()
+    const events: [string, unknown][] = [
+      ['turn/start', {}],
+      ['request/header', { step: 0 }],
+      ['turn/end', {}],
+      ['command/run', { commandId: 'cmd-1', name: 'plan', args: 'Add a --json flag.' }],
+      ['plan/mode', { active: true }],
+      ['command/done', { commandId: 'cmd-1', kind: 'success', text: 'Plan mode on. Use /plan off to leave.' }],
+      ['turn/start', {}],
+      ['request/header', { step: 0 }],
+      ['request/header', { step: 1 }],
+      ['command/run', { commandId: 'cmd-2', name: 'plan', args: 'off' }],
+      ['command/done', { commandId: 'cmd-2', kind: 'success', text: 'Leaving plan mode (applies from the next step).' }],
+      ['command/run', { commandId: 'cmd-3', name: 'plan', args: '' }],
+      ['command/done', { commandId: 'cmd-3', kind: 'success', text: 'Plan mode exit cancelled. Use /plan off to leave.' }],
+      ['request/header', { step: 2 }],
+      ['plan/review', { outcome: 'keep-planning', title: 'Add --json', plan: '# Add --json', feedback: 'Document it.' }],
+      ['request/header', { step: 3 }],
+      ['plan/review', { outcome: 'approved', title: 'Add --json (v2)', plan: '# Add --json (v2)' }],
+      ['plan/mode', { active: false }],
+      ['request/header', { step: 4 }],
+      ['command/run', { commandId: 'cmd-4', name: 'plan', args: '' }],
+      ['plan/mode', { active: true }],
+      ['command/done', { commandId: 'cmd-4', kind: 'success', text: 'Plan mode on. Use /plan off to leave.' }],
+      ['request/header', { step: 5 }],
+      ['plan/mode', { active: false }],
+      ['request/header', { step: 6 }],
+      ['turn/end', {}],
+      ['message/user', { text: 'thanks' }],
+      ['message', { id: 'm1', role: 'user', content: [{ type: 'text', text: 'Ship it.' }], source: { kind: 'user' } }],
+      ['message', { role: 'assistant', text: 'Done:\n  shipped.' }],
+    ]
+    const story = events.map(([type, data], i) => {
+      const event = { seq: i + 1, type, data }
+      const line = storyOf(event, reader.read('a', event))
+      return `${line.tone} | ${line.label} | ${line.detail}`
+    })
+    expect(story).toEqual([
+      'turn | Turn started | ',
+      'turn | Step 0 | the model works in the default mode',
+      'turn | Turn ended | ',
+      'command | User: /plan Add a --json flag. | ',
+      'mode | Plan mode on | logged plan/mode {"active":true}',
+      'command | Plan mode on. Use /plan off to leave. | answer to /plan Add a --json flag.',
+      'turn | Turn started | ',
+      'notice | Notice: The user switched this session to plan mode. | step 0, the model now works in plan mode',
+      'turn | Step 1 | the model works in plan mode',
+      'command | User: /plan off | ',
+      'command | Leaving plan mode (applies from the next step). | answer to /plan off',
+      'command | User: /plan | ',
+      'command | Plan mode exit cancelled. Use /plan off to leave. | answer to /plan',
+      // A round trip before the step: nothing to tell (R32).
+      'turn | Step 2 | the model works in plan mode',
+      'review | Review answered: keep planning | "Add --json" — feedback: Document it.',
+      'turn | Step 3 | the model works in plan mode',
+      'review | Review answered: approved | "Add --json (v2)"',
+      'mode | Plan mode off | logged plan/mode {"active":false}',
+      // The approval told the model already (R35).
+      'turn | Step 4 | the model works in the default mode',
+      'command | User: /plan | ',
+      'mode | Plan mode on | logged plan/mode {"active":true}',
+      'command | Plan mode on. Use /plan off to leave. | answer to /plan',
+      'notice | Notice: The user switched this session to plan mode. | step 5, the model now works in plan mode',
+      'mode | Plan mode off | logged plan/mode {"active":false}',
+      'notice | Notice: The user switched this session back to the default mode. | step 6, the model now works in the default mode',
+      'turn | Turn ended | ',
+      'log | message/user | text: thanks',
+      'log | User: Ship it. | message',
+      'log | Model: Done: shipped. | message',
+    ])
+  })
+
+  it('a log tells its agent and each event’s time only when it holds them: agentId, and at/time/timestamp/ts', () => {
+    expect(logAgentId([{ seq: 1, type: 'turn/start', data: {} }, { seq: 2, type: 'session/start', data: { agentId: 'agent-7' } }])).toBe('agent-7')
+    expect(logAgentId([{ seq: 1, type: 'plan/mode', data: { active: true } }])).toBeUndefined()
+    expect(eventTime({ seq: 1, type: 'turn/start', data: { at: '2026-12-01T09:00:01.250Z' } })).toBe(Date.UTC(2026, 11, 1, 9, 0, 1, 250))
+    expect(eventTime({ seq: 1, type: 'turn/start', data: { timestamp: 1_796_115_601_250 } })).toBe(1_796_115_601_250)
+    expect(eventTime({ seq: 1, type: 'turn/start', data: { ts: 1_796_115_601 } })).toBe(1_796_115_601_000)
+    // The library's own events carry no time; a step number is not one either.
+    expect(eventTime({ seq: 1, type: 'plan/mode', data: { active: true } })).toBeUndefined()
+    expect(eventTime({ seq: 1, type: 'request/header', data: { step: 3, time: 12 } })).toBeUndefined()
+    expect(createLogReader().read('a', { seq: 1, type: 'turn/start', data: { at: '2026-12-01T09:00:01.250Z' } }).at).toBe(Date.UTC(2026, 11, 1, 9, 0, 1, 250))
   })
 
   it("timeline lines: the library's line for the kinds plan mode reads; a logged notice (R34) or the fields otherwise", () => {
@@ -316,5 +480,25 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     const notice = { id: 'n1', role: 'user', content: [{ type: 'text', text }], source: { kind: 'plugin', plugin: 'plan-mode', form: 'notice', summary: text } }
     expect(line({ seq: 6, type: 'message', data: notice })).toEqual({ tone: 'notice', label: 'notice', detail: text })
     expect(line({ seq: 7, type: 'tool/result', data: { tool: 'read_file', text: 'ok' } })).toEqual({ tone: 'log', label: 'tool/result', detail: 'tool: read_file, text: ok' })
+  })
+})
+
+describe('npm run visualizer', () => {
+  const npm = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile('npm', ['run', '--silent', 'visualizer', '--', ...args], { cwd: new URL('..', import.meta.url), timeout: 20_000 }, (error, stdout, stderr) =>
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      )
+    })
+
+  it('--help prints its usage and exits 0', async () => {
+    const result = await npm(['--help'])
+    expect(result).toMatchObject({ code: 0, stderr: '' })
+    expect(result.stdout).toMatch(/^Usage: node visualizer\/cli\.mjs \[--port N\] \[--demo\]\n/)
+  })
+
+  it('a port in use is one line, plan-mode: …, and exit code 2', async () => {
+    const result = await npm(['--port', String(visualizer.port)])
+    expect(result).toEqual({ code: 2, stdout: '', stderr: `plan-mode: port ${visualizer.port} is in use; pick another with --port\n` })
   })
 })

@@ -3,9 +3,12 @@
  * downloaded browser) against a live server, fed by a scripted agent that runs the real library
  * and reports through the WebSocket inspector, as a host would.
  */
-import { mkdir } from 'node:fs/promises'
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { main } from '../cli/main.js'
 import { createMemorySessionLog, type PlanAgent, type PlanMode, type ReviewAnswer, type ReviewChannel } from '../src/index.js'
 import { createVisiblePlanMode } from '../visualizer/examples/visible-plan-mode.js'
 import { start, type Visualizer } from '../visualizer/server.js'
@@ -20,7 +23,15 @@ let page: Page
 let visualizer: Visualizer
 let visible: ReturnType<typeof createVisiblePlanMode>
 let planMode: PlanMode
-const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
+/** Its log starts with a first turn in the default mode, as a host logs it: so the model has been told a mode. */
+const agent: PlanAgent = {
+  id: 'agent-1',
+  session: createMemorySessionLog([
+    { type: 'turn/start', data: {} },
+    { type: 'request/header', data: { step: 0 } },
+    { type: 'turn/end', data: {} },
+  ]),
+}
 /** The review the agent waits on: the test answers it. */
 const reviews: ((answer: ReviewAnswer) => void)[] = []
 const review: ReviewChannel = { ask: () => new Promise((resolve) => reviews.push(resolve)) }
@@ -32,6 +43,25 @@ async function expectActive(active: string[], inactive: string[] = []): Promise<
   for (const path of inactive) await expect.poll(() => state(path).getAttribute('class'), { timeout: 5000 }).not.toMatch(/\bactive\b/)
 }
 const modeLabel = () => page.locator('#agents button[data-agent-id="agent-1"] .mode-label').textContent()
+/** The timeline's lines as shown: time, label. */
+const timelineRows = (on: Page = page) =>
+  on.locator('#timeline li button').evaluateAll((buttons) => buttons.map((button) => `${button.querySelector('.time')!.textContent} ${button.querySelector('.label')!.textContent}`))
+const timelineLabels = (on: Page = page) => on.locator('#timeline li .label').allTextContents()
+
+/**
+ * What the chart's smallest and largest text measure on screen (px): each text's font size in the
+ * drawing times the scale the drawing is shown at. Also the rendered height of one state's name.
+ */
+async function chartTextSizes(on: Page): Promise<{ smallest: number; count: number; inactiveName: number }> {
+  return on.evaluate(() => {
+    const svg = document.querySelector<SVGSVGElement>('#chart svg.chart')!
+    const scale = svg.getBoundingClientRect().width / Number(svg.getAttribute('width'))
+    const texts = Array.from(svg.querySelectorAll('text'))
+    const sizes = texts.map((text) => Number.parseFloat(getComputedStyle(text).fontSize) * scale)
+    const name = svg.querySelector('g.state[data-state="mode.inactive"] > text')!
+    return { smallest: Math.min(...sizes), count: texts.length, inactiveName: name.getBoundingClientRect().height }
+  })
+}
 
 beforeAll(async () => {
   await mkdir(ARTIFACTS, { recursive: true })
@@ -46,7 +76,7 @@ beforeAll(async () => {
   // The page must need nothing but its own server.
   await page.route((url) => url.origin !== new URL(visualizer.url).origin, (route) => route.abort())
   await page.goto(visualizer.url)
-})
+}, 30_000) // a browser's start is slow on a busy machine
 
 afterAll(async () => {
   await visible?.close()
@@ -69,7 +99,11 @@ describe('visualizer in Chromium', () => {
   })
 
   it('the highlight moves to mode.active after /plan', async () => {
-    expect(await planMode.command.run({ agent, rawInput: '' })).toMatchObject({ text: 'Plan mode on. Use /plan off to leave.' })
+    // Logged around its run as a host logs its commands (cli/plan-command.ts).
+    agent.session.append('command/run', { commandId: 'cmd-1', name: 'plan', args: '' })
+    const result = await planMode.command.run({ agent, rawInput: '' })
+    agent.session.append('command/done', { commandId: 'cmd-1', ...result })
+    expect(result).toEqual({ kind: 'success', text: 'Plan mode on. Use /plan off to leave.' })
     await expectActive(['mode.active'], ['mode.inactive'])
     await expect.poll(modeLabel).toBe('active')
   })
@@ -77,6 +111,7 @@ describe('visualizer in Chromium', () => {
   it('an open review shows the plan as text: markup in a plan never runs', async () => {
     agent.session.append('turn/start', {})
     await planMode.stepBoundary(agent)
+    agent.session.append('request/header', { step: 0 })
     const call = planMode.exitTool.execute({ plan: PLAN_V1 }, { agent })
     await expectActive(['review.open', 'turn.open'], ['review.idle'])
     await expect.poll(modeLabel).toBe('active · reviewing')
@@ -105,29 +140,116 @@ describe('visualizer in Chromium', () => {
     await expect.poll(modeLabel).toBe('active · pending leaving')
 
     await planMode.stepBoundary(agent)
+    agent.session.append('request/header', { step: 1 })
     await expectActive(['mode.inactive', 'intent.logged'], ['mode.active', 'intent.pending.leaving'])
     await expect.poll(modeLabel).toBe('inactive')
     await expect.poll(() => page.locator('#reviews li.review[data-version="2"]').getAttribute('data-outcome')).toBe('approved')
   })
 
-  it('scrubbing the timeline shows the chart as it was, and Back to live returns', async () => {
+  it('the timeline tells the session’s story by default: mode switches, reviews opened and answered, turns; no chart internals', async () => {
     agent.session.append('turn/end', {})
     await expectActive(['turn.idle'], ['turn.open'])
-    // The chart's step that followed /plan's plan/mode: plan mode was on there, though it is off now.
-    await page.locator('#timeline li.transition button', { hasText: 'LOG.PLAN_MODE' }).first().click()
+    expect(await page.locator('#internals').isChecked()).toBe(false)
+    expect(await page.locator('#internals-toggle').textContent()).toBe(' Show chart internals')
+    const story = () =>
+      page.locator('#timeline li button').evaluateAll((buttons) => buttons.map((button) => [button.querySelector('.label')!.textContent, button.querySelector('.detail')?.textContent ?? ''].join(' | ')))
+    await expect.poll(story).toEqual([
+      'Turn started | ',
+      'Step 0 | the model works in the default mode',
+      'Turn ended | ',
+      'User: /plan | ',
+      'Plan mode on | logged plan/mode {"active":true}',
+      'Plan mode on. Use /plan off to leave. | answer to /plan',
+      'Turn started | ',
+      'Notice: The user switched this session to plan mode. | step 0, the model now works in plan mode',
+      'Review opened | "Ship <script>window.__xss = 1</script> safely"',
+      'Review answered: keep planning | "Ship <script>window.__xss = 1</script> safely" — feedback: Explain <b>why</b>.',
+      'Review opened | "Ship safely (v2)"',
+      'Review answered: approved | "Ship safely (v2)"',
+      'Plan mode off | logged plan/mode {"active":false}',
+      'Step 1 | the model works in the default mode',
+      'Turn ended | ',
+    ])
+    const shown = (await page.locator('#timeline').textContent())!
+    expect(shown).not.toContain('LOG.')
+    expect(shown).not.toContain('done:')
+    expect(shown).not.toContain('STEP_BOUNDARY')
+  })
+
+  it('"Show chart internals" shows the chart’s raw events and the log’s event types, and hides them again', async () => {
+    await page.locator('#internals').check()
+    await expect.poll(() => timelineLabels()).toEqual(expect.arrayContaining([
+      'started agent-1',
+      'LOG.PLAN_MODE',
+      'PLAN_MODE.APPENDED',
+      'LOG.TURN_START',
+      'STEP_BOUNDARY',
+      'REVIEW.OPEN',
+      'done: review.open.undecided.reviewing',
+      'plan/review keep-planning',
+      'plan/mode off',
+      'LOG.TURN_END',
+      'turn/end',
+    ]))
+    expect(await page.locator('#timeline li .label', { hasText: 'Review opened' }).count()).toBe(0)
+    await page.locator('#internals').uncheck()
+    await expect.poll(() => timelineLabels()).toContain('Review opened')
+    expect(await page.locator('#timeline').textContent()).not.toContain('LOG.')
+  })
+
+  it('scrubbing the timeline shows the chart as it was, and Back to live returns', async () => {
+    // The story's "Plan mode on": plan mode was on then, though it is off now.
+    await page.locator('#timeline li button').filter({ has: page.locator('.label', { hasText: /^Plan mode on$/ }) }).click()
     await expectActive(['mode.active', 'turn.idle'], ['mode.inactive'])
     await expect.poll(() => page.locator('#cursor-banner').isVisible()).toBe(true)
+    expect(await page.locator('#cursor-text').textContent()).toMatch(/^Viewing the past: entry 5 of 15, Plan mode on at \d\d:\d\d:\d\d\.\d{3}$/)
     expect(await page.locator('#reviews li.review').count()).toBe(0)
 
-    // The slider goes further back, to the actor's start.
+    // The cursor stays put when the internals show; the slider goes further back, to the actor's start.
+    await page.locator('#internals').check()
+    await expect.poll(() => page.locator('#cursor-banner').isVisible()).toBe(true)
     await page.locator('#scrub').fill('0')
     await expectActive(['mode.inactive'], ['mode.active'])
+    expect(await page.locator('#cursor-text').textContent()).toMatch(/^Viewing the past: entry 1 of \d+, started agent-1 at /)
     await page.screenshot({ path: new URL('visualizer-scrubbed.png', ARTIFACTS).pathname })
+    await page.locator('#internals').uncheck()
 
     await page.locator('#live').click()
     await expect.poll(() => page.locator('#cursor-banner').isVisible()).toBe(false)
     await expectActive(['mode.inactive', 'turn.idle'])
     expect(await page.locator('#reviews li.review').count()).toBe(2)
+  })
+
+  it('at Fit every chart label renders at 10 px or more, and active states are filled solid', async () => {
+    await page.locator('#chart[data-layout="done"]').waitFor()
+    expect(await page.locator('#chart').getAttribute('data-zoom')).toBe('fit')
+    const sizes = await chartTextSizes(page)
+    expect(sizes.count).toBeGreaterThan(50)
+    expect(sizes.smallest).toBeGreaterThanOrEqual(10)
+    expect(sizes.inactiveName).toBeGreaterThanOrEqual(10)
+    // The current leaf state: a solid fill with white text, not a faint tint.
+    const look = await page.evaluate(() => {
+      const group = document.querySelector('#chart g.state[data-state="mode.inactive"]')!
+      const idle = document.querySelector('#chart g.state[data-state="mode.active"]')!
+      return {
+        fill: getComputedStyle(group.querySelector('rect')!).fill,
+        text: getComputedStyle(group.querySelector('text')!).fill,
+        idleFill: getComputedStyle(idle.querySelector('rect')!).fill,
+      }
+    })
+    expect(look).toEqual({ fill: 'rgb(31, 95, 214)', text: 'rgb(255, 255, 255)', idleFill: 'rgb(255, 255, 255)' })
+    // Whole chart: all of it in the panel (an overview), and back to Fit.
+    expect(await page.locator('#zoom').textContent()).toBe('Whole chart')
+    await page.locator('#zoom').click()
+    expect(await page.locator('#zoom').textContent()).toBe('Fit')
+    const whole = await page.evaluate(() => {
+      const panel = document.querySelector('#chart')!
+      const svg = panel.querySelector('svg.chart')!.getBoundingClientRect()
+      return { fitsAcross: svg.width <= panel.clientWidth + 1, fitsDown: svg.height <= panel.clientHeight + 1 }
+    })
+    expect(whole).toEqual({ fitsAcross: true, fitsDown: true })
+    await page.locator('#zoom').click()
+    expect(await page.locator('#chart').getAttribute('data-zoom')).toBe('fit')
   })
 
   it('demo mode: the buttons drive a simulated agent through /plan, Keep planning and Approve', async () => {
@@ -179,10 +301,62 @@ describe('visualizer in Chromium', () => {
         expect(size.timeline).toBeGreaterThan(200)
         expect(size.reviews).toBeGreaterThan(200)
         expect(size.title).toBe(true) // the chart's title never overlaps the timeline
+        // Readable at Fit on a phone too: the chart's panel scrolls, the page does not.
+        expect((await chartTextSizes(narrow)).smallest).toBeGreaterThanOrEqual(10)
+        expect(await timelineLabels(narrow)).toContain('Review answered: approved')
         await narrow.screenshot({ path: new URL(`visualizer-${width}.png`, ARTIFACTS).pathname, fullPage: width < 760 })
       } finally {
         await narrow.close()
       }
+    }
+  })
+
+  it('a replayed log shows the agent its log names and each event’s own time; an event without one shows its place, #n, not a time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'plan-mode-replay-'))
+    const file = join(dir, 'session.jsonl')
+    const events: [string, Record<string, unknown>][] = [
+      ['session/start', { agentId: 'agent-7', at: '2026-12-01T09:00:00.000Z' }],
+      ['turn/start', { at: '2026-12-01T09:00:01.250Z' }],
+      ['request/header', { step: 0, at: '2026-12-01T09:00:02.500Z' }],
+      ['command/run', { commandId: 'c1', name: 'plan', args: '', at: '2026-12-01T09:00:03.000Z' }],
+      ['command/done', { commandId: 'c1', kind: 'success', text: 'Entering plan mode (applies from the next step). Use /plan off to leave.', at: '2026-12-01T09:00:03.010Z' }],
+      ['plan/mode', { active: true }],
+      ['request/header', { step: 1, at: '2026-12-01T09:00:04.000Z' }],
+      ['turn/end', { at: '2026-12-01T09:00:05.000Z' }],
+    ]
+    await writeFile(file, events.map(([type, data], i) => `${JSON.stringify({ seq: i + 1, type, data })}\n`).join(''))
+    let out = ''
+    const stop = new AbortController()
+    const io = { stdout: { write: (text: string) => void (out += text) }, stderr: { write: () => {} }, signal: stop.signal }
+    const served = main(['visualize', file, '--port', '0'], io)
+    const replay = await browser.newPage({ viewport: { width: 1440, height: 900 }, timezoneId: 'UTC' })
+    try {
+      await expect.poll(() => out).toContain('Ctrl-C to stop.')
+      expect(out).toContain(`Replayed 8 events of ${file} as agent "agent-7".\n`)
+      await replay.goto(/Plan-mode visualizer: (\S+)/.exec(out)![1]!)
+      await replay.locator('#chart[data-layout="done"]').waitFor()
+      expect(await replay.locator('#agents .agent-name').allTextContents()).toEqual(['agent-7'])
+      await expect.poll(() => timelineRows(replay)).toEqual([
+        '09:00:00.000 session/start',
+        '09:00:01.250 Turn started',
+        '09:00:02.500 Step 0',
+        '09:00:03.000 User: /plan',
+        '09:00:03.010 Entering plan mode (applies from the next step). Use /plan off to leave.',
+        '#6 Plan mode on',
+        '09:00:04.000 Notice: The user switched this session to plan mode.',
+        '09:00:05.000 Turn ended',
+      ])
+      expect(await replay.locator('#timeline .time.no-time').getAttribute('title')).toBe('event 6 of the log; the log records no time for it')
+      // The chart's internals of a replay happened before they arrived: no time for them either.
+      await replay.locator('#internals').check()
+      await expect.poll(() => timelineLabels(replay)).toContain('LOG.PLAN_MODE')
+      const transitions = (await timelineRows(replay)).filter((row) => row.includes('LOG.'))
+      expect(transitions.length).toBeGreaterThan(0)
+      expect(transitions.every((row) => row.startsWith(' LOG.'))).toBe(true)
+    } finally {
+      await replay.close()
+      stop.abort()
+      await served
     }
   })
 })

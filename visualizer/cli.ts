@@ -34,7 +34,16 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error(`visualizer: --port must be 0..65535, not ${values.port}`)
   process.exit(2)
 }
-const visualizer = await start({ port, demo: values.demo })
+let visualizer: Awaited<ReturnType<typeof start>>
+try {
+  visualizer = await start({ port, demo: values.demo })
+} catch (error) {
+  // One line and exit code 2, as `plan-mode visualize` answers (cli/visualize.ts).
+  const code = (error as { code?: unknown }).code
+  const message = code === 'EADDRINUSE' ? `port ${port} is in use; pick another with --port` : `the visualizer could not start: ${(error instanceof Error ? error.message : String(error)).split('\n')[0]}`
+  console.error(`plan-mode: ${message}`)
+  process.exit(2)
+}
 console.log(`Plan-mode visualizer: ${visualizer.url}`)
 console.log(`Inspectors: createPlanModeInspector({ url: '${visualizer.inspectUrl}' })`)
 if (values.demo) console.log('Demo mode: the page drives a simulated agent.')

@@ -2,11 +2,29 @@
  * What the library reads in each agent's log, computed on the server for the page. The page is
  * browser code and cannot import the library; rather than spell the log's meaning a second time,
  * it gets every `plan-mode.log` item annotated with the library's own reading: the event's
- * timeline line (`describePlanLogEvent`, from the table of log event kinds) and F after it
- * (`foldPlanLogEvent`, R2).
+ * timeline line (`describePlanLogEvent`, from the table of log event kinds), F after it
+ * (`foldPlanLogEvent`, R2), and the event as a line of the session's story, told from the same
+ * fold (a step whose request followed a switch the model had not been told carried a notice, R32).
+ *
+ * It also reads what a log may hold about itself: the agent it belongs to and when each event
+ * happened, for a replayed file (`plan-mode visualize <file>`).
  */
-import { EMPTY_PLAN_LOG_FOLD, describePlanLogEvent, foldPlanLogEvent, type PlanLogFold, type SessionEvent } from 'xstate-plan-mode'
-import type { LogReading } from './client/protocol.js'
+import {
+  COMMAND_DONE_EVENT,
+  COMMAND_RUN_EVENT,
+  EMPTY_PLAN_LOG_FOLD,
+  NOTICE_TEXTS,
+  PLAN_MODE_EVENT,
+  PLAN_REVIEW_EVENT,
+  REQUEST_HEADER_EVENT,
+  TURN_END_EVENT,
+  TURN_START_EVENT,
+  describePlanLogEvent,
+  foldPlanLogEvent,
+  type PlanLogFold,
+  type SessionEvent,
+} from 'xstate-plan-mode'
+import type { LogReading, StoryLine } from './client/protocol.js'
 
 /** Reads the log events of any number of agents, each agent's in the order they arrive. */
 export interface LogReader {
@@ -14,31 +32,176 @@ export interface LogReader {
   read(agentId: string, event: SessionEvent): LogReading
 }
 
+interface AgentReading {
+  /** The fold of its log so far, or null once an invalid `plan/mode` made it unreadable (R61). */
+  fold: PlanLogFold | null
+  /** The `/command args` of each command run seen, by commandId, for the line of its outcome. */
+  commands: Map<string, string>
+}
+
 /** A reader with no agent seen yet. */
 export function createLogReader(): LogReader {
-  /** Per agent: the fold of its log so far, or null once an invalid `plan/mode` made it unreadable (R61). */
-  const folds = new Map<string, PlanLogFold | null>()
+  const agents = new Map<string, AgentReading>()
   return {
     read(agentId, event) {
-      let fold = folds.get(agentId)
-      if (fold === undefined) fold = EMPTY_PLAN_LOG_FOLD
+      let agent = agents.get(agentId)
+      if (!agent) {
+        agent = { fold: EMPTY_PLAN_LOG_FOLD, commands: new Map() }
+        agents.set(agentId, agent)
+      }
+      const before = agent.fold
       // An inspector that watches the agent again sends its whole log again: seqs only grow, so
       // an event at or before the last one folded is a repeat and changes nothing.
-      if (fold !== null && !(event.seq <= fold.lastSeq)) {
+      if (before !== null && !(event.seq <= before.lastSeq)) {
         try {
-          fold = foldPlanLogEvent(fold, event)
+          agent.fold = foldPlanLogEvent(before, event)
         } catch {
-          fold = null
+          agent.fold = null
         }
       }
-      folds.set(agentId, fold)
       let line: LogReading['line']
       try {
         line = describePlanLogEvent(event)
       } catch {
         // A payload the line cannot be made of: the page shows the event's fields instead.
       }
-      return { ...(line ? { line } : {}), ...(fold !== null ? { active: fold.projection.active } : {}) }
+      const story = storyLine(event, before, agent.commands)
+      const at = eventTime(event)
+      return {
+        ...(line ? { line } : {}),
+        ...(agent.fold !== null ? { active: agent.fold.projection.active } : {}),
+        ...(story ? { story } : {}),
+        ...(at !== undefined ? { at } : {}),
+      }
     },
   }
+}
+
+/** Outcomes of `plan/review` (R49) in words. */
+const REVIEW_ENDINGS: Record<string, string> = {
+  approved: 'Review answered: approved',
+  'keep-planning': 'Review answered: keep planning',
+  dismissed: 'Review dismissed',
+  failed: 'Review failed',
+  aborted: 'Review aborted',
+  superseded: 'Review closed by a mode switch',
+  reloaded: 'Review closed by a reload',
+}
+
+/**
+ * The event as the session's story tells it: what the user did, what the model was told, how a
+ * review ended, where turns and steps begin. `before` is the fold just before the event (null
+ * when the log is unreadable). Undefined for events plan mode does not read: the page tells
+ * those itself (a logged notice, or the event's type and fields).
+ */
+function storyLine(event: SessionEvent, before: PlanLogFold | null, commands: Map<string, string>): StoryLine | undefined {
+  const data = isRecord(event.data) ? event.data : {}
+  switch (event.type) {
+    case TURN_START_EVENT:
+      return { tone: 'turn', label: 'Turn started', detail: '' }
+    case TURN_END_EVENT:
+      return { tone: 'turn', label: 'Turn ended', detail: '' }
+    case PLAN_MODE_EVENT:
+      return {
+        tone: 'mode',
+        label: data.active === true ? 'Plan mode on' : data.active === false ? 'Plan mode off' : 'Plan mode: unreadable',
+        detail: `logged plan/mode ${compactJson(event.data)}`,
+      }
+    case PLAN_REVIEW_EVENT: {
+      const outcome = typeof data.outcome === 'string' ? data.outcome : '?'
+      const title = typeof data.title === 'string' ? `"${data.title}"` : ''
+      const feedback = typeof data.feedback === 'string' ? `feedback: ${data.feedback}` : ''
+      return { tone: 'review', label: REVIEW_ENDINGS[outcome] ?? `Review ended: ${outcome}`, detail: [title, feedback].filter(Boolean).join(' — ') }
+    }
+    case COMMAND_RUN_EVENT: {
+      const command = `/${String(data.name)}${typeof data.args === 'string' && data.args.trim() ? ` ${data.args.trim()}` : ''}`
+      if (data.commandId !== undefined) commands.set(String(data.commandId), command)
+      return { tone: 'command', label: `User: ${command}`, detail: '' }
+    }
+    case COMMAND_DONE_EVENT: {
+      const command = commands.get(String(data.commandId))
+      const failed = data.kind === 'error'
+      return {
+        tone: 'command',
+        label: typeof data.text === 'string' && data.text ? data.text : failed ? 'The command failed.' : 'Done.',
+        detail: `${failed ? 'error answering' : 'answer to'} ${command ?? 'a command'}`,
+      }
+    }
+    case REQUEST_HEADER_EVENT: {
+      const step = typeof data.step === 'number' || typeof data.step === 'string' ? `Step ${data.step}` : 'A step'
+      if (before === null) return { tone: 'turn', label: step, detail: '' }
+      // R30–R32: the model works under F; a step that follows a switch it was not told of (K
+      // known and not F) carried exactly one notice.
+      const active = before.projection.active
+      const where = active ? 'in plan mode' : 'in the default mode'
+      if (before.told !== null && before.told !== active) {
+        return { tone: 'notice', label: `Notice: ${NOTICE_TEXTS[active ? 'entering' : 'leaving']}`, detail: `${step.toLowerCase()}, the model now works ${where}` }
+      }
+      return { tone: 'turn', label: step, detail: `the model works ${where}` }
+    }
+    default:
+      return undefined
+  }
+}
+
+/** Field names a host may give an event's time, on the event or in its data. */
+const TIME_FIELDS = ['at', 'time', 'timestamp', 'ts'] as const
+/** 2000-01-01 and 2100-01-01, in ms: a number outside is not a time of this world's logs. */
+const EARLIEST = 946_684_800_000
+const LATEST = 4_102_444_800_000
+
+/**
+ * When the event happened, if the log says: a field `at`, `time`, `timestamp` or `ts` of the
+ * event or of its data, holding ms (or s) since the epoch or a date string. The library's own
+ * events carry none (a log event is `{ seq, type, data }`), so this is whatever the host logged.
+ * @returns ms since the epoch, or undefined when the event tells no time.
+ */
+export function eventTime(event: SessionEvent): number | undefined {
+  const sources: unknown[] = [event, event.data]
+  for (const source of sources) {
+    if (!isRecord(source)) continue
+    for (const field of TIME_FIELDS) {
+      const time = readTime(source[field])
+      if (time !== undefined) return time
+    }
+  }
+  return undefined
+}
+
+function readTime(value: unknown): number | undefined {
+  let ms: number | undefined
+  if (typeof value === 'number' && Number.isFinite(value)) ms = value >= EARLIEST ? value : value * 1000
+  else if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}/.test(value)) ms = Date.parse(value)
+  return ms !== undefined && ms >= EARLIEST && ms < LATEST ? ms : undefined
+}
+
+/**
+ * The agent a log belongs to, if the log says: the first event that carries a non-empty string
+ * `agentId`, on the event or in its data. The library's own events carry none; a host may log
+ * it (e.g. in its session's first event).
+ */
+export function logAgentId(events: readonly SessionEvent[]): string | undefined {
+  for (const event of events) {
+    for (const source of [event as unknown, event.data]) {
+      if (!isRecord(source)) continue
+      const id = source.agentId
+      if (typeof id === 'string' && id.trim() !== '') return id.trim().slice(0, 200)
+    }
+  }
+  return undefined
+}
+
+/** JSON on one line, long values cut. */
+function compactJson(value: unknown): string {
+  let text: string
+  try {
+    text = JSON.stringify(value) ?? String(value)
+  } catch {
+    text = String(value)
+  }
+  return text.length > 80 ? `${text.slice(0, 77)}…` : text
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -48,6 +48,12 @@ export interface Visualizer {
   inspectUrl: string
   /** An in-process transport to the same hub (no socket): `createPlanModeInspector(visualizer.transport)`. */
   transport: InspectionTransport
+  /**
+   * The same, for a log replayed from a file (`plan-mode visualize <file>`): its messages carry no
+   * arrival time, since they arrive now but happened earlier. The page shows each log event's own
+   * time when the log holds one, and none otherwise.
+   */
+  replayTransport: InspectionTransport
   /** Closes every connection and the server; resolves when the port is free. */
   close(): Promise<void>
 }
@@ -95,11 +101,11 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
     pending = []
     if (batch.length > 0) broadcast({ kind: 'messages', items: batch })
   }
-  const ingest = (message: InspectionMessage) => {
+  const ingest = (message: InspectionMessage, replayed = false) => {
     if (closing) return
     const item: WireItem = {
       seq: ++seq,
-      at: Date.now(),
+      ...(replayed ? {} : { at: Date.now() }),
       message,
       ...(message.type === 'plan-mode.log' ? { log: logReader.read(message.agentId, message.event) } : {}),
     }
@@ -214,7 +220,7 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
 
   if (options.demo) {
     const { startDemo } = await import('./demo.js')
-    demo = startDemo({ ingest, onStatus: (status) => broadcast(status) }, options.demo === true ? {} : options.demo)
+    demo = startDemo({ ingest: (message) => ingest(message), onStatus: (status) => broadcast(status) }, options.demo === true ? {} : options.demo)
   }
 
   return {
@@ -222,6 +228,7 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
     port,
     inspectUrl: `ws://127.0.0.1:${port}/inspect`,
     transport: { send: (message) => ingest(message) },
+    replayTransport: { send: (message) => ingest(message, true) },
     close() {
       closing ??= (async () => {
         await demo?.close()

@@ -1,12 +1,14 @@
 /**
  * The visualizer page: connects to `/view`, folds what arrives into the model, and renders the
- * agents, the selected agent's statechart, its timeline (scrubbable into the past) and its plan
- * review history. Every piece of data is written with `textContent` or an attribute: a plan that
- * contains markup shows it as text.
+ * agents, the selected agent's statechart (at Fit its text is never below 10 px: a large chart
+ * scrolls in its panel), its timeline (scrubbable into the past: the session's story by default,
+ * the chart's internals behind "Show chart internals") and its plan review history. Every piece
+ * of data is written with `textContent` or an attribute: a plan that contains markup shows it as
+ * text.
  */
 import type { ELK as ElkApi } from 'elkjs/lib/elk-api.js'
-import { chartModel, drawChart, highlight, layoutChart, type Measure } from './chart.js'
-import { VisualizerModel, type AgentView, type TimelineEntry } from './model.js'
+import { CHART_FONTS, chartModel, drawChart, highlight, layoutChart, type Measure } from './chart.js'
+import { VisualizerModel, type AgentView, type TimelineEntry, type TimelineLayer } from './model.js'
 import type { DemoCommand, ServerMessage, ViewerMessage } from './protocol.js'
 
 declare global {
@@ -44,6 +46,7 @@ const ui = {
   bannerText: $('cursor-text'),
   live: $<HTMLButtonElement>('live'),
   zoom: $<HTMLButtonElement>('zoom'),
+  internals: $<HTMLInputElement>('internals'),
   scrub: $<HTMLInputElement>('scrub'),
   timeline: $('timeline'),
   openReview: $('open-review'),
@@ -52,17 +55,33 @@ const ui = {
 
 let model = new VisualizerModel()
 let selected: string | undefined
-/** Index into the selected agent's timeline; undefined follows the live end. */
+/**
+ * The seq of the timeline entry the page looks back to; undefined follows the live end. A seq,
+ * not an index, so the cursor stays put when the timeline switches between story and internals.
+ */
 let cursor: number | undefined
+/** The story by default; the chart's internals when the user asks. */
+let layer: TimelineLayer = 'story'
 let socket: WebSocket | undefined
 let reconnectDelay = 500
+
+/** The smallest text a chart is drawn with at Fit: below it, labels cannot be read. */
+const MIN_TEXT_PX = 10
+/** The least Fit scales a chart: its smallest font at MIN_TEXT_PX. */
+const MIN_FIT_SCALE = MIN_TEXT_PX / Math.min(CHART_FONTS.state, CHART_FONTS.edge)
+/** The most a small chart is enlarged. */
+const MAX_FIT_SCALE = 1.5
+/** Fit: readable, the panel scrolls when needed; whole: all of the chart, however small. */
+let zoom: 'fit' | 'whole' = 'fit'
 
 const elk = window.ELK ? new window.ELK() : undefined
 const canvas = document.createElement('canvas').getContext('2d')
 const measure: Measure = (text, kind) => {
   if (!canvas) return text.length * 7
   // The same fonts as style.css, so boxes fit their labels.
-  canvas.font = kind === 'state' ? "600 12px system-ui, -apple-system, 'Segoe UI', sans-serif" : "11px system-ui, -apple-system, 'Segoe UI', sans-serif"
+  canvas.font = kind === 'state'
+    ? `600 ${CHART_FONTS.state}px system-ui, -apple-system, 'Segoe UI', sans-serif`
+    : `${CHART_FONTS.edge}px system-ui, -apple-system, 'Segoe UI', sans-serif`
   return Math.ceil(canvas.measureText(text).width)
 }
 
@@ -77,8 +96,9 @@ function chartFor(definitionText: string, view: AgentView): Promise<SVGSVGElemen
     const definition = view.actor?.definition
     if (!definition || !elk) return Promise.reject(new Error(elk ? 'no machine definition' : 'elkjs did not load'))
     const shape = chartModel(definition)
-    // Regions are packed to the panel's proportions, so the whole chart shows as large as it can.
-    const fit = { width: Math.max(400, ui.chart.clientWidth - 4), height: Math.max(300, ui.chart.clientHeight - 4) }
+    // Regions are packed to the panel's proportions, so the whole chart shows as large as it can,
+    // or, for a chart too large to show whole at a readable size, to the panel's width.
+    const fit = { width: Math.max(300, ui.chart.clientWidth - 4), height: Math.max(300, ui.chart.clientHeight - 4), minScale: MIN_FIT_SCALE }
     chart = layoutChart(shape, measure, (graph) => elk.layout(graph), fit).then(drawChart)
     charts.set(definitionText, chart)
   }
@@ -103,14 +123,29 @@ function render(): void {
   }
   renderAgents(agentIds)
   if (selected === undefined) return
-  const entries = model.timeline(selected)
-  if (cursor !== undefined && cursor >= entries.length) cursor = undefined
-  const at = cursor === undefined ? undefined : entries[cursor]
-  const view = model.view(selected, at?.seq)
-  renderCursor(entries, at)
+  const entries = model.timeline(selected, layer)
+  const index = cursorIndex(entries)
+  if (index === undefined || index >= entries.length - 1) cursor = undefined
+  const at = cursor === undefined ? undefined : entries[index!]
+  const view = model.view(selected, at === undefined ? undefined : model.pointOf(selected, entries, index!, layer))
+  renderCursor(entries, index, at)
   renderChart(view)
-  renderTimeline(entries)
+  renderTimeline(entries, index)
   renderReviews(view)
+}
+
+/** The entry the cursor is on: the last one at or before its seq (the first when none is). */
+function cursorIndex(entries: TimelineEntry[]): number | undefined {
+  if (cursor === undefined) return undefined
+  let index = 0
+  for (let i = 0; i < entries.length && entries[i]!.seq <= cursor; i++) index = i
+  return index
+}
+
+/** Looks back to entry `index` of `entries` (the last one follows the live end). */
+function moveCursor(entries: TimelineEntry[], index: number): void {
+  cursor = index >= entries.length - 1 ? undefined : entries[index]?.seq
+  render()
 }
 
 function renderAgents(agentIds: string[]): void {
@@ -143,12 +178,15 @@ function modeLabel(summary: AgentView['summary']): HTMLElement {
   return label
 }
 
-function renderCursor(entries: TimelineEntry[], at: TimelineEntry | undefined): void {
+function renderCursor(entries: TimelineEntry[], index: number | undefined, at: TimelineEntry | undefined): void {
   ui.scrub.max = String(Math.max(0, entries.length - 1))
-  ui.scrub.value = String(cursor ?? Math.max(0, entries.length - 1))
+  ui.scrub.value = String(at === undefined ? Math.max(0, entries.length - 1) : index!)
   ui.scrub.disabled = entries.length < 2
   ui.banner.hidden = at === undefined
-  if (at) ui.bannerText.textContent = `Viewing the past: entry ${cursor! + 1} of ${entries.length}, ${at.label} at ${clock(at.at)}`
+  if (at) {
+    const when = at.at === undefined ? '' : ` at ${clock(at.at)}`
+    ui.bannerText.textContent = `Viewing the past: entry ${index! + 1} of ${entries.length}, ${at.label}${when}`
+  }
 }
 
 function renderChart(view: AgentView): void {
@@ -171,7 +209,10 @@ function renderChart(view: AgentView): void {
   void chartFor(definitionText, view).then(
     (chart) => {
       if (shownDefinition !== definitionText) return
-      if (chart.parentElement !== ui.chart) ui.chart.replaceChildren(chart)
+      if (chart.parentElement !== ui.chart) {
+        ui.chart.replaceChildren(chart)
+        sizeChart()
+      }
       highlight(chart, paths)
       ui.chart.dataset.layout = 'done'
     },
@@ -182,9 +223,10 @@ function renderChart(view: AgentView): void {
   )
 }
 
-function renderTimeline(entries: TimelineEntry[]): void {
-  const current = cursor ?? entries.length - 1
+function renderTimeline(entries: TimelineEntry[], index: number | undefined): void {
+  const current = cursor === undefined || index === undefined ? entries.length - 1 : index
   const follow = cursor === undefined
+  ui.timeline.dataset.layer = layer
   // A long session shows the entries around the cursor; the slider still reaches every one.
   const first = Math.max(0, Math.min(current - 400, entries.length - 600))
   ui.timeline.replaceChildren(
@@ -198,12 +240,9 @@ function renderTimeline(entries: TimelineEntry[]): void {
       button.type = 'button'
       button.dataset.index = String(index)
       button.dataset.tone = entry.tone
-      button.append(element('span', 'time', clock(entry.at)), element('span', 'label', entry.label))
+      button.append(timeOf(entry), element('span', 'label', entry.label))
       if (entry.detail) button.append(element('span', 'detail', entry.detail))
-      button.addEventListener('click', () => {
-        cursor = index === entries.length - 1 ? undefined : index
-        render()
-      })
+      button.addEventListener('click', () => moveCursor(entries, index))
       item.append(button)
       return item
     }),
@@ -234,6 +273,17 @@ function renderReviews(view: AgentView): void {
       return item
     }),
   )
+}
+
+/**
+ * An entry's time: when it happened, if known. A replayed log's event that carries no time shows
+ * its place in the log (`#6`) instead: never a time it does not have.
+ */
+function timeOf(entry: TimelineEntry): HTMLElement {
+  if (entry.at !== undefined) return element('span', 'time', clock(entry.at))
+  const time = element('span', 'time no-time', entry.logSeq === undefined ? '' : `#${entry.logSeq}`)
+  time.title = entry.logSeq === undefined ? 'no time recorded' : `event ${entry.logSeq} of the log; the log records no time for it`
+  return time
 }
 
 function clock(at: number): string {
@@ -289,15 +339,45 @@ function connect(): void {
   })
 }
 
+/**
+ * Sizes the chart. Fit (the default) shows the whole chart when its smallest text stays at least
+ * MIN_TEXT_PX tall, and otherwise fits the panel's width as far as that allows: the panel scrolls.
+ * Whole chart shows all of it however small its text gets, an overview of where the active
+ * states are.
+ */
+function sizeChart(): void {
+  const chart = ui.chart.querySelector<SVGSVGElement>('svg.chart')
+  if (!chart) return
+  const width = Number(chart.getAttribute('width'))
+  const height = Number(chart.getAttribute('height'))
+  if (!(width > 0 && height > 0)) return
+  const across = ui.chart.clientWidth / width
+  const whole = Math.min(across, ui.chart.clientHeight / height)
+  const scale = zoom === 'whole'
+    ? Math.min(whole, MAX_FIT_SCALE)
+    : whole >= MIN_FIT_SCALE ? Math.min(whole, MAX_FIT_SCALE) : Math.max(MIN_FIT_SCALE, Math.min(across, 1))
+  // Fit rounds up (text never below its floor), the whole chart down (never a scrollbar).
+  const round = zoom === 'whole' ? Math.floor : Math.ceil
+  chart.style.width = `${round(width * scale)}px`
+  chart.style.height = `${round(height * scale)}px`
+  ui.chart.dataset.zoom = zoom
+  ui.chart.dataset.scale = scale.toFixed(3)
+}
+
+new ResizeObserver(() => sizeChart()).observe(ui.chart)
+
 ui.scrub.addEventListener('input', () => {
-  const value = Number(ui.scrub.value)
-  cursor = value >= Number(ui.scrub.max) ? undefined : value
-  render()
+  if (selected === undefined) return
+  moveCursor(model.timeline(selected, layer), Number(ui.scrub.value))
 })
 ui.zoom.addEventListener('click', () => {
-  // Fit shows the whole chart; actual size reads small labels (the panel scrolls).
-  const fit = ui.chart.classList.toggle('fit')
-  ui.zoom.textContent = fit ? 'Actual size' : 'Fit'
+  zoom = zoom === 'fit' ? 'whole' : 'fit'
+  ui.zoom.textContent = zoom === 'fit' ? 'Whole chart' : 'Fit'
+  sizeChart()
+})
+ui.internals.addEventListener('change', () => {
+  layer = ui.internals.checked ? 'internals' : 'story'
+  render()
 })
 ui.live.addEventListener('click', () => {
   cursor = undefined

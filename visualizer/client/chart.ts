@@ -138,6 +138,12 @@ export type Measure = (text: string, kind: 'state' | 'edge') => number
 /** elkjs's `layout` (in the page, `new ELK().layout`; in Node, the same from `elkjs`). */
 export type ElkLayout = (graph: ElkNode) => Promise<ElkNode>
 
+/**
+ * The chart's font sizes in px: state names and transition labels. style.css draws them with
+ * these, the page measures labels with them, and Fit never scales the smallest below 10 px.
+ */
+export const CHART_FONTS = { state: 12, edge: 11 } as const
+
 /** Chart metrics shared by the layout and the drawing. */
 export const METRICS = {
   stateHeight: 30,
@@ -231,17 +237,30 @@ export interface ChartLayout {
   edges: PlacedEdge[]
 }
 
+/** The panel a chart is laid out for. */
+export interface ChartFit {
+  width: number
+  height: number
+  /**
+   * The least the panel scales the chart down (so that its text stays readable). When the whole
+   * chart cannot show at this scale, the panel scrolls: rows are then packed as wide as the panel
+   * shows at this scale, so that regions stack down (scrolled naturally) rather than sideways.
+   */
+  minScale?: number
+}
+
 /**
  * Lays a chart out. A parallel root's regions are laid out one by one and placed in rows, in
  * definition order (the order a reader of the machine expects; elkjs's packers reorder), with
- * the row width that lets the whole chart show largest in a `fit`-sized panel. Any other root is
- * one layered layout.
+ * the row width that lets the whole chart show largest in a `fit`-sized panel, or, when even
+ * that is below `fit.minScale`, as wide as the panel shows at that scale. Any other root is one
+ * layered layout.
  */
 export async function layoutChart(
   chart: ChartModel,
   measure: Measure,
   layout: ElkLayout,
-  fit: { width: number; height: number } = { width: 1200, height: 800 },
+  fit: ChartFit = { width: 1200, height: 800 },
 ): Promise<ChartLayout> {
   const root = chart.nodes.get('')!
   const regions = root.children.filter((child) => chart.nodes.get(child)?.region)
@@ -284,6 +303,7 @@ export async function layoutChart(
       bestScale = scale
     }
   }
+  if (fit.minScale !== undefined && bestScale < fit.minScale) best = pack(fit.width / fit.minScale)
 
   const nodes: PlacedNode[] = [{ ...root, x: 0, y: 0, width: best.width, height: best.height }]
   const edges: PlacedEdge[] = []

@@ -1,16 +1,19 @@
 /**
- * The page's model: folds the numbered inspection messages into agents, their actors, a timeline
- * and the plan review history, and answers "what did this agent look like at point N". Pure (no
- * DOM), so it is tested in Node and shared by the page.
+ * The page's model: folds the numbered inspection messages into agents, their actors, two
+ * timelines (the session's story: what the user did, what the model was told, reviews, turns; and
+ * the chart's internals: every XState event and snapshot) and the plan review history, and
+ * answers "what did this agent look like at point N". Pure (no DOM), so it is tested in Node and
+ * shared by the page.
  *
  * What a log event means to plan mode is the library's (its table of log event kinds): the server
- * sends each log event with the library's reading of it (`WireItem.log`), and this model only
- * shows it. It reads events itself only where plan mode reads nothing: the notices a host logged
- * and the fields of other events.
+ * sends each log event with the library's reading of it (`WireItem.log`: its line, F after it, its
+ * story line), and this model only shows it. It reads events itself only where plan mode reads
+ * nothing: the notices and chat messages a host logged, and the fields of other events. The
+ * chart tells one thing the log does not: when a review opened.
  */
 import type { PlanLogLine, SessionEvent } from 'xstate-plan-mode'
 import type { ActorMessage, InspectionMessage, SnapshotMessage } from 'xstate-plan-mode/inspect'
-import type { LogReading, WireItem } from './protocol.js'
+import type { LogReading, StoryLine, WireItem } from './protocol.js'
 
 /** A state node of a machine definition as it arrives (XState config, functions as `{type}`). */
 export interface StateNodeDefinition {
@@ -49,12 +52,22 @@ export interface SnapshotPoint {
 }
 
 /** What a timeline entry is about: the library's tones for log events, and the page's own. */
-export type EntryTone = 'start' | 'transition' | 'notice' | PlanLogLine['tone']
+export type EntryTone = 'start' | 'transition' | 'notice' | PlanLogLine['tone'] | StoryLine['tone']
+
+/**
+ * Which timeline: `story` tells the session (what the user did, what the model was told, reviews,
+ * turns); `internals` shows the chart at work (every XState event and snapshot) beside the log's
+ * events as the library's table names them.
+ */
+export type TimelineLayer = 'story' | 'internals'
 
 /** One line of an agent's timeline: a transition of its actor or an event of its log. */
 export interface TimelineEntry {
   seq: number
-  at: number
+  /** When it happened (ms since the epoch); absent when nothing tells (a replayed log without times). */
+  at?: number
+  /** For a log event: its seq in the agent's log. */
+  logSeq?: number
   tone: EntryTone
   label: string
   /** Salient data (the event's fields, the notice's text), one line. */
@@ -108,13 +121,19 @@ export interface LogRecord {
 interface AgentRecord {
   id: string
   log: LogRecord[]
+  /** The log's events as the library's table names them (the internals timeline). */
   logEntries: TimelineEntry[]
+  /** The same events as the story tells them. */
+  storyEntries: TimelineEntry[]
 }
 
 interface SessionRecord {
   actor: ActorInfo
   snapshots: SnapshotPoint[]
+  /** Its start and every transition (the internals timeline). */
   entries: TimelineEntry[]
+  /** What the chart alone tells of the story: a review opened (the log records only its end). */
+  storyEntries: TimelineEntry[]
 }
 
 /** Folds wire items; every query takes an optional cursor (a seq) to look into the past. */
@@ -163,12 +182,43 @@ export class VisualizerModel {
     return ids
   }
 
-  /** The agent's timeline: its actors' transitions and its log events, in arrival order. */
-  timeline(agentId: string): TimelineEntry[] {
+  /**
+   * The agent's timeline, in arrival order: by default its story (its log's events as the session
+   * tells them, and the reviews its chart opened); with `internals`, its actors' start and every
+   * transition beside its log events.
+   */
+  timeline(agentId: string, layer: TimelineLayer = 'story'): TimelineEntry[] {
+    const story = layer === 'story'
     const entries: TimelineEntry[] = []
-    for (const sessionId of this.rootsOf(agentId)) entries.push(...(this.sessions.get(sessionId)?.entries ?? []))
-    entries.push(...(this.logs.get(agentId)?.logEntries ?? []))
+    for (const sessionId of this.rootsOf(agentId)) {
+      const record = this.sessions.get(sessionId)
+      if (record) entries.push(...(story ? record.storyEntries : record.entries))
+    }
+    const log = this.logs.get(agentId)
+    if (log) entries.push(...(story ? log.storyEntries : log.logEntries))
     return entries.sort((a, b) => a.seq - b.seq)
+  }
+
+  /**
+   * The seq the chart is shown at when entry `index` of `entries` (the agent's timeline of
+   * `layer`) is selected. An internals line is one exact point. A story line stands for the
+   * chart's moves until the next story line, except the chart's answer to the next line's log
+   * event: the chart follows an event a host logs before the inspector forwards it, so that answer
+   * (a `LOG.…` transition) comes just before the event. (An event the chart logged itself arrives
+   * before the chart's answer to it, which the window then takes in.)
+   */
+  pointOf(agentId: string, entries: readonly TimelineEntry[], index: number, layer: TimelineLayer): number {
+    const entry = entries[index]
+    if (!entry) return Infinity
+    const next = entries[index + 1]
+    if (layer === 'internals' || !next) return next ? entry.seq : Infinity
+    let lead: TimelineEntry | undefined
+    for (const candidate of this.timeline(agentId, 'internals')) {
+      if (candidate.seq >= next.seq) break
+      lead = candidate
+    }
+    const answersNext = lead !== undefined && lead.seq > entry.seq && lead.tone === 'transition' && lead.label.startsWith('LOG.')
+    return answersNext ? lead!.seq - 1 : next.seq - 1
   }
 
   /** The agent at `cursor` (a seq; the latest when omitted). */
@@ -233,8 +283,9 @@ export class VisualizerModel {
         ? [{ seq: item.seq, sessionId: actor.sessionId, value: snapshot.value, status: stringOr(snapshot.status), context: snapshot.context }]
         : [],
       entries: actor.parentId === undefined
-        ? [{ seq: item.seq, at: item.at, tone: 'start', label: `started ${actor.name}`, detail: actor.sessionId }]
+        ? [{ seq: item.seq, ...at(item.at), tone: 'start', label: `started ${actor.name}`, detail: actor.sessionId }]
         : [],
+      storyEntries: [],
     })
   }
 
@@ -255,22 +306,35 @@ export class VisualizerModel {
     const { type, ...fields } = message.event ?? { type: '' }
     record.entries.push({
       seq: item.seq,
-      at: item.at,
+      ...at(item.at),
       tone: 'transition',
       label: eventLabel(String(type)),
       detail: summarizeFields(fields),
       changed,
     })
+    // The log records a review when it ends (R49); its opening is the chart's to tell.
+    if (changed && !activeStatePaths(previous?.value).has('review.open')) {
+      const { openReview } = openReviewOf(point.context, activeStatePaths(point.value))
+      if (openReview) {
+        record.storyEntries.push({ seq: item.seq, ...at(item.at), tone: 'review', label: 'Review opened', detail: openReview.title ? `"${openReview.title}"` : '' })
+      }
+    }
   }
 
   private addLog(item: WireItem, agentId: string, event: SessionEvent, reading: LogReading): void {
     let record = this.logs.get(agentId)
     if (!record) {
-      record = { id: agentId, log: [], logEntries: [] }
+      record = { id: agentId, log: [], logEntries: [], storyEntries: [] }
       this.logs.set(agentId, record)
     }
+    // An inspector that watches the agent again sends its whole log again: seqs only grow.
+    const last = record.log[record.log.length - 1]
+    if (last && !(event.seq > last.event.seq)) return
     record.log.push({ seq: item.seq, event, reading })
-    record.logEntries.push({ seq: item.seq, at: item.at, ...describeLogEvent(event, reading.line) })
+    // The event's own time when the log holds one; else when it arrived, if it arrived live.
+    const when = { ...at(reading.at ?? item.at), logSeq: event.seq }
+    record.logEntries.push({ seq: item.seq, ...when, ...describeLogEvent(event, reading.line) })
+    record.storyEntries.push({ seq: item.seq, ...when, ...storyOf(event, reading) })
   }
 }
 
@@ -362,6 +426,39 @@ export function describeLogEvent(event: SessionEvent, line: PlanLogLine | undefi
   const notice = noticeText(data)
   if (notice !== undefined) return { tone: 'notice', label: 'notice', detail: notice }
   return { tone: 'log', label: event.type, detail: summarizeFields(data) }
+}
+
+/**
+ * A log event as a line of the session's story: the server's reading for the kinds plan mode
+ * reads; a logged notice's text, or the event's type and fields, for any other.
+ */
+export function storyOf(event: SessionEvent, reading: LogReading): Pick<TimelineEntry, 'tone' | 'label' | 'detail'> {
+  if (reading.story) return { tone: reading.story.tone, label: reading.story.label, detail: reading.story.detail }
+  const line = describeLogEvent(event, reading.line)
+  if (line.tone === 'notice') return { tone: 'notice', label: `Notice: ${line.detail}`, detail: 'logged by the host' }
+  // A chat message the host logged (`{ role, content | text }`): who said what.
+  const data = isRecord(event.data) ? event.data : {}
+  const message = isRecord(data.message) ? data.message : data
+  const text = messageText(message)
+  if (text !== undefined && (message.role === 'user' || message.role === 'assistant')) {
+    const said = text.replace(/\s+/g, ' ')
+    return { tone: 'log', label: `${message.role === 'user' ? 'User' : 'Model'}: ${said.length > 120 ? `${said.slice(0, 117)}…` : said}`, detail: event.type }
+  }
+  return line
+}
+
+/** The text of a message: its `text`, or the text parts of its `content`. */
+function messageText(message: Record<string, unknown>): string | undefined {
+  if (typeof message.text === 'string') return message.text
+  if (typeof message.content === 'string') return message.content
+  if (!Array.isArray(message.content)) return undefined
+  const parts = message.content.filter((part): part is { type: 'text'; text: string } => isRecord(part) && part.type === 'text' && typeof part.text === 'string')
+  return parts.length > 0 ? parts.map((part) => part.text).join(' ') : undefined
+}
+
+/** `{ at }` when known, else nothing (no made-up time). */
+function at(time: number | undefined): { at?: number } {
+  return typeof time === 'number' ? { at: time } : {}
 }
 
 /** The text of a plan-mode notice message (R34), wherever the host logged it. */

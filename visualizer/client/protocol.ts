@@ -10,8 +10,11 @@ import type { InspectionMessage } from 'xstate-plan-mode/inspect'
 export interface WireItem {
   /** Arrival order, from 1; the timeline's clock. */
   seq: number
-  /** Arrival time (ms since the epoch). */
-  at: number
+  /**
+   * Arrival time (ms since the epoch). Absent for a replayed log's messages: they arrive now but
+   * happened earlier, and the page shows no time rather than a wrong one.
+   */
+  at?: number
   message: InspectionMessage
   /** For a `plan-mode.log` message: what the library reads in its event. */
   log?: LogReading
@@ -29,6 +32,17 @@ export interface LogReading {
    * holds an invalid `plan/mode`, which plan mode cannot read (R61).
    */
   active?: boolean
+  /** The event as a line of the session's story (the page's default timeline); absent for a kind plan mode does not read. */
+  story?: StoryLine
+  /** When the event happened (ms since the epoch), when the log tells (a host's `at`, `time`, … field). */
+  at?: number
+}
+
+/** A log event as the session's story tells it: what the user did, what the model was told, reviews, turns. */
+export interface StoryLine {
+  tone: 'mode' | 'review' | 'turn' | 'command' | 'notice' | 'log'
+  label: string
+  detail: string
 }
 
 /** The demo commands a page may send (demo mode only; a read-only server ignores them). */
