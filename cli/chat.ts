@@ -29,6 +29,7 @@ import { renderMarkdown } from './markdown.js'
 import { offlineChatModel } from './offline-model.js'
 import { planCommandRunner } from './plan-command.js'
 import { countLines, workspaceTools } from './workspace-tools.js'
+import { inspectHint } from './invocation.js'
 
 /** Options of {@link runChat}. */
 export interface ChatOptions {
@@ -412,7 +413,7 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
     await planMode.dispose()
     await session.close()
     screen.line(`log: ${path} (${session.events.length} events)`)
-    screen.line((await import('./invocation.js')).inspectHint(path))
+    screen.line(inspectHint(path))
   }
 }
 
