@@ -156,13 +156,12 @@ function restoreOf(fold: PlanLogFold): PlanLogRestore {
 }
 
 /**
- * Saves an agent's checkpoints (R76): when the agent goes idle (`turn/end`) after at least
- * `every` events since the last one. The fold is built from the last checkpoint and the events
+ * Saves an agent's checkpoints (R76): when the agent goes idle (`turn/end`) at least `every`
+ * seqs after the last checkpoint (after the log's start when there is none). The fold is built from the last checkpoint and the events
  * after it (the whole log the first time).
  */
 export class CheckpointWriter {
   #base: PlanCheckpoint | null
-  #since = 0
 
   constructor(
     private readonly store: CheckpointStore,
@@ -172,10 +171,9 @@ export class CheckpointWriter {
     this.#base = base
   }
 
-  /** Counts an event the chart took; true when a checkpoint is due now. */
+  /** True when a checkpoint is due at this event, which the chart just took. */
   taken(event: SessionEvent): boolean {
-    this.#since++
-    return event.type === TURN_END_EVENT && this.#since >= this.every
+    return event.type === TURN_END_EVENT && event.seq - (this.#base?.seq ?? 0) >= this.every
   }
 
   /**
@@ -187,7 +185,6 @@ export class CheckpointWriter {
     if (last === undefined) return
     const fold = this.#base === null ? replayPlanLog(events) : replayFromCheckpoint(events, this.#base)
     if ('problem' in fold) throw new Error(fold.problem)
-    this.#since = 0
     const checkpoint = createCheckpoint(fold, last)
     await this.store.save(agentId, checkpoint)
     this.#base = checkpoint
