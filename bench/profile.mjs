@@ -9,7 +9,7 @@
  *
  * Usage: `node --expose-gc bench/profile.mjs <case>`, the case one of `step:flush`, `step:quiet`,
  * `step:flip`, `flat:flush`, `flat:quiet`, `flat:flip`, `attach:<n>:<fresh|shared>`,
- * `attach-idle`, `memory`. Sends its result to the parent over IPC, or prints it without one.
+ * `attach-idle`, `memory`, `checkpoint:<tail|whole>`, `lru`. Sends its result to the parent over IPC, or prints it without one.
  */
 import { readFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
@@ -22,6 +22,8 @@ import { FLOOR_LENGTH, LENGTHS, floorSide, serviceSide, shapesOf } from './suite
 import { attachSides, logOf } from './suites/attach.mjs'
 import { attachIdleSides } from './suites/attach-idle.mjs'
 import { AGENTS, memorySides } from './suites/memory.mjs'
+import { checkpointLogs, checkpointSides } from './suites/checkpoint.mjs'
+import { BOUND, TOUCHES, lruSides } from './suites/lru.mjs'
 import { realisticEntries } from './log.mjs'
 
 /** How long each side runs under the profiler, in how many alternating slices. */
@@ -78,6 +80,29 @@ async function setUp(lib, name) {
   if (kind === 'memory') {
     const { library, floor } = memorySides(lib)
     return { kind: 'heap', labels: { lib: 'idle attached agents', floor: 'bare started actors' }, sides: { lib: library, floor } }
+  }
+  if (kind === 'checkpoint') {
+    const logs = checkpointLogs(lib)
+    const sides = checkpointSides(lib, logs, 200)
+    const what = a === 'whole' ? 'held whole' : `loaded as its last ${logs.tail.events.length} events`
+    return {
+      kind: 'cpu',
+      labels: { lib: `attach from a checkpoint, ${logs.whole.events.length.toLocaleString('en-US')}-event log ${what}`, floor: `attach of a ${logs.short.events.length}-event log` },
+      sides: { lib: sides[a], floor: sides.short },
+    }
+  }
+  if (kind === 'lru') {
+    // Bytes per agent of the bound: what the bounded service keeps after all its touches ÷ B,
+    // against what B agents touched without a bound keep ÷ B.
+    const sides = lruSides(lib, TOUCHES)
+    return {
+      kind: 'heap',
+      labels: { lib: `service with \`maxAttachedAgents: ${BOUND}\` after ${TOUCHES.toLocaleString('en-US')} touches`, floor: `${BOUND} agents touched without a bound` },
+      sides: { lib: sides.library, floor: sides.floor },
+      warmSides: Object.values(lruSides(lib, 800)),
+      count: BOUND,
+      warmCount: 200,
+    }
   }
   throw new Error(`unknown profile case ${name}`)
 }
@@ -211,7 +236,7 @@ async function heapProfile(session, makeSide, count) {
   globalThis.gc()
   await session.post('HeapProfiler.enable')
   await session.post('HeapProfiler.startSampling', { samplingInterval: HEAP_SAMPLING_BYTES })
-  side.make()
+  await side.make() // synchronous for the memory suite's sides, asynchronous for the lru suite's
   globalThis.gc()
   globalThis.gc()
   const { profile } = await session.post('HeapProfiler.getSamplingProfile')
@@ -318,12 +343,12 @@ export async function profileCase(name) {
     }
     for (const key of keys) sides[key] = summarizeCpu(totals[key])
   } else {
-    for (const make of Object.values(spec.sides)) {
-      const warm = make(2_000)
-      warm.make()
+    for (const make of Object.values(spec.warmSides ?? spec.sides)) {
+      const warm = make(spec.warmCount ?? 2_000)
+      await warm.make()
       await warm.teardown()
     }
-    for (const [key, make] of Object.entries(spec.sides)) sides[key] = await heapProfile(session, make, HEAP_AGENTS)
+    for (const [key, make] of Object.entries(spec.sides)) sides[key] = await heapProfile(session, make, spec.count ?? HEAP_AGENTS)
   }
   session.disconnect()
   return {

@@ -50,8 +50,10 @@ export class Attachment implements PlanModePorts {
   readonly #unsubscribe: () => void
   /** Pending-store and checkpoint writes in flight, awaited before an operation resolves. */
   #storeWrites: Promise<void> | undefined
-  /** The asynchronous appends started and not settled yet (their settlements). */
-  readonly #appending = new Set<Promise<void>>()
+  /** The agent's id (the key of its attachment in the service). */
+  readonly agentId: string
+  /** The asynchronous appends started and not settled yet (their settlements); made on the first (R70: memory per idle agent). */
+  #appending: Set<Promise<void>> | undefined
   /** Saves the agent's checkpoints, when the service has a store (R76). */
   #checkpoints: CheckpointWriter | undefined
   #stopped: Promise<void> | undefined
@@ -67,6 +69,7 @@ export class Attachment implements PlanModePorts {
     settings: AttachmentSettings,
     readonly generation: number,
   ) {
+    this.agentId = agent.id
     this.#agent = agent
     this.#settings = settings
     const { restore: fold, base } = restoreSession(agent.session, (message, error) => this.warn(message, error))
@@ -210,11 +213,12 @@ export class Attachment implements PlanModePorts {
     }
     // Any thenable, not only a Promise: its own `then` may return nothing.
     const observed = Promise.resolve(written).then((event) => this.#observeAppended(event))
+    const appending = (this.#appending ??= new Set())
     const settled: Promise<void> = observed.then(
-      () => void this.#appending.delete(settled),
-      () => void this.#appending.delete(settled),
+      () => void appending.delete(settled),
+      () => void appending.delete(settled),
     )
-    this.#appending.add(settled)
+    appending.add(settled)
     return observed
   }
 
@@ -224,12 +228,12 @@ export class Attachment implements PlanModePorts {
    * a log that holds them.
    */
   appendsSettled(): Promise<void> {
-    return Promise.all(this.#appending).then(() => undefined)
+    return Promise.all(this.#appending ?? []).then(() => undefined)
   }
 
   /** Whether appends this attachment started have not settled yet. */
   get hasAppendsInFlight(): boolean {
-    return this.#appending.size > 0
+    return (this.#appending?.size ?? 0) > 0
   }
 
   /** Asks the service's review channel about the plan, for the latest caller's agent (R43). */

@@ -170,16 +170,14 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     closing.add(attachment)
     return attachment.close().then(() => {
       closing.delete(attachment)
-      for (const [id, current] of attachments) {
-        if (current !== attachment) continue
-        attachments.delete(id)
-        // Appends the close abandoned (R73): the agent's next operation waits for them to settle.
-        if (attachment.hasAppendsInFlight) {
-          const settled = attachment.appendsSettled().then(() => {
-            if (abandoned.get(id) === settled) abandoned.delete(id)
-          })
-          abandoned.set(id, settled)
-        }
+      const id = attachment.agentId
+      if (attachments.get(id) === attachment) attachments.delete(id)
+      // Appends the close abandoned (R73): the agent's next operation waits for them to settle.
+      if (attachment.hasAppendsInFlight) {
+        const settled = attachment.appendsSettled().then(() => {
+          if (abandoned.get(id) === settled) abandoned.delete(id)
+        })
+        abandoned.set(id, settled)
       }
     })
   }
