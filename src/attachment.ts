@@ -12,6 +12,23 @@ import type { PendingStore, PlanAgent, PlanModeLogger, ReviewAnswer, ReviewChann
 /** One agent's plan-mode actor. */
 export type PlanModeActor = Actor<typeof planModeMachine>
 
+/** Resolves when `promise` settles or `ms` have passed, whichever comes first; never rejects. */
+export function waitAtMost(ms: number, promise: Promise<unknown>): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms)
+    const done = () => {
+      clearTimeout(timer)
+      resolve(true)
+    }
+    promise.then(done, done)
+  })
+}
+
+/** Reported when a reload or detach stops waiting for the store writes (R73). */
+export function storeAbandonedMessage(closeTimeout: number): string {
+  return `plan-mode: a pending-store or checkpoint write did not settle within ${closeTimeout} ms of a reload or detach; it was abandoned`
+}
+
 /** Reported when the log hands over an event whose seq it does not hold (R74). */
 export const SEQ_CONTRACT_WARNING = 'plan-mode: the session log broke the seq contract; event ignored'
 
@@ -48,8 +65,12 @@ export class Attachment implements PlanModePorts {
   /** The highest seq the chart has seen: F follows `subscribe` or `append`'s value, once each (§1). */
   #lastSeq: number
   readonly #unsubscribe: () => void
-  /** Pending-store and checkpoint writes in flight, awaited before an operation resolves. */
+  /** Pending-store writes in flight, awaited before an operation resolves. */
   #storeWrites: Promise<void> | undefined
+  /** The last pending-store write failed: P is only in the chart (R77). */
+  #storeFailed = false
+  /** Checkpoint writes in flight, awaited by a close only (R76). */
+  #checkpointWrites: Promise<void> = Promise.resolve()
   /** The agent's id (the key of its attachment in the service). */
   readonly agentId: string
   /** The asynchronous appends started and not settled yet (their settlements); made on the first (R70: memory per idle agent). */
@@ -194,10 +215,15 @@ export class Attachment implements PlanModePorts {
           this.actor.stop()
         }
       }
-      // Stopped, and its pending-store writes landed: the next attachment reads the store (R64).
+      // Stopped, and its store writes landed: the next attachment reads the store (R64), at most
+      // one close timeout later (R73).
+      const { closeTimeout } = this.#settings
       this.#stopped = this.until((s) => (isStopped(s) ? true : undefined))
         .then(stop, stop)
-        .then(() => this.storeWritten())
+        .then(() => waitAtMost(closeTimeout, Promise.all([this.storeWritten(), this.#checkpointWrites])))
+        .then((settled) => {
+          if (!settled) this.warn(storeAbandonedMessage(closeTimeout), undefined)
+        })
     }
     return this.#stopped
   }
@@ -212,7 +238,8 @@ export class Attachment implements PlanModePorts {
       return written
     }
     // Any thenable, not only a Promise: its own `then` may return nothing.
-    const observed = Promise.resolve(written).then((event) => this.#observeAppended(event))
+    const before = this.#lastSeq
+    const observed = Promise.resolve(written).then((event) => this.#observeAppended(event, before))
     const appending = (this.#appending ??= new Set())
     const settled: Promise<void> = observed.then(
       () => void appending.delete(settled),
@@ -254,44 +281,70 @@ export class Attachment implements PlanModePorts {
   /** The pending store: `active` waits for a boundary. */
   rememberPending(active: boolean): void {
     const store = this.#settings.pendingStore
-    if (store) this.#writeStore(() => store.set(this.#agent.id, active), 'plan-mode: pending store write failed')
+    if (store) this.#writeStore(() => store.set(this.#agent.id, active))
   }
 
   /** The pending store: nothing waits. */
   forgetPending(): void {
     const store = this.#settings.pendingStore
-    if (store) this.#writeStore(() => store.delete(this.#agent.id), 'plan-mode: pending store write failed')
-  }
-
-  /** Chains a store write after the ones in flight; a failure is reported with `warning` (R62). */
-  #writeStore(write: () => void | Promise<void>, warning: string): void {
-    this.#storeWrites = (this.#storeWrites ?? Promise.resolve()).then(write).catch((error: unknown) => this.warn(warning, error))
+    if (store) this.#writeStore(() => store.delete(this.#agent.id))
   }
 
   /**
-   * The event an asynchronous append resolved with. A log that answers something else (breaking
-   * the `append` contract) still holds the event: the chart catches up from the log's newest
-   * events, so the step runs under the state the log holds (R17, R18).
+   * Chains a pending-store write after the ones in flight; a failure is reported (R62) and keeps
+   * the agent in memory until a later write succeeds (R77).
    */
-  #observeAppended(event: unknown): void {
-    if (isSessionEvent(event)) this.#observe(event)
-    else this.#catchUp()
+  #writeStore(write: () => void | Promise<void>): void {
+    this.#storeWrites = (this.#storeWrites ?? Promise.resolve())
+      .then(write)
+      .then(
+        () => {
+          this.#storeFailed = false
+        },
+        (error: unknown) => {
+          this.#storeFailed = true
+          this.warn('plan-mode: pending store write failed', error)
+        },
+      )
+  }
+
+  /** Whether the pending store holds P as the chart does: the agent may leave memory with one (R77). */
+  get keepsPendingDurably(): boolean {
+    return this.#settings.pendingStore !== undefined && !this.#storeFailed
+  }
+
+  /**
+   * The event an asynchronous append resolved with, `before` the seq taken when it began. A log
+   * that answers something else (breaking the `append` contract) still holds the event: the chart
+   * catches up from the log's newest events, so the step runs under the state the log holds (R17,
+   * R18).
+   */
+  #observeAppended(event: unknown, before: number): void {
+    if (!isSessionEvent(event)) return this.#catchUp()
+    // An appended event is new: a seq at or below the one taken before the append began is not (R74).
+    if (event.seq <= before) {
+      const error = new Error(`${event.type} was appended with seq ${event.seq}, but the log already had seq ${before}`)
+      return this.warn(SEQ_CONTRACT_WARNING, error)
+    }
+    this.#observe(event)
   }
 
   /**
    * Feeds one log event to the chart, once per seq. The log's events come one seq after another
    * (§0): an event further ahead either has predecessors not heard yet (a log that notifies
-   * late), which the chart reads from the log first, or claims a seq the log does not hold,
-   * which is reported and not believed (R74), so no later event is ever dropped below it.
+   * late), which the chart reads from the log first, or claims a seq more than one past what the
+   * log holds, which is reported and not believed (R74), so no later event is ever dropped below
+   * it. The first event of a log that holds none may have any seq.
    */
   #observe(event: unknown): void {
     if (!isSessionEvent(event) || event.seq <= this.#lastSeq) return
     if (event.seq === this.#lastSeq + 1) return this.#feed(event)
     this.#catchUp()
-    if (event.seq > this.#lastSeq) {
-      const error = new Error(`${event.type} claims seq ${event.seq}, but the log's last event has seq ${this.#lastSeq}`)
-      this.warn(SEQ_CONTRACT_WARNING, error)
-    }
+    if (event.seq <= this.#lastSeq) return
+    // Next after what the log holds, or the first event of a log that holds none yet (any seq).
+    if (event.seq === this.#lastSeq + 1 || this.#lastSeq === -Infinity) return this.#feed(event)
+    const error = new Error(`${event.type} claims seq ${event.seq}, but the log's last event has seq ${this.#lastSeq}`)
+    this.warn(SEQ_CONTRACT_WARNING, error)
   }
 
   /** Feeds the chart the log's events it has not seen yet, oldest first (read from the log's end). */
@@ -309,8 +362,11 @@ export class Attachment implements PlanModePorts {
   #feed(event: SessionEvent): void {
     this.#lastSeq = event.seq
     if (this.#checkpoints?.taken(event)) {
+      // Its own chain: operations do not wait for a checkpoint, a close does (R76).
       const writer = this.#checkpoints
-      this.#writeStore(() => writer.write(this.#agent.id, this.#agent.session.events), CHECKPOINT_WRITE_WARNING)
+      this.#checkpointWrites = this.#checkpointWrites
+        .then(() => writer.write(this.#agent.id, this.#agent.session.events, event))
+        .catch((error: unknown) => this.warn(CHECKPOINT_WRITE_WARNING, error))
     }
     let chartEvent: PlanModeEvent | undefined
     try {

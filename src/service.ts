@@ -1,5 +1,5 @@
 import type { InspectionEvent, Observer } from 'xstate'
-import { Attachment, DISPOSED_MESSAGE, resultOf, type AttachmentSettings, type PlanModeActor } from './attachment.js'
+import { Attachment, DISPOSED_MESSAGE, resultOf, waitAtMost, type AttachmentSettings, type PlanModeActor } from './attachment.js'
 import { resolveConfig } from './config.js'
 import { createTurns } from './turns.js'
 import { DEFAULT_CLOSE_TIMEOUT_MS } from './machines/planMode.machine.js'
@@ -20,11 +20,15 @@ const SET_NEEDS_BOOLEAN = 'plan mode set(agent, active) needs a boolean active'
 /** An operation called before `dispose` whose turn had not come fails with this (R60). */
 export const DISPOSED_BEFORE_TURN_MESSAGE = "plan-mode service was disposed before this call's turn came; nothing was done"
 
-/** The close timeout of R73, checked: a finite number of milliseconds, at least 0. */
+/** The longest delay `setTimeout` keeps (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMEOUT_MS = 2_147_483_647
+
+/** The close timeout of R73, checked: a number of milliseconds from 0 to `MAX_TIMEOUT_MS`. */
 function closeTimeoutOf(value: unknown): number {
   if (value === undefined) return DEFAULT_CLOSE_TIMEOUT_MS
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new TypeError(`plan mode option closeTimeoutMs must be a finite number of milliseconds, at least 0; got ${String(value)}`)
+  // setTimeout's own bound: a longer delay would fire at once.
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_TIMEOUT_MS) {
+    throw new TypeError(`plan mode option closeTimeoutMs must be a number of milliseconds from 0 to ${MAX_TIMEOUT_MS}; got ${String(value)}`)
   }
   return value
 }
@@ -38,17 +42,6 @@ function maxAttachedAgentsOf(value: unknown): number | undefined {
   return value
 }
 
-/** Resolves when `promise` settles or `ms` have passed, whichever comes first; never rejects. */
-function waitAtMost(ms: number, promise: Promise<unknown>): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms)
-    const done = () => {
-      clearTimeout(timer)
-      resolve()
-    }
-    promise.then(done, done)
-  })
-}
 
 /** How many events at least a checkpoint covers beyond the last one (R76). */
 const DEFAULT_CHECKPOINT_EVERY = 100
@@ -129,7 +122,9 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   function attachmentOf(agent: PlanAgent): Attachment {
     if (disposed) throw new Error(DISPOSED_MESSAGE)
     const current = attachments.get(agent.id)
-    if (current !== undefined && current.snapshot.status === 'active') {
+    // A closing attachment stays current until its close has resolved (its writes landed, the
+    // appends it abandoned known): operations wait for it, reads see its last state (R60, R73).
+    if (current !== undefined && (current.snapshot.status === 'active' || closing.has(current))) {
       if (maxAttached !== undefined && !closing.has(current)) {
         // Least recently used last out (R77): the map's order is the order of use.
         attachments.delete(agent.id)
@@ -155,7 +150,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     let excess = attachments.size - closing.size - max
     for (const [id, attachment] of attachments) {
       if (excess <= 0) return
-      if (attachment === attached || closing.has(attachment) || turns.isBusy(id) || !canLeaveMemory(attachment.snapshot, settings.pendingStore !== undefined)) continue
+      if (attachment === attached || closing.has(attachment) || turns.isBusy(id) || !canLeaveMemory(attachment.snapshot, attachment.keepsPendingDurably)) continue
       excess--
       close(attachment)
         .then(() => {

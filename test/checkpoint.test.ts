@@ -122,9 +122,11 @@ describe('R76: checkpoints', () => {
     for (let i = 0; i < 5; i++) log.append('message', {}) // 7 events, no turn/end
     await planMode.set(agent, true)
     expect(store.saved.size).toBe(0)
-    log.append('turn/end', {}) // seq 9: due; the write folds the log as it is when it runs
+    log.append('turn/end', {}) // seq 9: due
     await planMode.set(agent, false) // seq 10, appended within the call, before the write ran
-    expect(store.saved.get('a')).toMatchObject({ seq: 10, type: 'plan/mode', projection: { active: false } })
+    await planMode.dispose()
+    // The checkpoint covers the log up to the turn/end that made it due.
+    expect(store.saved.get('a')).toMatchObject({ seq: 9, type: 'turn/end', projection: { active: true } })
   })
 
   it('R76, R62: a checkpoint store whose save fails is reported and changes nothing else', async () => {

@@ -1,13 +1,18 @@
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, open, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { once } from 'node:events'
 import { hostname, tmpdir } from 'node:os'
+import { Worker } from 'node:worker_threads'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { openJsonlSessionLog, type JsonlSessionLog } from '../src/adapters/jsonl.js'
 import type { SessionEvent } from '../src/types.js'
 import { buildForChild } from './fixtures/build.js'
+
+/** The lock this process writes (R75): pid, host name, process start. */
+const ownLock = () => new RegExp(`^${process.pid}\\n${hostname().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n\\d+\\n$`)
 
 const LOG_CHILD = fileURLToPath(new URL('./fixtures/log-child.mjs', import.meta.url))
 
@@ -354,7 +359,7 @@ describe('loading a damaged file', () => {
 describe('single writer lock', () => {
   it('holds our pid in <path>.lock and refuses a second open in this process', async () => {
     const log = await openLog(logPath)
-    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`)
+    expect(await readFile(`${logPath}.lock`, 'utf8')).toMatch(ownLock())
 
     const error = await rejection(openJsonlSessionLog(logPath))
 
@@ -410,23 +415,37 @@ describe('single writer lock', () => {
     const log = await openLog(logPath)
 
     expect(log.events).toEqual([])
-    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`)
+    expect(await readFile(`${logPath}.lock`, 'utf8')).toMatch(ownLock())
   })
 
   it('recovers a lock with our own pid that this process does not hold (a pid reused after a restart)', async () => {
     await writeFile(`${logPath}.lock`, `${process.pid}\n`)
     await expect(openLog(logPath)).resolves.toBeDefined()
-    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`)
+    expect(await readFile(`${logPath}.lock`, 'utf8')).toMatch(ownLock())
   })
 
   it('R75: recovers a lock with our own pid and host that this process does not hold (a restarted container)', async () => {
     await writeFile(`${logPath}.lock`, `${process.pid}\n${hostname()}\n`)
     await expect(openLog(logPath)).resolves.toBeDefined()
-    expect(await readFile(`${logPath}.lock`, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`)
+    expect(await readFile(`${logPath}.lock`, 'utf8')).toMatch(ownLock())
   })
 
   // Issue "Hardening", fault 8: a lock holding our own pid was always taken as stale, also when a
   // container with its own pid namespace (the same pid, another host name) shares the volume.
+  // Found by a review: a worker thread (its own module instance, its own HELD_LOCKS) took a lock
+  // that another thread of the same process held, since the lock named our own pid.
+  it('R75: a worker thread of this process cannot take a lock another thread holds', async () => {
+    await openLog(logPath)
+    const worker = new Worker(
+      `import(${JSON.stringify(jsonlModuleUrl)}).then((m) => m.openJsonlSessionLog(${JSON.stringify(logPath)}))
+        .then(() => require('node:worker_threads').parentPort.postMessage('opened'), (e) => require('node:worker_threads').parentPort.postMessage(e.message))`,
+      { eval: true },
+    )
+    const [message] = (await once(worker, 'message')) as [string]
+    await worker.terminate()
+    expect(message).toBe(`${logPath} is locked by process ${process.pid} (${logPath}.lock); a session log has one writer at a time`)
+  })
+
   it('R75: never takes over a lock held on another host, even one with our own pid', async () => {
     await writeFile(`${logPath}.lock`, `${process.pid}\nbuild-container-2\n`)
     await expect(openLog(logPath)).rejects.toThrow(

@@ -70,11 +70,20 @@ interface HeldLock {
   readonly key: string
 }
 
-/** The holder a lock file names: its pid, and the host it runs on when the file says (R75). */
+/** The holder a lock file names: its pid, the host it runs on and when its process started, when the file says (R75). */
 interface LockHolder {
   readonly pid: number
   readonly host: string | undefined
+  /** The holder process's start, in seconds since the epoch. */
+  readonly started: number | undefined
 }
+
+/**
+ * When this process started, in seconds since the epoch. The same in every thread of the process
+ * (`process.uptime()` is the process's), so a lock another thread holds is told from one a dead
+ * process with our pid left behind.
+ */
+const PROCESS_STARTED = Math.round((Date.now() - process.uptime() * 1000) / 1000)
 
 function lockedError(path: string, lockPath: string, holder: LockHolder): Error {
   const where = holder.host !== undefined && holder.host !== hostname() ? ` on host ${holder.host}` : ''
@@ -98,7 +107,7 @@ function isAlive(pid: number): boolean {
  * exists.
  */
 async function createLockFile(lockPath: string): Promise<boolean> {
-  const content = `${process.pid}\n${hostname()}\n`
+  const content = `${process.pid}\n${hostname()}\n${PROCESS_STARTED}\n`
   const temp = `${lockPath}.${process.pid}-${randomBytes(4).toString('hex')}`
   await writeFile(temp, content, { flag: 'wx' })
   try {
@@ -121,8 +130,8 @@ async function createLockFile(lockPath: string): Promise<boolean> {
 }
 
 /**
- * The holder recorded in a lock file (`<pid>\n<host>\n`; a lock of an older version holds the pid
- * alone): `null` when the file is gone (released meanwhile), pid 0 when it holds no pid (this
+ * The holder recorded in a lock file (`<pid>\n<host>\n<process start>\n`; a lock of an older
+ * version holds the pid alone, or the pid and host): `null` when the file is gone (released meanwhile), pid 0 when it holds no pid (this
  * module never leaves such a file behind unless the machine crashed before the lock's data
  * reached the disk).
  */
@@ -134,21 +143,31 @@ async function readLockHolder(lockPath: string): Promise<LockHolder | null> {
     if (errorCode(error) === 'ENOENT') return null
     throw error
   }
-  const match = /^(\d+)\n(?:([^\n]+)\n)?$/.exec(text)
-  return match ? { pid: Number.parseInt(match[1]!, 10), host: match[2] } : { pid: 0, host: undefined }
+  // Read leniently: a lock read while it is being written (no hard links) may be cut short; a
+  // host cut short is another host, and so counts as alive.
+  const [pid = '', host, started] = text.split('\n')
+  if (!/^\d+$/.test(pid)) return { pid: 0, host: undefined, started: undefined }
+  return {
+    pid: Number.parseInt(pid, 10),
+    host: host === undefined || host === '' ? undefined : host,
+    started: started !== undefined && /^\d+$/.test(started) ? Number.parseInt(started, 10) : undefined,
+  }
 }
 
 /**
  * Whether a lock's holder may still be writing. A holder on another host (another machine, or a
  * container with its own pid namespace sharing the volume) cannot be checked, so it counts as
- * alive. On this host a lock with our own pid that this process does not hold is stale: pids are
- * unique among live processes of a host, so its writer died and a restart (a container's, most
- * often) gave us its pid.
+ * alive. On this host a lock with our own pid is held by another thread of this process when it
+ * names our process's start, else stale: pids are unique among live processes of a host, so its
+ * writer died and a restart (a container's, most often) gave us its pid.
  */
 function holderIsAlive(holder: LockHolder): boolean {
   if (holder.pid <= 0) return false
   if (holder.host !== undefined && holder.host !== hostname()) return true
-  return holder.pid !== process.pid && isAlive(holder.pid)
+  if (holder.pid !== process.pid) return isAlive(holder.pid)
+  // Our pid: another thread of this process holds it when it started when we did (give or take
+  // the rounding); a process that started at another time, or an older lock, is a dead one's.
+  return holder.started !== undefined && Math.abs(holder.started - PROCESS_STARTED) <= 2
 }
 
 /**
@@ -163,7 +182,7 @@ function holderIsAlive(holder: LockHolder): boolean {
 async function acquireLock(path: string): Promise<HeldLock> {
   const lockPath = `${path}.lock`
   const key = resolve(lockPath)
-  if (HELD_LOCKS.has(key)) throw lockedError(path, lockPath, { pid: process.pid, host: hostname() })
+  if (HELD_LOCKS.has(key)) throw lockedError(path, lockPath, { pid: process.pid, host: hostname(), started: PROCESS_STARTED })
   // Reserved before the first await, so a concurrent open in this process fails above.
   HELD_LOCKS.add(key)
   try {

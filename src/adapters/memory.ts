@@ -23,7 +23,8 @@ export function createMemorySessionLog(
   const stored: SessionEvent[] = []
   const listeners = new Set<(event: SessionEvent) => void>()
   let checkpoint: PlanCheckpoint | undefined
-  if (options.checkpoint !== undefined) {
+  // A store that answers null for "none" (many do) gives no checkpoint.
+  if (options.checkpoint !== undefined && options.checkpoint !== null) {
     const read = readCheckpoint(options.checkpoint)
     if ('problem' in read) throw new Error(`createMemorySessionLog: ${read.problem}`)
     checkpoint = read

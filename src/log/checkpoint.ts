@@ -1,5 +1,5 @@
 import type { SessionEvent, SessionLog } from '../types.js'
-import { TURN_END_EVENT, replayPlanLog, restorePlanLog, type PlanLogFold, type PlanLogRestore, type PlanProjectionState } from './kinds.js'
+import { TURN_END_EVENT, replayPlanLog, replayPlanLogFrom, restorePlanLog, type PlanLogFold, type PlanLogRestore, type PlanProjectionState } from './kinds.js'
 
 /**
  * Checkpoints (docs/spec.md R76): what attach needs of a log up to one seq, so that a host loads
@@ -108,7 +108,7 @@ export function replayFromCheckpoint(events: readonly SessionEvent[], checkpoint
     return { problem: `the checkpoint covers seq ${seq} (${type}), but the log holds ${covered.type} at seq ${covered.seq}` }
   }
   const base: PlanLogFold = { projection: checkpoint.projection, openTurn: checkpoint.openTurn, told: checkpoint.told, lastSeq: seq }
-  return replayPlanLog(events, base, from)
+  return replayPlanLogFrom(events, base, from)
 }
 
 /** Reported when a checkpoint is ignored and the log replayed in full (R76). */
@@ -162,6 +162,8 @@ function restoreOf(fold: PlanLogFold): PlanLogRestore {
  */
 export class CheckpointWriter {
   #base: PlanCheckpoint | null
+  /** The seq of the last checkpoint made due (written or not yet). */
+  #dueSeq: number
 
   constructor(
     private readonly store: CheckpointStore,
@@ -169,24 +171,30 @@ export class CheckpointWriter {
     base: PlanCheckpoint | null,
   ) {
     this.#base = base
+    this.#dueSeq = base?.seq ?? 0
   }
 
-  /** True when a checkpoint is due at this event, which the chart just took. */
+  /** True when a checkpoint is due at this event, which the chart just took; the caller writes it. */
   taken(event: SessionEvent): boolean {
-    return event.type === TURN_END_EVENT && event.seq - (this.#base?.seq ?? 0) >= this.every
+    if (event.type !== TURN_END_EVENT || event.seq - this.#dueSeq < this.every) return false
+    this.#dueSeq = event.seq
+    return true
   }
 
   /**
-   * Folds the log up to its last event and saves the checkpoint.
+   * Folds the log up to the event `due` (from the last checkpoint, or from the start) and saves
+   * the checkpoint. The next one folds from here even when this save fails: the fold is right
+   * either way.
    * @throws (rejects) what the store or the fold throws; the caller reports it.
    */
-  async write(agentId: string, events: readonly SessionEvent[]): Promise<void> {
-    const last = events[events.length - 1]
-    if (last === undefined) return
-    const fold = this.#base === null ? replayPlanLog(events) : replayFromCheckpoint(events, this.#base)
+  async write(agentId: string, events: readonly SessionEvent[], due: SessionEvent): Promise<void> {
+    let end = events.length
+    while (end > 0 && events[end - 1]!.seq > due.seq) end--
+    const upTo = end === events.length ? events : events.slice(0, end)
+    const fold = this.#base === null ? replayPlanLog(upTo) : replayFromCheckpoint(upTo, this.#base)
     if ('problem' in fold) throw new Error(fold.problem)
-    const checkpoint = createCheckpoint(fold, last)
-    await this.store.save(agentId, checkpoint)
+    const checkpoint = createCheckpoint(fold, due)
     this.#base = checkpoint
+    await this.store.save(agentId, checkpoint)
   }
 }

@@ -306,11 +306,18 @@ export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLo
  * that attach costs close to a bare `foldPlanMode` loop. The `switch` only finds an event's kind
  * in the table (a switch over the types is several times faster than a keyed lookup per event,
  * and most events are not plan mode's); what each kind means is read from the table. A test
- * checks that it finds every kind the table has. From a checkpoint (R76), `base` is its fold and
- * the replay starts at `events[from]`, the first event after it.
+ * checks that it finds every kind the table has.
  * @throws on an invalid `plan/mode` (R61): the agent cannot attach until the log is repaired.
  */
-export function replayPlanLog(events: readonly SessionEvent[], base: PlanLogFold = EMPTY_PLAN_LOG_FOLD, from = 0): PlanLogFold {
+export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
+  return replayPlanLogFrom(events, EMPTY_PLAN_LOG_FOLD, 0)
+}
+
+/**
+ * `replayPlanLog` from a checkpoint's fold (R76): `base` is the fold of the events before
+ * `events[from]`, and the replay reads `events[from]` on.
+ */
+export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLogFold, from: number): PlanLogFold {
   let { projection, openTurn, told } = base
   for (let i = from; i < events.length; i++) {
     const event = events[i]!

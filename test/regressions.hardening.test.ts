@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest'
+import {
+  createMemoryCheckpointStore,
+  createMemorySessionLog,
+  createPlanMode,
+  type CheckpointStore,
+  type PendingStore,
+  type PlanAgent,
+  type SessionEvent,
+  type SessionLog,
+} from '../src/index.js'
+import { createControlledLog, settle, track } from './sut.js'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const SEQ_WARNING = 'plan-mode: the session log broke the seq contract; event ignored'
+
+describe('found by a review of the hardening and checkpoint work (each failed before its fix)', () => {
+  it('R73, R3: while a closed attachment still waits for a checkpoint write, the next selection waits for it and for the abandoned append', async () => {
+    const log = createControlledLog()
+    const slowStore: CheckpointStore = { load: () => undefined, save: () => sleep(100).then(() => {}) }
+    const planMode = createPlanMode({ section: 'S' }, { checkpoints: slowStore, checkpointEvery: 1, closeTimeoutMs: 20, logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    planMode.get(agent)
+    log.defaultFate = 'hold'
+    void planMode.set(agent, true).catch(() => {}) // held
+    await settle()
+    log.hostAppend('turn/start', {})
+    log.hostAppend('turn/end', {}) // a checkpoint write starts: 100 ms
+    planMode.detach(agent) // abandoned after 20 ms; the close then waits for the checkpoint
+    await sleep(40)
+    log.defaultFate = 'ok'
+    const again = track(() => planMode.set(agent, true)) // made while the close still waits
+    await sleep(20)
+    for (const held of [...log.held]) log.resolveHeld(held) // the abandoned append lands after all
+    await sleep(100)
+    expect(again.state).toEqual({ status: 'resolved', value: 'noop' })
+    expect(log.events.filter((e) => e.type === 'plan/mode')).toHaveLength(1)
+  })
+
+  it('R73: dispose() settles although a checkpoint write never does, with one warning', async () => {
+    const warnings: unknown[][] = []
+    const stuck: CheckpointStore = { load: () => undefined, save: () => new Promise(() => {}) }
+    const planMode = createPlanMode(
+      { section: 'S' },
+      { checkpoints: stuck, checkpointEvery: 1, closeTimeoutMs: 30, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
+    )
+    const log = createMemorySessionLog()
+    planMode.get({ id: 'a', session: log })
+    log.append('turn/start', {})
+    log.append('turn/end', {})
+    const disposal = track(() => planMode.dispose())
+    await sleep(60)
+    expect(disposal.state.status).toBe('resolved')
+    expect(warnings).toEqual([
+      ['plan-mode: a pending-store or checkpoint write did not settle within 30 ms of a reload or detach; it was abandoned', undefined],
+    ])
+  })
+
+  it('R73: a close timeout beyond what setTimeout keeps is refused, not turned into 1 ms', () => {
+    expect(() => createPlanMode({ section: 'S' }, { closeTimeoutMs: 30 * 24 * 3600 * 1000 })).toThrow(
+      new TypeError('plan mode option closeTimeoutMs must be a number of milliseconds from 0 to 2147483647; got 2592000000'),
+    )
+    expect(() => createPlanMode({ section: 'S' }, { closeTimeoutMs: 2_147_483_647 })).not.toThrow()
+  })
+
+  it('R74: the first event of an empty log is taken, whatever the order in which the log tells of it', async () => {
+    // A log whose append resolves before its events and subscribers know of the event.
+    const inner = createMemorySessionLog()
+    const warnings: unknown[][] = []
+    const log: SessionLog = {
+      get events() {
+        return inner.events
+      },
+      subscribe: (listener) => inner.subscribe(listener),
+      append: (type, data) => {
+        const event: SessionEvent = { seq: inner.events.length + 1, type, data }
+        setTimeout(() => void inner.append(type, data), 0) // told after the append answered
+        return Promise.resolve(event)
+      },
+    }
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    expect(await planMode.set(agent, true)).toBe('committed')
+    expect(planMode.get(agent)).toEqual({ active: true })
+    expect(warnings).toEqual([])
+  })
+
+  it('R74: an append answered with a seq the log had before it began is reported (a log restarted behind a stale checkpoint)', async () => {
+    const warnings: unknown[][] = []
+    // A checkpoint of a 51-event log; the host's log then restarted at seq 1 under the same agent.
+    const store = createMemoryCheckpointStore()
+    const source = createPlanMode({ section: 'S' }, { checkpoints: store, checkpointEvery: 1, logger: { warn() {} } })
+    const long = createMemorySessionLog(Array.from({ length: 50 }, () => ({ type: 'message', data: {} })))
+    source.get({ id: 'a', session: long })
+    long.append('turn/end', {})
+    await source.dispose()
+    const restarted = createMemorySessionLog()
+    const session: SessionLog = {
+      get events() {
+        return restarted.events
+      },
+      checkpoint: store.saved.get('a'),
+      subscribe: (listener) => restarted.subscribe(listener),
+      append: async (type, data) => restarted.append(type, data),
+    }
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    await planMode.set({ id: 'a', session }, true).catch(() => {})
+    expect(warnings).toContainEqual([SEQ_WARNING, new Error('plan/mode was appended with seq 1, but the log already had seq 51')])
+  })
+
+  it('R77: an agent whose pending-store write failed keeps its pending selection in memory: it does not leave', async () => {
+    const failing: PendingStore = {
+      get: () => undefined,
+      set: () => {
+        throw new Error('store down')
+      },
+      delete: () => {},
+    }
+    const planMode = createPlanMode({ section: 'S' }, { pendingStore: failing, maxAttachedAgents: 1, logger: { warn() {} } })
+    const a: PlanAgent = { id: 'a', session: createMemorySessionLog([{ type: 'turn/start', data: {} }]) }
+    expect(await planMode.set(a, true)).toBe('queued')
+    planMode.get({ id: 'b', session: createMemorySessionLog() })
+    await settle()
+    expect(planMode.get(a)).toEqual({ active: false, pending: true })
+  })
+
+  it('R76: a quiet step boundary does not wait for a slow checkpoint write', async () => {
+    const slowStore: CheckpointStore = { load: () => undefined, save: () => sleep(200).then(() => {}) }
+    const planMode = createPlanMode({ section: 'S' }, { checkpoints: slowStore, checkpointEvery: 1, logger: { warn() {} } })
+    const log = createMemorySessionLog()
+    const agent: PlanAgent = { id: 'a', session: log }
+    planMode.get(agent)
+    log.append('turn/start', {})
+    log.append('turn/end', {})
+    const started = Date.now()
+    await planMode.stepBoundary(agent)
+    expect(Date.now() - started).toBeLessThan(100)
+    await planMode.dispose()
+  })
+
+  it('R76: with a store whose save fails, each checkpoint folds only the events since the last attempt', async () => {
+    let saves = 0
+    const folded: number[] = []
+    const failing: CheckpointStore = {
+      load: () => undefined,
+      save: (_id, checkpoint) => {
+        saves++
+        folded.push(checkpoint.seq)
+        throw new Error('disk full')
+      },
+    }
+    const planMode = createPlanMode({ section: 'S' }, { checkpoints: failing, checkpointEvery: 10, logger: { warn() {} } })
+    const log = createMemorySessionLog()
+    planMode.get({ id: 'a', session: log })
+    for (let turn = 0; turn < 50; turn++) {
+      log.append('turn/start', {})
+      log.append('turn/end', {})
+    }
+    await planMode.dispose()
+    // A checkpoint is due every 10 seqs past the last attempt, not at every turn/end after the first.
+    expect(saves).toBe(10)
+    expect(folded).toEqual([10, 20, 30, 40, 50, 60, 70, 80, 90, 100])
+  })
+
+  it('R76: a checkpoint store that answers null for "none" gives no checkpoint', () => {
+    const log = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }], { checkpoint: null })
+    expect(log.events.map((e) => e.seq)).toEqual([1])
+    expect(createPlanMode({ section: 'S' }).get({ id: 'a', session: log })).toEqual({ active: true })
+  })
+})
+
