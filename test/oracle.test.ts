@@ -114,7 +114,7 @@ describe('the oracle', () => {
     ])
   })
 
-  it('oracle, R73: the close timeout abandons a detached agent\'s append: one warning, the selection fails with it, the next call re-attaches from the log, and the append may land later', () => {
+  it('oracle, R73: the close timeout abandons a detached agent\'s append: one warning, the selection fails with it, and the next call waits for the append to settle before it re-attaches from the log', () => {
     const oracle = new PlanModeOracle({ section: 'S', hasChannel: true, closeTimeoutMs: 20, appendFate: () => ({ kind: 'hold' }) })
     oracle.addAgent('a')
     const selection = oracle.set('a', true) // its commit is held
@@ -126,17 +126,92 @@ describe('the oracle', () => {
     expect(oracle.isClosing('a')).toBe(false)
     expect(selection.state).toEqual({ status: 'rejected', message: abandonedText(20) })
     expect(oracle.warnings).toEqual([{ message: abandonedText(20), error: undefined }])
-    expect(queued.state).toEqual({ status: 'resolved', value: 'noop' }) // the log holds no plan/mode yet
-    // The abandoned append lands later: only the log changes.
+    // The abandoned append may still land: the queued selection waits for it; reads do not.
+    expect(queued.state).toEqual({ status: 'pending' })
+    expect(oracle.isWaitingForAbandoned('a')).toBe(true)
+    expect(oracle.get('a')).toEqual({ active: false })
+    // A publish alone does not settle it.
     const [held] = oracle.heldAppends()
-    oracle.resolve(held!.handle)
-    expect(oracle.log('a')).toEqual([mode(true)])
+    oracle.publish(held!.handle)
+    expect(oracle.isWaitingForAbandoned('a')).toBe(true)
     expect(oracle.get('a')).toEqual({ active: true })
+    // It resolves: the selection runs on the log that holds it, and commits the real flip back.
+    oracle.resolve(held!.handle)
+    expect(oracle.isWaitingForAbandoned('a')).toBe(false)
+    expect(queued.state).toEqual({ status: 'pending' }) // its own commit is held
+    oracle.resolve(oracle.heldAppends()[0]!.handle)
+    expect(queued.state).toEqual({ status: 'resolved', value: 'committed' })
+    expect(oracle.log('a')).toEqual([mode(true), mode(false)])
     expect(oracle.warnings).toHaveLength(1)
-    expect(oracle.abandonedModeLanded('a')).toBe(true)
+    expect(oracle.abandonedModeLanded('a')).toBe(false)
     // A second expiry finds nothing to abandon.
     oracle.expireCloseTimeouts()
     expect(oracle.warnings).toHaveLength(1)
+  })
+
+  it('oracle, R73: a selection repeated after an abandoned one that landed is a noop, not a second identical plan/mode', () => {
+    const oracle = new PlanModeOracle({ section: 'S', hasChannel: true, closeTimeoutMs: 20, appendFate: () => ({ kind: 'hold' }) })
+    oracle.addAgent('a')
+    oracle.set('a', true)
+    oracle.detach('a')
+    oracle.expireCloseTimeouts()
+    const again = oracle.set('a', true) // made after the abandonment: waits too
+    const boundary = oracle.boundary('a') // behind it
+    expect(again.state).toEqual({ status: 'pending' })
+    oracle.resolve(oracle.heldAppends()[0]!.handle)
+    expect(again.state).toEqual({ status: 'resolved', value: 'noop' })
+    expect(boundary.state).toEqual({ status: 'resolved', value: { section: 'S', notices: [] } })
+    expect(oracle.log('a')).toEqual([mode(true)])
+    expect(oracle.abandonedModeLanded('a')).toBe(false)
+  })
+
+  it('oracle, R73: a failed abandoned append ends the wait too; one settled before any operation leaves nothing to wait for', () => {
+    const oracle = new PlanModeOracle({ section: 'S', hasChannel: true, closeTimeoutMs: 20, appendFate: () => ({ kind: 'hold' }) })
+    oracle.addAgent('a')
+    oracle.set('a', true)
+    oracle.detach('a')
+    oracle.expireCloseTimeouts()
+    const again = oracle.set('a', true)
+    oracle.reject(oracle.heldAppends()[0]!.handle, new Error('down'))
+    expect(again.state).toEqual({ status: 'pending' }) // ran: its own commit is held
+    oracle.resolve(oracle.heldAppends()[0]!.handle)
+    expect(again.state).toEqual({ status: 'resolved', value: 'committed' })
+    oracle.set('a', false)
+    oracle.detach('a')
+    oracle.expireCloseTimeouts()
+    oracle.resolve(oracle.heldAppends()[0]!.handle) // lands before any operation's turn
+    expect(oracle.isWaitingForAbandoned('a')).toBe(false)
+    oracle.appendFate = () => ({ kind: 'ok' })
+    expect(oracle.set('a', false).state).toEqual({ status: 'resolved', value: 'noop' })
+    expect(oracle.log('a')).toEqual([mode(true), mode(false)])
+  })
+
+  it('oracle, R73: the wait gives up after another close timeout (then a late landing may repeat the flip) and ends at dispose', () => {
+    const oracle = new PlanModeOracle({ section: 'S', hasChannel: true, closeTimeoutMs: 20, appendFate: () => ({ kind: 'hold' }) })
+    oracle.addAgent('a')
+    oracle.addAgent('b')
+    oracle.set('a', true)
+    oracle.set('b', true)
+    oracle.detach('a')
+    oracle.detach('b')
+    oracle.expireCloseTimeouts()
+    const onA = oracle.set('a', true)
+    oracle.expireCloseTimeouts() // a's wait gives up: the selection goes on, on the log as it is
+    expect(oracle.warnings).toHaveLength(2)
+    expect(onA.state).toEqual({ status: 'pending' }) // its own commit is held
+    const [abandonedA, , commitA] = oracle.heldAppends()
+    expect(commitA).toMatchObject({ agentId: 'a', type: 'plan/mode', data: { active: true }, abandoned: false })
+    oracle.resolve(commitA!.handle)
+    expect(onA.state).toEqual({ status: 'resolved', value: 'committed' })
+    oracle.resolve(abandonedA!.handle) // lands late: the same flip twice, as the spec allows then
+    expect(oracle.log('a')).toEqual([mode(true), mode(true)])
+    expect(oracle.abandonedModeLanded('a')).toBe(true)
+    const onB = oracle.set('b', false)
+    const exitOnB = oracle.execute({ agentId: 'b', args: { plan: '# T' } })
+    oracle.dispose()
+    expect(onB.state).toEqual({ status: 'rejected', message: TEXT.disposedBeforeTurn })
+    expect(exitOnB.state).toEqual({ status: 'rejected', message: TEXT.reloaded })
+    expect(oracle.abandonedModeLanded('b')).toBe(false)
   })
 
   it('oracle, R73: an exit call whose review record never settled fails as reloaded, even when approved; the next attachment reads a log without the approval', () => {

@@ -40,7 +40,16 @@
  *   waiting for it fails with the same text, an exit call whose review record never landed fails
  *   as reloaded, and the attachment is gone (its P with it: the next one reads the log). An
  *   abandoned held append may still be resolved (it lands: only the log changes) or rejected
- *   (nothing happens); it no longer holds back the agent's operations.
+ *   (nothing happens).
+ * - Such an append may land later, so the agent's next operation waits for it (R73): the first
+ *   operation whose turn comes after the abandonment (a review's settlement is not one) waits
+ *   until every append the closed attachment abandoned has settled (resolved or rejected; a
+ *   publish alone is not a settlement), at most another close timeout (`expireCloseTimeouts` ends
+ *   the waits that had begun by then, before it abandons anything), and not past `dispose`; then
+ *   it runs as usual, on an attachment made from the log as it is then. The operations behind it
+ *   wait for it, as always (§1). Appends that all settle before any operation's turn came leave
+ *   nothing to wait for. Reads never wait. A new service (a restart) knows nothing of the old
+ *   one's abandoned appends.
  * - An operation called before `dispose` whose turn comes after it does nothing and fails (R60):
  *   an exit call as reloaded, the others with the disposed-before-turn text.
  */
@@ -98,6 +107,13 @@ export interface HeldAppend {
   settled: boolean
   /** A close gave up on it (R73): it may still land, and then only the log changes. */
   abandoned: boolean
+  /**
+   * When it lands, the log may hold a `plan/mode` equal to the one before it (R3 does not hold
+   * for it): an abandoned append that nothing waited for any more while it had not landed (R73:
+   * the next operation's wait for it gave up, or a new service took over), or one the service
+   * started before such an append landed.
+   */
+  mayRepeat: boolean
 }
 
 /** A warning the service must have logged (R19, R49). */
@@ -313,9 +329,24 @@ interface AgentModel {
    * The operation in progress: its end, once its logic is done and no append is in flight;
    * `abandon` fails its call when a close gives up on its work (R73).
    */
-  running: { done: boolean; finish: () => void; abandon: (message: string) => void; attachment: Attachment } | null
+  running: { done: boolean; finish: () => void; abandon: (message: string) => void; attachment: Attachment | null } | null
   /** The service's appends for this agent in flight. */
   inflight: number
+  /**
+   * R73: the appends a close abandoned that have not settled yet, registered when it gave up on
+   * them, until the agent's next operation takes its turn (then `waiting`) or they all settle.
+   */
+  abandoned: AbandonedWait | null
+  /** R73: the running operation's wait for those appends (`running` holds its turn meanwhile). */
+  waiting: AbandonedWait | null
+}
+
+/** The wait of R73 for the appends a closed attachment abandoned. */
+interface AbandonedWait {
+  /** The handles of those appends not settled yet. */
+  readonly unsettled: Set<number>
+  /** Goes on with the operation that waits, once one does. */
+  resume: (() => void) | null
 }
 
 /** Options of the modelled service. */
@@ -366,8 +397,8 @@ export class PlanModeOracle {
   /** `owner`: the attachment that made the append; `then`: what its settlement does (nothing once abandoned, R73). */
   private readonly held = new Map<number, HeldAppend & { owner: Attachment; then: (error: Error | null) => void }>()
   private nextHandle = 1
-  /** Agents whose log an abandoned `plan/mode` append (R73) reached after its close gave up on it. */
-  private readonly lateModeLandings = new Set<string>()
+  /** Per agent, where in its log `plan/mode` appends that may repeat the one before landed (`mayRepeat`). */
+  private readonly repeatable = new Map<string, Set<number>>()
   private readonly draining = new Set<AgentModel>()
   /** Exit-tool calls waiting for their turn to open a review. */
   private readonly waitingCalls = new Set<OracleCall>()
@@ -382,7 +413,7 @@ export class PlanModeOracle {
 
   /** Starts the model of an agent whose log already holds `seed` (R4: a fork inherits its fold). */
   addAgent(agentId: string, seed: readonly LogEntry[] = []): void {
-    this.agents.set(agentId, { id: agentId, log: seed.map((e) => ({ ...e })), attachment: null, closing: null, detaches: 0, queue: [], running: null, inflight: 0 })
+    this.agents.set(agentId, { id: agentId, log: seed.map((e) => ({ ...e })), attachment: null, closing: null, detaches: 0, queue: [], running: null, inflight: 0, abandoned: null, waiting: null })
   }
 
   /** The agent's log as it must be now. */
@@ -604,14 +635,35 @@ export class PlanModeOracle {
     if (this.disposed) return
     for (const id of this.agents.keys()) this.detach(id)
     this.disposed = true
+    // R73 "not past dispose()": an operation waiting for abandoned appends goes on at once, and
+    // finds the service disposed (R60).
+    for (const m of this.agents.values()) {
+      m.abandoned = null
+      m.waiting?.resume?.()
+    }
   }
 
   /**
-   * The close timeout of every detached (or disposed) attachment still waiting for its work in
-   * flight expires (R73): the test has made the service's clock reach it.
+   * The service's clock moves on by the close timeout (R73): the test has made it reach every
+   * timer started so far. The waits of operations for abandoned appends that had begun end (the
+   * operations go on, on the log as it is), then every detached (or disposed) attachment still
+   * waiting for its work in flight gives up on it. A wait that an abandonment starts now (its
+   * timer starts now) ends at the next expiry.
    */
   expireCloseTimeouts(): void {
+    const waits = [...this.agents.values()].filter((m) => m.waiting !== null)
+    for (const m of waits) {
+      const wait = m.waiting!
+      // What was not in the log when the wait gave up may land after the operation's own flip.
+      for (const handle of wait.unsettled) if (!this.held.get(handle)!.published) this.held.get(handle)!.mayRepeat = true
+      wait.resume?.()
+    }
     for (const m of this.agents.values()) if (m.closing && !this.closingIsDone(m)) this.abandon(m)
+  }
+
+  /** Whether an operation of the agent is waiting for appends a close abandoned (R73). */
+  isWaitingForAbandoned(agentId: string): boolean {
+    return this.model(agentId).waiting !== null
   }
 
   /** Whether the agent has a detached attachment still waiting for its work in flight (R63, R73). */
@@ -625,18 +677,23 @@ export class PlanModeOracle {
    * waiting for that work fails with the same text; the exit call whose review record never
    * landed fails as reloaded; the attachment is gone (P with it, R64: the next one reads the log,
    * and a pending store, if the service had one, still holds P). Its held appends stay with the
-   * test: resolved later, they land in the log and nothing else happens.
+   * test: resolved later, they land in the log and nothing else happens, but the agent's next
+   * operation waits for them to settle first (see `awaitAbandoned`).
    */
   private abandon(m: AgentModel): void {
     const a = m.closing!
     const message = abandonedText(this.closeTimeoutMs)
     this.warnings.push({ message, error: undefined })
+    const unsettled = new Set<number>()
     for (const h of this.held.values()) {
       if (h.settled || h.owner !== a) continue
       h.abandoned = true
       h.then = () => {}
       m.inflight--
+      unsettled.add(h.handle)
     }
+    // They may still land: the agent's next operation waits for them first.
+    if (unsettled.size > 0) m.abandoned = { unsettled, resume: null }
     const review = a.review
     a.review = null
     if (review && review.call.state.status === 'pending') this.fail(review.call, TEXT.reloaded)
@@ -656,18 +713,30 @@ export class PlanModeOracle {
     this.dispose()
     // The new service does not wait for the old one's work (another writer, R3).
     for (const m of this.agents.values()) m.closing = null
+    for (const h of this.held.values()) if (!h.settled && !h.published) h.mayRepeat = true
     this.disposed = false
   }
 
   // ----- held appends ----------------------------------------------------------------------------
 
   /**
-   * Whether a `plan/mode` append that a close abandoned (R73) has landed in the agent's log since:
-   * it was a real flip when it was made (R3), but the next attachment may have made the same flip
-   * meanwhile, so the log may now hold a `plan/mode` equal to the one before it.
+   * Whether a `plan/mode` append that a close abandoned (R73) has landed in the agent's log after
+   * nothing waited for it any more: the agent's next operation waits for such an append, but at
+   * most another close timeout (or a new service took over). It was a real flip when it was made
+   * (R3), but an operation that went on without it may have made the same flip meanwhile, so the
+   * log may then hold a `plan/mode` equal to the one before it. While the wait holds, it cannot.
    */
   abandonedModeLanded(agentId: string): boolean {
-    return this.lateModeLandings.has(agentId)
+    return this.modesThatMayRepeat(agentId).size > 0
+  }
+
+  /**
+   * The indices in the agent's log of the `plan/mode` events that may repeat the one before them:
+   * those of `abandonedModeLanded`, and those the service had started before such a one landed
+   * (a real flip when started, R3, they may land after it). Every other one is a real flip.
+   */
+  modesThatMayRepeat(agentId: string): ReadonlySet<number> {
+    return this.repeatable.get(agentId) ?? new Set()
   }
 
   /** The held append's event lands in the log (its subscribers are told) before `append` resolves. */
@@ -675,7 +744,15 @@ export class PlanModeOracle {
     const h = this.held.get(handle)!
     if (h.published) return
     h.published = true
-    if (h.abandoned && h.type === 'plan/mode') this.lateModeLandings.add(h.agentId)
+    if (h.mayRepeat && h.type === 'plan/mode') {
+      const indices = this.repeatable.get(h.agentId) ?? new Set<number>()
+      indices.add(this.model(h.agentId).log.length)
+      this.repeatable.set(h.agentId, indices)
+      // Started on a log without it, the agent's other `plan/mode` appends in flight may repeat it.
+      for (const other of this.held.values()) {
+        if (other.agentId === h.agentId && other.type === 'plan/mode' && !other.published && !other.settled) other.mayRepeat = true
+      }
+    }
     this.land(h.agentId, h.type, h.data)
   }
 
@@ -685,6 +762,7 @@ export class PlanModeOracle {
     const h = this.held.get(handle)!
     h.settled = true
     h.then(null)
+    this.abandonedSettled(h)
   }
 
   /** The held append rejects; it never lands. */
@@ -693,6 +771,20 @@ export class PlanModeOracle {
     if (h.published) throw new Error('oracle: a published append cannot fail')
     h.settled = true
     h.then(error)
+    this.abandonedSettled(h)
+  }
+
+  /**
+   * R73: an abandoned append settled. Once all that a close abandoned have, there is nothing left
+   * to wait for: the operation waiting goes on, or the next one will not wait.
+   */
+  private abandonedSettled(h: HeldAppend): void {
+    if (!h.abandoned) return
+    const m = this.model(h.agentId)
+    const registered = m.abandoned
+    if (registered?.unsettled.delete(h.handle) && registered.unsettled.size === 0) m.abandoned = null
+    const wait = m.waiting
+    if (wait?.unsettled.delete(h.handle) && wait.unsettled.size === 0) wait.resume?.()
   }
 
   // ----- internals -------------------------------------------------------------------------------
@@ -786,7 +878,7 @@ export class PlanModeOracle {
       after(fate.error)
     } else {
       const handle = this.nextHandle++
-      this.held.set(handle, { handle, agentId: a.agentId, type, data, published: false, settled: false, abandoned: false, owner: a, then: after })
+      this.held.set(handle, { handle, agentId: a.agentId, type, data, published: false, settled: false, abandoned: false, mayRepeat: false, owner: a, then: after })
     }
   }
 
@@ -803,12 +895,13 @@ export class PlanModeOracle {
     ahead = false,
   ): void {
     const m = this.model(typeof target === 'string' ? target : target.agentId)
-    const start = () => {
+    const start = (): void => {
       let settleCall: (() => void) | null = null
       // The attachment current when the turn comes (a review's settlement keeps its own).
       let a: Attachment
       if (typeof target !== 'string') a = target
       else if (this.disposed) return refused(TEXT.disposedBeforeTurn) // R60: a turn that comes after dispose
+      else if (m.abandoned !== null) return this.awaitAbandoned(m, start) // R73
       else a = this.turnAttachment(m)
       const running = {
         done: false,
@@ -826,6 +919,25 @@ export class PlanModeOracle {
     if (ahead) m.queue.unshift(start)
     else m.queue.push(start)
     this.maybeFinish(m)
+  }
+
+  /**
+   * R73: the operation whose turn came waits for the appends a close abandoned to settle, holding
+   * the agent's turn; then (or when the wait gives up, or at dispose) its turn starts again.
+   */
+  private awaitAbandoned(m: AgentModel, start: () => void): void {
+    const wait = m.abandoned!
+    m.abandoned = null
+    m.waiting = wait
+    m.running = { done: false, finish: () => {}, abandon: () => {}, attachment: null }
+    wait.resume = () => {
+      wait.resume = null
+      m.waiting = null
+      m.running = null
+      if (this.draining.has(m)) return void m.queue.unshift(start)
+      start()
+      this.maybeFinish(m)
+    }
   }
 
   /** Whether a detached attachment has finished its work in flight (then it is gone). */

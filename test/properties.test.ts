@@ -16,8 +16,9 @@ import { SECTION, thrown, Twin } from './twin.js'
  * service is disposed and R60 is checked.
  *
  * With held appends, the close timeout of R73 may also expire (the run's own fake clock moves):
- * a detached agent's work still in flight is abandoned, queued operations go on on the next
- * attachment, and the abandoned appends are released (they land) at the end like the others.
+ * a detached agent's work still in flight is abandoned, and the agent's next operation waits for
+ * the abandoned appends to settle (until the next expiry at most) before it goes on, on the next
+ * attachment; the abandoned appends are released (they land) at the end like the others.
  *
  * `PLAN_MODE_FC_RUNS` sets the number of runs (default 1000); `PLAN_MODE_FC_SEED` replays one.
  */
@@ -199,6 +200,70 @@ describe('R1–R64 properties: random operation sequences against the oracle', (
       expect(twin.oracle.warnings.map((w) => w.message)).toEqual([
         'plan-mode: the session log did not settle within 300 ms of a reload or detach; work in flight was abandoned',
       ])
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it('R73: after a close abandoned appends, the agent\'s next operation waits for them to settle, at most another close timeout and not past dispose (against the oracle)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const twin = new Twin({ agents: [{ id: 'agent-a' }, { id: 'agent-b' }], defaultFate: 'hold', closeTimeoutMs: 300 })
+      const step = async () => {
+        await settle()
+        twin.check()
+      }
+      const expire = () => twin.expireCloseTimeouts((ms) => vi.advanceTimersByTime(ms))
+      twin.set('agent-a', true) // both commits are held, then abandoned
+      twin.set('agent-b', true)
+      await step()
+      twin.detach('agent-a')
+      twin.detach('agent-b')
+      const repeatA = twin.set('agent-a', true) // behind the detach
+      await step()
+      expire()
+      await step()
+      const repeatB = twin.set('agent-b', true) // after the abandonment
+      const boundaryB = twin.boundary('agent-b')
+      await step()
+      expect([repeatA, repeatB, boundaryB].map((c) => c.sut.state.status)).toEqual(['pending', 'pending', 'pending'])
+      // a: the abandoned commit lands after all; the repeated selection is a noop.
+      twin.publish('agent-a', 'plan/mode')
+      await step()
+      expect(repeatA.sut.state.status, 'a publish alone does not settle the append').toBe('pending')
+      twin.resolveHeld('agent-a', 'plan/mode')
+      await step()
+      expect(repeatA.sut.state).toEqual({ status: 'resolved', value: 'noop' })
+      // b: the wait gives up; the selection commits the same flip, and the abandoned one lands after it.
+      expire()
+      await step()
+      expect(twin.releaseOldest('agent-b', 'resolve')).toBe(true) // the abandoned commit
+      await step()
+      expect(twin.releaseOldest('agent-b', 'resolve')).toBe(true) // the repeated selection's own commit
+      await step()
+      expect(repeatB.sut.state).toEqual({ status: 'resolved', value: 'committed' })
+      expect(twin.oracle.log('agent-b')).toEqual([
+        { type: 'plan/mode', data: { active: true } },
+        { type: 'plan/mode', data: { active: true } },
+      ])
+      expect(twin.oracle.abandonedModeLanded('agent-b')).toBe(true)
+      // a again: a dispose ends the wait; the waiting operations fail as queued before it.
+      twin.set('agent-a', false)
+      await step()
+      twin.detach('agent-a')
+      expire()
+      await step()
+      const waiting = twin.boundary('agent-a')
+      const exit = twin.execute('agent-a', { plan: PLANS.simple })
+      await step()
+      await twin.dispose()
+      await step()
+      expect(waiting.sut.state).toMatchObject({ status: 'rejected', error: new Error("plan-mode service was disposed before this call's turn came; nothing was done") })
+      expect(exit.sut.state).toMatchObject({ status: 'rejected', error: new Error(TEXT.reloaded) })
+      twin.releaseOldest('agent-a', 'resolve')
+      await step()
+      expect(twin.oracle.abandonedModeLanded('agent-a')).toBe(false)
+      expect(twin.oracle.warnings).toHaveLength(3)
     } finally {
       vi.useRealTimers()
     }
