@@ -18,21 +18,21 @@ import {
   createPlanMode,
   type PlanAgent,
   type PlanMode,
-  type ReviewAnswer,
   type SessionLog,
   type UserMessage,
 } from '../src/index.js'
 import { defineConformanceSuite, type ConformanceAgent, type ConformanceReview } from '../src/testing/index.js'
+import { createReviewQueue } from './fixtures/conformance-host.js'
 
 const SECTION = 'PLAN MODE (shared service): explore and design; present the plan with exit_plan_mode.'
 
 /** A host process: one service for all agents, a review inbox per agent id, a pending store file. */
 async function createSharedHost() {
   const dir = await mkdtemp(join(tmpdir(), 'plan-mode-shared-'))
-  const inboxes = new Map<string, { asked: ConformanceReview[]; waiting: ((review: ConformanceReview) => void)[] }>()
+  const inboxes = new Map<string, ReturnType<typeof createReviewQueue>>()
   const inbox = (id: string) => {
     let box = inboxes.get(id)
-    if (!box) inboxes.set(id, (box = { asked: [], waiting: [] }))
+    if (!box) inboxes.set(id, (box = createReviewQueue()))
     return box
   }
   /** Starts (or restarts) the host's one service over the pending store file. */
@@ -42,21 +42,8 @@ async function createSharedHost() {
       {
         pendingStore: openJsonlPendingStore(join(dir, 'pending.json'), { fsync: false }),
         logger: { warn: () => {} },
-        review: {
-          // One channel for every agent: each question goes to its agent's inbox.
-          ask: (request) =>
-            new Promise<ReviewAnswer>((resolve, reject) => {
-              const review: ConformanceReview = {
-                request,
-                answer: resolve,
-                dismiss: () => reject(Object.assign(new Error('dismissed'), { code: 'ASK_CANCELLED' })),
-              }
-              const box = inbox(request.agent.id)
-              const waiter = box.waiting.shift()
-              if (waiter) waiter(review)
-              else box.asked.push(review)
-            }),
-        },
+        // One channel for every agent: each question goes to its agent's inbox.
+        review: { ask: (request) => inbox(request.agent.id).channel.ask(request) },
       },
     )
   const host = {
@@ -67,9 +54,7 @@ async function createSharedHost() {
       host.planMode = start()
     },
     nextReview(agentId: string): Promise<ConformanceReview> {
-      const box = inbox(agentId)
-      const review = box.asked.shift()
-      return review ? Promise.resolve(review) : new Promise((resolve) => box.waiting.push(resolve))
+      return inbox(agentId).nextReview()
     },
     async dispose() {
       await host.planMode.dispose()
