@@ -169,3 +169,47 @@ describe('found by a review of the hardening and checkpoint work (each failed be
   })
 })
 
+
+/** Issue #11's faults 1 and 2, which the rebuilt chart (issue #10) fixed: both failed on c7e6da9, the code the issue was filed against. */
+describe('hardening faults 1 and 2 (each failed on c7e6da9)', () => {
+  const PLAN = '# Plan\n\n1. Do it.'
+
+  it('R62: a review answer whose `selected` getter throws fails the review with the error\'s message; the actor keeps working', async () => {
+    const answer = { answers: [{ id: 'plan-review', get selected(): string[] { throw new Error('selected is unreadable') } }] }
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} }, review: { ask: async () => answer } })
+    const agent: PlanAgent = { id: 'a', session: createMemorySessionLog() }
+    await planMode.set(agent, true)
+    await expect(planMode.exitTool.execute({ plan: PLAN }, { agent })).rejects.toThrow(new Error('selected is unreadable'))
+    expect(planMode.actor(agent).getSnapshot().status).toBe('active')
+    expect(agent.session.events.at(-1)?.data).toEqual({ outcome: 'failed', title: 'Plan', plan: PLAN })
+    expect(await planMode.set(agent, false)).toBe('committed')
+  })
+
+  it('R62: a Proxy as `answers` that throws on every read fails the review with its message; the next call works', async () => {
+    const answers = new Proxy([], { get() { throw new Error('answers are unreadable') } })
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} }, review: { ask: async () => ({ answers }) } })
+    const agent: PlanAgent = { id: 'a', session: createMemorySessionLog() }
+    await planMode.set(agent, true)
+    await expect(planMode.exitTool.execute({ plan: PLAN }, { agent })).rejects.toThrow(new Error('answers are unreadable'))
+    expect(planMode.actor(agent).getSnapshot().status).toBe('active')
+    expect(await planMode.stepBoundary(agent)).toMatchObject({ section: 'S' })
+  })
+
+  it('R62, R63: a subscribe that returns no function: detach still settles and the agent re-attaches', async () => {
+    const inner = createMemorySessionLog()
+    const session: SessionLog = {
+      get events() { return inner.events },
+      append: (type, data) => inner.append(type, data),
+      subscribe: (listener) => {
+        inner.subscribe(listener)
+        return undefined as unknown as () => void
+      },
+    }
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session }
+    expect(await planMode.set(agent, true)).toBe('committed')
+    await planMode.detach(agent)
+    expect(await planMode.set(agent, false)).toBe('committed')
+    expect(await planMode.stepBoundary(agent)).toMatchObject({ section: '' })
+  })
+})
