@@ -232,13 +232,14 @@ export class Attachment implements PlanModePorts {
 
   /** Appends to the agent's log; the event it returns is observed like a subscribed one (§1). */
   append(type: string, data: unknown): unknown {
+    // Taken before the append starts: a log may tell its subscribers of the event within append.
+    const before = this.#lastSeq
     const written = this.#agent.session.append(type, data)
     if (!isThenable(written)) {
       this.#observe(written)
       return written
     }
     // Any thenable, not only a Promise: its own `then` may return nothing.
-    const before = this.#lastSeq
     const observed = Promise.resolve(written).then((event) => this.#observeAppended(event, before))
     const appending = (this.#appending ??= new Set())
     const settled: Promise<void> = observed.then(

@@ -213,3 +213,24 @@ describe('hardening faults 1 and 2 (each failed on c7e6da9)', () => {
     expect(await planMode.stepBoundary(agent)).toMatchObject({ section: '' })
   })
 })
+
+describe('found by a review of the durable-review work (each failed before its fix)', () => {
+  it('R74: a log that tells its subscribers within append and resolves later raises no seq warning', async () => {
+    const warnings: string[] = []
+    const inner = createMemorySessionLog()
+    const session: SessionLog = {
+      get events() { return inner.events },
+      subscribe: (listener) => inner.subscribe(listener),
+      // Tells subscribers at once (the memory log does), answers 5 ms later.
+      append: (type, data) => {
+        const event = inner.append(type, data)
+        return new Promise<SessionEvent>((resolve) => setTimeout(() => resolve(event), 5))
+      },
+    }
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (message: string) => warnings.push(message) } })
+    const agent: PlanAgent = { id: 'a', session }
+    expect(await planMode.set(agent, true)).toBe('committed')
+    expect(await planMode.set(agent, false)).toBe('committed')
+    expect(warnings).toEqual([])
+  })
+})
