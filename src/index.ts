@@ -25,6 +25,9 @@ export {
   type PlanModeData,
   type PlanReviewData,
   type ReviewOutcome,
+  type OpenPlanReview,
+  type ReviewNews,
+  type ReviewFold,
 } from './log/kinds.js'
 export { planProjection, type PlanProjection, type PlanProjectionState, type PlanProjectionView } from './log/projection.js'
 export { createMemorySessionLog, createMemoryCheckpointStore, type MemorySessionLogOptions } from './adapters/memory.js'
@@ -39,13 +42,15 @@ export {
   EXIT_PLAN_MODE,
   EXIT_PLAN_MODE_DESCRIPTION,
   EXIT_PLAN_MODE_RESULT_TEXT,
+  EXIT_PLAN_MODE_SUBMITTED_TEXT,
   type ExitPlanModeTool,
+  type ExitToolResult,
   type ExitToolContext,
 } from './plan/exit-tool.js'
 export { type PlanCommand, type PlanCommandInput } from './plan/command.js'
 export { NOTICE_TEXTS } from './plan/narration.js'
 export type { NoticeKind } from './machines/planMode.events.js'
-export { REVIEW_MESSAGES, planTitle } from './plan/review.js'
+export { REVIEW_MESSAGES, APPROVED_NEWS_TEXT, planTitle } from './plan/review.js'
 export { planModeMachine, type PlanModeContext } from './machines/planMode.machine.js'
 export type { PlanModeEvent } from './machines/planMode.events.js'
 export * from './types.js'

@@ -5,12 +5,30 @@ import { createTurns } from './turns.js'
 import { DEFAULT_CLOSE_TIMEOUT_MS } from './machines/planMode.machine.js'
 import { planProjection, type PlanProjection } from './log/projection.js'
 import type { PlanModeEvent } from './machines/planMode.events.js'
-import { canLeaveMemory, isAppending, isClosing, isEffectivelyActive, planModeState, type PlanModeSnapshot } from './machines/planMode.view.js'
+import {
+  canLeaveMemory,
+  isAppending,
+  isClosing,
+  isEffectivelyActive,
+  openDurableReview,
+  planModeState,
+  type PlanModeSnapshot,
+} from './machines/planMode.view.js'
 import { createPlanCommand, type PlanCommand } from './plan/command.js'
-import { createExitTool, planArgument, type ExitPlanModeTool } from './plan/exit-tool.js'
-import { createNotice } from './plan/narration.js'
-import { REVIEW_MESSAGES, abortMessage } from './plan/review.js'
-import type { PlanAgent, PlanModeConfig, PlanModeOptions, PlanModeState, SetOutcome, StepBoundaryResult } from './types.js'
+import { createExitTool, planArgument, type ExitPlanModeTool, type ExitToolContext, type ExitToolResult } from './plan/exit-tool.js'
+import { createNarration, createNotice } from './plan/narration.js'
+import { MALFORMED_ANSWER_MESSAGE, REVIEW_MESSAGES, abortMessage, answerClosedMessage, isWellFormedAnswer, newsText } from './plan/review.js'
+import type {
+  AnswerReviewOptions,
+  OpenReviewView,
+  PlanAgent,
+  PlanModeConfig,
+  PlanModeOptions,
+  PlanModeState,
+  SetOutcome,
+  StepBoundaryResult,
+  UserMessage,
+} from './types.js'
 
 export { DISPOSED_MESSAGE, type PlanModeActor } from './attachment.js'
 
@@ -43,6 +61,12 @@ function maxAttachedAgentsOf(value: unknown): number | undefined {
 }
 
 
+/** The review mode of R78, checked. */
+function reviewsOf(value: unknown): 'channel' | 'durable' {
+  if (value === undefined || value === 'channel' || value === 'durable') return value ?? 'channel'
+  throw new TypeError(`plan mode option reviews must be 'channel' or 'durable'; got ${String(value)}`)
+}
+
 /** How many events at least a checkpoint covers beyond the last one (R76). */
 const DEFAULT_CHECKPOINT_EVERY = 100
 
@@ -67,8 +91,15 @@ export interface PlanMode {
   stepBoundary(agent: PlanAgent, options?: { signal?: AbortSignal }): Promise<StepBoundaryResult>
   /** The section under E, for hosts that assemble before the boundary; `''` without an agent (R21). */
   section(agent?: PlanAgent): string
-  /** The always-registered `exit_plan_mode` tool (R40–R52). */
+  /** The always-registered `exit_plan_mode` tool (R40–R52, R79). */
   readonly exitTool: ExitPlanModeTool
+  /** The durable review the agent's log holds open, or null (R79): what a UI renders after any restart. */
+  openReview(agent: PlanAgent): OpenReviewView | null
+  /**
+   * Answers the durable review `reviewId` from any process attached to the agent's log (R80):
+   * resolves with the recorded outcome, rejects with the refusal (nothing changed).
+   */
+  answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options?: AnswerReviewOptions): Promise<'approved' | 'keep-planning'>
   /** `/plan [off|message]` (R53–R57). */
   readonly command: PlanCommand
   /** The projection for UIs (R58, R59). */
@@ -101,6 +132,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     closeTimeout: closeTimeoutOf(options.closeTimeoutMs),
     checkpoints: checkpointsOf(options),
   }
+  const durableReviews = reviewsOf(options.reviews) === 'durable'
   /** Each agent's attachment; a closing one stays until its actor stopped, answering reads. */
   const attachments = new Map<string, Attachment>()
   /** Each agent's operations take turns (§1). */
@@ -227,10 +259,10 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     })
   }
 
-  function executeExitTool(args: unknown, context: { agent?: PlanAgent; signal?: AbortSignal } = {}): Promise<{ approved: true }> {
+  function executeExitTool(args: unknown, context: ExitToolContext = {}): Promise<ExitToolResult> {
     try {
       if (disposed) throw new Error(DISPOSED_MESSAGE)
-      const { agent, signal } = context ?? {}
+      const { agent, signal, callId } = context ?? {}
       if (signal?.aborted) throw new Error(abortMessage(signal))
       if (!agent) throw new Error(REVIEW_MESSAGES.noAgent)
       const plan = planArgument(args)
@@ -249,20 +281,40 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
         }
         const fail = (error: unknown) => settle(() => reject(error))
         // Aborted before its turn came, the call fails at once and asks nothing (R46); once the
-        // review is open, the abort closes it in the chart.
+        // review is open, the abort closes it in the chart. A durable review's request, once its
+        // turn came, is the log's: the abort no longer touches it (R79).
         const onAbort = () => {
           if (!opened) return fail(new Error(abortMessage(signal!)))
-          opened.attachment.send({ type: 'REVIEW.ABORT', review: opened.number, message: abortMessage(signal!) })
+          if (!durable) opened.attachment.send({ type: 'REVIEW.ABORT', review: opened.number, message: abortMessage(signal!) })
         }
         signal?.addEventListener('abort', onAbort, { once: true })
+        const durable = durableReviews ? { reviewId: globalThis.crypto.randomUUID(), ...(typeof callId === 'string' ? { callId } : {}) } : undefined
         perform(
           agent,
-          { type: 'REVIEW.OPEN', plan, owner: agent.owner, hasChannel: settings.review !== undefined },
+          { type: 'REVIEW.OPEN', plan, owner: agent.owner, hasChannel: settings.review !== undefined, ...(durable ? { durable } : {}) },
           (snapshot, attachment) => {
             const result = resultOf(snapshot, 'review')
             if ('refused' in result) throw new Error(result.refused)
             opened = { attachment, number: result.opened }
             const { number } = opened
+            if (durable) {
+              // Submitted once the log holds the request; failed when it could not be logged (R79).
+              attachment
+                .until((s) =>
+                  s.context.closedReview?.number === number
+                    ? { failed: s.context.closedReview.result.error }
+                    : s.context.review?.number === number && openDurableReview(s) !== null
+                      ? { failed: undefined }
+                      : s.context.review?.number !== number
+                        ? { failed: REVIEW_MESSAGES.reloaded }
+                        : undefined,
+                )
+                .then(({ failed }) =>
+                  failed === undefined ? settle(() => resolve({ submitted: true, reviewId: durable.reviewId })) : fail(new Error(failed)),
+                )
+                .catch(fail)
+              return
+            }
             // Watched from the moment it opens: the review may close before this call resumes.
             attachment
               .until((s) => (s.context.closedReview?.number === number ? s.context.closedReview.result : undefined))
@@ -288,6 +340,33 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     }
   }
 
+  /** `answerReview` (R80): its checks, then the chart's decision in the agent's turn. */
+  function answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options: AnswerReviewOptions = {}): Promise<'approved' | 'keep-planning'> {
+    if (disposed) return Promise.reject(new Error(DISPOSED_MESSAGE))
+    if (typeof reviewId !== 'string' || !isWellFormedAnswer(answer)) return Promise.reject(new Error(MALFORMED_ANSWER_MESSAGE))
+    const toldInResult = options?.toldInResult === true
+    return perform(agent, { type: 'REVIEW.ANSWER', reviewId, answer, toldInResult }, (snapshot, attachment) => {
+      const result = resultOf(snapshot, 'answer')
+      if ('refused' in result) throw new Error(result.refused)
+      const number = result.answering
+      return attachment.until((s) => (s.context.closedReview?.number === number ? s.context.closedReview : undefined))
+    })
+      .then((closing) => closing)
+      .then((closed) => {
+      if (closed.failed !== undefined) throw closed.failed // R80: not recorded; the review stays open
+      if (closed.lost === true) throw new Error(answerClosedMessage(reviewId, closed.result.outcome))
+      return closed.result.outcome as 'approved' | 'keep-planning'
+    })
+  }
+
+  /** What a boundary tells the model: a durable review's outcome, then a switch (R32, R81). */
+  function narration(news: Parameters<typeof newsText>[0] | null, notice: 'entering' | 'leaving' | null): UserMessage[] {
+    const messages: UserMessage[] = []
+    if (news !== null) messages.push(createNarration(newsText(news)))
+    if (notice !== null) messages.push(createNotice(notice))
+    return messages
+  }
+
   const command = createPlanCommand({ select })
 
   return {
@@ -295,11 +374,13 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     set: async (agent, active) => (await select(agent, active)).outcome,
     stepBoundary: (agent, { signal } = {}) =>
       perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true }, (snapshot) => {
-        const { active, notice } = resultOf(snapshot, 'boundary')
-        return { section: active ? section : '', messages: notice ? [createNotice(notice)] : [] }
+        const { active, notice, news } = resultOf(snapshot, 'boundary')
+        return { section: active ? section : '', messages: notice === null && news === null ? [] : narration(news, notice) }
       }),
     section: (agent) => (agent !== undefined && isEffectivelyActive(attachmentOf(agent).snapshot) ? section : ''),
-    exitTool: createExitTool(executeExitTool),
+    exitTool: createExitTool(executeExitTool, durableReviews ? 'durable' : 'channel'),
+    openReview: (agent) => openDurableReview(attachmentOf(agent).snapshot),
+    answerReview,
     command: {
       ...command,
       // After a reload the command fails like every call naming an agent (R60), rather than

@@ -142,6 +142,29 @@ export interface PlanModeOptions {
    * log when next named. No bound by default.
    */
   maxAttachedAgents?: number
+  /**
+   * How `exit_plan_mode` opens a review (R78): `'channel'` (default) asks the `review` channel and
+   * the call waits for the answer in this process; `'durable'` records the request in the log and
+   * the answer comes through `answerReview`, from any process attached to the same log.
+   */
+  reviews?: 'channel' | 'durable'
+}
+
+/** A durable review the log holds open (R79), as `openReview` returns it. */
+export interface OpenReviewView {
+  reviewId: string
+  title: string
+  plan: string
+  /** The seq of the review's request record. */
+  version: number
+  /** The framework's id of the exit call that opened it, when it gave one (R79). */
+  callId?: string
+}
+
+/** Options of `answerReview` (R80, R81). */
+export interface AnswerReviewOptions {
+  /** The host gives the outcome to the model in the exit call's result; no step boundary tells it (R81). */
+  toldInResult?: boolean
 }
 
 /** What `get` reports (R7): `pending` is the pending selection's TARGET (false = leaving). */

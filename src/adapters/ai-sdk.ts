@@ -33,14 +33,18 @@ import {
   type ToolSet,
   type UserModelMessage,
 } from 'ai'
-import type { ExitPlanModeTool } from '../plan/exit-tool.js'
+import type { ExitPlanModeTool, ExitToolResult } from '../plan/exit-tool.js'
+import { keepPlanningMessage } from '../plan/review.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
 import { createCallTranscript } from '../plan/transcript.js'
 import type { PlanMode } from '../service.js'
 import type { PlanAgent, UserMessage } from '../types.js'
 
-/** The `exit_plan_mode` tool as an AI SDK tool: input `{ plan }`, output `{ approved: true }`. */
-export type ExitPlanModeAiTool = Tool<{ plan: string }, { approved: true }>
+/**
+ * The `exit_plan_mode` tool as an AI SDK tool: input `{ plan }`, output `{ approved: true }` (or,
+ * for a durable service's host without approvals, `{ submitted: true, reviewId }`: R79).
+ */
+export type ExitPlanModeAiTool = Tool<{ plan: string }, ExitToolResult>
 
 /** The host's tools plus `exit_plan_mode`, as `withPlanMode` hands them to the SDK. */
 export type PlanModeToolSet<TOOLS extends ToolSet = ToolSet> = TOOLS & Record<ExitPlanModeTool['name'], ExitPlanModeAiTool>
@@ -120,14 +124,123 @@ export interface PlanModeAiSdk<TOOLS extends ToolSet = ToolSet> {
  */
 export function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent): ExitPlanModeAiTool {
   const { exitTool } = planMode
-  return tool<{ plan: string }, { approved: true }>({
+  const base = {
     description: exitTool.description,
     // No validator: the core checks the arguments itself, with the messages R42 fixes.
     inputSchema: jsonSchema<{ plan: string }>(toJsonSchema(exitTool.parameters)),
-    outputSchema: jsonSchema<{ approved: true }>(toJsonSchema(exitTool.outputSchema)),
+  }
+  if (exitTool.reviews === 'durable') return durableExitTool(planMode, agent, base)
+  return tool<{ plan: string }, ExitToolResult>({
+    ...base,
+    outputSchema: jsonSchema<ExitToolResult>(toJsonSchema(exitTool.outputSchema)),
     execute: (input, { abortSignal }) => exitTool.execute(input, { agent, signal: abortSignal }),
     toModelOutput: () => ({ type: 'text', value: exitTool.resultText }),
   })
+}
+
+/**
+ * R82: a durable service's exit tool runs through the SDK's own tool approval. `needsApproval`
+ * opens the review for a new call (the request is logged with the call's id) and asks for the
+ * user's approval; the SDK ends the response with the `tool-approval-request`. In a later request,
+ * perhaps another process, the client's approval makes the SDK run `execute`, which answers the
+ * review bound to that call (Approve, told in this result); a denial is answered Keep planning by
+ * `prepareStep` (see `answerDenials`). A call the core refuses (R42) needs no approval: its
+ * `execute` fails with the refusal, as in a channel service.
+ */
+function durableExitTool(
+  planMode: PlanMode,
+  agent: PlanAgent,
+  base: Pick<ExitPlanModeAiTool, 'description' | 'inputSchema'>,
+): ExitPlanModeAiTool {
+  const { exitTool } = planMode
+  /** Calls the core refused while the SDK asked whether they need approval, by call id. */
+  const refused = new Map<string, unknown>()
+  return tool<{ plan: string }, ExitToolResult>({
+    ...base,
+    async needsApproval(input, { toolCallId, messages }) {
+      // The SDK asks again when the approval comes back: that call's review is already open.
+      if (planMode.openReview(agent)?.callId === toolCallId || holdsToolCall(messages, toolCallId)) return true
+      try {
+        await exitTool.execute(input, { agent, callId: toolCallId })
+        return true
+      } catch (error) {
+        refused.set(toolCallId, error)
+        return false
+      }
+    },
+    async execute(_input, { toolCallId }) {
+      const refusal = refused.get(toolCallId)
+      if (refusal !== undefined) {
+        refused.delete(toolCallId)
+        throw refusal
+      }
+      const open = planMode.openReview(agent)
+      if (open === null || open.callId !== toolCallId) {
+        throw new Error(`the approval of tool call "${toolCallId}" matches no open plan review; nothing was approved`)
+      }
+      await planMode.answerReview(agent, open.reviewId, APPROVE_ANSWER, { toldInResult: true })
+      return { approved: true }
+    },
+    toModelOutput: () => ({ type: 'text', value: exitTool.resultText }),
+  })
+}
+
+/** The answer an approval in the SDK stands for (R44). */
+const APPROVE_ANSWER = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
+
+/** Whether `messages` already hold the model's call `toolCallId` (the SDK re-checks an approved call). */
+function holdsToolCall(messages: readonly ModelMessage[], toolCallId: string): boolean {
+  return messages.some(
+    (message) =>
+      message.role === 'assistant' &&
+      typeof message.content !== 'string' &&
+      message.content.some((part) => part.type === 'tool-call' && part.toolCallId === toolCallId),
+  )
+}
+
+/** The exit calls whose approval the request's last message denies, with the reason given. */
+function deniedExitCalls(messages: readonly ModelMessage[], exitName: string): Map<string, string | undefined> {
+  const denied = new Map<string, string | undefined>()
+  const last = messages.at(-1)
+  if (last?.role !== 'tool') return denied
+  const requests = new Map<string, string>()
+  for (const message of messages) {
+    if (message.role !== 'assistant' || typeof message.content === 'string') continue
+    const calls = new Set(message.content.flatMap((part) => (part.type === 'tool-call' && part.toolName === exitName ? [part.toolCallId] : [])))
+    for (const part of message.content) {
+      if (part.type === 'tool-approval-request' && calls.has(part.toolCallId)) requests.set(part.approvalId, part.toolCallId)
+    }
+  }
+  for (const part of last.content) {
+    if (part.type !== 'tool-approval-response' || part.approved) continue
+    const callId = requests.get(part.approvalId)
+    if (callId !== undefined) denied.set(callId, part.reason)
+  }
+  return denied
+}
+
+/**
+ * The model's view of a denied exit call (R82): the SDK's `execution-denied` result becomes the
+ * keep-planning text the user's answer means (R45), so the model reads what a channel service
+ * would have told it.
+ */
+function showDenials(messages: ModelMessage[], denied: ReadonlyMap<string, string | undefined>): ModelMessage[] {
+  if (denied.size === 0) return messages
+  return messages.map((message) => {
+    if (message.role !== 'tool') return message
+    let changed = false
+    const content = message.content.map((part) => {
+      if (part.type !== 'tool-result' || !denied.has(part.toolCallId) || part.output.type !== 'execution-denied') return part
+      changed = true
+      return { ...part, output: { type: 'error-text' as const, value: keepPlanningMessage(feedbackOf(denied.get(part.toolCallId))) } }
+    })
+    return changed ? { ...message, content } : message
+  })
+}
+
+/** A denial's reason as keep-planning feedback: blank means none (R45). */
+function feedbackOf(reason: string | undefined): string | undefined {
+  return reason === undefined || reason.trim() === '' ? undefined : reason
 }
 
 /**
@@ -162,8 +275,27 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
     await agent.session.append(type, data)
   }
 
+  /** The exit calls this call's request denied (R82): shown to the model as keep planning. */
+  let denied: ReadonlyMap<string, string | undefined> = new Map()
+
+  /**
+   * R82: a denial in the request's last message answers the open review bound to that call Keep
+   * planning (the reason is the feedback), before the boundary, so the step runs as logged.
+   */
+  async function answerDenials(messages: readonly ModelMessage[]): Promise<void> {
+    denied = deniedExitCalls(messages, exitName)
+    const open = planMode.exitTool.reviews === 'durable' ? planMode.openReview(agent) : null
+    if (open?.callId === undefined || !denied.has(open.callId)) return
+    const feedback = feedbackOf(denied.get(open.callId))
+    const answer = { answers: [{ id: 'plan-review', selected: ['Keep planning'], ...(feedback === undefined ? {} : { custom: feedback }) }] }
+    await planMode.answerReview(agent, open.reviewId, answer, { toldInResult: true })
+  }
+
   const prepareStep: PrepareStepFunction<PlanModeToolSet<TOOLS>> = async ({ stepNumber, messages }) => {
-    if (stepNumber === 0) call.startCall(messages.length)
+    if (stepNumber === 0) {
+      call.startCall(messages.length)
+      await answerDenials(messages)
+    }
     const signal = turnSignal ?? options.abortSignal
     const boundary = await planMode.stepBoundary(agent, signal ? { signal } : {})
     // Notices first: the user switched the mode before sending anything that follows it.
@@ -177,12 +309,12 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       outbox.unshift(...deliveries) // not sent: they go with the next request
       throw error
     }
-    const stepMessages = call.inject(messages, deliveries)
+    const stepMessages = showDenials(call.inject(messages, deliveries), denied)
 
     const result: PrepareStepResult<PlanModeToolSet<TOOLS>> = {}
     const stepSystem = composeSystem(system, boundary.section)
     if (stepSystem !== undefined) result.system = stepSystem
-    if (call.injections.length > 0) result.messages = stepMessages
+    if (call.injections.length > 0 || denied.size > 0) result.messages = stepMessages
     return result
   }
 

@@ -1,5 +1,5 @@
 import type { SessionEvent, SessionLog } from '../types.js'
-import { TURN_END_EVENT, replayPlanLog, replayPlanLogFrom, restorePlanLog, type PlanLogFold, type PlanLogRestore, type PlanProjectionState } from './kinds.js'
+import { EMPTY_REVIEW_FOLD, TURN_END_EVENT, replayPlanLog, replayPlanLogFrom, restorePlanLog, type PlanLogFold, type PlanLogRestore, type PlanProjectionState, type ReviewFold } from './kinds.js'
 
 /**
  * Checkpoints (docs/spec.md R76): what attach needs of a log up to one seq, so that a host loads
@@ -12,7 +12,7 @@ import { TURN_END_EVENT, replayPlanLog, replayPlanLogFrom, restorePlanLog, type 
  */
 
 /** The checkpoint format this version writes and reads; changed whenever the fold changes. */
-export const PLAN_CHECKPOINT_VERSION = 'xstate-plan-mode/checkpoint@1'
+export const PLAN_CHECKPOINT_VERSION = 'xstate-plan-mode/checkpoint@2'
 
 /** What attach needs of a log up to and including `seq` (R76). JSON data. */
 export interface PlanCheckpoint {
@@ -27,6 +27,8 @@ export interface PlanCheckpoint {
   readonly openTurn: boolean
   /** K, what the model was last told (R31). */
   readonly told: boolean | null
+  /** Durable reviews: the open one, the last closed one, the outcome not told yet (R79–R81). */
+  readonly review: ReviewFold
 }
 
 /**
@@ -42,7 +44,7 @@ export interface CheckpointStore {
 
 /** The checkpoint of a fold whose last event is `last`. */
 export function createCheckpoint(fold: PlanLogFold, last: SessionEvent): PlanCheckpoint {
-  return { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told }
+  return { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
 }
 
 const isBooleanOrNull = (value: unknown): value is boolean | null => value === null || typeof value === 'boolean'
@@ -54,6 +56,24 @@ function isProjection(value: unknown): value is PlanProjectionState {
   const runs = projection.runs as unknown
   if (typeof runs !== 'object' || runs === null || Array.isArray(runs)) return false
   return Object.values(runs).every((selects) => typeof selects === 'boolean')
+}
+
+const isString = (value: unknown): value is string => typeof value === 'string'
+
+/** A checked copy of a checkpoint's review fold, or undefined when it is not one (R76, R79). */
+function readReviewFold(value: unknown): ReviewFold | undefined {
+  const fold = value as ReviewFold | null
+  if (typeof fold !== 'object' || fold === null) return undefined
+  const { open, closed, news } = fold
+  if (open !== null && !(typeof open === 'object' && isString(open?.reviewId) && isString(open.title) && isString(open.plan) && Number.isSafeInteger(open.version) && (open.callId === undefined || isString(open.callId)))) return undefined
+  if (closed !== null && !(typeof closed === 'object' && isString(closed?.reviewId) && isString(closed.outcome))) return undefined
+  if (news !== null && !(typeof news === 'object' && ['approved', 'keep-planning', 'superseded'].includes(news?.outcome as string) && (news.feedback === undefined || isString(news.feedback)))) return undefined
+  if (open === null && closed === null && news === null) return EMPTY_REVIEW_FOLD
+  return Object.freeze({
+    open: open && Object.freeze({ reviewId: open.reviewId, title: open.title, plan: open.plan, version: open.version, ...(open.callId === undefined ? {} : { callId: open.callId }) }),
+    closed: closed && Object.freeze({ reviewId: closed.reviewId, outcome: closed.outcome }),
+    news: news && Object.freeze({ outcome: news.outcome, ...(news.feedback === undefined ? {} : { feedback: news.feedback }) }),
+  })
 }
 
 /**
@@ -68,11 +88,12 @@ export function readCheckpoint(value: unknown): PlanCheckpoint | { problem: stri
       return { problem: `the checkpoint's version is ${JSON.stringify(checkpoint.version)}, not ${JSON.stringify(PLAN_CHECKPOINT_VERSION)}` }
     }
     const { seq, type, projection, openTurn, told } = checkpoint
+    const review = readReviewFold(checkpoint.review)
     if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1 || typeof type !== 'string') {
       return { problem: 'the checkpoint names no event (seq, type)' }
     }
-    if (!isProjection(projection) || typeof openTurn !== 'boolean' || !isBooleanOrNull(told)) {
-      return { problem: 'the checkpoint holds no valid fold (projection, openTurn, told)' }
+    if (!isProjection(projection) || typeof openTurn !== 'boolean' || !isBooleanOrNull(told) || review === undefined) {
+      return { problem: 'the checkpoint holds no valid fold (projection, openTurn, told, review)' }
     }
     // A copy of its own: the host's object may change after it was read.
     const runs = Object.freeze({ ...projection.runs })
@@ -83,6 +104,7 @@ export function readCheckpoint(value: unknown): PlanCheckpoint | { problem: stri
       projection: Object.freeze({ active: projection.active, runs, kept: projection.kept }),
       openTurn,
       told,
+      review,
     })
   } catch (error) {
     return { problem: `the checkpoint cannot be read: ${error instanceof Error ? error.message : String(error)}` }
@@ -107,7 +129,7 @@ export function replayFromCheckpoint(events: readonly SessionEvent[], checkpoint
   if (covered !== undefined && (covered.seq !== seq || covered.type !== type)) {
     return { problem: `the checkpoint covers seq ${seq} (${type}), but the log holds ${covered.type} at seq ${covered.seq}` }
   }
-  const base: PlanLogFold = { projection: checkpoint.projection, openTurn: checkpoint.openTurn, told: checkpoint.told, lastSeq: seq }
+  const base: PlanLogFold = { projection: checkpoint.projection, openTurn: checkpoint.openTurn, told: checkpoint.told, review: checkpoint.review, lastSeq: seq }
   return replayPlanLogFrom(events, base, from)
 }
 
@@ -152,7 +174,7 @@ export function restoreSession(session: SessionLog, warn: (message: string, erro
 
 /** A fold as attach reads it. */
 function restoreOf(fold: PlanLogFold): PlanLogRestore {
-  return { active: fold.projection.active, kept: fold.projection.kept, openTurn: fold.openTurn, told: fold.told, lastSeq: fold.lastSeq }
+  return { active: fold.projection.active, kept: fold.projection.kept, openTurn: fold.openTurn, told: fold.told, review: fold.review, lastSeq: fold.lastSeq }
 }
 
 /**

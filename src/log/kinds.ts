@@ -39,12 +39,79 @@ export type ReviewOutcome =
   | 'superseded'
   | 'reloaded'
 
-/** Payload of `plan/review` (R49). */
+/** Payload of `plan/review` (R49): an outcome, or a durable review's request (R79). */
 export interface PlanReviewData {
-  outcome: ReviewOutcome
+  outcome: ReviewOutcome | 'requested'
   title: string
   plan: string
   feedback?: string
+  /** A durable review's id (R79): on its request and on the record that closes it. */
+  reviewId?: string
+  /** The framework's id of the exit call that opened a durable review, when it has one (R79). */
+  callId?: string
+  /** The outcome was given to the model in the exit call's result, not at a step boundary (R81). */
+  toldInResult?: boolean
+}
+
+/** A durable review the log holds open (R79): what `openReview` returns, and the call it came from. */
+export interface OpenPlanReview {
+  readonly reviewId: string
+  readonly title: string
+  readonly plan: string
+  /** The seq of its request record. */
+  readonly version: number
+  readonly callId?: string
+}
+
+/** An outcome of a durable review that the model has not been told yet (R81). */
+export interface ReviewNews {
+  readonly outcome: 'approved' | 'keep-planning' | 'superseded'
+  readonly feedback?: string
+}
+
+/** What the log says of durable reviews (R79–R81): the open one, the last closed one, the untold outcome. */
+export interface ReviewFold {
+  readonly open: OpenPlanReview | null
+  readonly closed: { readonly reviewId: string; readonly outcome: ReviewOutcome } | null
+  readonly news: ReviewNews | null
+}
+
+/** The review fold of a log that holds no durable review. */
+export const EMPTY_REVIEW_FOLD: ReviewFold = Object.freeze({ open: null, closed: null, news: null })
+
+const CLOSING_OUTCOMES: ReadonlySet<unknown> = new Set(['approved', 'keep-planning', 'dismissed', 'failed', 'aborted', 'superseded', 'reloaded'])
+
+/** The news a closing record leaves for the next step boundary, or null when it tells nothing (R81). */
+function newsOf(data: Record<string, unknown>): ReviewNews | null {
+  if (data.toldInResult === true) return null
+  const { outcome, feedback } = data
+  if (outcome === 'keep-planning' && typeof feedback === 'string') return { outcome, feedback }
+  return outcome === 'approved' || outcome === 'keep-planning' || outcome === 'superseded' ? { outcome } : null
+}
+
+/**
+ * The review fold after a `plan/review` (R79, R80): a request opens a review (the latest one
+ * wins); the first record of the open review's id closes it; every other record (a channel
+ * review's, a lost racing answer's) changes nothing. Returns `fold` itself when nothing changes.
+ */
+function foldReviewRecord(fold: ReviewFold, data: Record<string, unknown> | undefined, seq: number): ReviewFold {
+  if (data === undefined || typeof data.reviewId !== 'string') return fold
+  const { reviewId, outcome } = data
+  if (outcome === 'requested') {
+    if (typeof data.plan !== 'string' || typeof data.title !== 'string') return fold
+    const open: OpenPlanReview =
+      typeof data.callId === 'string'
+        ? { reviewId, title: data.title, plan: data.plan, version: seq, callId: data.callId }
+        : { reviewId, title: data.title, plan: data.plan, version: seq }
+    return { open, closed: fold.closed, news: null }
+  }
+  if (fold.open?.reviewId !== reviewId || !CLOSING_OUTCOMES.has(outcome)) return fold
+  return { open: null, closed: { reviewId, outcome: outcome as ReviewOutcome }, news: newsOf(data) }
+}
+
+/** A durable review's request record: what a log listener makes of it (R79). */
+function isReviewRequest(data: Record<string, unknown> | undefined): boolean {
+  return data?.outcome === 'requested' && typeof data.reviewId === 'string'
 }
 
 /** The projection's state: a pure fold of the log for UIs (R58). JSON data only. */
@@ -65,6 +132,8 @@ export interface PlanLogFold {
   readonly openTurn: boolean
   /** K, what the model was last told (R31): null when never told. */
   readonly told: boolean | null
+  /** Durable reviews: the open one, the last closed one, the outcome not told yet (R79–R81). */
+  readonly review: ReviewFold
   /**
    * The seq of the last event replayed (`replayPlanLog`: the log's last event, from which attach
    * follows the log), or of the last event `foldPlanLogEvent` read; -Infinity before any.
@@ -101,7 +170,12 @@ export interface PlanLogKind {
    * reaches the actor (R70).
    * @throws on a payload the chart must not believe (R61).
    */
-  readonly observe?: (data: Record<string, unknown> | undefined) => PlanModeEvent
+  readonly observe?: (data: Record<string, unknown> | undefined, seq: number) => PlanModeEvent | undefined
+  /**
+   * Its effect on the durable reviews' fold (R79–R81); returns `fold` itself when it changes
+   * nothing. Absent: reviews are unchanged.
+   */
+  readonly review?: (fold: ReviewFold, data: Record<string, unknown> | undefined, seq: number) => ReviewFold
   /** The event as a timeline line (`plan-mode inspect`, the visualizer): `detail` sums up its payload. */
   readonly describe: (data: Record<string, unknown>) => PlanLogLine
 }
@@ -143,6 +217,7 @@ function kind(spec: PlanLogKind): PlanLogKind {
     opensTurn: spec.opensTurn,
     tells: spec.tells,
     observe: spec.observe,
+    review: spec.review,
     describe: spec.describe,
   }
 }
@@ -166,9 +241,28 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
     }),
   }),
   [PLAN_REVIEW_EVENT]: kind({
-    meaning: 'A review outcome (R49); an approval told the model it left plan mode (R31) and keeps a selection of inactive (R58, R64).',
+    meaning:
+      'A review outcome (R49), or a durable review requested (R79); an approval told in its call\'s result told the model it left plan mode (R31, R81) and keeps a selection of inactive (R58, R64).',
     project: (state, data) => (data?.outcome === 'approved' ? { ...state, kept: false } : state),
-    tells: (data) => (data?.outcome === 'approved' ? false : undefined),
+    // A durable approval not given in the call's result is told at the next boundary (R81).
+    tells: (data) => (data?.outcome === 'approved' && (typeof data.reviewId !== 'string' || data.toldInResult === true) ? false : undefined),
+    review: foldReviewRecord,
+    // Durable reviews' records reach the chart: another process may have opened or answered one (R79, R80).
+    observe: (data, seq) => {
+      if (typeof data?.reviewId !== 'string') return undefined
+      if (isReviewRequest(data)) {
+        const open = foldReviewRecord(EMPTY_REVIEW_FOLD, data, seq).open
+        return open === null ? undefined : { type: 'LOG.REVIEW_REQUESTED', review: open }
+      }
+      if (!CLOSING_OUTCOMES.has(data.outcome)) return undefined
+      return {
+        type: 'LOG.REVIEW_CLOSED',
+        reviewId: data.reviewId,
+        outcome: data.outcome as ReviewOutcome,
+        ...(typeof data.feedback === 'string' ? { feedback: data.feedback } : {}),
+        toldInResult: data.toldInResult === true,
+      }
+    },
     describe: (data) => ({
       tone: 'review',
       label: `plan/review ${text(data.outcome) ?? '?'}`,
@@ -188,8 +282,10 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
     describe: () => ({ tone: 'turn', label: TURN_END_EVENT, detail: '' }),
   }),
   [REQUEST_HEADER_EVENT]: kind({
-    meaning: 'A request was derived under the logged mode: the model was told F (R30, R31).',
+    meaning: 'A request was derived under the logged mode: the model was told F (R30, R31), and what a review left to tell (R81).',
     tells: (_, active) => active,
+    // At attach, a request after a durable review's record means a boundary told its outcome (R81).
+    review: (fold) => (fold.news === null ? fold : { open: fold.open, closed: fold.closed, news: null }),
     observe: () => ({ type: 'LOG.REQUEST_HEADER' }),
     describe: (data) => ({ tone: 'log', label: REQUEST_HEADER_EVENT, detail: data.step === undefined ? '' : `step ${String(data.step)}` }),
   }),
@@ -273,6 +369,7 @@ export const EMPTY_PLAN_LOG_FOLD: PlanLogFold = Object.freeze({
   projection: EMPTY_PROJECTION,
   openTurn: false,
   told: null,
+  review: EMPTY_REVIEW_FOLD,
   lastSeq: -Infinity,
 })
 
@@ -297,6 +394,7 @@ export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLo
     projection: kind.project === undefined ? fold.projection : kind.project(fold.projection, data),
     openTurn: kind.opensTurn ?? fold.openTurn,
     told: told === undefined ? fold.told : told,
+    review: kind.review === undefined ? fold.review : kind.review(fold.review, data, event.seq),
     lastSeq: event.seq,
   }
 }
@@ -318,7 +416,7 @@ export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
  * `events[from]`, and the replay reads `events[from]` on.
  */
 export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLogFold, from: number): PlanLogFold {
-  let { projection, openTurn, told } = base
+  let { projection, openTurn, told, review } = base
   for (let i = from; i < events.length; i++) {
     const event = events[i]!
     const kind = kindOf(event.type)
@@ -328,9 +426,10 @@ export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLog
     if (kind.tells !== undefined) told = kind.tells(data, projection.active) ?? told
     if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
     if (kind.project !== undefined) projection = kind.project(projection, data)
+    if (kind.review !== undefined) review = kind.review(review, data, event.seq)
   }
   const last = events.length > from ? events[events.length - 1] : undefined
-  return { projection, openTurn, told, lastSeq: last === undefined ? base.lastSeq : last.seq }
+  return { projection, openTurn, told, review, lastSeq: last === undefined ? base.lastSeq : last.seq }
 }
 
 /** What attach rebuilds from a log (R64): F, the kept selection, the open turn and K. */
@@ -339,6 +438,7 @@ export interface PlanLogRestore {
   readonly kept: boolean | null
   readonly openTurn: boolean
   readonly told: boolean | null
+  readonly review: ReviewFold
   readonly lastSeq: number
 }
 
@@ -370,12 +470,15 @@ function restoreBackward(events: readonly SessionEvent[]): PlanLogRestore {
   /** The commands the tail settles: the latest run or done of each before the tail decides if it is open. */
   const settled = new Map<string, SessionEvent | null>()
   let unresolved = 0
+  /** The index of the last durable review request: the review fold is read forward from it. */
+  let lastRequest = -1
   let i = events.length - 1
   const decided = () => openTurn !== undefined && told !== undefined && told !== 'pending' && active !== undefined && unresolved === 0
   for (; i >= 0 && !decided(); i--) {
     const event = events[i]!
     const kind = kindOf(event.type)
     if (kind === undefined) continue
+    if (lastRequest < 0 && kind === PLAN_REVIEW_KIND && isReviewRequest(payload(event))) lastRequest = i
     if (openTurn === undefined && kind.opensTurn !== undefined) openTurn = kind.opensTurn
     if (told === undefined && kind.tells !== undefined) {
       // A header tells F as it stood just before it: known once the scan passes a plan/mode.
@@ -410,6 +513,14 @@ function restoreBackward(events: readonly SessionEvent[]): PlanLogRestore {
   for (; i >= 0; i--) {
     const event = events[i]!
     if (event.type === PLAN_MODE_EVENT) readPlanModeData(event.data) // R61: every one is checked
+    else if (lastRequest < 0 && event.type === PLAN_REVIEW_EVENT && isReviewRequest(payload(event))) lastRequest = i
+  }
+  // Nothing before the last request can change the open review or the news (R79, R81).
+  let review = EMPTY_REVIEW_FOLD
+  for (let r = Math.max(lastRequest, 0); lastRequest >= 0 && r < events.length; r++) {
+    const event = events[r]!
+    const fold = kindOf(event.type)?.review
+    if (fold !== undefined) review = fold(review, payload(event), event.seq)
   }
   let projection: PlanProjectionState = { active: active ?? false, runs: {}, kept: null }
   for (const event of settled.values()) {
@@ -426,6 +537,7 @@ function restoreBackward(events: readonly SessionEvent[]): PlanLogRestore {
     openTurn: openTurn ?? false,
     // A header with no plan/mode before it told inactive (R2).
     told: told === 'pending' ? false : (told ?? null),
+    review,
     lastSeq: last === undefined ? -Infinity : last.seq,
   }
 }
@@ -436,7 +548,7 @@ function restoreBackward(events: readonly SessionEvent[]): PlanLogRestore {
  * @throws on an invalid `plan/mode` (R61).
  */
 export function observePlanLogEvent(event: SessionEvent): PlanModeEvent | undefined {
-  return planLogKind(event.type)?.observe?.(payload(event))
+  return planLogKind(event.type)?.observe?.(payload(event), event.seq)
 }
 
 /** A log event as one timeline line, or undefined for a kind plan mode does not read. */

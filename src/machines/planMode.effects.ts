@@ -67,7 +67,13 @@ function startAppend(
   }
 }
 
-type EffectArgs = { context: { ports: PlanModePorts; review: { plan: string; title: string; result: ReviewResult | null } | null }; self: AnyActorRef }
+type EffectArgs = {
+  context: {
+    ports: PlanModePorts
+    review: { plan: string; title: string; result: ReviewResult | null; durable?: { reviewId: string; callId?: string } } | null
+  }
+  self: AnyActorRef
+}
 
 /** Appends `plan/mode {active}` (R10, R16); answers `PLAN_MODE.APPENDED` or `PLAN_MODE.APPEND_FAILED`. */
 export function appendPlanMode({ context, self }: EffectArgs, { active }: { active: boolean }): void {
@@ -79,12 +85,30 @@ export function appendPlanMode({ context, self }: EffectArgs, { active }: { acti
 
 /** Records the closed review as `plan/review` (R49); answers `REVIEW.RECORDED` or `REVIEW.RECORD_FAILED`. */
 export function recordReview({ context, self }: EffectArgs): void {
-  const { plan = '', title = '', result } = context.review ?? {}
+  const { plan = '', title = '', result, durable } = context.review ?? {}
   const data: PlanReviewData = {
     outcome: result?.outcome ?? 'failed',
+    ...(durable !== undefined ? { reviewId: durable.reviewId } : {}),
     title,
     plan,
     ...(result?.feedback !== undefined ? { feedback: result.feedback } : {}),
+    ...(result?.toldInResult === true ? { toldInResult: true } : {}),
+  }
+  startAppend(context.ports, self, PLAN_REVIEW_EVENT, data, { type: 'REVIEW.RECORDED' }, (error) => ({
+    type: 'REVIEW.RECORD_FAILED',
+    error,
+  }))
+}
+
+/** Appends a durable review's request (R79); answers `REVIEW.RECORDED` or `REVIEW.RECORD_FAILED`. */
+export function requestReview({ context, self }: EffectArgs): void {
+  const { plan = '', title = '', durable } = context.review ?? {}
+  const data: PlanReviewData = {
+    outcome: 'requested',
+    reviewId: durable?.reviewId ?? '',
+    title,
+    plan,
+    ...(durable?.callId !== undefined ? { callId: durable.callId } : {}),
   }
   startAppend(context.ports, self, PLAN_REVIEW_EVENT, data, { type: 'REVIEW.RECORDED' }, (error) => ({
     type: 'REVIEW.RECORD_FAILED',

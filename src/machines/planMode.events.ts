@@ -1,5 +1,6 @@
 import type { SetOutcome } from '../types.js'
-import type { ReviewOutcome } from '../log/kinds.js'
+import type { OpenPlanReview, ReviewNews, ReviewOutcome } from '../log/kinds.js'
+import type { ReviewAnswer } from '../types.js'
 
 /** Events the plan-mode statechart accepts, named for the domain. */
 export type PlanModeEvent =
@@ -11,7 +12,12 @@ export type PlanModeEvent =
    * `exit_plan_mode` was called with a string plan (R42). The chart checks 3–8 itself over this
    * data: the plan, the calling agent's owner, and whether the service has a review channel.
    */
-  | { type: 'REVIEW.OPEN'; plan: string; owner: unknown; hasChannel: boolean }
+  | { type: 'REVIEW.OPEN'; plan: string; owner: unknown; hasChannel: boolean; durable?: { reviewId: string; callId?: string } }
+  /**
+   * `answerReview`: the user's answer to the durable review `reviewId` (R80), read by the chart
+   * (R44, R45); `toldInResult` when the host gives the outcome to the model in the call's result (R81).
+   */
+  | { type: 'REVIEW.ANSWER'; reviewId: string; answer: ReviewAnswer; toldInResult: boolean }
   /** The exit tool call's own signal aborted (R46); `review` is the number of the review it opened. */
   | { type: 'REVIEW.ABORT'; review: number; message: string }
   /** `dispose` or `detach`: open reviews fail as reloaded, then the actor stops (R60, R63). */
@@ -21,6 +27,10 @@ export type PlanModeEvent =
   | { type: 'LOG.TURN_START' }
   | { type: 'LOG.TURN_END' }
   | { type: 'LOG.REQUEST_HEADER' }
+  /** A durable review's request (R79), the chart's own or another process's. */
+  | { type: 'LOG.REVIEW_REQUESTED'; review: OpenPlanReview }
+  /** A record closing a durable review (R80), the chart's own or another process's. */
+  | { type: 'LOG.REVIEW_CLOSED'; reviewId: string; outcome: ReviewOutcome; feedback?: string; toldInResult: boolean }
   /** The log's answer to the chart's own appends (sent back by the append effects). */
   | { type: 'PLAN_MODE.APPENDED' }
   | { type: 'PLAN_MODE.APPEND_FAILED'; error: unknown }
@@ -28,6 +38,8 @@ export type PlanModeEvent =
   | { type: 'REVIEW.RECORD_FAILED'; error: unknown }
   /** Raised by the chart itself. */
   | { type: 'REVIEW.APPROVED' }
+  /** The review closed; a selection deferred behind it follows (R48). */
+  | { type: 'REVIEW.CONCLUDED' }
   | { type: 'BOUNDARY.RESOLVED' }
   /** The close timeout expired: the work still in flight is no longer waited for (R73). */
   | { type: 'ABANDONED' }
@@ -42,6 +54,8 @@ export interface ReviewResult {
   error?: string
   /** The non-blank custom text of a keep-planning answer (R45). */
   feedback?: string
+  /** A durable review's outcome the host gives the model in the call's result (R81). */
+  toldInResult?: boolean
 }
 
 /**
@@ -52,10 +66,14 @@ export type OperationResult =
   | { operation: 'select'; outcome: SetOutcome }
   /** The idle append failed: `set` rejects with the log's own error (R11). */
   | { operation: 'select'; error: unknown }
-  | { operation: 'boundary'; active: boolean; notice: NoticeKind | null }
+  | { operation: 'boundary'; active: boolean; notice: NoticeKind | null; news: ReviewNews | null }
   /** R42's checks refused the review; nothing changed. */
   | { operation: 'review'; refused: string }
   /** The review is open; its call waits for `closedReview.number` to equal `number`. */
   | { operation: 'review'; opened: number }
+  /** `answerReview` was refused (R80); nothing changed. */
+  | { operation: 'answer'; refused: string }
+  /** The answer is being recorded; `answerReview` waits for `closedReview.number` to equal `number`. */
+  | { operation: 'answer'; answering: number }
   /** A reload or detach abandoned the work the operation waited for (R73). */
   | { operation: 'abandoned'; error: string }

@@ -4,13 +4,25 @@ import {
   UNATTACHED_PORTS,
   appendPlanMode,
   askReview,
+  requestReview,
   forgetPending,
   recordReview,
   rememberPending,
   warn,
   type PlanModePorts,
 } from './planMode.effects.js'
-import { REVIEW_MESSAGES, isTooLarge, lacksLeadingHeading, planTitle } from '../plan/review.js'
+import {
+  REVIEW_MESSAGES,
+  answerClosedMessage,
+  answerNotOpenMessage,
+  errorMessage,
+  isTooLarge,
+  keepPlanningMessage,
+  lacksLeadingHeading,
+  planTitle,
+  readReviewAnswer,
+} from '../plan/review.js'
+import type { ReviewNews, ReviewOutcome } from '../log/kinds.js'
 import type { SetOutcome } from '../types.js'
 
 /**
@@ -37,11 +49,19 @@ export interface PlanModeContext {
   /** K: what the model was last told about the mode; null before anything was told (R30). */
   told: boolean | null
   /** The open review: its plan, title, and once decided, how it ends. */
-  review: { number: number; plan: string; title: string; result: ReviewResult | null } | null
+  review: OpenReview | null
   /** How many reviews this actor opened: numbers them, so each exit call finds its own. */
   reviews: number
-  /** The last review closed, for the exit call that opened it (R47–R49). */
-  closedReview: { number: number; result: ReviewResult } | null
+  /**
+   * The last review closed, for the exit call that opened it or the answer that closed it
+   * (R47–R49, R80): `lost` when the log holds another answer first (R80); `failed` when an
+   * answer's record failed and the review stays open.
+   */
+  closedReview: { number: number; result: ReviewResult; lost?: boolean; failed?: unknown } | null
+  /** The last durable review closed, for refusing a late answer (R80). */
+  lastClosed: { reviewId: string; outcome: ReviewOutcome } | null
+  /** A durable review's outcome the model has not been told yet: the next boundary tells it (R81). */
+  news: ReviewNews | null
   /** A selection that closed a review and waits for the review's record to land (R48). */
   deferredSelection: boolean | null
   /** The result of the latest operation (a new object each time). */
@@ -50,6 +70,21 @@ export interface PlanModeContext {
   closeTimeout: number
   /** The agent's ports (bound at attach; see `planMode.effects.ts`). */
   ports: PlanModePorts
+}
+
+/** An open review. A durable one (R79) has the `durable` part: the log holds it, not this actor. */
+export interface OpenReview {
+  number: number
+  plan: string
+  title: string
+  result: ReviewResult | null
+  durable?: { reviewId: string; callId?: string; version?: number }
+  /** The outcome being recorded is an answer given through `answerReview` (R80). */
+  answering?: boolean
+  /** The first record of this review the log held while ours was in flight: it wins (R80). */
+  recorded?: ReviewResult
+  /** Our record came after another one of this review: the answer lost (R80). */
+  lost?: boolean
 }
 
 /** The bounded wait of a reload or detach when the host configures none (R73). */
@@ -65,8 +100,35 @@ export function initialContext(
   ports: PlanModePorts,
   told: boolean | null,
   closeTimeout: number = DEFAULT_CLOSE_TIMEOUT_MS,
+  reviews: Pick<PlanModeContext, 'review' | 'lastClosed' | 'news'> = { review: null, lastClosed: null, news: null },
 ): PlanModeContext {
-  return { told, review: null, reviews: 0, closedReview: null, deferredSelection: null, result: null, closeTimeout, ports }
+  return {
+    told,
+    review: reviews.review,
+    reviews: reviews.review === null ? 0 : reviews.review.number,
+    closedReview: null,
+    lastClosed: reviews.lastClosed,
+    news: reviews.news,
+    deferredSelection: null,
+    result: null,
+    closeTimeout,
+    ports,
+  }
+}
+
+/** What a closed review leaves the model to hear at the next boundary, if anything (R81). */
+function newsOf(result: ReviewResult): ReviewNews | null {
+  if (result.toldInResult) return null
+  if (result.outcome === 'keep-planning') return result.feedback === undefined ? { outcome: result.outcome } : { outcome: result.outcome, feedback: result.feedback }
+  return result.outcome === 'approved' || result.outcome === 'superseded' ? { outcome: result.outcome } : null
+}
+
+/** A recorded outcome as a review result: what a call would have failed with (R45, R48). */
+function resultOfRecord(outcome: ReviewOutcome, feedback: string | undefined, toldInResult: boolean): ReviewResult {
+  const told = toldInResult ? { toldInResult } : {}
+  if (outcome === 'approved') return { outcome, ...told }
+  if (outcome === 'keep-planning') return { outcome, error: keepPlanningMessage(feedback), ...(feedback === undefined ? {} : { feedback }), ...told }
+  return { outcome, error: outcome === 'superseded' ? REVIEW_MESSAGES.superseded : REVIEW_MESSAGES.reloaded, ...told }
 }
 
 /** The tag of every state in which a log append is in flight. */
@@ -108,14 +170,14 @@ function boundaryAnswers(active: boolean) {
   return {
     STEP_BOUNDARY: [
       { guard: 'isAborted' as const, actions: reportQuietBoundary(active) },
-      { guard: and(['hasNoPendingSelection', wasTold(active)]), actions: reportQuietBoundary(active) },
+      { guard: and(['hasNoPendingSelection', wasTold(active), 'hasNoNews']), actions: reportQuietBoundary(active) },
       { guard: 'hasNoPendingSelection' as const, actions: narrate(active) },
     ],
-    'BOUNDARY.RESOLVED': [{ guard: wasTold(active), actions: reportQuietBoundary(active) }, { actions: narrate(active) }],
+    'BOUNDARY.RESOLVED': [{ guard: and([wasTold(active), 'hasNoNews']), actions: reportQuietBoundary(active) }, { actions: narrate(active) }],
     // The boundary's flush landed: F already follows it (the log reported it first), so the mode
     // region answers in the same microstep as the intent region drops P (R16, R18).
     'PLAN_MODE.APPENDED': [
-      { guard: and(['isFlushing', wasTold(active)]), actions: reportQuietBoundary(active) },
+      { guard: and(['isFlushing', wasTold(active), 'hasNoNews']), actions: reportQuietBoundary(active) },
       { guard: 'isFlushing' as const, actions: narrate(active) },
     ],
     // R19: the flush failed; the step runs as logged, and tells nothing.
@@ -163,9 +225,26 @@ const planModeSetup = setup({
       stateIn('#planMode.intent.pending.leaving.committing'),
       stateIn('#planMode.intent.pending.leaving.flushing'),
     ]),
-    /** A review is open and its outcome is not decided: a user switch closes it (R48). */
+    /** A review is open and its outcome is not decided: a user switch closes it (R48, R80). */
     canSupersedeReview: stateIn('#planMode.review.open.undecided'),
-    hasOpenReview: stateIn('#planMode.review.open'),
+    /** No durable review's outcome waits to be told (R81). */
+    hasNoNews: ({ context }) => context.news === null,
+    /** The exit call opens a durable review: the log holds it (R79). */
+    opensDurably: ({ event }) => event.type === 'REVIEW.OPEN' && event.durable !== undefined,
+    /** The answer names the open durable review (R80). */
+    answersThisReview: ({ context, event }) => event.type === 'REVIEW.ANSWER' && context.review?.durable?.reviewId === event.reviewId,
+    /** A record of the open durable review (R80); the first one the log holds closes it. */
+    closesThisReview: ({ context, event }) => event.type === 'LOG.REVIEW_CLOSED' && context.review?.durable?.reviewId === event.reviewId,
+    /** Another durable review's request: the latest one is open (R79). */
+    requestsAnotherReview: ({ context, event }) =>
+      event.type === 'LOG.REVIEW_REQUESTED' && context.review?.durable?.reviewId !== event.review.reviewId,
+    /** The record in flight is an answer (R80): when it fails, the answer fails and the review stays open. */
+    isAnswering: ({ context }) => context.review?.answering === true,
+    /** The log holds a record of this review from another process (R80). */
+    hasNotedRecord: ({ context }) => context.review?.recorded !== undefined,
+    /** The model hears this approval in the call's result (a channel review's, or told in the result: R47, R81). */
+    isToldApproval: ({ context }) =>
+      context.review?.result?.outcome === 'approved' && (context.review.durable === undefined || context.review.result.toldInResult === true),
     /** R42.4 */
     lacksLeadingHeading: ({ event }) => event.type === 'REVIEW.OPEN' && lacksLeadingHeading(event.plan),
     /** R42.5 */
@@ -180,12 +259,20 @@ const planModeSetup = setup({
     /** An abort closes only the review its own call opened (a late abort of an earlier call is ignored). */
     isAbortOfThisReview: ({ context, event }) => event.type === 'REVIEW.ABORT' && context.review?.number === event.review,
     hasDeferredSelection: ({ context }) => context.deferredSelection !== null,
-    /** Nothing is in flight: no review, no selection still to replay, no append (R60, R63: the actor may stop). */
-    hasNoWorkInFlight: and([stateIn('#planMode.review.idle'), not('hasDeferredSelection'), not('isSelectionAppending')]),
+    /**
+     * Nothing is in flight: no review but one the log holds, no selection still to replay, no
+     * append (R60, R63, R79: the actor may stop).
+     */
+    hasNoWorkInFlight: and([
+      or([stateIn('#planMode.review.idle'), stateIn('#planMode.review.open.undecided.awaiting')]),
+      not('hasDeferredSelection'),
+      not('isSelectionAppending'),
+    ]),
   },
   actions: {
     appendPlanMode,
     recordReview,
+    requestReview,
     warn,
     rememberPending,
     forgetPending,
@@ -200,13 +287,16 @@ const planModeSetup = setup({
      * was told otherwise before (R30, R32, R35, R36); K := the state in force.
      */
     narrate: assign(({ context }, { active }: { active: boolean }) => {
+      // A durable review's outcome goes first (R81); an approval is not told to a model that the
+      // user put back in plan mode, and when told it says plan mode is off, so no leaving notice.
+      const news = context.news !== null && !(context.news.outcome === 'approved' && active) ? context.news : null
       const notice: NoticeKind | null =
-        context.told !== null && context.told !== active ? (active ? 'entering' : 'leaving') : null
-      return { told: active, result: { operation: 'boundary' as const, active, notice } }
+        context.told !== null && context.told !== active && news?.outcome !== 'approved' ? (active ? 'entering' : 'leaving') : null
+      return { told: active, news: null, result: { operation: 'boundary' as const, active, notice, news } }
     }),
     /** The boundary's result without telling anything, K unchanged (R15, R19). */
     reportQuietBoundary: assign((_, { active }: { active: boolean }) => ({
-      result: { operation: 'boundary' as const, active, notice: null },
+      result: { operation: 'boundary' as const, active, notice: null, news: null },
     })),
     /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
     assignTold: assign((_, { active }: { active: boolean }) => ({ told: active })),
@@ -215,13 +305,75 @@ const planModeSetup = setup({
     openReview: assign(({ context, event }) => {
       if (event.type !== 'REVIEW.OPEN') return {}
       const number = context.reviews + 1
+      const review: OpenReview = { number, plan: event.plan, title: planTitle(event.plan) ?? 'Plan', result: null }
+      if (event.durable !== undefined) review.durable = { ...event.durable }
       return {
         reviews: number,
-        review: { number, plan: event.plan, title: planTitle(event.plan) ?? 'Plan', result: null },
+        review,
         deferredSelection: null,
+        // A new request: whatever the model had not heard was told before it asked again (R81).
+        ...(event.durable !== undefined ? { news: null } : {}),
         result: { operation: 'review' as const, opened: number },
       }
     }),
+    /** The log reported our request record: its seq is the review's version (R79). */
+    noteRequestSeq: assign(({ context, event }) => {
+      if (event.type !== 'LOG.REVIEW_REQUESTED' || context.review?.durable === undefined) return {}
+      return { review: { ...context.review, durable: { ...context.review.durable, version: event.review.version } } }
+    }),
+    /** The request record failed: nothing is open and the call fails with the log's error (R79). */
+    failRequest: assign(({ context, event }) => ({
+      closedReview: {
+        number: context.review?.number ?? 0,
+        result: { outcome: 'failed' as const, error: errorMessage((event as { error?: unknown }).error) },
+      },
+      review: null,
+    })),
+    /** A durable review the log holds open, requested by another process or restored (R79). */
+    adoptReview: assign(({ context, event }) => {
+      if (event.type !== 'LOG.REVIEW_REQUESTED') return {}
+      const number = context.reviews + 1
+      const { reviewId, title, plan, version, callId } = event.review
+      const durable = callId === undefined ? { reviewId, version } : { reviewId, version, callId }
+      return { reviews: number, review: { number, plan, title, result: null, durable }, news: null }
+    }),
+    /** `answerReview` names no open durable review (R80): refused, nothing changes. */
+    refuseAnswer: assign(({ context, event }) => {
+      if (event.type !== 'REVIEW.ANSWER') return {}
+      const { lastClosed } = context
+      const refused =
+        lastClosed?.reviewId === event.reviewId ? answerClosedMessage(event.reviewId, lastClosed.outcome) : answerNotOpenMessage(event.reviewId)
+      return { result: { operation: 'answer' as const, refused } }
+    }),
+    /** The answer, read as R44 and R45 read a channel's (R80). */
+    decideAnswer: assign(({ context, event }) => {
+      if (event.type !== 'REVIEW.ANSWER' || context.review === null) return {}
+      const verdict = readReviewAnswer(event.answer)
+      const told = event.toldInResult ? { toldInResult: true } : {}
+      const result: ReviewResult =
+        verdict.outcome === 'approved'
+          ? { outcome: 'approved', ...told }
+          : { ...resultOfRecord('keep-planning', verdict.feedback, false), ...told }
+      return {
+        review: { ...context.review, result, answering: true },
+        result: { operation: 'answer' as const, answering: context.review.number },
+      }
+    }),
+    /** Another process recorded the open review's outcome: it closes with that outcome (R80). */
+    adoptOutcome: assign(({ context, event }) => {
+      if (event.type !== 'LOG.REVIEW_CLOSED' || context.review === null) return {}
+      return { review: { ...context.review, result: resultOfRecord(event.outcome, event.feedback, event.toldInResult) } }
+    }),
+    /** The log holds a record of this review while ours is in flight: the first one wins (R80). */
+    noteRecorded: assign(({ context, event }) => {
+      if (event.type !== 'LOG.REVIEW_CLOSED' || context.review === null || context.review.recorded !== undefined) return {}
+      return { review: { ...context.review, recorded: resultOfRecord(event.outcome, event.feedback, event.toldInResult) } }
+    }),
+    /** An answer's record failed: the answer fails with the log's error, the review stays open (R80). */
+    failAnswer: assign(({ context, event }) => ({
+      closedReview: { number: context.review?.number ?? 0, result: { outcome: 'failed' as const }, failed: (event as { error?: unknown }).error },
+      review: context.review && { number: context.review.number, plan: context.review.plan, title: context.review.title, result: null, durable: context.review.durable! },
+    })),
     /** The user's answer, as the ask effect read it (R44–R46). */
     decideReview: assign(({ context, event }) => {
       const result = (event as { output?: ReviewResult }).output ?? { outcome: 'failed', error: REVIEW_MESSAGES.unreadableFailure }
@@ -240,18 +392,39 @@ const planModeSetup = setup({
         deferredSelection: event.type === 'SELECT' ? event.active : null,
       }
     }),
-    /** The exit call that opened the review resolves with its result (R47–R49). */
-    concludeReview: assign(({ context }) => ({
-      closedReview: {
-        number: context.review?.number ?? 0,
-        result: context.review?.result ?? { outcome: 'failed' as const, error: REVIEW_MESSAGES.unreadableFailure },
-      },
-      review: null,
-    })),
+    /**
+     * The record landed (R49, R80). When the log held another record of this durable review
+     * first, that one is the outcome and ours lost.
+     */
+    settleRecord: assign(({ context }) => {
+      const review = context.review
+      const recorded = review?.recorded
+      const own = review?.result
+      if (review === null || recorded === undefined || own == null) return {}
+      if (recorded.outcome === own.outcome && recorded.feedback === own.feedback) return {}
+      return { review: { ...review, result: recorded, lost: true } }
+    }),
+    /** The exit call that opened the review resolves with its result (R47–R49); a durable review's is remembered (R80, R81). */
+    concludeReview: assign(({ context }) => {
+      const review = context.review
+      const result = review?.result ?? { outcome: 'failed' as const, error: REVIEW_MESSAGES.unreadableFailure }
+      const lost = (review as { lost?: boolean } | null)?.lost === true
+      const closedReview = { number: review?.number ?? 0, result, ...(lost ? { lost } : {}) }
+      if (review?.durable === undefined) return { closedReview, review: null }
+      const news = newsOf(result)
+      return {
+        closedReview,
+        review: null,
+        lastClosed: { reviewId: review.durable.reviewId, outcome: result.outcome },
+        ...(news !== null ? { news } : {}),
+      }
+    }),
     /** P is resolved for this step: the mode region answers under F, the state in force (R18). */
     resolveBoundary: raise({ type: 'BOUNDARY.RESOLVED' } as const),
     /** Consent: the intent follows (R47). */
     raiseApproval: raise({ type: 'REVIEW.APPROVED' } as const),
+    /** The review is closed: a selection that closed it, if one did, follows next (R48). */
+    raiseConcluded: raise({ type: 'REVIEW.CONCLUDED' } as const),
     /** The selection that closed the review now follows R8–R10 (R48). */
     replayDeferredSelection: raise(({ context }) => ({ type: 'SELECT' as const, active: context.deferredSelection === true })),
     clearDeferredSelection: assign({ deferredSelection: null }),
@@ -404,13 +577,19 @@ export const planModeMachine = planModeSetup.createMachine({
           on: {
             // The selection that closed the review is being replayed (R48); until it is
             // handled, a closing agent waits for it (R63).
+            'REVIEW.CONCLUDED': { guard: 'hasDeferredSelection', actions: 'replayDeferredSelection' },
             SELECT: { guard: 'hasDeferredSelection', actions: 'clearDeferredSelection' },
             'REVIEW.OPEN': [
               ...PLAN_CHECKS,
               { guard: 'isOwnedByAnotherAgent', actions: refuseReview(REVIEW_MESSAGES.ownedAgent) },
+              // R79: the log is the channel; check 8 does not apply.
+              { guard: 'opensDurably', target: 'open.requesting', actions: 'openReview' },
               { guard: 'lacksReviewChannel', actions: refuseReview(REVIEW_MESSAGES.noChannel) },
               { target: 'open', actions: 'openReview' },
             ],
+            // Another process opened a durable review: the log holds it open here too (R79).
+            'LOG.REVIEW_REQUESTED': { target: 'open.undecided.awaiting', actions: 'adoptReview' },
+            'REVIEW.ANSWER': { actions: 'refuseAnswer' },
           },
         },
         /** A review call is in progress: the exit tool's call resolves when this is left. */
@@ -421,8 +600,23 @@ export const planModeMachine = planModeSetup.createMachine({
             'REVIEW.OPEN': [...PLAN_CHECKS, { actions: refuseReview(REVIEW_MESSAGES.alreadyOpen) }],
             // R73: its record never settled; the call fails as reloaded.
             ABANDONED: { target: '#planMode.review.idle', actions: 'abandonReview' },
+            // R80: only an open durable review takes an answer (see `awaiting`).
+            'REVIEW.ANSWER': { actions: 'refuseAnswer' },
           },
           states: {
+            /**
+             * A durable review's request is being appended (R79); the call resolves, submitted,
+             * once it landed. A reload waits for it (R60): the review then stays open in the log.
+             */
+            requesting: {
+              tags: [APPENDING_TAG],
+              entry: 'requestReview',
+              on: {
+                'LOG.REVIEW_REQUESTED': { guard: not('requestsAnotherReview'), actions: 'noteRequestSeq' },
+                'REVIEW.RECORDED': 'undecided.awaiting',
+                'REVIEW.RECORD_FAILED': { target: '#planMode.review.idle', actions: 'failRequest' },
+              },
+            },
             /**
              * The outcome is not decided yet. A user switch (R48), the call's abort (R46) or a
              * reload (R60, R63) closes the review here; an answer that comes later is ignored.
@@ -432,7 +626,6 @@ export const planModeMachine = planModeSetup.createMachine({
               on: {
                 SELECT: { guard: not('selectsEffectiveMode'), target: 'recording', actions: 'closeReview' },
                 'REVIEW.ABORT': { guard: 'isAbortOfThisReview', target: 'recording', actions: 'closeReview' },
-                RELOAD: { target: 'recording', actions: 'closeReview' },
               },
               states: {
                 /** Waits for the user's answer. Leaving this state aborts the question's signal (R43). */
@@ -442,6 +635,7 @@ export const planModeMachine = planModeSetup.createMachine({
                     input: ({ context }) => ({ ports: context.ports, plan: context.review?.plan ?? '' }),
                     onDone: { target: 'answered', actions: 'decideReview' },
                   },
+                  on: { RELOAD: { target: '#planMode.review.open.recording', actions: 'closeReview' } },
                 },
                 /**
                  * The user answered while a selection's append was in flight: the answer is
@@ -449,6 +643,19 @@ export const planModeMachine = planModeSetup.createMachine({
                  */
                 answered: {
                   always: { guard: not('isSelectionAppending'), target: '#planMode.review.open.recording' },
+                  on: { RELOAD: { target: '#planMode.review.open.recording', actions: 'closeReview' } },
+                },
+                /**
+                 * A durable review: the log holds it open, in every process attached to the log,
+                 * until an answer (R80), a user switch (R48) or another process's record closes
+                 * it. A reload leaves it open (R79).
+                 */
+                awaiting: {
+                  on: {
+                    'REVIEW.ANSWER': { guard: 'answersThisReview', target: '#planMode.review.open.recording', actions: 'decideAnswer' },
+                    'LOG.REVIEW_CLOSED': { guard: 'closesThisReview', target: '#planMode.review.open.recorded', actions: 'adoptOutcome' },
+                    'LOG.REVIEW_REQUESTED': { guard: 'requestsAnotherReview', target: 'awaiting', reenter: true, actions: 'adoptReview' },
+                  },
                 },
               },
             },
@@ -457,11 +664,17 @@ export const planModeMachine = planModeSetup.createMachine({
               tags: [APPENDING_TAG],
               entry: 'recordReview',
               on: {
-                'REVIEW.RECORDED': 'recorded',
-                'REVIEW.RECORD_FAILED': {
-                  target: 'recorded',
-                  actions: { type: 'warn', params: { message: 'plan-mode: review record failed' } },
-                },
+                'REVIEW.RECORDED': { target: 'recorded', actions: 'settleRecord' },
+                'LOG.REVIEW_CLOSED': { guard: 'closesThisReview', actions: 'noteRecorded' },
+                'REVIEW.RECORD_FAILED': [
+                  // R80: an answer that could not be recorded changes nothing; the review stays
+                  // open, unless the log holds another process's record of it by now.
+                  { guard: and(['isAnswering', not('hasNotedRecord')]), target: 'undecided.awaiting', actions: 'failAnswer' },
+                  {
+                    target: 'recorded',
+                    actions: [{ type: 'warn', params: { message: 'plan-mode: review record failed' } }, 'settleRecord'],
+                  },
+                ],
               },
             },
             /** Transient: consent applies, the call resolves, a deferred selection follows (R47, R48). */
@@ -469,16 +682,13 @@ export const planModeMachine = planModeSetup.createMachine({
               always: [
                 // Consent: K := inactive (the tool result tells the model), the intent follows (R47).
                 {
-                  guard: 'isApproved',
+                  guard: 'isToldApproval',
                   target: '#planMode.review.idle',
-                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'concludeReview'],
+                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'concludeReview', 'raiseConcluded'],
                 },
-                {
-                  guard: 'hasDeferredSelection',
-                  target: '#planMode.review.idle',
-                  actions: ['concludeReview', 'replayDeferredSelection'],
-                },
-                { target: '#planMode.review.idle', actions: 'concludeReview' },
+                // A durable approval the model has not heard: the next boundary tells it (R81).
+                { guard: 'isApproved', target: '#planMode.review.idle', actions: ['raiseApproval', 'concludeReview', 'raiseConcluded'] },
+                { target: '#planMode.review.idle', actions: ['concludeReview', 'raiseConcluded'] },
               ],
             },
           },

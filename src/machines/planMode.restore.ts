@@ -1,13 +1,13 @@
 import type { Snapshot } from 'xstate'
 import type { PlanLogRestore } from '../log/kinds.js'
 import type { PlanModePorts } from './planMode.effects.js'
-import { initialContext } from './planMode.machine.js'
+import { initialContext, type OpenReview } from './planMode.machine.js'
 
 /**
  * The chart's state rebuilt from a replayed log (R64), as a persisted snapshot: what
  * `createActor(planModeMachine, { snapshot })` restores, exactly as it would restore one read
- * from storage. No entry action runs and nothing is appended; no review is open (a review never
- * outlives a reload, R60).
+ * from storage. No entry action runs and nothing is appended. A review the channel asked about
+ * never outlives a reload (R60); a durable one the log holds open is open again (R79).
  *
  * The actor keeps the object it was restored from for its lifetime, so everything in it that
  * does not depend on the agent is shared: one frozen state value per configuration, one empty
@@ -17,14 +17,16 @@ import { initialContext } from './planMode.machine.js'
 const EMPTY = Object.freeze({})
 const values = new Map<string, object>()
 
-function stateValue(active: boolean, openTurn: boolean, pending: boolean | null): object {
-  const key = `${active}${openTurn}${pending}`
+const AWAITING = Object.freeze({ open: Object.freeze({ undecided: 'awaiting' }) })
+
+function stateValue(active: boolean, openTurn: boolean, pending: boolean | null, reviewing: boolean): object {
+  const key = `${active}${openTurn}${pending}${reviewing}`
   let value = values.get(key)
   if (value === undefined) {
     value = Object.freeze({
       mode: active ? 'active' : 'inactive',
       turn: openTurn ? 'open' : 'idle',
-      review: 'idle',
+      review: reviewing ? AWAITING : 'idle',
       intent: pending === null ? 'logged' : Object.freeze({ pending: Object.freeze({ [pending ? 'entering' : 'leaving']: 'queued' }) }),
       lifecycle: 'serving',
     })
@@ -46,10 +48,15 @@ export function restoreSnapshot(
   closeTimeout: number,
 ): Snapshot<unknown> {
   const active = fold.active
+  const { open, closed, news } = fold.review
+  const review: OpenReview | null =
+    open === null
+      ? null
+      : { number: 1, plan: open.plan, title: open.title, result: null, durable: open.callId === undefined ? { reviewId: open.reviewId, version: open.version } : { reviewId: open.reviewId, version: open.version, callId: open.callId } }
   return {
     status: 'active',
-    value: stateValue(active, fold.openTurn, pending === active ? null : pending),
-    context: initialContext(ports, fold.told, closeTimeout),
+    value: stateValue(active, fold.openTurn, pending === active ? null : pending, review !== null),
+    context: initialContext(ports, fold.told, closeTimeout, { review, lastClosed: closed, news }),
     children: EMPTY,
     historyValue: EMPTY,
   } as unknown as Snapshot<unknown>

@@ -1,6 +1,6 @@
 import type { SnapshotFrom } from 'xstate'
 import { APPENDING_TAG, EFFECTIVELY_ACTIVE, type planModeMachine } from './planMode.machine.js'
-import type { PlanModeState } from '../types.js'
+import type { OpenReviewView, PlanModeState } from '../types.js'
 
 /**
  * The chart's snapshot as callers see it: the only place outside the chart that reads its state
@@ -45,6 +45,21 @@ export function isEffectivelyActive(snapshot: PlanModeSnapshot): boolean {
   return EFFECTIVELY_ACTIVE.some((value) => snapshot.matches(value))
 }
 
+/** A durable review is open and waits for its answer: the log holds it (R79). */
+function isAwaitingReview(snapshot: PlanModeSnapshot): boolean {
+  return snapshot.matches({ review: { open: { undecided: 'awaiting' } } })
+}
+
+/** The open durable review, as `openReview` returns it (R79), or null. */
+export function openDurableReview(snapshot: PlanModeSnapshot): OpenReviewView | null {
+  const review = snapshot.context.review
+  if (review?.durable === undefined || !isAwaitingReview(snapshot)) return null
+  const { reviewId, version = 0, callId } = review.durable
+  const view: OpenReviewView = { reviewId, title: review.title, plan: review.plan, version }
+  if (callId !== undefined) view.callId = callId
+  return view
+}
+
 /** A log append is in flight: the next operation waits (§1). */
 export function isAppending(snapshot: PlanModeSnapshot): boolean {
   return snapshot.hasTag(APPENDING_TAG)
@@ -70,7 +85,8 @@ export function canLeaveMemory(snapshot: PlanModeSnapshot, keepsPending: boolean
   return (
     snapshot.status === 'active' &&
     value.lifecycle === 'serving' &&
-    value.review === 'idle' &&
+    // A durable review is the log's to hold (R79).
+    (value.review === 'idle' || isAwaitingReview(snapshot)) &&
     snapshot.context.deferredSelection === null &&
     !isAppending(snapshot) &&
     (keepsPending || value.intent === 'logged')

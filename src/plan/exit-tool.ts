@@ -8,6 +8,13 @@ export const EXIT_PLAN_MODE = 'exit_plan_mode'
 export const EXIT_PLAN_MODE_DESCRIPTION =
   'Use only in plan mode. Present your plan for the user\'s review and, on approval, leave plan mode. Send the COMPLETE plan as markdown, starting with a # heading that names it. The user may approve (carry out the plan from your next step) or keep planning — their feedback comes back in the tool result; revise and present again.'
 
+/** What the model is given when a durable review's request is recorded (R79). */
+export const EXIT_PLAN_MODE_SUBMITTED_TEXT =
+  'Your plan is now with the user for review. Stop here: do not call more tools or continue the work. Their answer comes in a later message.'
+
+/** What `execute` resolves with: consent (R47), or a durable review's request recorded (R79). */
+export type ExitToolResult = { approved: true } | { submitted: true; reviewId: string }
+
 /** The text a host shows the model when the tool succeeds (R50). */
 export const EXIT_PLAN_MODE_RESULT_TEXT =
   'Plan approved — plan mode exited; carry out the plan starting with your next step.'
@@ -79,6 +86,8 @@ export interface ExitToolContext {
   agent?: PlanAgent
   /** The tool call's abort signal: aborting it closes the review and fails the call (R46). */
   signal?: AbortSignal
+  /** The framework's id of this tool call: a durable review records it (R79). */
+  callId?: string
 }
 
 /**
@@ -95,15 +104,21 @@ export interface ExitPlanModeTool {
   readonly parameters: ExitPlanModeParameters
   /** The output's JSON Schema (R41), for frameworks that declare one; frozen. */
   readonly outputSchema: ExitPlanModeOutputSchema
-  /** What to show the model when `execute` resolves (R50). */
+  /** What to show the model when `execute` resolves `{ approved: true }` (R50). */
   readonly resultText: string
+  /** What to show the model when `execute` resolves `{ submitted: true, reviewId }` (R79). */
+  readonly submittedText: string
+  /** How the service opens reviews (R78): adapters with their own approval flow use it for durable ones. */
+  readonly reviews: 'channel' | 'durable'
   /**
    * Opens the user's review; resolves `{ approved: true }` on consent, and otherwise rejects with
    * an `Error` whose `message` is the text for the model (a failed check, keep planning with the
    * user's feedback, a dismissal: R42–R49). On any framework, hand the model `resultText` on
-   * success and the rejection's `message` on failure, as the tool's result.
+   * success and the rejection's `message` on failure, as the tool's result. A service with
+   * durable reviews resolves `{ submitted: true, reviewId }` once the request is logged: hand the
+   * model `submittedText` (R79).
    */
-  execute(args: unknown, context: ExitToolContext): Promise<{ approved: true }>
+  execute(args: unknown, context: ExitToolContext): Promise<ExitToolResult>
   /** A card for the call: the plan under its title (R51). */
   presentCall(args: unknown): Card
   /** A card for the result (R51). */
@@ -117,13 +132,15 @@ export function planArgument(args: unknown): string | undefined {
 }
 
 /** Builds the tool around the facade's `execute`; everything else is pure (R60: keeps working). */
-export function createExitTool(execute: ExitPlanModeTool['execute']): ExitPlanModeTool {
+export function createExitTool(execute: ExitPlanModeTool['execute'], reviews: 'channel' | 'durable' = 'channel'): ExitPlanModeTool {
   return {
+    reviews,
     name: EXIT_PLAN_MODE,
     description: EXIT_PLAN_MODE_DESCRIPTION,
     parameters: EXIT_PLAN_MODE_PARAMETERS,
     outputSchema: EXIT_PLAN_MODE_OUTPUT_SCHEMA,
     resultText: EXIT_PLAN_MODE_RESULT_TEXT,
+    submittedText: EXIT_PLAN_MODE_SUBMITTED_TEXT,
     execute,
     presentCall(args) {
       const plan = planArgument(args) ?? ''

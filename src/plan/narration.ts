@@ -9,7 +9,11 @@ export const NOTICE_TEXTS: Readonly<Record<NoticeKind, string>> = {
 
 /** A notice as a user message with a fresh id (R34). */
 export function createNotice(kind: NoticeKind): UserMessage {
-  const text = NOTICE_TEXTS[kind]
+  return createNarration(NOTICE_TEXTS[kind])
+}
+
+/** Any text plan mode tells the model at a boundary (a notice, a review's outcome: R34, R81) as a user message. */
+export function createNarration(text: string): UserMessage {
   return {
     id: globalThis.crypto.randomUUID(),
     role: 'user',

@@ -97,6 +97,45 @@ export function readReviewAnswer(answer: ReviewAnswer | undefined): ReviewVerdic
   return isBlank(custom) ? { outcome: 'keep-planning' } : { outcome: 'keep-planning', feedback: custom! }
 }
 
+/** `answerReview` names no open durable review (R80). */
+export function answerNotOpenMessage(reviewId: string): string {
+  return `no plan review ${reviewId} is open for this agent; nothing was changed`
+}
+
+/** `answerReview` names the durable review closed last (R80). */
+export function answerClosedMessage(reviewId: string, outcome: string): string {
+  return `plan review ${reviewId} is already closed (${outcome}); nothing was changed`
+}
+
+/** `answerReview` with an answer of the wrong shape (R80). */
+export const MALFORMED_ANSWER_MESSAGE =
+  "answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string }] }; nothing was changed"
+
+/** Whether `answer` has the shape of a `ReviewAnswer` (R80); what it means is R44's and R45's to say. */
+export function isWellFormedAnswer(answer: unknown): answer is ReviewAnswer {
+  const answers = (answer as ReviewAnswer | null | undefined)?.answers
+  if (typeof answer !== 'object' || answer === null || !Array.isArray(answers)) return false
+  return answers.every(
+    (item) =>
+      typeof item === 'object' &&
+      item !== null &&
+      typeof item.id === 'string' &&
+      Array.isArray(item.selected) &&
+      item.selected.every((label: unknown) => typeof label === 'string') &&
+      (item.custom === undefined || typeof item.custom === 'string'),
+  )
+}
+
+/** The text a durable approval tells the model at the next step boundary (R81). */
+export const APPROVED_NEWS_TEXT = 'The user approved your plan and plan mode is off; carry out the plan, starting now.'
+
+/** What the model is told, at a step boundary, of a durable review's outcome (R81). */
+export function newsText(news: { outcome: 'approved' | 'keep-planning' | 'superseded'; feedback?: string }): string {
+  if (news.outcome === 'approved') return APPROVED_NEWS_TEXT
+  if (news.outcome === 'superseded') return REVIEW_MESSAGES.superseded
+  return keepPlanningMessage(news.feedback)
+}
+
 /** The message a keep-planning answer fails the call with (R45). */
 export function keepPlanningMessage(feedback: string | undefined): string {
   return feedback === undefined ? REVIEW_MESSAGES.keepPlanning : REVIEW_MESSAGES.keepPlanningWithFeedback + feedback
