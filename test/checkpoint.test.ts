@@ -28,7 +28,7 @@ const seeds = (events: readonly SessionEvent[]) => events.map(({ type, data }) =
 function checkpointAt(events: readonly SessionEvent[], k: number): PlanCheckpoint {
   const fold = replayPlanLog(events.slice(0, k))
   const last = events[k - 1]!
-  return { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told }
+  return { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
 }
 
 /** The events a random log is made of: everything attach reads, and noise. */
@@ -48,6 +48,12 @@ const logEvent = fc.oneof(
   fc.constantFrom('approved', 'keep-planning', 'superseded').map((outcome) => ({
     type: 'plan/review',
     data: { outcome, title: 'T', plan: '# T' },
+  })),
+  // R79–R81: durable reviews, requested and closed (a record of another id, or a second one, is a lost answer).
+  fc.constantFrom('r1', 'r2').map((reviewId) => ({ type: 'plan/review', data: { outcome: 'requested', reviewId, title: 'T', plan: '# T', callId: 'call-1' } })),
+  fc.tuple(fc.constantFrom('r1', 'r2'), fc.constantFrom('approved', 'keep-planning', 'superseded'), fc.boolean()).map(([reviewId, outcome, toldInResult]) => ({
+    type: 'plan/review',
+    data: { outcome, reviewId, title: 'T', plan: '# T', ...(outcome === 'keep-planning' ? { feedback: 'Use SQLite.' } : {}), ...(toldInResult ? { toldInResult } : {}) },
   })),
   fc.constant({ type: 'message', data: { text: 'hello' } }),
 )
@@ -74,6 +80,7 @@ describe('R76: checkpoints', () => {
         const b: PlanAgent = { id: 'a', session: tail }
         expect(fromTail.get(b)).toEqual(planMode.get(a))
         expect(fromTail.section(b)).toBe(planMode.section(a))
+        expect(fromTail.openReview(b)).toEqual(planMode.openReview(a))
       }),
       { numRuns: 300 },
     )
@@ -97,6 +104,7 @@ describe('R76: checkpoints', () => {
       projection: { active: true, runs: {}, kept: null },
       openTurn: false,
       told: true,
+      review: { open: null, closed: null, news: null },
     })
     // A later process: the checkpoint, and only the events after it.
     log.append('turn/start', {})
@@ -161,7 +169,7 @@ describe('R76: checkpoints', () => {
     const warnings: unknown[][] = []
     const log = createMemorySessionLog([{ type: 'turn/start', data: {} }, { type: 'plan/mode', data: { active: true } }])
     // It claims seq 2 was a turn/end after plan mode was left: another log's checkpoint.
-    const foreign: PlanCheckpoint = { version: PLAN_CHECKPOINT_VERSION, seq: 2, type: 'turn/end', projection: { active: false, runs: {}, kept: null }, openTurn: false, told: null }
+    const foreign: PlanCheckpoint = { version: PLAN_CHECKPOINT_VERSION, seq: 2, type: 'turn/end', projection: { active: false, runs: {}, kept: null }, openTurn: false, told: null, review: { open: null, closed: null, news: null } }
     const planMode = createPlanMode({ section: SECTION }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     expect(planMode.get({ id: 'a', session: { ...log, events: log.events, checkpoint: foreign } })).toEqual({ active: true })
     expect(warnings).toEqual([[IGNORED, new Error('the checkpoint covers seq 2 (turn/end), but the log holds plan/mode at seq 2')]])
@@ -170,7 +178,7 @@ describe('R76: checkpoints', () => {
   it('R76: a log that holds only a tail and an unusable checkpoint cannot attach', () => {
     const tail: SessionLog = {
       events: [Object.freeze({ seq: 11, type: 'turn/start', data: {} })],
-      checkpoint: { version: PLAN_CHECKPOINT_VERSION, seq: 9, type: 'turn/end', projection: { active: true, runs: {}, kept: null }, openTurn: false, told: true },
+      checkpoint: { version: PLAN_CHECKPOINT_VERSION, seq: 9, type: 'turn/end', projection: { active: true, runs: {}, kept: null }, openTurn: false, told: true, review: { open: null, closed: null, news: null } },
       append: () => {
         throw new Error('read only')
       },
@@ -185,7 +193,7 @@ describe('R76: checkpoints', () => {
   })
 
   it('R76: hostile checkpoints are refused with the check that failed, never thrown through', () => {
-    const base = { version: PLAN_CHECKPOINT_VERSION, seq: 1, type: 'turn/end', projection: { active: true, runs: {}, kept: null }, openTurn: false, told: true }
+    const base = { version: PLAN_CHECKPOINT_VERSION, seq: 1, type: 'turn/end', projection: { active: true, runs: {}, kept: null }, openTurn: false, told: true, review: { open: null, closed: null, news: null } }
     const throwing = Object.defineProperty({ ...base }, 'seq', {
       get() {
         throw new Error('boom')
@@ -196,10 +204,14 @@ describe('R76: checkpoints', () => {
       [{ ...base, version: 1 }, `the checkpoint's version is 1, not "${PLAN_CHECKPOINT_VERSION}"`],
       [{ ...base, seq: 0 }, 'the checkpoint names no event (seq, type)'],
       [{ ...base, seq: 1.5 }, 'the checkpoint names no event (seq, type)'],
-      [{ ...base, projection: { active: 'yes', runs: {}, kept: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told)'],
-      [{ ...base, projection: { active: true, runs: { c1: 'on' }, kept: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told)'],
-      [{ ...base, told: 'maybe' }, 'the checkpoint holds no valid fold (projection, openTurn, told)'],
+      [{ ...base, projection: { active: 'yes', runs: {}, kept: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review)'],
+      [{ ...base, projection: { active: true, runs: { c1: 'on' }, kept: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review)'],
+      [{ ...base, told: 'maybe' }, 'the checkpoint holds no valid fold (projection, openTurn, told, review)'],
       [throwing, 'the checkpoint cannot be read: boom'],
+      // R79: a checkpoint@2 carries the durable reviews' fold.
+      [{ ...base, review: undefined }, 'the checkpoint holds no valid fold (projection, openTurn, told, review)'],
+      [{ ...base, review: { open: { reviewId: 7, title: 'T', plan: '# T', version: 1 }, closed: null, news: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review)'],
+      [{ ...base, review: { open: null, closed: null, news: { outcome: 'maybe' } } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review)'],
     ]
     for (const [checkpoint, problem] of cases) {
       expect(() => createMemorySessionLog([], { checkpoint })).toThrow(new Error(`createMemorySessionLog: ${problem}`))

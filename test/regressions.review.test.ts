@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest'
-import { createMemorySessionLog, createPlanMode, type PendingStore, type PlanAgent, type PlanMode, type ReviewAnswer, type SessionLog } from '../src/index.js'
+import { createMemorySessionLog, createPlanMode, type ExitToolResult, type PendingStore, type PlanAgent, type PlanMode, type ReviewAnswer, type SessionLog } from '../src/index.js'
 import { createControlledChannel, createControlledLog, settle, track } from './sut.js'
 import { createTurns } from '../src/turns.js'
 import type { SessionEvent } from '../src/index.js'
@@ -47,7 +47,7 @@ describe('found by a review of the rebuilt service (each failed before its fix)'
     const first = new AbortController()
     const call1 = track(() => planMode.exitTool.execute({ plan: PLAN }, { agent, signal: first.signal }))
     await settle()
-    let call2: ReturnType<typeof track<{ approved: true }>> | undefined
+    let call2: ReturnType<typeof track<ExitToolResult>> | undefined
     // The host reacts to the first review's record: it opens the next review and ends the first call's step.
     const off = log.subscribe((event) => {
       if (event.type !== 'plan/review' || call2) return

@@ -8,6 +8,12 @@ const eventArb = fc.oneof(
   fc.constantFrom(...Object.keys(PLAN_LOG_KINDS).filter((type) => type !== 'plan/mode'), 'message').map((type) => ({ type, data: {} })),
   fc.boolean().map((active) => ({ type: 'plan/mode', data: { active } })),
   fc.constantFrom('approved', 'keep-planning').map((outcome) => ({ type: 'plan/review', data: { outcome } })),
+  // R79–R81: durable reviews' requests and records (a second record of one review is a lost answer).
+  fc.constantFrom('r1', 'r2').map((reviewId) => ({ type: 'plan/review', data: { outcome: 'requested', reviewId, title: 'T', plan: '# T' } })),
+  fc.tuple(fc.constantFrom('r1', 'r2'), fc.constantFrom('approved', 'keep-planning', 'superseded'), fc.boolean()).map(([reviewId, outcome, toldInResult]) => ({
+    type: 'plan/review',
+    data: { outcome, reviewId, title: 'T', plan: '# T', ...(toldInResult ? { toldInResult } : {}) },
+  })),
   fc.tuple(fc.constantFrom('a', 'b'), fc.constantFrom('', 'off', 'draft')).map(([commandId, args]) => ({
     type: 'command/run',
     data: { commandId, name: 'plan', args },
@@ -25,7 +31,7 @@ it('R64, R71: the one-pass attach replay agrees with the incremental fold and wi
       const incremental = events.reduce(foldPlanLogEvent, EMPTY_PLAN_LOG_FOLD)
       const replayed = replayPlanLog(events)
       expect(replayed.projection).toEqual(incremental.projection)
-      expect([replayed.openTurn, replayed.told]).toEqual([incremental.openTurn, incremental.told])
+      expect([replayed.openTurn, replayed.told, replayed.review]).toEqual([incremental.openTurn, incremental.told, incremental.review])
       expect(replayed.projection.active).toBe(foldPlanMode(events))
       expect(replayed.lastSeq).toBe(events.length === 0 ? -Infinity : events.length)
     }),
@@ -65,6 +71,7 @@ it('R64, R71: attach reads the log from the end and finds what the forward fold 
         kept: forward.projection.kept,
         openTurn: forward.openTurn,
         told: forward.told,
+        review: forward.review,
         lastSeq: events.length === 0 ? -Infinity : events.length,
       })
     }),

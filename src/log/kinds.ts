@@ -103,7 +103,8 @@ function foldReviewRecord(fold: ReviewFold, data: Record<string, unknown> | unde
       typeof data.callId === 'string'
         ? { reviewId, title: data.title, plan: data.plan, version: seq, callId: data.callId }
         : { reviewId, title: data.title, plan: data.plan, version: seq }
-    return { open, closed: fold.closed, news: null }
+    // A new request: an older review's answer is no longer told apart from an unknown one (R80).
+    return { open, closed: null, news: null }
   }
   if (fold.open?.reviewId !== reviewId || !CLOSING_OUTCOMES.has(outcome)) return fold
   return { open: null, closed: { reviewId, outcome: outcome as ReviewOutcome }, news: newsOf(data) }

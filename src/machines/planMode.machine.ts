@@ -312,7 +312,7 @@ const planModeSetup = setup({
         review,
         deferredSelection: null,
         // A new request: whatever the model had not heard was told before it asked again (R81).
-        ...(event.durable !== undefined ? { news: null } : {}),
+        ...(event.durable !== undefined ? { news: null, lastClosed: null } : {}),
         result: { operation: 'review' as const, opened: number },
       }
     }),
@@ -335,7 +335,7 @@ const planModeSetup = setup({
       const number = context.reviews + 1
       const { reviewId, title, plan, version, callId } = event.review
       const durable = callId === undefined ? { reviewId, version } : { reviewId, version, callId }
-      return { reviews: number, review: { number, plan, title, result: null, durable }, news: null }
+      return { reviews: number, review: { number, plan, title, result: null, durable }, news: null, lastClosed: null }
     }),
     /** `answerReview` names no open durable review (R80): refused, nothing changes. */
     refuseAnswer: assign(({ context, event }) => {

@@ -105,7 +105,7 @@ export interface ConformanceAgent {
    * model for a failed call: the rejection's `message` (R42–R48). It is called between turns
    * too, and may stay open across `command` and `nextReview` calls.
    */
-  callExitTool(args: unknown, options?: { signal?: AbortSignal }): Promise<{ approved: true } | { error: string }>
+  callExitTool(args: unknown, options?: { signal?: AbortSignal }): Promise<{ approved: true } | { submitted: true; reviewId: string } | { error: string }>
   /**
    * The next review question this agent's review channel receives (one that came already, or
    * the next to come), with the means to answer or dismiss it. A host whose agents share one
@@ -472,6 +472,194 @@ export function defineConformanceSuite({ name, createHost }: ConformanceSuiteOpt
         await restarted.startTurn()
         expect(await restarted.step()).toEqual({ section: host.section, notices: [TEXT.entering] })
       }, { restart: true }),
+    )
+  })
+}
+
+/**
+ * One agent of a host whose service has durable reviews (`reviews: 'durable'`, R78–R81), driven
+ * the way the host drives it: a `ConformanceAgent` without a review channel (no `nextReview`),
+ * plus the review UI's two calls, and a `restart` that every durable scenario uses (a new
+ * process over the same log: the review lives in the log, not in the process).
+ */
+export interface DurableConformanceAgent extends Omit<ConformanceAgent, 'nextReview' | 'restart'> {
+  /**
+   * `PlanMode.openReview` for this agent (R79): the review the host's UI renders, or `null`.
+   */
+  openReview(): { reviewId: string; title: string; plan: string; version: number } | null
+  /**
+   * The user answers in the host's review UI, perhaps in another request or process:
+   * `PlanMode.answerReview`. Resolves the outcome, or `{ error: <message> }` for a refusal (R80).
+   */
+  answerReview(reviewId: string, answer: { answers: { id: string; selected: string[]; custom?: string }[] }): Promise<'approved' | 'keep-planning' | { error: string }>
+  /**
+   * A new process: stop serving the agent here (dispose the service) and return a driver for the
+   * same agent served by a new service over the same stored log, as the host's next request on
+   * another instance would.
+   */
+  restart(): Promise<DurableConformanceAgent>
+}
+
+/** A host under test whose service has durable reviews. */
+export interface DurableConformanceHost {
+  /** The `PlanModeConfig.section` the host configured. */
+  readonly section: string
+  /** A new agent over an empty session log, with its driver. */
+  createAgent(): DurableConformanceAgent | Promise<DurableConformanceAgent>
+  /** Called after each scenario. */
+  dispose?(): void | Promise<void>
+}
+
+/** Options of `defineDurableReviewSuite`. */
+export interface DurableReviewSuiteOptions {
+  /** The suite's name (a `describe` title). */
+  name: string
+  /** A fresh host per scenario. */
+  createHost(): DurableConformanceHost | Promise<DurableConformanceHost>
+}
+
+/** R79, R81: the durable texts, quoted. */
+const DURABLE_TEXT = {
+  approvedNews: 'The user approved your plan and plan mode is off; carry out the plan, starting now.',
+  keepPlanning: 'The user chose to keep planning; revise the plan and present it again.',
+  alreadyOpen: 'a plan review is already open for this agent; wait for its answer',
+} as const
+
+/**
+ * Defines the durable-review scenarios (R78–R81) for a host whose plan reviews outlive the
+ * process: a serverless or load-balanced web app where the exit call, the user's answer and the
+ * step that carries the plan out may each run in another process. Like `defineConformanceSuite`,
+ * one vitest test per scenario, named by rule; every scenario gets a fresh host and one agent,
+ * and restarts it between the moments a stateless host would.
+ *
+ * ```ts
+ * defineDurableReviewSuite({
+ *   name: 'my web app',
+ *   createHost: () => ({ section: MY_SECTION, createAgent: () => myDurableDriver(newSessionLog()) }),
+ * })
+ * ```
+ */
+export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuiteOptions): void {
+  const scenario = (run: (agent: DurableConformanceAgent, host: DurableConformanceHost) => Promise<void>) => async () => {
+    const host = await createHost()
+    try {
+      await run(await host.createAgent(), host)
+    } finally {
+      await host.dispose?.()
+    }
+  }
+
+  /** Enters plan mode between turns, runs a step in it, and has the model present the plan. */
+  const submitted = async (agent: DurableConformanceAgent): Promise<string> => {
+    expect(await agent.command('')).toEqual({ kind: 'success', text: TEXT.on })
+    await agent.startTurn()
+    await agent.step()
+    const result = await agent.callExitTool({ plan: PLAN })
+    expect(result).toMatchObject({ submitted: true })
+    await agent.endTurn()
+    return (result as { reviewId: string }).reviewId
+  }
+
+  /** The durable review records in the log: outcome and id. */
+  const records = (agent: DurableConformanceAgent) =>
+    reviews(agent as unknown as ConformanceAgent).map((data) => {
+      const { outcome, reviewId } = data as { outcome: string; reviewId?: string }
+      return { outcome, reviewId }
+    })
+
+  describe(`xstate-plan-mode durable reviews: ${name}`, () => {
+    it(
+      'R79: the exit call logs the request and resolves submitted; the review is open in a new process',
+      scenario(async (agent) => {
+        const reviewId = await submitted(agent)
+        expect(records(agent)).toEqual([{ outcome: 'requested', reviewId }])
+        const request = agent.events().find((e) => e.type === 'plan/review')!.data
+        expect(request).toMatchObject({ outcome: 'requested', reviewId, title: TITLE, plan: PLAN })
+        const next = await agent.restart()
+        expect(next.openReview()).toMatchObject({ reviewId, title: TITLE, plan: PLAN })
+        expect(next.get()).toEqual({ active: true })
+      }),
+    )
+
+    it(
+      'R80: an approval in a second process is carried out by a third, told once at its next step (R81, R47)',
+      scenario(async (agent) => {
+        const reviewId = await submitted(agent)
+        const answering = await agent.restart()
+        expect(await answering.answerReview(reviewId, APPROVE)).toBe('approved')
+        expect(answering.openReview()).toBeNull()
+        const carrying = await answering.restart()
+        expect(carrying.get()).toEqual({ active: true, pending: false })
+        await carrying.startTurn()
+        expect(await carrying.step()).toEqual({ section: '', notices: [DURABLE_TEXT.approvedNews] })
+        expect(await carrying.step()).toEqual({ section: '', notices: [] })
+        expect(modes(carrying as unknown as ConformanceAgent)).toEqual([true, false])
+        expect(records(carrying)).toEqual([
+          { outcome: 'requested', reviewId },
+          { outcome: 'approved', reviewId },
+        ])
+      }),
+    )
+
+    it(
+      'R80: keep planning with feedback reaches the model at the next step, and the review closes (R45, R81)',
+      scenario(async (agent, host) => {
+        const reviewId = await submitted(agent)
+        const answering = await agent.restart()
+        const feedback = { answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'Use SQLite.' }] }
+        expect(await answering.answerReview(reviewId, feedback)).toBe('keep-planning')
+        const next = await answering.restart()
+        expect(next.openReview()).toBeNull()
+        await next.startTurn()
+        expect(await next.step()).toEqual({ section: host.section, notices: [`${TEXT.keepPlanningFeedback}Use SQLite.`] })
+        expect(next.get()).toEqual({ active: true })
+      }),
+    )
+
+    it(
+      'R80: a review is answered once; a second answer is refused and changes nothing',
+      scenario(async (agent) => {
+        const reviewId = await submitted(agent)
+        const keep = { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] }
+        expect(await agent.answerReview(reviewId, keep)).toBe('keep-planning')
+        const other = await agent.restart()
+        expect(await other.answerReview(reviewId, APPROVE)).toEqual({
+          error: `plan review ${reviewId} is already closed (keep-planning); nothing was changed`,
+        })
+        expect(await other.answerReview('no-such-review', APPROVE)).toEqual({
+          error: 'no plan review no-such-review is open for this agent; nothing was changed',
+        })
+        expect(other.get()).toEqual({ active: true })
+        await other.startTurn()
+        expect((await other.step()).notices).toEqual([DURABLE_TEXT.keepPlanning])
+      }),
+    )
+
+    it(
+      'R48: /plan off while a durable review is open closes it as superseded, before the switch (R80, R81)',
+      scenario(async (agent) => {
+        const reviewId = await submitted(agent)
+        const next = await agent.restart()
+        expect(await next.command('off')).toEqual({ kind: 'success', text: TEXT.off })
+        expect(next.openReview()).toBeNull()
+        expect(records(next)).toEqual([
+          { outcome: 'requested', reviewId },
+          { outcome: 'superseded', reviewId },
+        ])
+        await next.startTurn()
+        expect(await next.step()).toEqual({ section: '', notices: [TEXT.superseded, TEXT.leaving] })
+      }),
+    )
+
+    it(
+      'R42: a second exit call while a durable review is open fails as check 6, in any process (R79)',
+      scenario(async (agent) => {
+        await submitted(agent)
+        const next = await agent.restart()
+        await next.startTurn()
+        await next.step()
+        expect(await next.callExitTool({ plan: PLAN })).toEqual({ error: DURABLE_TEXT.alreadyOpen })
+      }),
     )
   })
 }
