@@ -198,11 +198,13 @@ function holdsToolCall(messages: readonly ModelMessage[], toolCallId: string): b
   )
 }
 
-/** The exit calls whose approval the request's last message denies, with the reason given. */
+/**
+ * The exit calls whose approval the messages deny, with the reason given: the request's own
+ * denial (which the SDK has already answered with an `execution-denied` result after it) and the
+ * earlier ones its history holds.
+ */
 function deniedExitCalls(messages: readonly ModelMessage[], exitName: string): Map<string, string | undefined> {
   const denied = new Map<string, string | undefined>()
-  const last = messages.at(-1)
-  if (last?.role !== 'tool') return denied
   const requests = new Map<string, string>()
   for (const message of messages) {
     if (message.role !== 'assistant' || typeof message.content === 'string') continue
@@ -211,10 +213,13 @@ function deniedExitCalls(messages: readonly ModelMessage[], exitName: string): M
       if (part.type === 'tool-approval-request' && calls.has(part.toolCallId)) requests.set(part.approvalId, part.toolCallId)
     }
   }
-  for (const part of last.content) {
-    if (part.type !== 'tool-approval-response' || part.approved) continue
-    const callId = requests.get(part.approvalId)
-    if (callId !== undefined) denied.set(callId, part.reason)
+  for (const message of messages) {
+    if (message.role !== 'tool') continue
+    for (const part of message.content) {
+      if (part.type !== 'tool-approval-response' || part.approved) continue
+      const callId = requests.get(part.approvalId)
+      if (callId !== undefined) denied.set(callId, part.reason)
+    }
   }
   return denied
 }
