@@ -24,6 +24,7 @@ import { attachIdleSides } from './suites/attach-idle.mjs'
 import { AGENTS, memorySides } from './suites/memory.mjs'
 import { checkpointLogs, checkpointSides } from './suites/checkpoint.mjs'
 import { BOUND, TOUCHES, lruSides } from './suites/lru.mjs'
+import { reviewSides } from './suites/reviews.mjs'
 import { realisticEntries } from './log.mjs'
 
 /** How long each side runs under the profiler, in how many alternating slices. */
@@ -103,6 +104,10 @@ async function setUp(lib, name) {
       count: BOUND,
       warmCount: 200,
     }
+  }
+  if (kind === 'reviews') {
+    const { sides } = reviewSides(lib, 200)
+    return { kind: 'cpu', labels: { lib: 'durable review: exit call + `answerReview`', floor: 'channel review: exit call' }, sides: { lib: sides.durable, floor: sides.channel } }
   }
   throw new Error(`unknown profile case ${name}`)
 }

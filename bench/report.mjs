@@ -6,7 +6,7 @@
  */
 
 /** The issue's targets: the bound on the ratio, and the profile case that explains a miss. */
-const BOUNDS = { flush: 1.5, quiet: 1.2, flat: 1.3, attach: 1.5, memory: 1.2, attachIdle: 1.5, checkpoint: 2 }
+const BOUNDS = { flush: 1.5, quiet: 1.2, flat: 1.3, attach: 1.5, memory: 1.2, attachIdle: 1.5, checkpoint: 2, reviews: 1.5 }
 const SHAPES = ['flush', 'quiet', 'flip']
 
 /**
@@ -133,6 +133,14 @@ export function evaluate(r) {
     worstRatio: lru.heap.max / lru.reference.median,
     unit: 'bytes',
     profile: 'lru',
+  })
+  add({
+    id: 'reviews',
+    target: `durable review, open + answer ≤ ${BOUNDS.reviews}× the in-process review of a channel`,
+    lib: r.reviews.durable,
+    floor: r.reviews.channel,
+    bound: BOUNDS.reviews,
+    profile: 'reviews',
   })
   for (const t of targets) {
     t.ok = t.ratio <= t.bound && (t.meanRatio === undefined || t.meanRatio <= t.bound) && (t.worstRatio === undefined || t.worstRatio <= t.bound)
@@ -400,6 +408,27 @@ export function render(info, r, targets, profiles) {
     touchRow('reference: `get`', lru.touch.reference.get),
     touchRow('reference: `get` + `set`', lru.touch.reference.getSet),
     touchRow('reference: all', lru.touch.reference.all),
+    '',
+  )
+
+  // 9. Durable reviews.
+  const rv = r.reviews
+  const rvRow = (label, x) => `| ${label} | ${time(x.median)} | ${time(x.p90)} | ${time(x.mean)} | ${ratio(x.median / rv.channel.median)} |`
+  push(
+    '## 9. Durable reviews (R78–R80)',
+    '',
+    `One whole review per sample, from the exit call to its recorded approval, two sides interleaved in ${rv.rounds} rounds × ${rv.samples}`,
+    'samples. Each sample is a new agent on a fresh memory log (plan mode on, a turn open), attached untimed on the',
+    "side's one long-lived service, and detached untimed afterwards:",
+    '',
+    '- channel: `exitTool.execute` with a `ReviewChannel` that approves at once; resolves when the approval is recorded;',
+    '- durable: `exitTool.execute` on a `reviews: \'durable\'` service (resolves once the request is recorded), then',
+    '  `answerReview(agent, reviewId, approve)` (resolves once the approval is recorded): two operations, two appends.',
+    '',
+    '| Side | Median | p90 | Mean | ÷ channel (medians) |',
+    '|---|---:|---:|---:|---:|',
+    rvRow('durable: open + answer', rv.durable),
+    rvRow('channel: in-process review', rv.channel),
     '',
   )
 

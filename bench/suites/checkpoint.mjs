@@ -13,7 +13,7 @@
  *   lies before it.
  * The log is the realistic mix (bench/log.mjs `realisticEntries`, fresh payloads per event). The
  * checkpoint is built once, untimed, with the library's exported `replayPlanLog` in the shape of
- * R76 (`{ version: PLAN_CHECKPOINT_VERSION, seq, type, projection, openTurn, told }`), and each
+ * R76 (`{ version: PLAN_CHECKPOINT_VERSION, seq, type, projection, openTurn, told, review }`), and each
  * side's state is checked against a full replay before the rounds; a checkpoint the service
  * ignored would warn, and the logger given to every service throws on a warning.
  */
@@ -56,6 +56,7 @@ export function checkpointLogs(lib) {
     projection: fold.projection,
     openTurn: fold.openTurn,
     told: fold.told,
+    review: fold.review,
   }
   const checkpointSeconds = (performance.now() - folded) / 1000
   const tailEntries = events.slice(cut).map(({ type, data }) => ({ type, data }))
