@@ -115,6 +115,37 @@ function isReviewRequest(data: Record<string, unknown> | undefined): boolean {
   return data?.outcome === 'requested' && typeof data.reviewId === 'string'
 }
 
+/**
+ * A durable approval that closes no open review: a lost racing answer's record, or one of an id
+ * never requested (R79, R80). It changes nothing, as it changes nothing live: no kept selection
+ * (R58, R64) and no K (R31). Only approvals need the check: no other record projects or tells.
+ */
+function isStrayApproval(review: ReviewFold, data: Record<string, unknown> | undefined): boolean {
+  return data?.outcome === 'approved' && typeof data.reviewId === 'string' && review.open?.reviewId !== data.reviewId
+}
+
+/**
+ * Whether the durable approval at `events[index]` closes no open review (see `isStrayApproval`),
+ * read backwards: the last valid request before it must carry its id, with no closing record of
+ * that id in between.
+ */
+function isStrayApprovalAt(events: readonly SessionEvent[], index: number): boolean {
+  const data = payload(events[index]!)
+  if (data?.outcome !== 'approved' || typeof data.reviewId !== 'string') return false
+  for (let i = index - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type !== PLAN_REVIEW_EVENT) continue
+    const earlier = payload(event)
+    if (typeof earlier?.reviewId !== 'string') continue
+    if (earlier.outcome === 'requested') {
+      if (typeof earlier.plan !== 'string' || typeof earlier.title !== 'string') continue // opens nothing
+      return earlier.reviewId !== data.reviewId
+    }
+    if (earlier.reviewId === data.reviewId && CLOSING_OUTCOMES.has(earlier.outcome)) return true
+  }
+  return true
+}
+
 /** The projection's state: a pure fold of the log for UIs (R58). JSON data only. */
 export interface PlanProjectionState {
   /** F: the last `plan/mode`. */
@@ -390,6 +421,7 @@ export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLo
   if (kind === undefined) return fold
   const data = payload(event)
   if (event.type === PLAN_MODE_EVENT) readPlanModeData(data)
+  if (kind === PLAN_REVIEW_KIND && isStrayApproval(fold.review, data)) return { ...fold, lastSeq: event.seq } // R80
   const told = kind.tells?.(data, fold.projection.active)
   return {
     projection: kind.project === undefined ? fold.projection : kind.project(fold.projection, data),
@@ -424,6 +456,7 @@ export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLog
     if (kind === undefined) continue
     if (kind === PLAN_MODE_KIND) readPlanModeData(event.data) // R61: every plan/mode is checked, not only the last
     const data = event.data as Record<string, unknown> | undefined
+    if (kind === PLAN_REVIEW_KIND && isStrayApproval(review, data)) continue // R80: a lost answer changes nothing
     if (kind.tells !== undefined) told = kind.tells(data, projection.active) ?? told
     if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
     if (kind.project !== undefined) projection = kind.project(projection, data)
@@ -479,6 +512,7 @@ function restoreBackward(events: readonly SessionEvent[]): PlanLogRestore {
     const event = events[i]!
     const kind = kindOf(event.type)
     if (kind === undefined) continue
+    if (kind === PLAN_REVIEW_KIND && isStrayApprovalAt(events, i)) continue // R80: a lost answer changes nothing
     if (lastRequest < 0 && kind === PLAN_REVIEW_KIND && isReviewRequest(payload(event))) lastRequest = i
     if (openTurn === undefined && kind.opensTurn !== undefined) openTurn = kind.opensTurn
     if (told === undefined && kind.tells !== undefined) {
