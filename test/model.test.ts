@@ -5,10 +5,12 @@ import { CoverageCollector, chartDefinition, generatePaths, pathName, replayPath
 
 /**
  * Model-based tests: every edge of the plan-mode statechart's reachable graph (as the service
- * can drive it), replayed on the real service and checked against the SPEC oracle after every
- * step; then the coverage of the chart's definition by those replays. Edges where the chart
- * stops with an append in flight are not replayable (the service stops the actor under the
- * work): they are left out of the graph and fail a test of their own.
+ * can drive it) in the channel and no-channel configurations, and the edges of the durable
+ * reviews' graph (R78–R81) that reach what no shorter path reached, replayed on the real service
+ * and checked against the SPEC oracle after every step; then the coverage of the chart's
+ * definition by those replays. Edges where the chart stops with an append in flight are not
+ * replayable (the service stops the actor under the work): they are left out of the graph and
+ * fail a test of their own.
  */
 
 /**
@@ -17,9 +19,10 @@ import { CoverageCollector, chartDefinition, generatePaths, pathName, replayPath
  */
 export const UNREACHABLE: Readonly<Record<string, string>> = {}
 
-const withChannel = generatePaths(true)
-const withoutChannel = generatePaths(false)
-const paths: ModelPath[] = [...withChannel.paths, ...withoutChannel.paths]
+const withChannel = generatePaths('channel')
+const withoutChannel = generatePaths('no-channel')
+const durable = generatePaths('durable')
+const paths: ModelPath[] = [...withChannel.paths, ...withoutChannel.paths, ...durable.paths]
 const coverage = new CoverageCollector()
 let replayed = 0
 
@@ -35,7 +38,7 @@ describe('R1–R64 model-based: paths of the statechart replayed on the service 
   it('R60, R63: the chart never says stopped while an append is still in flight', () => {
     // Such an edge is left out of the graph (the service stops the actor, the oracle lets the
     // work land); each is listed here as the shortest path to it, with the state it reaches.
-    const breaks = [...withChannel.invariantBreaks, ...withoutChannel.invariantBreaks]
+    const breaks = [...withChannel.invariantBreaks, ...withoutChannel.invariantBreaks, ...durable.invariantBreaks]
     expect(breaks.map((path) => `${pathName(path)}\n    → ${path.keys.at(-1)}`)).toEqual([])
   })
 
@@ -44,10 +47,22 @@ describe('R1–R64 model-based: paths of the statechart replayed on the service 
     // source of a timeout edge, which ends in `stopped` with nothing tagged `appending` (the
     // raised ABANDONED leaves every appending state in the same macrostep).
     const value = (key: string) => (JSON.parse(key) as { value: Record<string, unknown> }).value
-    const closing = new Set(paths.flatMap((path) => path.keys).filter((key) => value(key).lifecycle === 'closing'))
+    for (const config of [withChannel, withoutChannel]) {
+      const closing = new Set(config.paths.flatMap((path) => path.keys).filter((key) => value(key).lifecycle === 'closing'))
+      const timeouts = config.paths.filter((path) => path.letters.at(-1)!.label === 'close timeout expires')
+      expect(closing.size).toBeGreaterThan(0)
+      expect(new Set(timeouts.map((path) => path.keys.at(-2)))).toEqual(closing)
+    }
+    // The durable graph's paths are chosen for coverage: every closing vertex of it has its
+    // timeout edge (and each of those edges is replayed, being a coverage target of its own).
+    const durableTimeouts = durable.closingTimeouts!
+    expect(durableTimeouts.size).toBeGreaterThan(0)
+    expect([...durableTimeouts].filter(([, next]) => next === undefined).map(([key]) => key)).toEqual([])
+    const replayedFrom = new Set(
+      durable.paths.flatMap((path) => path.letters.flatMap((letter, i) => (letter.label === 'close timeout expires' ? [i === 0 ? null : path.keys[i - 1]] : []))),
+    )
+    expect([...durableTimeouts.keys()].filter((key) => !replayedFrom.has(key))).toEqual([])
     const timeouts = paths.filter((path) => path.letters.at(-1)!.label === 'close timeout expires')
-    expect(closing.size).toBeGreaterThan(0)
-    expect(new Set(timeouts.map((path) => path.keys.at(-2)))).toEqual(closing)
     const { context } = createActor(planModeMachine).getSnapshot()
     for (const path of timeouts) {
       const after = planModeMachine.resolveState({ value: value(path.keys.at(-1)!) as never, context })
@@ -68,7 +83,9 @@ describe('R1–R64 model-based: paths of the statechart replayed on the service 
     console.log(
       `states ${states.length - missingStates.length}/${states.length}, ` +
         `transitions ${reachedTransitions}/${reachable}${allowed.size ? ` (+${allowed.size} allow-listed unreachable)` : ''}, ` +
-        `paths ${paths.length} (graph: ${withChannel.vertices}+${withoutChannel.vertices} states, ${withChannel.edges}+${withoutChannel.edges} edges)`,
+        `paths ${paths.length} = ${withChannel.paths.length}+${withoutChannel.paths.length}+${durable.paths.length} ` +
+        `(graphs: ${withChannel.vertices}+${withoutChannel.vertices}+${durable.vertices} states, ` +
+        `${withChannel.edges}+${withoutChannel.edges}+${durable.edges} edges; channel+no channel+durable)`,
     )
     expect(missingStates).toEqual([])
     expect(missingTransitions).toEqual([])

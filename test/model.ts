@@ -35,13 +35,20 @@
  * graph and reported (`invariantBreaks`), since the service cannot follow the oracle there.
  *
  * The state key is the state value plus the context fields that guards read (K, the decided
- * review outcome, the deferred selection): all finite; never counters, results, ports or the log.
- * (The old "detached" flag is the `lifecycle` region of the value now.) Every edge of the
- * adjacency map becomes one path: the shortest path to its source, then the edge ("transition
- * tour"); paths that are prefixes of others are dropped.
+ * review outcome, the deferred selection; for durable reviews also the racing record noted, the
+ * answer in flight and the outcome left to tell): all finite; never ids, seqs, counters, results,
+ * ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
+ *
+ * Three configurations: a review channel, none, and durable reviews (`reviews: 'durable'`, no
+ * channel, R78–R81; `durableAlphabet`). In the first two every edge of the adjacency map becomes
+ * one path: the shortest path to its source, then the edge ("transition tour"); paths that are
+ * prefixes of others are dropped. The durable graph is several times larger, so its edges are
+ * chosen for coverage instead (`generateDurablePaths`). Its events may depend on the state (an
+ * answer names the open review's id), so it is traversed here, breadth-first, with XState's pure
+ * `transition` under an inspected scope that says which definition transitions each edge takes.
  */
 import { vi } from 'vitest'
-import { transition, type AnyEventObject, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
+import { createActor, transition, type AnyEventObject, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
@@ -85,14 +92,23 @@ interface ReplayContext {
   reviewCall?: ReturnType<Twin['execute']>
   /** The actor the path runs on (kept across a detach, whose work finishes on it). */
   actor: ReturnType<Twin['actor']>
+  /** How many reviews another writer requested so far (their ids). */
+  others: number
+}
+
+/** A step of a path: its label, and how the service is made to see it. */
+export interface Step {
+  label: string
+  replay(ctx: ReplayContext): void
 }
 
 /** One event of the alphabet: the machine event, its label, and how the service is made to see it. */
-export interface Letter {
-  label: string
+export interface Letter extends Step {
   event: AnyEventObject
-  replay(ctx: ReplayContext): void
 }
+
+/** The service configurations the model knows: a review channel, none, or durable reviews (R78). */
+export type ModelConfig = 'channel' | 'no-channel' | 'durable'
 
 interface InvokeInfo {
   id: string
@@ -244,14 +260,24 @@ function logLetters(): Letter[] {
 // ---------------------------------------------------------------------------------------------
 // The traversal
 
-/** The finite state key (see the file comment): only what the chart's guards read. */
+/**
+ * The finite state key (see the file comment): only what the chart's guards read. For durable
+ * reviews (R79–R81): whether the decided outcome was told in the result, whether the record in
+ * flight is an answer, the outcome (and telling) of a racing record noted meanwhile, and the
+ * outcome the next boundary tells, if any. Never ids, seqs, versions or counters.
+ */
 export function stateKey(snapshot: PlanModeSnapshot): string {
-  const { told, review, deferredSelection } = snapshot.context
+  const { told, review, deferredSelection, news } = snapshot.context
+  const outcome = (result: { outcome: string; toldInResult?: boolean } | null | undefined) =>
+    result == null ? null : result.toldInResult === true ? `${result.outcome}, told in result` : result.outcome
   return JSON.stringify({
     value: snapshot.value,
     told,
-    outcome: review?.result?.outcome ?? null,
+    outcome: outcome(review?.result),
     deferred: deferredSelection,
+    ...(review?.answering === true ? { answering: true } : {}),
+    ...(review?.recorded !== undefined ? { noted: outcome(review.recorded) } : {}),
+    ...(news !== null ? { news: news.outcome } : {}),
   })
 }
 
@@ -319,20 +345,34 @@ function stopsWithWorkInFlight(s: PlanModeSnapshot, event: AnyEventObject): Plan
 
 /** A generated path: the letters to replay and the state key expected after each. */
 export interface ModelPath {
-  letters: Letter[]
+  letters: Step[]
   /** The state key after each letter. */
   keys: string[]
-  hasChannel: boolean
+  config: ModelConfig
 }
 
-/** Generates the transition tour of one configuration. */
-export function generatePaths(hasChannel: boolean): {
+/** What the generation of one configuration gives. */
+export interface GeneratedPaths {
   paths: ModelPath[]
   vertices: number
   edges: number
   /** Paths ending in an edge that breaks `stopsWithWorkInFlight` (left out of the graph). */
   invariantBreaks: ModelPath[]
-} {
+  /**
+   * R73, for a configuration whose paths are chosen for coverage (durable): every closing
+   * vertex of its graph, with the state key its close timeout leads to (absent: not allowed).
+   */
+  closingTimeouts?: Map<string, string | undefined>
+}
+
+/**
+ * Generates the paths of one configuration: the transition tour (one path per edge) of the
+ * channel and no-channel graphs, and a coverage-chosen set of the durable graph's edges
+ * (`generateDurablePaths`).
+ */
+export function generatePaths(config: ModelConfig): GeneratedPaths {
+  if (config === 'durable') return generateDurablePaths()
+  const hasChannel = config === 'channel'
   const letters = alphabet(hasChannel)
   const byEvent = new Map(letters.map((l) => [l.event, l]))
   const events = letters.map((l) => l.event)
@@ -376,32 +416,332 @@ export function generatePaths(hasChannel: boolean): {
       all.push({
         letters: [...head.letters, byEvent.get(event)!],
         keys: [...head.keys, stateKey(state)],
-        hasChannel,
+        config,
       })
     }
   }
-  // Drop the paths that are prefixes of others.
+  const invariantBreaks = [...breaks.values()].map(({ source, letter, next }) => {
+    const head = heads.get(source)!
+    return { letters: [...head.letters, letter], keys: [...head.keys, next], config }
+  })
+  return { paths: withoutPrefixes(all), vertices: Object.keys(adjacency).length, edges, invariantBreaks }
+}
+
+/** The paths that are not prefixes of others (nor repeats): replaying those replays the rest. */
+function withoutPrefixes(all: ModelPath[]): ModelPath[] {
   const name = (p: ModelPath, n = p.letters.length) => p.letters.slice(0, n).map((l) => l.label).join(' → ')
   const prefixes = new Set<string>()
   for (const p of all) for (let n = 1; n < p.letters.length; n++) prefixes.add(name(p, n))
   const seen = new Set<string>()
-  const paths = all.filter((p) => {
+  return all.filter((p) => {
     const n = name(p)
     if (prefixes.has(n) || seen.has(n)) return false
     seen.add(n)
     return true
   })
-  const invariantBreaks = [...breaks.values()].map(({ source, letter, next }) => {
-    const head = heads.get(source)!
-    return { letters: [...head.letters, letter], keys: [...head.keys, next], hasChannel }
-  })
-  return { paths, vertices: Object.keys(adjacency).length, edges, invariantBreaks }
 }
 
 /** A path's name: its letters. */
 export function pathName(path: ModelPath): string {
   const name = path.letters.map((l) => l.label).join(' → ') || '(initial)'
-  return path.hasChannel ? name : `[no review channel] ${name}`
+  return path.config === 'channel' ? name : `[${path.config === 'durable' ? 'durable reviews' : 'no review channel'}] ${name}`
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durable reviews (R78–R81)
+
+/** The framework's id of the exit calls in the durable model (R79: the request carries it). */
+const CALL_ID = 'call-1'
+/** The plan of a review another writer (another process on the same log) requests. */
+const OTHER_PLAN = '# Migrate the schema\n\n1. Add the column.'
+const OTHER_TITLE = 'Migrate the schema'
+/** The feedback another writer's keep-planning record carries. */
+const OTHER_FEEDBACK = 'Ask the DBA first.'
+
+/** A letter of the durable alphabet: the chart events it means in a snapshot, if it can happen there. */
+interface DurableLetter extends Step {
+  /** The chart events, in order (none: the chart does not hear it), or undefined when it cannot happen in `s`. */
+  eventsIn(s: PlanModeSnapshot): AnyEventObject[] | undefined
+}
+
+/** Ids made up for the traversal; the replay uses the service's own (ids are never in the state key). */
+let graphIds = 0
+const graphId = (kind: string) => `graph-${kind}-${++graphIds}`
+
+/**
+ * The alphabet of a durable service (`reviews: 'durable'`, no channel: R78–R81). Operations run
+ * only while nothing is appending (§1); the service's held `plan/review` append (a request, an
+ * answer, a supersede) resolves (it lands: the log reports it, then `append` resolves) or fails;
+ * the host logs turns, headers and foreign `plan/mode` as in the other configurations.
+ *
+ * Another writer (another process on the same log) requests a review, or closes the open one,
+ * while no append of this service is in flight, and closes it also while this service's own
+ * record of it is in flight (two answers racing, R80), but not with a record identical to ours
+ * (same outcome, feedback and telling): the chart cannot tell such a record from its own echo,
+ * and R80 says the later one lost. Its records while another append of this service is in
+ * flight (a request, a `plan/mode`) are not modelled.
+ */
+export function durableAlphabet(): DurableLetter[] {
+  const letters: DurableLetter[] = []
+  const add = (label: string, eventsIn: DurableLetter['eventsIn'], replay: Step['replay']) => letters.push({ label, eventsIn, replay })
+  const lifecycle = (s: PlanModeSnapshot) => (s.value as { lifecycle: string }).lifecycle
+  const operation = (s: PlanModeSnapshot) => lifecycle(s) === 'serving' && !s.hasTag('appending')
+  const inReview = (s: PlanModeSnapshot, state: string) => s.matches({ review: { open: state } } as never)
+  const awaiting = (s: PlanModeSnapshot) => s.matches({ review: { open: { undecided: 'awaiting' } } } as never)
+  const hears = (s: PlanModeSnapshot) => lifecycle(s) !== 'stopped'
+  const openId = (s: PlanModeSnapshot) => s.context.review?.durable?.reviewId
+  /** The open review as the oracle knows it: the replay answers and closes the service's own ids. */
+  const openReview = (ctx: ReplayContext) => {
+    const open = ctx.twin.oracle.reviewHeldOpen(AGENT)
+    if (!open) throw new Error(`the oracle holds no open durable review\n${ctx.twin.trace.join('\n')}`)
+    return open
+  }
+
+  for (const active of [true, false]) {
+    add(`set(${active})`, (s) => (operation(s) ? [{ type: 'SELECT', active }] : undefined), ({ twin }) => void twin.set(AGENT, active))
+  }
+  for (const aborted of [false, true]) {
+    add(
+      aborted ? 'stepBoundary(aborted)' : 'stepBoundary',
+      (s) => (operation(s) ? [{ type: 'STEP_BOUNDARY', aborted }] : undefined),
+      ({ twin }) => void twin.boundary(AGENT, aborted),
+    )
+  }
+  const open = (label: string, plan: string, owned: boolean) =>
+    add(
+      label,
+      (s) =>
+        operation(s)
+          ? [{ type: 'REVIEW.OPEN', plan, owner: owned ? OWNER : undefined, hasChannel: false, durable: { reviewId: graphId('own'), callId: CALL_ID } }]
+          : undefined,
+      (ctx) => {
+        ctx.reviewCall = ctx.twin.execute(AGENT, { plan }, { owned, callId: CALL_ID })
+      },
+    )
+  open('exit_plan_mode(plan)', PLAN, false)
+  open('exit_plan_mode(no heading)', NO_HEADING, false)
+  open('exit_plan_mode(too large)', TOO_LARGE, false)
+  open('exit_plan_mode(owned agent)', PLAN, true)
+  // R79: once the call's turn came, the request is the log's: an abort changes nothing.
+  add('abort the exit call', (s) => (hears(s) && inReview(s, 'requesting') ? [] : undefined), (ctx) =>
+    ctx.twin.abort(ctx.reviewCall!, new Error('stopped by the host')),
+  )
+
+  // R80: the user's answers to the open review, from any process.
+  const answers: [string, (typeof ANSWERS)[keyof typeof ANSWERS], boolean][] = [
+    ['approve', ANSWERS.approve, false],
+    ['approve, told in result', ANSWERS.approve, true],
+    ['keep', ANSWERS.keep, false],
+    ['feedback', ANSWERS.feedback, false],
+  ]
+  for (const [name, answer, toldInResult] of answers) {
+    add(
+      `answerReview(${name})`,
+      (s) => (operation(s) && openId(s) !== undefined ? [{ type: 'REVIEW.ANSWER', reviewId: openId(s), answer, toldInResult }] : undefined),
+      (ctx) => void ctx.twin.answerReview(AGENT, openReview(ctx).reviewId, answer, { toldInResult }),
+    )
+  }
+  add(
+    'answerReview(unknown id)',
+    (s) => (operation(s) ? [{ type: 'REVIEW.ANSWER', reviewId: 'no-such-review', answer: ANSWERS.approve, toldInResult: false }] : undefined),
+    (ctx) => void ctx.twin.answerReview(AGENT, 'no-such-review', ANSWERS.approve),
+  )
+  add(
+    'answerReview(the review closed last)',
+    (s) => {
+      const closed = s.context.lastClosed
+      return operation(s) && closed !== null ? [{ type: 'REVIEW.ANSWER', reviewId: closed.reviewId, answer: ANSWERS.approve, toldInResult: false }] : undefined
+    },
+    (ctx) => void ctx.twin.answerReview(AGENT, ctx.twin.oracle.lastClosedReview(AGENT)!.reviewId, ANSWERS.approve),
+  )
+
+  add('detach', (s) => (lifecycle(s) === 'serving' ? [{ type: 'RELOAD' }] : undefined), (ctx) => {
+    ctx.actor = ctx.twin.actor(AGENT)
+    ctx.twin.detach(AGENT)
+  })
+  for (const info of chartDelays()) {
+    add('close timeout expires', (s) => (lifecycle(s) === 'closing' ? [{ type: info.eventType }] : undefined), ({ twin }) =>
+      twin.expireCloseTimeouts((ms) => vi.advanceTimersByTime(ms)),
+    )
+  }
+
+  // The log's answers to the held appends. A `plan/review` that resolves has landed first: the
+  // log reports it (the chart hears its own record), then `append` resolves.
+  const modeAllowed = (s: PlanModeSnapshot, event: AnyEventObject) => allowed(s, event)
+  for (const event of [{ type: 'PLAN_MODE.APPENDED' }, { type: 'PLAN_MODE.APPEND_FAILED', error: new Error('held append failed') }]) {
+    add(
+      event.type === 'PLAN_MODE.APPENDED' ? 'plan/mode append resolves' : 'plan/mode append fails',
+      (s) => (modeAllowed(s, event) ? [event] : undefined),
+      ({ twin }) => void (event.type === 'PLAN_MODE.APPENDED' ? twin.resolveHeld(AGENT, 'plan/mode') : twin.rejectHeld(AGENT, 'plan/mode')),
+    )
+  }
+  add(
+    'plan/review append resolves',
+    (s) => {
+      const review = s.context.review
+      if (!hears(s) || review?.durable === undefined) return undefined
+      if (inReview(s, 'requesting')) {
+        const { reviewId, callId } = review.durable
+        const request = { reviewId, title: review.title, plan: review.plan, version: 1, ...(callId === undefined ? {} : { callId }) }
+        return [{ type: 'LOG.REVIEW_REQUESTED', review: request }, { type: 'REVIEW.RECORDED' }]
+      }
+      if (!inReview(s, 'recording') || !review.result) return undefined
+      const { outcome, feedback, toldInResult } = review.result
+      const own = { type: 'LOG.REVIEW_CLOSED', reviewId: review.durable.reviewId, outcome, ...(feedback === undefined ? {} : { feedback }), toldInResult: toldInResult === true }
+      return [own, { type: 'REVIEW.RECORDED' }]
+    },
+    ({ twin }) => twin.resolveHeld(AGENT, 'plan/review'),
+  )
+  add(
+    'plan/review append fails',
+    (s) => (hears(s) && (inReview(s, 'requesting') || inReview(s, 'recording')) ? [{ type: 'REVIEW.RECORD_FAILED', error: new Error('held append failed') }] : undefined),
+    ({ twin }) => void twin.rejectHeld(AGENT, 'plan/review'),
+  )
+
+  // The host's log events, as in the other configurations.
+  for (const letter of logLetters()) {
+    add(letter.label, (s) => (allowed(s, letter.event) ? [letter.event] : undefined), letter.replay)
+  }
+
+  // Another writer's records (R79, R80).
+  add(
+    'another writer requests a review',
+    (s) =>
+      hears(s) && !s.hasTag('appending')
+        ? [{ type: 'LOG.REVIEW_REQUESTED', review: { reviewId: graphId('other'), title: OTHER_TITLE, plan: OTHER_PLAN, version: 1 } }]
+        : undefined,
+    (ctx) => ctx.twin.hostAppend(AGENT, 'plan/review', { outcome: 'requested', reviewId: `other-${++ctx.others}`, title: OTHER_TITLE, plan: OTHER_PLAN }),
+  )
+  const closes: [string, 'approved' | 'keep-planning', string | undefined, boolean][] = [
+    ['approves', 'approved', undefined, false],
+    ['approves, told in result', 'approved', undefined, true],
+    ['keeps planning', 'keep-planning', OTHER_FEEDBACK, false],
+  ]
+  for (const [name, outcome, feedback, toldInResult] of closes) {
+    add(
+      `another writer ${name}`,
+      (s) => {
+        if (!hears(s) || openId(s) === undefined) return undefined
+        const own = inReview(s, 'recording') ? s.context.review?.result : undefined
+        if (!(awaiting(s) && !s.hasTag('appending')) && !own) return undefined
+        if (own && own.outcome === outcome && own.feedback === feedback && (own.toldInResult === true) === toldInResult) return undefined
+        return [{ type: 'LOG.REVIEW_CLOSED', reviewId: openId(s), outcome, ...(feedback === undefined ? {} : { feedback }), toldInResult }]
+      },
+      (ctx) => {
+        const { reviewId, title, plan } = openReview(ctx)
+        const record = { outcome, reviewId, title, plan, ...(feedback === undefined ? {} : { feedback }), ...(toldInResult ? { toldInResult } : {}) }
+        ctx.twin.hostAppend(AGENT, 'plan/review', record)
+      },
+    )
+  }
+  return letters
+}
+
+/**
+ * A transition function that also says which states and definition transitions each macrostep
+ * took (the same keys as `CoverageCollector`): XState's pure `transition`, with an inspected
+ * actor scope (nothing is executed).
+ */
+function inspectedTransition(): (s: PlanModeSnapshot, events: AnyEventObject[]) => { next: PlanModeSnapshot; states: Set<string>; transitions: Set<string> } {
+  const self = createActor(planModeMachine)
+  let taken = { states: new Set<string>(), transitions: new Set<string>() }
+  self.system.inspect({ next: (event: InspectionEvent) => recordMicrostep(event, taken) })
+  const scope = {
+    self,
+    defer: () => {},
+    id: '',
+    logger: () => {},
+    sessionId: '',
+    stopChild: () => {},
+    system: self.system,
+    emit: () => {},
+    actionExecutor: () => {},
+  }
+  return (s, events) => {
+    taken = { states: new Set(), transitions: new Set() }
+    let next = s
+    for (const event of events) next = planModeMachine.transition(next, event as never, scope as never) as PlanModeSnapshot
+    return { next, ...taken }
+  }
+}
+
+/**
+ * The durable configuration's graph is far larger than the others (its state key adds the
+ * outcome to tell, the racing record, the answer in flight), so one path per edge would be tens
+ * of thousands. Instead a breadth-first traversal keeps, of its edges, those that reach a
+ * coverage target no earlier edge reached: a state or a definition transition (taken by the
+ * macrostep, raised events and eventless transitions included), a vertex of the graph, a letter
+ * in a configuration of the review region, a record's landing or failure or another writer's
+ * record from a vertex whose own record is in flight, the close timeout from a closing vertex. Each kept edge becomes a path (the shortest path to
+ * its source, then the edge), and paths that are prefixes of others are dropped. Breadth-first
+ * order keeps the paths short.
+ */
+function generateDurablePaths(): GeneratedPaths {
+  const letters = durableAlphabet()
+  const step = inspectedTransition()
+  const covered = new Set<string>()
+  const initial = createActor(planModeMachine).getSnapshot() as PlanModeSnapshot
+  const initialKey = stateKey(initial)
+  const vertices = new Map<string, { snapshot: PlanModeSnapshot; letters: Step[]; keys: string[] }>([
+    [initialKey, { snapshot: initial, letters: [], keys: [] }],
+  ])
+  for (const node of initial._nodes) covered.add(`state ${node.id}`)
+  const queue = [initialKey]
+  const kept: ModelPath[] = []
+  const invariantBreaks: ModelPath[] = []
+  const closingTimeouts = new Map<string, string | undefined>()
+  const reviewValue = (s: PlanModeSnapshot) => JSON.stringify((s.value as { review: unknown }).review)
+  /** What a racing record's outcome depends on: the review (and the record in flight), F and P, the lifecycle. */
+  const raceKey = (s: PlanModeSnapshot) => {
+    const { mode, intent, review, lifecycle } = s.value as Record<string, unknown>
+    const { value: _value, told: _told, deferred: _deferred, ...rest } = JSON.parse(stateKey(s)) as Record<string, unknown>
+    return JSON.stringify({ mode, intent, review, lifecycle, ...rest })
+  }
+  const racing = (letter: Step) => letter.label.startsWith('plan/review append') || letter.label.startsWith('another writer')
+  const recordInFlight = (s: PlanModeSnapshot) =>
+    s.matches({ review: { open: 'requesting' } } as never) || s.matches({ review: { open: 'recording' } } as never)
+  let edges = 0
+  for (let head = 0; head < queue.length; head++) {
+    const key = queue[head]!
+    const source = vertices.get(key)!
+    const s = source.snapshot
+    if (s.matches({ lifecycle: 'stopped' })) continue // the service stops the actor: nothing follows
+    if (s.matches({ lifecycle: 'closing' })) closingTimeouts.set(key, undefined)
+    for (const letter of letters) {
+      const events = letter.eventsIn(s)
+      if (events === undefined) continue
+      edges++
+      const { next, states, transitions } = step(s, events)
+      const nextKey = stateKey(next)
+      const path: ModelPath = { letters: [...source.letters, letter], keys: [...source.keys, nextKey], config: 'durable' }
+      if (next.matches({ lifecycle: 'stopped' }) && next.hasTag('appending')) {
+        invariantBreaks.push(path)
+        continue
+      }
+      if (letter.label === 'close timeout expires') closingTimeouts.set(key, nextKey)
+      const targets = [
+        ...[...states].map((id) => `state ${id}`),
+        ...transitions,
+        // Every vertex; each letter once in each configuration of the review region; every
+        // record's landing or failure and every other writer's record out of a vertex whose own
+        // record is in flight (a request, an answer, a supersede: where records race, R79, R80);
+        // the close timeout from each closing vertex (R73).
+        `vertex ${nextKey}`,
+        `${letter.label} in review ${reviewValue(s)}`,
+        ...(recordInFlight(s) && racing(letter) ? [`${letter.label} from ${raceKey(s)}`] : []),
+        ...(letter.label === 'close timeout expires' ? [`close timeout from ${key}`] : []),
+      ]
+      if (targets.some((t) => !covered.has(t))) {
+        for (const t of targets) covered.add(t)
+        kept.push(path)
+      }
+      if (!vertices.has(nextKey)) {
+        vertices.set(nextKey, { snapshot: next, letters: path.letters, keys: path.keys })
+        queue.push(nextKey)
+      }
+    }
+  }
+  return { paths: withoutPrefixes(kept), vertices: vertices.size, edges, invariantBreaks, closingTimeouts }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,27 +765,28 @@ function transitionKey(source: string, eventType: string, index: number): string
   return `${source} ${eventType} #${index}`
 }
 
+/** Adds the states and the definition's transitions of a microstep (an inspection event) to `into`. */
+function recordMicrostep(event: InspectionEvent, into: { states: Set<string>; transitions: Set<string> }): void {
+  if (event.type !== '@xstate.microstep') return
+  const snapshot = event.snapshot as PlanModeSnapshot
+  if (snapshot.machine?.id !== 'planMode') return
+  for (const node of snapshot._nodes) into.states.add(node.id)
+  for (const t of event._transitions) {
+    const source = t.source
+    const always = source.always?.indexOf(t as never) ?? -1
+    into.transitions.add(
+      always >= 0
+        ? transitionKey(source.id, 'always', always)
+        : transitionKey(source.id, t.eventType, source.transitions.get(t.eventType)!.indexOf(t as never)),
+    )
+  }
+}
+
 /** Collects the states and transitions the service's actors actually take (inspection). */
 export class CoverageCollector {
   readonly states = new Set<string>()
   readonly transitions = new Set<string>()
-  readonly observer: Observer<InspectionEvent> = {
-    next: (event) => {
-      if (event.type !== '@xstate.microstep') return
-      const snapshot = event.snapshot as PlanModeSnapshot
-      if (snapshot.machine?.id !== 'planMode') return
-      for (const node of snapshot._nodes) this.states.add(node.id)
-      for (const t of event._transitions) {
-        const source = t.source
-        const always = source.always?.indexOf(t as never) ?? -1
-        this.transitions.add(
-          always >= 0
-            ? transitionKey(source.id, 'always', always)
-            : transitionKey(source.id, t.eventType, source.transitions.get(t.eventType)!.indexOf(t as never)),
-        )
-      }
-    },
-  }
+  readonly observer: Observer<InspectionEvent> = { next: (event) => recordMicrostep(event, this) }
 
   /** Adds the states of a snapshot that was not reached by a microstep (an attach). */
   addSnapshot(snapshot: PlanModeSnapshot): void {
@@ -465,13 +806,14 @@ export async function replayPath(path: ModelPath, coverage?: CoverageCollector):
   try {
     const options: TwinOptions = {
       agents: [{ id: AGENT }],
-      hasChannel: path.hasChannel,
+      hasChannel: path.config === 'channel',
+      ...(path.config === 'durable' ? { reviews: 'durable' as const } : {}),
       defaultFate: 'hold',
       closeTimeoutMs: CLOSE_TIMEOUT_MS,
       ...(coverage ? { inspect: coverage.observer } : {}),
     }
     const twin = new Twin(options)
-    const ctx: ReplayContext = { twin, actor: twin.actor(AGENT) }
+    const ctx: ReplayContext = { twin, actor: twin.actor(AGENT), others: 0 }
     for (let i = 0; i < path.letters.length; i++) {
       const letter = path.letters[i]!
       letter.replay(ctx)

@@ -52,6 +52,29 @@
  *   one's abandoned appends.
  * - An operation called before `dispose` whose turn comes after it does nothing and fails (R60):
  *   an exit call as reloaded, the others with the disposed-before-turn text.
+ *
+ * Durable reviews (`reviews: 'durable'`, R78–R81). The log holds the open review; each attachment
+ * follows it from the records it hears (its `durable` belief), rebuilt from the log at attach:
+ * - The review the log holds open is the one of the last `requested` record, unless the first
+ *   closing record of its id followed it (R79, R80); records of other ids change nothing.
+ * - A closing record heard while this service's own record of the same review is in flight (an
+ *   answer, a supersede) is applied once that append settles: the review's records are taken in
+ *   the order the log holds them, and the first one is the outcome (R80: a racing answer lost).
+ *   Every other closing record of the open review is applied when it is heard (R80).
+ * - An untold outcome (R81) is dropped by a new request: live, when this service's exit call
+ *   makes its request (R81: "the model asked again, so it was told", also when the request's
+ *   append then fails) or another writer's request is heard, and by a step boundary that tells
+ *   it; at attach it is the log's (R81's rebuild rule: a request/header or a request in the log).
+ * - An answer whose record fails rejects with the log's error and warns nothing (R80 says what
+ *   the answer's caller gets; R49's containment is for records no caller waits on). A supersede
+ *   record that fails is contained (R49): the warning, and the review closes as superseded all the
+ *   same (the selection follows, R48); a reload or restart reads the log again.
+ * - `openReview` shows the review that waits for its answer: none while this service's own record
+ *   of it (an answer, a supersede) is in flight, though the log still holds it open until that
+ *   record lands (R79 does not say which; a UI then shows no question to answer twice), and the
+ *   review again when an answer's record failed (R80: it stays open).
+ * - The exit call's request id is drawn by the service (`crypto.randomUUID`); the test tells
+ *   the oracle which one (`ExecuteInput.reviewId`). Everything else the oracle decides.
  */
 
 /** A log entry as plan mode sees it (the log assigns `seq`; the oracle compares type and data). */
@@ -69,10 +92,13 @@ export type CallState<T> =
 /** One call made to the service, with its expected settlement. */
 export interface OracleCall<T = unknown> {
   readonly id: number
-  readonly kind: 'set' | 'boundary' | 'review' | 'command'
+  readonly kind: 'set' | 'boundary' | 'review' | 'command' | 'answer'
   readonly agentId: string | undefined
   state: CallState<T>
 }
+
+/** What an exit call resolves with: a channel's approval (R47) or a durable request's submission (R79). */
+export type ExitResult = { approved: true } | { submitted: true; reviewId: string }
 
 /** `set`'s results (R8–R10). */
 export type SetOutcome = 'committed' | 'queued' | 'cancelled' | 'noop'
@@ -161,6 +187,11 @@ export const TEXT = {
   reloaded: 'the plan-mode service was reloaded while the plan was under review; present the plan again',
   aborted: 'the plan review was aborted',
   disposedBeforeTurn: "plan-mode service was disposed before this call's turn came; nothing was done",
+  /** R81: what a boundary tells of a durable approval. */
+  approvedNews: 'The user approved your plan and plan mode is off; carry out the plan, starting now.',
+  /** R80: `answerReview` with an answer of the wrong shape. */
+  malformedAnswer:
+    'answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string }] }; nothing was changed',
   flushFailed: 'plan-mode: step-boundary flush failed',
   recordFailed: 'plan-mode: review record failed',
   offWithAttachments: 'Image attachments cannot accompany /plan off.',
@@ -215,20 +246,143 @@ export function foldOpenTurn(log: readonly LogEntry[]): boolean {
 export function foldK(log: readonly LogEntry[]): boolean | undefined {
   let told: boolean | undefined
   let active = false
-  for (const entry of log) {
+  const stray = strayRecords(log)
+  log.forEach((entry, index) => {
     if (entry.type === 'plan/mode') active = (entry.data as { active: boolean }).active
     else if (entry.type === 'request/header') told = active
-    else if (entry.type === 'plan/review' && (entry.data as { outcome?: unknown }).outcome === 'approved') told = false
-  }
+    else if (entry.type === 'plan/review' && tellsApproval(entry.data) && !stray.has(index)) told = false
+  })
   return told
+}
+
+/**
+ * R79, R80: the indices of the durable records that close no open review (a lost racing answer's,
+ * one of an id never requested): they change nothing, for K (R31) and the kept selection (R58)
+ * as for the open review.
+ */
+function strayRecords(log: readonly LogEntry[]): Set<number> {
+  const stray = new Set<number>()
+  let open: string | null = null
+  log.forEach((entry, index) => {
+    const data = durableRecord(entry)
+    if (!data) return
+    if (data.outcome === 'requested') open = data.reviewId as string
+    else if (open === data.reviewId && CLOSING_OUTCOMES.includes(String(data.outcome))) open = null
+    else stray.add(index)
+  })
+  return stray
+}
+
+/** R31, R81: an approved review told the model it left plan mode: a channel's, or a durable one told in its call's result. */
+function tellsApproval(data: unknown): boolean {
+  const record = data as { outcome?: unknown; reviewId?: unknown; toldInResult?: unknown }
+  return record.outcome === 'approved' && (typeof record.reviewId !== 'string' || record.toldInResult === true)
+}
+
+/** A durable review the log holds open, as `openReview` shows it (R79). */
+export interface OpenReviewExpectation {
+  reviewId: string
+  title: string
+  plan: string
+  /** The seq of its request record (the oracle's logs start at seq 1). */
+  version: number
+  callId?: string
+}
+
+/** A durable review's outcome the model has not been told yet (R81). */
+export interface ReviewNewsExpectation {
+  outcome: 'approved' | 'keep-planning' | 'superseded'
+  feedback?: string
+}
+
+/** What the log says of durable reviews (R79–R81). */
+export interface DurableFold {
+  open: OpenReviewExpectation | null
+  /** The last durable review closed, and how (R80: a late answer is refused naming it). */
+  closed: { reviewId: string; outcome: string } | null
+  news: ReviewNewsExpectation | null
+}
+
+const CLOSING_OUTCOMES = ['approved', 'keep-planning', 'dismissed', 'failed', 'aborted', 'superseded', 'reloaded']
+
+/** A durable review's record: a `plan/review` with a string `reviewId` (R79). */
+function durableRecord(entry: LogEntry): Record<string, unknown> | null {
+  if (entry.type !== 'plan/review' || typeof entry.data !== 'object' || entry.data === null) return null
+  const data = entry.data as Record<string, unknown>
+  return typeof data.reviewId === 'string' ? data : null
+}
+
+/** R81: what a closing record leaves the next boundary to tell. */
+export function newsOfRecord(data: Record<string, unknown>): ReviewNewsExpectation | null {
+  if (data.toldInResult === true) return null
+  if (data.outcome === 'approved' || data.outcome === 'superseded') return { outcome: data.outcome }
+  if (data.outcome !== 'keep-planning') return null
+  return typeof data.feedback === 'string' ? { outcome: 'keep-planning', feedback: data.feedback } : { outcome: 'keep-planning' }
+}
+
+/**
+ * R79–R81 at attach: the open review is the one of the last `requested` record unless a closing
+ * record of its id follows it; the last one closed and its outcome; the untold outcome: the
+ * closing record of the last review closed, unless it was told in the result or a request/header
+ * or a new request follows it.
+ */
+export function foldReviews(log: readonly LogEntry[]): DurableFold {
+  const fold: DurableFold = { open: null, closed: null, news: null }
+  log.forEach((entry, index) => {
+    if (entry.type === 'request/header') fold.news = null
+    const data = durableRecord(entry)
+    if (!data) return
+    const reviewId = data.reviewId as string
+    if (data.outcome === 'requested') {
+      fold.open = {
+        reviewId,
+        title: String(data.title),
+        plan: String(data.plan),
+        version: index + 1,
+        ...(typeof data.callId === 'string' ? { callId: data.callId } : {}),
+      }
+      fold.news = null
+    } else if (fold.open?.reviewId === reviewId && CLOSING_OUTCOMES.includes(String(data.outcome))) {
+      fold.open = null
+      fold.closed = { reviewId, outcome: String(data.outcome) }
+      fold.news = newsOfRecord(data)
+    }
+  })
+  return fold
+}
+
+/** R81: the text a boundary tells of a durable review's outcome. */
+export function newsMessage(news: ReviewNewsExpectation): string {
+  if (news.outcome === 'approved') return TEXT.approvedNews
+  if (news.outcome === 'superseded') return TEXT.superseded
+  return news.feedback === undefined ? TEXT.keepPlanning : TEXT.keepPlanningFeedback + news.feedback
+}
+
+/** R80: a well-formed answer: `{ answers: [...] }` of objects with a string id, string selections, an optional string custom. */
+export function isWellFormedAnswer(answer: unknown): boolean {
+  const answers = (answer as { answers?: unknown } | null)?.answers
+  if (typeof answer !== 'object' || answer === null || !Array.isArray(answers)) return false
+  return answers.every((item: unknown) => {
+    const { id, selected, custom } = (item ?? {}) as { id?: unknown; selected?: unknown; custom?: unknown }
+    return (
+      typeof item === 'object' &&
+      item !== null &&
+      typeof id === 'string' &&
+      Array.isArray(selected) &&
+      selected.every((label) => typeof label === 'string') &&
+      (custom === undefined || typeof custom === 'string')
+    )
+  })
 }
 
 /** R58: the kept selection: the latest settled successful `/plan` or approved exit not yet followed by a `plan/mode`. */
 export function foldKept(log: readonly LogEntry[]): boolean | null {
   let kept: boolean | null = null
   const runs = new Map<string, boolean>()
-  for (const entry of log) {
+  const stray = strayRecords(log)
+  for (const [index, entry] of log.entries()) {
     const data = entry.data as Record<string, unknown>
+    if (stray.has(index)) continue
     if (entry.type === 'plan/mode') kept = null
     else if (entry.type === 'command/run' && data.name === 'plan' && typeof data.args === 'string') {
       runs.set(String(data.commandId), data.args.trim().toLowerCase() !== 'off')
@@ -294,7 +448,7 @@ interface Settlement {
 interface Review {
   plan: string
   title: string
-  call: OracleCall<{ approved: true }>
+  call: OracleCall<ExitResult>
   ask: ExpectedAsk | null
   /** `asking`: waits for the user; `answered`: its settlement waits in the queue; `recording`: closed, being recorded. */
   phase: 'asking' | 'answered' | 'recording'
@@ -309,6 +463,18 @@ interface Attachment {
   closing: boolean
   /** K can be rebuilt from the log (R31): false after an approval whose record failed (R49). */
   toldIsLogged: boolean
+  /** Durable reviews as this attachment follows them (R79–R81; see the file comment). */
+  durable: DurableBelief
+}
+
+/** An attachment's view of the durable reviews (R79–R81). */
+interface DurableBelief extends DurableFold {
+  /**
+   * This service's own record of the open review in flight (an answer, a supersede), and the
+   * first closing record of that review the log held since (ours or another writer's): applied
+   * once ours settles (see the file comment).
+   */
+  inFlight: { reviewId: string; own: Record<string, unknown>; first: Record<string, unknown> | null } | null
 }
 
 /**
@@ -358,6 +524,8 @@ export interface OracleOptions {
   appendFate?: (agentId: string, type: string, data: unknown) => AppendFate
   /** The service's `closeTimeoutMs` (R73; default 5000). */
   closeTimeoutMs?: number
+  /** R78: the service's reviews (default `'channel'`). */
+  reviews?: 'channel' | 'durable'
 }
 
 /** What a test passes for an exit-tool call. */
@@ -371,6 +539,10 @@ export interface ExecuteInput {
   preAborted?: { reason: unknown }
   /** The channel throws this synchronously when asked (R46: any synchronous throw). */
   askThrows?: Error
+  /** A durable service: the id the service draws for the review this call would open (R79). */
+  reviewId?: string
+  /** `ExitToolContext.callId` (R79). */
+  callId?: unknown
 }
 
 /** What a test passes for a `/plan` run. */
@@ -386,6 +558,8 @@ export interface CommandInput {
 export class PlanModeOracle {
   readonly section: string
   readonly hasChannel: boolean
+  /** R78: every review of the service is durable. */
+  readonly durableReviews: boolean
   readonly closeTimeoutMs: number
   appendFate: (agentId: string, type: string, data: unknown) => AppendFate
   readonly warnings: ExpectedWarning[] = []
@@ -407,6 +581,7 @@ export class PlanModeOracle {
   constructor(options: OracleOptions) {
     this.section = options.section
     this.hasChannel = options.hasChannel
+    this.durableReviews = options.reviews === 'durable'
     this.closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS
     this.appendFate = options.appendFate ?? (() => ({ kind: 'ok' }))
   }
@@ -456,6 +631,23 @@ export class PlanModeOracle {
   hasOpenReview(agentId: string): boolean {
     const a = this.model(agentId).attachment
     return a !== null && a.review !== null
+  }
+
+  /** R79: the durable review the agent's log holds open, as `openReview` returns it. Throws like the service after dispose (R60). */
+  openReview(agentId: string): OpenReviewExpectation | null {
+    const { open, inFlight } = this.readAttachment(agentId).durable
+    return open === null || inFlight !== null ? null : { ...open }
+  }
+
+  /** The durable review the agent's log holds open, also while this service records an outcome of it (R79). */
+  reviewHeldOpen(agentId: string): OpenReviewExpectation | null {
+    const { open } = this.readAttachment(agentId).durable
+    return open === null ? null : { ...open }
+  }
+
+  /** R80: the last durable review closed, as the agent's attachment knows it (a late answer names it). */
+  lastClosedReview(agentId: string): { reviewId: string; outcome: string } | null {
+    return this.readAttachment(agentId).durable.closed
   }
 
   /** Whether an exit-tool call still waits for its turn to open its review (§1). */
@@ -540,9 +732,9 @@ export class PlanModeOracle {
     return call
   }
 
-  /** `exitTool.execute` (R42–R49). */
-  execute(input: ExecuteInput): OracleCall<{ approved: true }> {
-    const call = this.call<{ approved: true }>('review', input.agentId)
+  /** `exitTool.execute` (R42–R49; a durable service's, R79). */
+  execute(input: ExecuteInput): OracleCall<ExitResult> {
+    const call = this.call<ExitResult>('review', input.agentId)
     if (this.failIfDisposed(call)) return call
     if (input.preAborted) return this.fail(call, abortReasonMessage(input.preAborted.reason))
     if (input.agentId === undefined) return this.fail(call, TEXT.noAgent)
@@ -551,6 +743,8 @@ export class PlanModeOracle {
     const plan = (input.args as { plan?: unknown } | null | undefined)?.plan
     if (typeof plan !== 'string') return this.fail(call, TEXT.planNotString)
     this.waitingCalls.add(call)
+    /** A durable call's request record is in flight (R79): a close that abandons it fails the call (R73). */
+    let requesting = false
     this.enqueue(input.agentId, (a, done) => {
       // R46: a call whose signal aborted while it waited for its turn has already failed.
       if (!this.waitingCalls.delete(call)) return done(() => {})
@@ -562,8 +756,29 @@ export class PlanModeOracle {
       if (!this.effective(a)) return refuse(TEXT.notInPlanMode)
       if (!startsWithHeading(plan)) return refuse(TEXT.noHeading)
       if (Buffer.byteLength(plan, 'utf8') > MAX_PLAN_BYTES) return refuse(TEXT.tooLarge)
-      if (a.review !== null) return refuse(TEXT.alreadyOpen)
+      // R42.6, R79: a durable review the log holds open counts, whoever opened it.
+      if (a.review !== null || a.durable.open !== null) return refuse(TEXT.alreadyOpen)
       if (input.owned) return refuse(TEXT.owned)
+      if (this.durableReviews) {
+        // R79: no check 8 (the log is the channel); the request is appended, and the call is
+        // submitted once it landed, or fails with the log's error (nothing is open then).
+        const reviewId = input.reviewId
+        if (reviewId === undefined) throw new Error('oracle: a durable exit call needs the reviewId the service draws')
+        const data = {
+          outcome: 'requested',
+          reviewId,
+          title: headingTitle(plan) ?? 'Plan',
+          plan,
+          ...(typeof input.callId === 'string' ? { callId: input.callId } : {}),
+        }
+        requesting = true
+        a.durable.news = null // R81: the model asked again
+        this.append(a, 'plan/review', data, (error) => {
+          requesting = false
+          done(() => (error ? this.fail(call, error.message) : this.settle(call, { submitted: true, reviewId })))
+        })
+        return
+      }
       if (!this.hasChannel) return refuse(TEXT.noChannel)
       const ask: ExpectedAsk = { agentId: a.agentId, plan, aborted: false, stale: false }
       this.asks.push(ask)
@@ -572,8 +787,56 @@ export class PlanModeOracle {
       done(() => {})
     }, () => {
       // R60: its turn came after dispose; the review it would have opened was reloaded away.
-      if (this.waitingCalls.delete(call)) this.fail(call, TEXT.reloaded)
+      // R73: a close gave up on its request record: it fails as reloaded too.
+      if (this.waitingCalls.delete(call) || requesting) {
+        requesting = false
+        this.fail(call, TEXT.reloaded)
+      }
     })
+    return call
+  }
+
+  /** `answerReview(agent, reviewId, answer, { toldInResult })` (R80, R81). */
+  answerReview(agentId: string, reviewId: unknown, answer: unknown, options: { toldInResult?: boolean } = {}): OracleCall<'approved' | 'keep-planning'> {
+    const call = this.call<'approved' | 'keep-planning'>('answer', agentId)
+    if (this.failIfDisposed(call)) return call
+    if (typeof reviewId !== 'string' || !isWellFormedAnswer(answer)) return this.fail(call, TEXT.malformedAnswer)
+    const toldInResult = options.toldInResult === true
+    this.enqueue(
+      agentId,
+      (a, done) => {
+        const open = a.durable.open
+        if (open?.reviewId !== reviewId) {
+          const closed = a.durable.closed
+          const message =
+            closed?.reviewId === reviewId
+              ? `plan review ${reviewId} is already closed (${closed.outcome}); nothing was changed`
+              : `no plan review ${reviewId} is open for this agent; nothing was changed`
+          return done(() => this.fail(call, message))
+        }
+        // R44, R45: strict consent; anything else keeps planning, with non-blank custom text as feedback.
+        const verdict = readAnswer(answer as AnswerLike)
+        const data: Record<string, unknown> = {
+          outcome: verdict.approved ? 'approved' : 'keep-planning',
+          reviewId,
+          title: open.title,
+          plan: open.plan,
+          ...(!verdict.approved && verdict.feedback !== undefined ? { feedback: verdict.feedback } : {}),
+          ...(toldInResult ? { toldInResult: true } : {}),
+        }
+        a.durable.inFlight = { reviewId, own: data, first: null }
+        this.append(a, 'plan/review', data, (error) => {
+          const first = this.settleOwnRecord(a)
+          // R80: not recorded: the answer fails with the log's error (the review stays open,
+          // unless another writer's record closed it meanwhile).
+          if (error) return done(() => this.fail(call, error.message))
+          // R80: the first closing record of the review is the outcome; a later one lost.
+          if (first === data) return done(() => this.settle(call, data.outcome as 'approved' | 'keep-planning'))
+          done(() => this.fail(call, `plan review ${reviewId} is already closed (${String(first?.outcome)}); nothing was changed`))
+        })
+      },
+      (message) => this.fail(call, message),
+    )
     return call
   }
 
@@ -807,6 +1070,7 @@ export class PlanModeOracle {
         review: null,
         closing: false,
         toldIsLogged: true,
+        durable: { ...foldReviews(m.log), inFlight: null },
       }
     }
     return m.attachment
@@ -859,6 +1123,52 @@ export class PlanModeOracle {
         a.toldIsLogged = true
       }
     }
+    const record = durableRecord({ type, data })
+    if (!record) return
+    const version = m.log.length
+    for (const a of [m.attachment, m.closing]) {
+      if (!a) continue
+      const reviewId = record.reviewId as string
+      if (record.outcome === 'requested') {
+        // R79: the latest request is open; R81: it drops an untold outcome.
+        a.durable.open = {
+          reviewId,
+          title: String(record.title),
+          plan: String(record.plan),
+          version,
+          ...(typeof record.callId === 'string' ? { callId: record.callId } : {}),
+        }
+        a.durable.news = null
+      } else if (CLOSING_OUTCOMES.includes(String(record.outcome))) {
+        const inFlight = a.durable.inFlight
+        // Our own record of this review is in flight: the first one the log holds waits for it.
+        if (inFlight?.reviewId === reviewId) inFlight.first ??= record
+        else this.applyClosing(a, record)
+      }
+    }
+  }
+
+  /**
+   * R80: the first closing record of the open review closes it with its outcome: R47's consent
+   * for an approval (K inactive only when told in the result, R81), and the outcome to tell (R81).
+   * A record of another id changes nothing.
+   */
+  private applyClosing(a: Attachment, record: Record<string, unknown>): void {
+    if (a.durable.open?.reviewId !== record.reviewId) return
+    a.durable.open = null
+    a.durable.closed = { reviewId: record.reviewId as string, outcome: String(record.outcome) }
+    a.durable.news = newsOfRecord(record)
+    if (record.outcome !== 'approved') return
+    if (record.toldInResult === true) a.K = false
+    a.P = this.F(a) ? false : undefined
+  }
+
+  /** Our own record of the open review settled: the first record the log held of it applies now. */
+  private settleOwnRecord(a: Attachment): Record<string, unknown> | null {
+    const first = a.durable.inFlight?.first ?? null
+    a.durable.inFlight = null
+    if (first) this.applyClosing(a, first)
+    return first
   }
 
   /** An append by the service, decided by the fate policy. `then(null)` once it landed and resolved. */
@@ -996,6 +1306,22 @@ export class PlanModeOracle {
       this.close(a, { outcome: 'superseded', error: TEXT.superseded }, () => this.follow(a, x, ok, failed))
       return
     }
+    const open = a.durable.open
+    if (open && !a.durable.inFlight) {
+      // R80: a durable review is closed as superseded, then the selection follows R8–R10. A
+      // record that fails is contained (R49): the review closes all the same.
+      const data = { outcome: 'superseded', reviewId: open.reviewId, title: open.title, plan: open.plan }
+      a.durable.inFlight = { reviewId: open.reviewId, own: data, first: null }
+      this.append(a, 'plan/review', data, (error) => {
+        const first = this.settleOwnRecord(a)
+        if (error) {
+          this.warnings.push({ message: TEXT.recordFailed, error })
+          if (!first) this.applyClosing(a, data)
+        }
+        this.follow(a, x, ok, failed)
+      })
+      return
+    }
     this.follow(a, x, ok, failed)
   }
 
@@ -1023,7 +1349,12 @@ export class PlanModeOracle {
     if (aborted) return done({ section: under(this.F(a)), notices: [] }) // R15
     const narrate = () => {
       const S = this.F(a)
-      const notices = a.K !== undefined && a.K !== S ? [S ? TEXT.entering : TEXT.leaving] : []
+      // R81: a durable review's untold outcome goes first, once; an approval is not told under an
+      // active state in force (R32 alone applies), and when told it says the mode already.
+      const news = a.durable.news?.outcome === 'approved' && S ? null : a.durable.news
+      a.durable.news = null
+      const notices = news ? [newsMessage(news)] : []
+      if (a.K !== undefined && a.K !== S && news?.outcome !== 'approved') notices.push(S ? TEXT.entering : TEXT.leaving)
       a.K = S
       done({ section: under(S), notices })
     }

@@ -62,6 +62,8 @@ export interface TwinOptions {
   inspect?: unknown
   /** The service's `closeTimeoutMs` (R73); the service's default (5000) when absent. */
   closeTimeoutMs?: number
+  /** R78: the service's reviews (the service's default, `'channel'`, when absent). */
+  reviews?: 'channel' | 'durable'
 }
 
 /** The real service and the oracle, side by side. */
@@ -79,6 +81,8 @@ export class Twin {
   private readonly oracleFates = new Map<string, AppendFate[]>()
   private readonly options: TwinOptions
   private commandIds = 0
+  /** The durable review ids the twin lets the service draw (R79), one per exit call. */
+  private reviewIds = 0
   private holding = false
 
   constructor(options: TwinOptions) {
@@ -87,6 +91,7 @@ export class Twin {
       section: SECTION,
       hasChannel: options.hasChannel ?? true,
       ...(options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: options.closeTimeoutMs }),
+      ...(options.reviews === undefined ? {} : { reviews: options.reviews }),
       appendFate: (id) => this.oracleFates.get(id)!.shift() ?? (this.holding ? { kind: 'hold' } : { kind: 'ok' }),
     })
     this.holding = options.defaultFate === 'hold'
@@ -111,6 +116,7 @@ export class Twin {
         logger: { warn: (...args: unknown[]) => this.warnings.push(args) },
         ...(this.options.inspect ? { inspect: this.options.inspect } : {}),
         ...(this.options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: this.options.closeTimeoutMs }),
+        ...(this.options.reviews === undefined ? {} : { reviews: this.options.reviews }),
       },
     )
   }
@@ -188,16 +194,21 @@ export class Twin {
     return call
   }
 
-  /** `exitTool.execute`. */
+  /**
+   * `exitTool.execute`. In a durable service the review id the service draws with
+   * `crypto.randomUUID` (R79) is the twin's, told to the oracle: ids are the one thing the
+   * oracle cannot decide.
+   */
   execute(
     id: string | undefined,
     args: unknown,
-    { owned = false, preAborted, askThrows }: { owned?: boolean; preAborted?: unknown; askThrows?: Error } = {},
+    { owned = false, preAborted, askThrows, callId }: { owned?: boolean; preAborted?: unknown; askThrows?: Error; callId?: string } = {},
   ): PairedCall {
     const controller = new AbortController()
     if (preAborted !== undefined) controller.abort(preAborted === 'plain' ? undefined : preAborted)
     if (askThrows) this.channel.throwNext = askThrows
-    const label = `execute(${id ?? 'no agent'}, ${JSON.stringify(args).slice(0, 40)}${owned ? ', owned' : ''}${preAborted !== undefined ? ', pre-aborted' : ''}${askThrows ? ', ask throws' : ''})`
+    const reviewId = this.options.reviews === 'durable' ? `review-${++this.reviewIds}` : undefined
+    const label = `execute(${id ?? 'no agent'}, ${JSON.stringify(args).slice(0, 40)}${owned ? ', owned' : ''}${preAborted !== undefined ? ', pre-aborted' : ''}${askThrows ? ', ask throws' : ''}${callId !== undefined ? `, callId ${callId}` : ''}${reviewId !== undefined ? `, draws ${reviewId}` : ''})`
     this.trace.push(label)
     const base = id === undefined ? undefined : this.agent(id)
     const agent = base && owned ? { ...base, owner: 'parent-agent' } : base
@@ -207,9 +218,23 @@ export class Twin {
       owned,
       ...(preAborted !== undefined ? { preAborted: { reason: controller.signal.reason } } : {}),
       ...(askThrows ? { askThrows } : {}),
+      ...(reviewId !== undefined ? { reviewId } : {}),
+      ...(callId !== undefined ? { callId } : {}),
     })
-    const sut = track(() => this.service.exitTool.execute(args, { ...(agent ? { agent } : {}), signal: controller.signal }))
+    const context = { ...(agent ? { agent } : {}), signal: controller.signal, ...(callId !== undefined ? { callId } : {}) }
+    const sut = track(() => withReviewId(reviewId, () => this.service.exitTool.execute(args, context)))
     return this.pair(label, oracle, sut, controller)
+  }
+
+  /** `answerReview` (R80, R81). */
+  answerReview(id: string, reviewId: string, answer: unknown, options: { toldInResult?: boolean } = {}): PairedCall {
+    const label = `answerReview(${id}, ${reviewId}, ${JSON.stringify(answer)}${options.toldInResult ? ', toldInResult' : ''})`
+    this.trace.push(label)
+    return this.pair(
+      label,
+      this.oracle.answerReview(id, reviewId, answer, options),
+      track(() => this.service.answerReview(this.agent(id), reviewId, answer, options)),
+    )
   }
 
   /** The channel answers ask `index` (an answer after the review closed is ignored, R46). */
@@ -423,6 +448,7 @@ export class Twin {
     this.expectEqual(`R7: get(${id})`, got, this.oracle.get(id))
     this.expectEqual(`R2: get(${id}).active is the fold of the log`, got.active, foldPlanMode(log.events))
     this.expectEqual(`R21: section(${id})`, this.service.section(this.agent(id)), this.oracle.sectionOf(id))
+    this.expectEqual(`R79: openReview(${id})`, this.service.openReview(this.agent(id)), this.oracle.openReview(id))
     this.expectEqual(`R62: the actor of ${id} is active`, this.service.actor(this.agent(id)).getSnapshot().status, 'active')
     const steered = this.steered.get(id)!.map((m) => {
       if (typeof m.id !== 'string' || m.role !== 'user' || !isDeepStrictEqual(m.source, { kind: 'user' })) {
@@ -447,6 +473,24 @@ export class Twin {
   /** The actor of `id` (attaching it). */
   actor(id: string): PlanModeActor {
     return this.service.actor(this.agent(id))
+  }
+}
+
+/**
+ * Runs `run` with `crypto.randomUUID` answering `reviewId` (when given): the id a durable exit
+ * call draws synchronously for its review (R79). Restored before `run`'s promise settles.
+ */
+function withReviewId<T>(reviewId: string | undefined, run: () => T): T {
+  if (reviewId === undefined) return run()
+  const crypto = globalThis.crypto as Crypto & { randomUUID: () => string }
+  const own = Object.hasOwn(crypto, 'randomUUID')
+  const previous = crypto.randomUUID
+  crypto.randomUUID = () => reviewId as ReturnType<Crypto['randomUUID']>
+  try {
+    return run()
+  } finally {
+    if (own) crypto.randomUUID = previous
+    else delete (crypto as { randomUUID?: unknown }).randomUUID
   }
 }
 

@@ -85,6 +85,8 @@ export interface OpenReview {
   recorded?: ReviewResult
   /** Our record came after another one of this review: the answer lost (R80). */
   lost?: boolean
+  /** Our answer's record failed after another one of this review closed it: the answer fails with the log's error (R80). */
+  failed?: unknown
 }
 
 /** The bounded wait of a reload or detach when the host configures none (R73). */
@@ -369,10 +371,14 @@ const planModeSetup = setup({
       if (event.type !== 'LOG.REVIEW_CLOSED' || context.review === null || context.review.recorded !== undefined) return {}
       return { review: { ...context.review, recorded: resultOfRecord(event.outcome, event.feedback, event.toldInResult) } }
     }),
-    /** An answer's record failed: the answer fails with the log's error, the review stays open (R80). */
+    /**
+     * An answer's record failed: the answer fails with the log's error, the review stays open (R80),
+     * under a new number, so that the next answer waits for its own record, not this failure.
+     */
     failAnswer: assign(({ context, event }) => ({
       closedReview: { number: context.review?.number ?? 0, result: { outcome: 'failed' as const }, failed: (event as { error?: unknown }).error },
-      review: context.review && { number: context.review.number, plan: context.review.plan, title: context.review.title, result: null, durable: context.review.durable! },
+      reviews: context.reviews + 1,
+      review: context.review && { number: context.reviews + 1, plan: context.review.plan, title: context.review.title, result: null, durable: context.review.durable! },
     })),
     /** The user's answer, as the ask effect read it (R44–R46). */
     decideReview: assign(({ context, event }) => {
@@ -401,15 +407,23 @@ const planModeSetup = setup({
       const recorded = review?.recorded
       const own = review?.result
       if (review === null || recorded === undefined || own == null) return {}
-      if (recorded.outcome === own.outcome && recorded.feedback === own.feedback) return {}
+      // Told in the result or not is part of the outcome: the model hears it once (R81).
+      if (recorded.outcome === own.outcome && recorded.feedback === own.feedback && recorded.toldInResult === own.toldInResult) return {}
       return { review: { ...review, result: recorded, lost: true } }
+    }),
+    /** An answer's record failed, but another record closed the review meanwhile: that one is the outcome, and the answer fails with the log's error (R80). */
+    failRacedAnswer: assign(({ context, event }) => {
+      const review = context.review
+      if (review === null || review.recorded === undefined) return {}
+      return { review: { ...review, result: review.recorded, failed: (event as { error?: unknown }).error } }
     }),
     /** The exit call that opened the review resolves with its result (R47–R49); a durable review's is remembered (R80, R81). */
     concludeReview: assign(({ context }) => {
       const review = context.review
       const result = review?.result ?? { outcome: 'failed' as const, error: REVIEW_MESSAGES.unreadableFailure }
       const lost = (review as { lost?: boolean } | null)?.lost === true
-      const closedReview = { number: review?.number ?? 0, result, ...(lost ? { lost } : {}) }
+      const failed = review?.failed
+      const closedReview = { number: review?.number ?? 0, result, ...(lost ? { lost } : {}), ...(failed !== undefined ? { failed } : {}) }
       if (review?.durable === undefined) return { closedReview, review: null }
       const news = newsOf(result)
       return {
@@ -436,7 +450,12 @@ const planModeSetup = setup({
     raiseAbandoned: raise({ type: 'ABANDONED' } as const),
     /** R73: the review whose record never settled fails as reloaded; a deferred selection is dropped. */
     abandonReview: assign(({ context }) => ({
-      closedReview: { number: context.review?.number ?? 0, result: { outcome: 'reloaded' as const, error: REVIEW_MESSAGES.reloaded } },
+      closedReview: {
+        number: context.review?.number ?? 0,
+        result: { outcome: 'reloaded' as const, error: REVIEW_MESSAGES.reloaded },
+        // An answer whose record was abandoned fails with the abandoned message, as the operation waiting for it (R73, R80).
+        ...(context.review?.answering === true ? { failed: new Error(abandonedMessage(context.closeTimeout)) } : {}),
+      },
       review: null,
       deferredSelection: null,
     })),
@@ -460,10 +479,9 @@ function pendingSelection(active: boolean) {
         on: {
           SELECT: [
             { guard: selects(active), actions: reportSelection('noop') },
-            // The review closes first and replays this selection afterwards (R48). Only a pending
-            // entry can wait under an open review: a review opens only while E is active (R42.3),
-            // and nothing makes a pending leave while one stays open.
-            ...(active ? [{ guard: 'canSupersedeReview' as const }] : []),
+            // The review closes first and replays this selection afterwards (R48). A pending leave
+            // waits under an open review too: another writer may request a durable one (R79, R80).
+            { guard: 'canSupersedeReview' as const },
             { guard: 'selectsLoggedMode' as const, target: '#planMode.intent.logged', actions: reportSelection('cancelled') },
             { guard: 'hasOpenTurn' as const, target: `#planMode.intent.pending.${other}`, actions: reportSelection('queued') },
             { target: 'committing' },
@@ -474,8 +492,9 @@ function pendingSelection(active: boolean) {
             { guard: targetIsLogged, target: '#planMode.intent.logged', actions: 'resolveBoundary' as const },
             { target: 'flushing' },
           ],
-          // Consent: with F active a leave waits for the boundary, else nothing waits (R47).
-          // (A pending leave makes E inactive, so no review can be open with one: R42.3, R48.)
+          // Consent: with F active a leave waits for the boundary, else nothing waits (R47). A
+          // pending leave meets one only through another writer's durable review (R80): it stays
+          // under F active, and goes under F inactive (the user's target is logged already).
           ...(active
             ? {
                 'REVIEW.APPROVED': [
@@ -483,7 +502,7 @@ function pendingSelection(active: boolean) {
                   { target: '#planMode.intent.logged' },
                 ],
               }
-            : {}),
+            : { 'REVIEW.APPROVED': { guard: 'isLoggedInactive' as const, target: '#planMode.intent.logged' } }),
         },
       },
       /**
@@ -670,6 +689,8 @@ export const planModeMachine = planModeSetup.createMachine({
                   // R80: an answer that could not be recorded changes nothing; the review stays
                   // open, unless the log holds another process's record of it by now.
                   { guard: and(['isAnswering', not('hasNotedRecord')]), target: 'undecided.awaiting', actions: 'failAnswer' },
+                  // The other record closes it; the answer still fails with the log's error, unwarned (R80).
+                  { guard: 'isAnswering', target: 'recorded', actions: 'failRacedAnswer' },
                   {
                     target: 'recorded',
                     actions: [{ type: 'warn', params: { message: 'plan-mode: review record failed' } }, 'settleRecord'],
