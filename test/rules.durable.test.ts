@@ -15,6 +15,7 @@ import {
   type SessionLog,
   type StepBoundaryResult,
 } from '../src/index.js'
+import { TEXT } from './oracle.js'
 import { APPROVE, KEEP_PLANNING, PLAN, SECTION, createFaultyLog, createScriptedReview, flush, type FaultyLog } from './helpers.js'
 
 // Every text below is copied from docs/spec.md (R42, R45, R48, R76, R78–R81).
@@ -34,17 +35,8 @@ const notOpen = (reviewId: string) => `no plan review ${reviewId} is open for th
 const alreadyClosed = (reviewId: string, outcome: string) => `plan review ${reviewId} is already closed (${outcome}); nothing was changed`
 const CHECKPOINT_IGNORED = 'plan-mode: checkpoint ignored; the log is replayed in full'
 const NO_VALID_FOLD = 'the checkpoint holds no valid fold (projection, openTurn, told, review)'
-const R42 = {
-  noAgent: 'exit_plan_mode requires a calling agent (no session to switch)',
-  planNotString: 'exit_plan_mode requires a "plan" string argument',
-  notInPlanMode: 'exit_plan_mode is only available in plan mode',
-  noHeading: 'exit_plan_mode requires a non-empty markdown plan starting with a # heading',
-  tooLarge: 'exit_plan_mode plan is too large (over 256 KiB)',
-  alreadyOpen: 'a plan review is already open for this agent; wait for its answer',
-  owned:
-    "human interaction is unavailable while the calling agent is owned by another live agent; include the unresolved question or decision in the child agent's final result",
-  noChannel: 'no user-interaction channel is available to review the plan; ask the user to switch the session mode instead',
-}
+/** R42's messages, quoted from the spec in the oracle's table. */
+const R42 = TEXT
 
 const TITLE = 'Migrate the database'
 const PLAN_2 = '# Migrate the database, v2\n\n1. Back up.\n2. Migrate on SQLite.'

@@ -156,6 +156,9 @@ const TEXT = {
   dismissed:
     'The user dismissed the plan review to speak instead; stay in plan mode, stop here, and wait for their message.',
   superseded: 'The user changed the plan mode directly; the review is closed.',
+  approvedNews: 'The user approved your plan and plan mode is off; carry out the plan, starting now.',
+  keepPlanning: 'The user chose to keep planning; revise the plan and present it again.',
+  alreadyOpen: 'a plan review is already open for this agent; wait for its answer',
 } as const
 
 const PLAN = '# Ship the importer\n\n1. Parse the CSV.\n2. Store the rows.'
@@ -518,13 +521,6 @@ export interface DurableReviewSuiteOptions {
   createHost(): DurableConformanceHost | Promise<DurableConformanceHost>
 }
 
-/** R79, R81: the durable texts, quoted. */
-const DURABLE_TEXT = {
-  approvedNews: 'The user approved your plan and plan mode is off; carry out the plan, starting now.',
-  keepPlanning: 'The user chose to keep planning; revise the plan and present it again.',
-  alreadyOpen: 'a plan review is already open for this agent; wait for its answer',
-} as const
-
 /**
  * Defines the durable-review scenarios (R78–R81) for a host whose plan reviews outlive the
  * process: a serverless or load-balanced web app where the exit call, the user's answer and the
@@ -591,7 +587,7 @@ export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuit
         const carrying = await answering.restart()
         expect(carrying.get()).toEqual({ active: true, pending: false })
         await carrying.startTurn()
-        expect(await carrying.step()).toEqual({ section: '', notices: [DURABLE_TEXT.approvedNews] })
+        expect(await carrying.step()).toEqual({ section: '', notices: [TEXT.approvedNews] })
         expect(await carrying.step()).toEqual({ section: '', notices: [] })
         expect(modes(carrying as unknown as ConformanceAgent)).toEqual([true, false])
         expect(records(carrying)).toEqual([
@@ -631,7 +627,7 @@ export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuit
         })
         expect(other.get()).toEqual({ active: true })
         await other.startTurn()
-        expect((await other.step()).notices).toEqual([DURABLE_TEXT.keepPlanning])
+        expect((await other.step()).notices).toEqual([TEXT.keepPlanning])
       }),
     )
 
@@ -658,7 +654,7 @@ export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuit
         const next = await agent.restart()
         await next.startTurn()
         await next.step()
-        expect(await next.callExitTool({ plan: PLAN })).toEqual({ error: DURABLE_TEXT.alreadyOpen })
+        expect(await next.callExitTool({ plan: PLAN })).toEqual({ error: TEXT.alreadyOpen })
       }),
     )
   })
