@@ -12,6 +12,7 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
       'ai-sdk': 'src/adapters/ai-sdk.ts',
       inspect: 'src/adapters/inspect.ts',
       testing: 'src/testing/index.ts',
+      postgres: 'src/adapters/postgres.ts',
     },
     format: ['esm', 'cjs'],
     dts: true,
@@ -19,7 +20,7 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     clean: true,
     target: 'node20',
     // Peers are the host's own copies.
-    external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws'],
+    external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'pg', '@electric-sql/pglite'],
   },
   {
     // The CLI is an app beside the library: it imports the package by its name, which Node

@@ -1,0 +1,118 @@
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createPostgresPlanStore, pgListen, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
+import { createPlanMode, type PlanAgent, type PlanMode } from '../src/index.js'
+import { startTestPostgres, type TestPostgres } from './fixtures/postgres-server.js'
+
+/**
+ * The PostgreSQL adapter on a real server (R83–R85): a throwaway cluster of Debian's
+ * postgresql-15 on 127.0.0.1 and a free port, started here and stopped here. Each instance of
+ * the host is a `pg.Pool` of its own with its own listening connection.
+ */
+const SECTION = 'Plan mode is on.'
+const PLAN = '# Migrate the users table\n\n1. Add the column.\n2. Backfill it.'
+const APPROVE = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
+
+let server: TestPostgres
+const closers: (() => Promise<unknown>)[] = []
+
+beforeAll(async () => {
+  server = await startTestPostgres()
+}, 60_000)
+
+afterAll(async () => {
+  for (const close of closers.splice(0).reverse()) await close().catch(() => {})
+  await server?.destroy()
+}, 60_000)
+
+async function instance(prefix: string): Promise<{ store: PostgresPlanStore; pool: pg.Pool }> {
+  const pool = new pg.Pool({ ...server.config, max: 4 })
+  pool.on('error', () => {}) // an idle client lost with the server: the next query reports it
+  const listen = pgListen(
+    async () => {
+      const client = new pg.Client(server.config)
+      await client.connect()
+      return client
+    },
+    { retryMs: 100 },
+  )
+  const store = createPostgresPlanStore({ db: pool, listen, prefix })
+  await store.migrate()
+  closers.push(() => pool.end(), () => store.close())
+  return { store, pool }
+}
+
+function service(store: PostgresPlanStore, options: Parameters<typeof createPlanMode>[1] = {}): PlanMode {
+  const planMode = createPlanMode({ section: SECTION }, { pendingStore: store.pendingStore, logger: { warn: () => {} }, ...options })
+  closers.push(() => planMode.dispose())
+  return planMode
+}
+
+/** Waits until `check` holds (NOTIFY crosses a real connection). */
+async function eventually(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (check()) return
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`timed out waiting until ${what}`)
+}
+
+describe('R83–R85: the PostgreSQL adapter on a real server (postgresql-15)', () => {
+  it('R84: a /plan on one instance applies at the next step of the other; a review opened on one is answered on the other', async () => {
+    const [a, b] = [await instance('t1_'), await instance('t1_')]
+    const agentA: PlanAgent = { id: 's1', session: await a.store.openSession('s1') }
+    const agentB: PlanAgent = { id: 's1', session: await b.store.openSession('s1') }
+    const [serviceA, serviceB] = [service(a.store, { reviews: 'durable' }), service(b.store, { reviews: 'durable' })]
+    expect(serviceA.get(agentA)).toEqual({ active: false })
+    await agentB.session.append('turn/start', {})
+    expect(await serviceB.set(agentB, true)).toBe('queued')
+    expect((await serviceB.stepBoundary(agentB)).section).toBe(SECTION)
+    await eventually(() => serviceA.get(agentA).active, 'instance A hears the flip')
+    expect(serviceA.section(agentA)).toBe(SECTION)
+    const { reviewId } = (await serviceA.exitTool.execute({ plan: PLAN }, { agent: agentA })) as { reviewId: string }
+    await eventually(() => serviceB.openReview(agentB) !== null, 'instance B sees the review')
+    expect(await serviceB.answerReview(agentB, reviewId, APPROVE)).toBe('approved')
+    await eventually(() => serviceA.openReview(agentA) === null, 'instance A hears the answer')
+    expect((await serviceA.stepBoundary(agentA)).section).toBe('')
+    await eventually(() => agentB.session.events.length === agentA.session.events.length, 'both instances hold the same log')
+    expect(agentB.session.events).toEqual(agentA.session.events)
+  }, 30_000)
+
+  it('R84: an append on a stale view is refused with the exact message; the instance then holds the row it missed', async () => {
+    const [a, b] = [await instance('t2_'), await instance('t2_')]
+    const logA = await a.store.openSession('s1')
+    const logB = await b.store.openSession('s1')
+    const results = await Promise.allSettled([logA.append('plan/mode', { active: true }), logB.append('plan/mode', { active: true })])
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+    expect(refused.map((r) => (r.reason as Error).message)).toEqual([seqTakenMessage('s1', 1, 'plan/mode')])
+    await eventually(() => logA.events.length === 1 && logB.events.length === 1, 'both instances hold the one row')
+    const { rows } = await a.pool.query('SELECT count(*)::int AS n FROM t2_events')
+    expect(rows).toEqual([{ n: 1 }])
+  }, 30_000)
+
+  it('R83: the server going away fails an append with a clear message, never a hung promise; after its restart appends land and the other instance hears them', async () => {
+    const [a, b] = [await instance('t3_'), await instance('t3_')]
+    const logA = await a.store.openSession('s1')
+    const logB = await b.store.openSession('s1')
+    await logA.append('message', { n: 1 })
+    await eventually(() => logB.events.length === 1, 'B hears the first append')
+    await server.stop()
+    const failed = await logA.append('message', { n: 2 }).then(
+      () => 'written',
+      (error: Error) => error.message,
+    )
+    expect(failed).toMatch(/^plan-mode postgres: the message event of session s1 may not have been written: /)
+    await server.start()
+    // The pool's connections died with the server: the first query may still meet one.
+    let landed = false
+    for (let i = 0; i < 20 && !landed; i++) {
+      landed = await logA.append('message', { n: 3 }).then(
+        () => true,
+        () => false,
+      )
+    }
+    expect(landed).toBe(true)
+    await eventually(() => logB.events.some((e) => (e.data as { n?: number }).n === 3), 'B hears the append made after the restart')
+    expect(logB.events.map((e) => e.seq)).toEqual(logA.events.map((e) => e.seq))
+  }, 60_000)
+})

@@ -1,0 +1,202 @@
+import { PGlite } from '@electric-sql/pglite'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createPostgresPlanStore, pgliteListen, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
+import { createPlanMode, foldPlanMode, type PlanAgent, type PlanCheckpoint, type PlanMode } from '../src/index.js'
+
+/**
+ * The PostgreSQL adapter on PGlite (R83–R85): real PostgreSQL in-process, so these need no
+ * server. Two stores on one database are two instances of a host: each has its own sessions and
+ * LISTEN, and they meet only in the database.
+ */
+const SECTION = 'Plan mode is on.'
+const PLAN = '# Migrate the users table\n\n1. Add the column.\n2. Backfill it.'
+const APPROVE = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
+const APPROVED_NEWS = 'The user approved your plan and plan mode is off; carry out the plan, starting now.'
+
+const open: { close(): Promise<void> }[] = []
+afterEach(async () => {
+  for (const thing of open.splice(0).reverse()) await thing.close()
+})
+
+async function database(): Promise<PGlite> {
+  const db = new PGlite()
+  open.push(db)
+  return db
+}
+
+async function instance(db: PGlite, prefix?: string): Promise<PostgresPlanStore> {
+  const store = createPostgresPlanStore({ db, listen: pgliteListen(db), ...(prefix ? { prefix } : {}) })
+  await store.migrate()
+  open.push(store)
+  return store
+}
+
+function service(store: PostgresPlanStore, options: Parameters<typeof createPlanMode>[1] = {}): PlanMode {
+  const planMode = createPlanMode({ section: SECTION }, { pendingStore: store.pendingStore, logger: { warn: () => {} }, ...options })
+  open.push({ close: () => planMode.dispose() })
+  return planMode
+}
+
+/** Lets NOTIFY deliveries and the reads they start land. */
+const quiet = () => new Promise((resolve) => setTimeout(resolve, 30))
+
+const modes = (events: readonly { type: string; data: unknown }[]) =>
+  events.filter((e) => e.type === 'plan/mode').map((e) => (e.data as { active: boolean }).active)
+
+describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
+  it('R83: migrate is idempotent; an append is a row of (session, seq), read back by a new instance in order', async () => {
+    const db = await database()
+    const a = await instance(db)
+    await a.migrate()
+    const log = await a.openSession('s1')
+    expect(await log.append('turn/start', {})).toEqual({ seq: 1, type: 'turn/start', data: {} })
+    expect(await log.append('plan/mode', { active: true })).toEqual({ seq: 2, type: 'plan/mode', data: { active: true } })
+    const { rows } = await db.query('SELECT session, seq, type, data FROM plan_mode_events ORDER BY seq')
+    expect(rows).toEqual([
+      { session: 's1', seq: 1, type: 'turn/start', data: {} },
+      { session: 's1', seq: 2, type: 'plan/mode', data: { active: true } },
+    ])
+    const b = await instance(db)
+    expect((await b.openSession('s1')).events).toEqual(log.events)
+    expect((await b.openSession('other')).events).toEqual([])
+  })
+
+  it("R83: subscribe hears another instance's appends, in order, each once", async () => {
+    const db = await database()
+    const a = await (await instance(db)).openSession('s1')
+    const b = await (await instance(db)).openSession('s1')
+    const heard: number[] = []
+    b.subscribe((event) => heard.push(event.seq))
+    for (let i = 0; i < 5; i++) await a.append('message', { i })
+    await quiet()
+    expect(heard).toEqual([1, 2, 3, 4, 5])
+    expect(b.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5])
+  })
+
+  it('R84: two instances appending the same seq: the database keeps one; the other is refused with the exact message after reading the row it missed', async () => {
+    const db = await database()
+    const a = await (await instance(db)).openSession('s1')
+    const b = await (await instance(db)).openSession('s1')
+    const results = await Promise.allSettled([a.append('plan/mode', { active: true }), b.append('plan/mode', { active: true })])
+    const refused = results.filter((r) => r.status === 'rejected')
+    expect(refused).toHaveLength(1)
+    expect((refused[0] as PromiseRejectedResult).reason).toEqual(new Error(seqTakenMessage('s1', 1, 'plan/mode')))
+    expect(seqTakenMessage('s1', 1, 'plan/mode')).toBe(
+      'plan-mode postgres: session s1 already has seq 1 (another instance appended first); the plan/mode event was not written',
+    )
+    await quiet()
+    expect(a.events).toEqual(b.events)
+    expect(a.events).toHaveLength(1)
+  })
+
+  it('R84: a /plan on one instance applies at the next step of the other; a review opened on one is answered on the other and told once', async () => {
+    const db = await database()
+    const [storeA, storeB] = [await instance(db), await instance(db)]
+    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
+    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
+    const [a, b] = [service(storeA, { reviews: 'durable' }), service(storeB, { reviews: 'durable' })]
+    await agentB.session.append('turn/start', {})
+    await quiet()
+    expect(a.get(agentA)).toEqual({ active: false }) // attached, following the log
+    expect(await b.set(agentB, true)).toBe('queued')
+    expect((await b.stepBoundary(agentB)).section).toBe(SECTION)
+    await quiet()
+    expect(a.get(agentA)).toEqual({ active: true })
+    const { reviewId } = (await a.exitTool.execute({ plan: PLAN }, { agent: agentA })) as { reviewId: string }
+    await quiet()
+    expect(b.openReview(agentB)).toMatchObject({ reviewId, plan: PLAN })
+    expect(await b.answerReview(agentB, reviewId, APPROVE)).toBe('approved')
+    await quiet()
+    expect(a.openReview(agentA)).toBeNull()
+    expect(await a.stepBoundary(agentA)).toMatchObject({ section: '', messages: [{ content: [{ type: 'text', text: APPROVED_NEWS }] }] })
+    await quiet()
+    expect(modes(agentB.session.events)).toEqual([true, false])
+    expect(agentA.session.events).toEqual(agentB.session.events)
+  })
+
+  it('R84, R3: two instances switching one session concurrently leave a log with no repeated plan/mode, whose fold every instance reads', async () => {
+    const db = await database()
+    const [storeA, storeB] = [await instance(db), await instance(db)]
+    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
+    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
+    const [a, b] = [service(storeA), service(storeB)]
+    const hammer = async (planMode: PlanMode, agent: PlanAgent, seed: number) => {
+      let refused = 0
+      for (let i = 0; i < 150; i++) {
+        const active = ((i * 7 + seed) % 3) !== 0
+        await planMode.set(agent, active).catch(() => refused++)
+      }
+      return refused
+    }
+    const refused = await Promise.all([hammer(a, agentA, 1), hammer(b, agentB, 2)])
+    await quiet()
+    const events = agentA.session.events
+    expect(events).toEqual(agentB.session.events)
+    const flips = modes(events)
+    for (let i = 1; i < flips.length; i++) expect(flips[i], `plan/mode #${i + 1} repeats the one before`).not.toBe(flips[i - 1])
+    expect(flips[0]).toBe(true)
+    expect(a.get(agentA).active).toBe(foldPlanMode(events))
+    expect(b.get(agentB).active).toBe(foldPlanMode(events))
+    const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM plan_mode_events')
+    expect(rows[0]!.n).toBe(events.length)
+    console.log(`R84 hammer: ${events.length} plan/mode appends, ${refused[0]! + refused[1]!} refused as stale`)
+  })
+
+  it('R85: the pending store keeps P in the database, and a new instance attaches with it', async () => {
+    const db = await database()
+    const storeA = await instance(db)
+    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
+    await agentA.session.append('turn/start', {})
+    const a = service(storeA)
+    expect(await a.set(agentA, true)).toBe('queued')
+    expect((await db.query('SELECT session, pending FROM plan_mode_pending')).rows).toEqual([{ session: 's1', pending: true }])
+    const storeB = await instance(db)
+    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
+    expect(storeB.pendingStore.get('s1')).toBe(true)
+    expect(service(storeB).get(agentB)).toEqual({ active: false, pending: true })
+    expect(await a.set(agentA, false)).toBe('cancelled')
+    expect((await db.query('SELECT * FROM plan_mode_pending')).rows).toEqual([])
+  })
+
+  it('R85, R76: checkpoints are saved in the database, and a session loads only the events after the latest one', async () => {
+    const db = await database()
+    const storeA = await instance(db)
+    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
+    const a = service(storeA, { checkpoints: storeA.checkpoints, checkpointEvery: 5 })
+    await agentA.session.append('turn/start', {})
+    expect(await a.set(agentA, true)).toBe('queued')
+    await a.stepBoundary(agentA)
+    for (let i = 0; i < 5; i++) await agentA.session.append('message', { i })
+    await agentA.session.append('turn/end', {})
+    await agentA.session.append('turn/start', {})
+    await a.dispose() // waits for the checkpoint's write
+    expect(await storeA.checkpoints.load('s1')).toMatchObject({ seq: 8, type: 'turn/end', projection: { active: true } })
+    const storeB = await instance(db)
+    const tail = await storeB.openSession('s1')
+    expect(tail.events).toEqual([{ seq: 9, type: 'turn/start', data: {} }])
+    expect(tail.checkpoint).toMatchObject({ seq: 8 })
+    const b = service(storeB)
+    const agentB: PlanAgent = { id: 's1', session: tail }
+    expect(b.get(agentB)).toEqual({ active: true })
+    expect(await b.set(agentB, false)).toBe('queued') // the turn opened after the checkpoint is open
+    // An older checkpoint never replaces a newer one.
+    const saved = (await storeB.checkpoints.load('s1')) as PlanCheckpoint
+    await storeB.checkpoints.save('s1', { ...saved, seq: 3 })
+    expect(await storeB.checkpoints.load('s1')).toMatchObject({ seq: 8 })
+  })
+
+  it('R85: tables take the prefix; a bad prefix, a closed session and a closed store are refused with exact messages', async () => {
+    const db = await database()
+    const store = await instance(db, 'acme_plan_')
+    const log = await store.openSession('s1')
+    await log.append('message', {})
+    expect((await db.query('SELECT count(*)::int AS n FROM acme_plan_events')).rows).toEqual([{ n: 1 }])
+    expect(() => createPostgresPlanStore({ db, listen: pgliteListen(db), prefix: 'Bad-Prefix' })).toThrow(
+      new TypeError('plan-mode postgres: the prefix must match /^[a-z_][a-z0-9_]{0,40}$/; got "Bad-Prefix"'),
+    )
+    await log.close()
+    await expect(log.append('message', {})).rejects.toThrow(new Error('plan-mode postgres: session s1 is closed; the message event was not written'))
+    await store.close()
+    await expect(store.openSession('s2')).rejects.toThrow(new Error('plan-mode postgres: the store is closed'))
+  })
+})
