@@ -1,5 +1,5 @@
 import { PGlite } from '@electric-sql/pglite'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createPostgresPlanStore, pgliteListen, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
 import { createPlanMode, foldPlanMode, type PlanAgent, type PlanCheckpoint, type PlanMode } from '../src/index.js'
 
@@ -18,14 +18,23 @@ afterEach(async () => {
   for (const thing of open.splice(0).reverse()) await thing.close()
 })
 
+/** One PGlite for the file (it takes seconds to start); each test has tables of its own prefix. */
+let shared: PGlite
+let tests = 0
+let prefix = 'plan_mode_'
+beforeAll(async () => {
+  shared = new PGlite()
+  await shared.waitReady
+}, 60_000)
+afterAll(() => shared.close())
+
 async function database(): Promise<PGlite> {
-  const db = new PGlite()
-  open.push(db)
-  return db
+  prefix = `t${++tests}_`
+  return shared
 }
 
-async function instance(db: PGlite, prefix?: string): Promise<PostgresPlanStore> {
-  const store = createPostgresPlanStore({ db, listen: pgliteListen(db), ...(prefix ? { prefix } : {}) })
+async function instance(db: PGlite, tablePrefix = prefix): Promise<PostgresPlanStore> {
+  const store = createPostgresPlanStore({ db, listen: pgliteListen(db), prefix: tablePrefix })
   await store.migrate()
   open.push(store)
   return store
@@ -51,7 +60,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     const log = await a.openSession('s1')
     expect(await log.append('turn/start', {})).toEqual({ seq: 1, type: 'turn/start', data: {} })
     expect(await log.append('plan/mode', { active: true })).toEqual({ seq: 2, type: 'plan/mode', data: { active: true } })
-    const { rows } = await db.query('SELECT session, seq, type, data FROM plan_mode_events ORDER BY seq')
+    const { rows } = await db.query(`SELECT session, seq, type, data FROM ${prefix}events ORDER BY seq`)
     expect(rows).toEqual([
       { session: 's1', seq: 1, type: 'turn/start', data: {} },
       { session: 's1', seq: 2, type: 'plan/mode', data: { active: true } },
@@ -137,7 +146,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     expect(flips[0]).toBe(true)
     expect(a.get(agentA).active).toBe(foldPlanMode(events))
     expect(b.get(agentB).active).toBe(foldPlanMode(events))
-    const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM plan_mode_events')
+    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${prefix}events`)
     expect(rows[0]!.n).toBe(events.length)
     console.log(`R84 hammer: ${events.length} plan/mode appends, ${refused[0]! + refused[1]!} refused as stale`)
   })
@@ -149,13 +158,13 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     await agentA.session.append('turn/start', {})
     const a = service(storeA)
     expect(await a.set(agentA, true)).toBe('queued')
-    expect((await db.query('SELECT session, pending FROM plan_mode_pending')).rows).toEqual([{ session: 's1', pending: true }])
+    expect((await db.query(`SELECT session, pending FROM ${prefix}pending`)).rows).toEqual([{ session: 's1', pending: true }])
     const storeB = await instance(db)
     const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
     expect(storeB.pendingStore.get('s1')).toBe(true)
     expect(service(storeB).get(agentB)).toEqual({ active: false, pending: true })
     expect(await a.set(agentA, false)).toBe('cancelled')
-    expect((await db.query('SELECT * FROM plan_mode_pending')).rows).toEqual([])
+    expect((await db.query(`SELECT * FROM ${prefix}pending`)).rows).toEqual([])
   })
 
   it('R85, R76: checkpoints are saved in the database, and a session loads only the events after the latest one', async () => {

@@ -41,6 +41,8 @@ export interface PostgresPlanStoreOptions {
 export interface PostgresSessionLog extends SessionLog {
   /** The session's id (its rows' key). */
   readonly sessionId: string
+  /** Resolves once the row is committed (R83); rejects when it is not written (R84). */
+  append(type: string, data: unknown): Promise<SessionEvent>
   /** Stops following other instances' appends; the log takes no more appends. */
   close(): Promise<void>
 }
