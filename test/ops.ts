@@ -2,9 +2,37 @@
  * The operations of the property tests, as data (so fast-check can generate, shrink and print
  * them), and how each one runs on a twin (service + oracle).
  */
+import { isDeepStrictEqual } from 'node:util'
 import fc from 'fast-check'
-import { createMemorySessionLog, createPlanMode, foldPlanMode, type ReviewAnswer, type SessionEvent } from '../src/index.js'
-import { settle } from './sut.js'
+import {
+  PLAN_CHECKPOINT_VERSION,
+  createMemorySessionLog,
+  createPlanMode,
+  foldPlanMode,
+  planProjection,
+  replayFromCheckpoint,
+  replayPlanLog,
+  type PlanCheckpoint,
+  type PlanModeState,
+  type ReviewAnswer,
+  type SessionEvent,
+  type SessionLog,
+} from '../src/index.js'
+import {
+  foldF,
+  foldK,
+  foldKept,
+  foldOpenTurn,
+  foldP,
+  foldReviews,
+  newsMessage,
+  readAnswer,
+  TEXT,
+  type AnswerLike,
+  type LogEntry,
+  type OpenReviewExpectation,
+} from './oracle.js'
+import { noticeText, settle } from './sut.js'
 import { SECTION, Twin } from './twin.js'
 
 /** Plans the exit tool is called with: valid ones, refused ones (R42.4, R42.5). */
@@ -48,6 +76,23 @@ export const REVIEW_ANSWERS: Record<string, unknown> = {
   malformed: { answers: 'yes' },
 }
 
+/** Answers to a durable review (R80): R44's and R45's, and shapes `answerReview` refuses. */
+export const DURABLE_ANSWERS: Record<string, unknown> = {
+  ...REVIEW_ANSWERS,
+  selectedNotArray: { answers: [{ id: 'plan-review', selected: 'Approve' }] },
+  selectedNotStrings: { answers: [{ id: 'plan-review', selected: [1] }] },
+  customNotString: { answers: [{ id: 'plan-review', selected: ['Approve'], custom: 7 }] },
+  idMissing: { answers: [{ selected: ['Approve'] }] },
+  itemNull: { answers: [null] },
+  nullAnswer: null,
+}
+
+/** The plan of a durable review another writer (another process on the log) requests. */
+const OTHER_PLAN = '# Migrate the schema\n\n1. Add the column.'
+const OTHER_TITLE = 'Migrate the schema'
+/** The feedback of another writer's keep-planning record: no answer of the runs carries it. */
+const OTHER_FEEDBACK = 'Ask the DBA first.'
+
 /** One operation of a property run. `a` picks the agent (modulo the run's agent count). */
 export type Op =
   | { kind: 'set'; a: number; active: boolean }
@@ -58,7 +103,7 @@ export type Op =
   | { kind: 'turnStart'; a: number }
   | { kind: 'turnEnd'; a: number }
   | { kind: 'foreignFlip'; a: number }
-  | { kind: 'open'; a: number; plan: keyof typeof PLANS; owned: boolean; preAborted: boolean; askThrows: boolean }
+  | { kind: 'open'; a: number; plan: keyof typeof PLANS; owned: boolean; preAborted: boolean; askThrows: boolean; callId?: string }
   | { kind: 'openBadArgs'; a: number; args: 'number' | 'missing' | 'null' | 'noAgent' }
   | { kind: 'answer'; a: number; answer: string }
   | { kind: 'rejectAsk'; a: number; dismiss: boolean }
@@ -69,6 +114,16 @@ export type Op =
   | { kind: 'restart' }
   | { kind: 'release'; a: number; how: 'publish' | 'resolve' | 'reject' }
   | { kind: 'boundary'; a: number }
+  /**
+   * R80: `answerReview` of the review the log holds open, of the last one closed, of an id no
+   * review has, or with an id that is not a string; `answer` names one of `DURABLE_ANSWERS`.
+   */
+  | { kind: 'answerReview'; a: number; target: 'open' | 'closed' | 'unknown' | 'notString'; answer: string; toldInResult?: boolean }
+  /**
+   * Another writer's durable record (another process on the same log, R79, R80): a request, a
+   * closing record of the open review, or one of the review closed last (a lost answer's).
+   */
+  | { kind: 'foreignReview'; a: number; record: 'request' | 'approve' | 'keep' | 'supersede' | 'stray'; toldInResult: boolean }
 
 /** Mostly the first agent, so that one agent's story gets long; sometimes the others. */
 const agentIndex = fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.nat({ max: 2 }) })
@@ -146,6 +201,96 @@ export function opArbitrary({ foreign, held = false }: { foreign: boolean; held?
     .map((op) => (op.kind === 'open' ? { ...op, askThrows: false } : op))
 }
 
+/** The operations that only a channel service's review knows (a channel's ask): none in a durable run. */
+const CHANNEL_ONLY: Op['kind'][] = ['answer', 'rejectAsk', 'lateAnswer']
+
+/** A durable exit call: as `opArbitrary`'s, with a framework call id now and then (R79). */
+const durableOpen = fc
+  .tuple(agentIndex, fc.constantFrom(...(Object.keys(PLANS) as (keyof typeof PLANS)[])), fc.nat({ max: 9 }), fc.constantFrom(undefined, undefined, 'call-1', 'call-2'))
+  .map(([a, plan, variant, callId]): Op => ({
+    kind: 'open',
+    a,
+    plan: variant < 5 ? 'simple' : plan,
+    owned: variant === 9,
+    preAborted: variant === 8,
+    askThrows: false,
+    ...(callId === undefined ? {} : { callId }),
+  }))
+
+/** R80: an answer to a durable review, mostly to the open one, mostly well-formed. */
+export const answerReviewArbitrary: fc.Arbitrary<Op> = fc.record({
+  kind: fc.constant('answerReview' as const),
+  a: agentIndex,
+  target: fc.oneof(
+    { weight: 8, arbitrary: fc.constant('open' as const) },
+    { weight: 2, arbitrary: fc.constantFrom('closed' as const, 'unknown' as const) },
+    { weight: 1, arbitrary: fc.constant('notString' as const) },
+  ),
+  answer: fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom('approve', 'keep', 'keepWithFeedback', 'approveBlankCustom') },
+    { weight: 3, arbitrary: fc.constantFrom(...Object.keys(DURABLE_ANSWERS)) },
+  ),
+  toldInResult: fc.constantFrom(undefined, false, true, true),
+}, { requiredKeys: ['kind', 'a', 'target', 'answer'] })
+
+/**
+ * The operation generator of a durable service (R78–R81): `opArbitrary`'s, without a channel's
+ * asks, with exit calls that may carry a call id, `answerReview`, and (`foreign`) another
+ * writer's records: `plan/mode` flips and durable review records.
+ */
+export function durableOpArbitrary({ foreign, held = false }: { foreign: boolean; held?: boolean }): fc.Arbitrary<Op> {
+  // With held appends another writer's plan/mode may repeat a flip in flight (R3 needs conditional appends, R73).
+  const base = opArbitrary({ foreign, held }).filter((op) => !CHANNEL_ONLY.includes(op.kind) && op.kind !== 'open' && !(held && op.kind === 'foreignFlip'))
+  const weighted: fc.WeightedArbitrary<Op>[] = [
+    { weight: 40, arbitrary: base },
+    { weight: 8, arbitrary: durableOpen },
+    { weight: 9, arbitrary: answerReviewArbitrary },
+  ]
+  if (foreign) {
+    weighted.push({
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('foreignReview' as const),
+        a: agentIndex,
+        record: fc.constantFrom('request' as const, 'approve' as const, 'keep' as const, 'supersede' as const, 'stray' as const),
+        toldInResult: fc.boolean(),
+      }),
+    })
+  }
+  return fc.oneof(...weighted)
+}
+
+/** What an `answerReview` call of the runs asked: the review, and the record it means to make (R80). */
+export interface AnswerAsked {
+  reviewId: unknown
+  outcome: 'approved' | 'keep-planning'
+  feedback?: string
+  toldInResult: boolean
+}
+
+/** Each `answerReview` call of the runs (a twin's paired call), and what it asked. */
+const answerVerdicts = new WeakMap<object, AnswerAsked>()
+
+/** What the `answerReview` call `call` (a twin's paired call) asked, if it is one `runOp` made. */
+export function answerAsked(call: object): AnswerAsked | undefined {
+  return answerVerdicts.get(call)
+}
+
+/** Another writer's review ids are its own: never one the service draws. */
+let foreignReviews = 0
+
+/**
+ * Settles the oldest held append of `id` (`twin.releaseOldest`), but fails instead a durable
+ * request that a close abandoned (R73) while the agent's current attachment records a review's
+ * outcome: its landing then is a window the chart does not follow (see `foreignReview`).
+ */
+export function releaseHeld(twin: Twin, id: string, how: 'publish' | 'resolve' | 'reject'): boolean {
+  const [oldest] = twin.log(id).held.filter((h) => !h.settled)
+  const request = oldest !== undefined && !oldest.published && (oldest.data as { outcome?: unknown }).outcome === 'requested'
+  if (request && process.env.PLAN_MODE_FC_FOREIGN_ANYTIME !== '1' && twin.oracle.ownRecordInFlight(id)) return twin.releaseOldest(id, 'reject')
+  return twin.releaseOldest(id, how)
+}
+
 /** Runs one operation on the twin, then compares everything (twin.check). */
 export async function runOp(twin: Twin, op: Op, ids: string[]): Promise<void> {
   const id = op.kind === 'restart' ? '' : ids[op.a % ids.length]!
@@ -182,8 +327,55 @@ export async function runOp(twin: Twin, op: Op, ids: string[]): Promise<void> {
         owned: op.owned,
         ...(op.preAborted ? { preAborted: new Error('the turn was cancelled') } : {}),
         ...(op.askThrows ? { askThrows: new Error('the review UI is not mounted') } : {}),
+        ...(op.callId === undefined ? {} : { callId: op.callId }),
       })
       break
+    case 'answerReview': {
+      const open = twin.oracle.reviewHeldOpen(id)?.reviewId
+      const closed = twin.oracle.lastClosedReview(id)?.reviewId
+      const reviewId =
+        op.target === 'notString' ? 42 : op.target === 'unknown' ? 'no-such-review' : op.target === 'closed' ? (closed ?? 'review-0') : (open ?? closed ?? 'no-such-review')
+      const answer = DURABLE_ANSWERS[op.answer]
+      const call = twin.answerReview(id, reviewId as string, answer, op.toldInResult === undefined ? {} : { toldInResult: op.toldInResult })
+      const verdict = readAnswer(answer as AnswerLike)
+      answerVerdicts.set(call, {
+        reviewId,
+        outcome: verdict.approved ? 'approved' : 'keep-planning',
+        ...(!verdict.approved && verdict.feedback !== undefined ? { feedback: verdict.feedback } : {}),
+        toldInResult: op.toldInResult === true,
+      })
+      break
+    }
+    case 'foreignReview': {
+      // While an append of the service is in flight, another writer's request lands unless our
+      // closing record is in flight, and its closing record lands only while ours of the same
+      // review is (two answers racing, R80). The other cases are windows the chart does not
+      // follow (`PLAN_MODE_FC_FOREIGN_ANYTIME=1` lets them land: see properties.test.ts).
+      if (process.env.PLAN_MODE_FC_FOREIGN_ANYTIME !== '1' && twin.oracle.isBusy(id)) {
+        const racing = twin.oracle.ownRecordInFlight(id)
+        if (op.record === 'request' ? racing : op.record !== 'stray' && !racing) break
+      }
+      if (op.record === 'request') {
+        const reviewId = `other-${++foreignReviews}`
+        twin.hostAppend(id, 'plan/review', { outcome: 'requested', reviewId, title: OTHER_TITLE, plan: OTHER_PLAN, ...(op.toldInResult ? { callId: 'call-9' } : {}) })
+        break
+      }
+      const open = twin.oracle.reviewHeldOpen(id)
+      const target = op.record === 'stray' ? twin.oracle.lastClosedReview(id) : open
+      if (!target) break
+      const outcome = op.record === 'approve' || op.record === 'stray' ? 'approved' : op.record === 'keep' ? 'keep-planning' : 'superseded'
+      const record = {
+        outcome,
+        reviewId: target.reviewId,
+        title: op.record === 'stray' ? OTHER_TITLE : open!.title,
+        plan: op.record === 'stray' ? OTHER_PLAN : open!.plan,
+        ...(outcome === 'keep-planning' ? { feedback: OTHER_FEEDBACK } : {}),
+        ...(op.toldInResult && outcome !== 'superseded' ? { toldInResult: true } : {}),
+      }
+      // R80: even one identical to an answer of this service still on its way (it resolves as the first did).
+      twin.hostAppend(id, 'plan/review', record)
+      break
+    }
     case 'openBadArgs':
       if (op.args === 'noAgent') twin.execute(undefined, { plan: PLANS.simple })
       else twin.execute(id, op.args === 'number' ? { plan: 42 } : op.args === 'missing' ? {} : null)
@@ -221,7 +413,7 @@ export async function runOp(twin: Twin, op: Op, ids: string[]): Promise<void> {
       await twin.restart()
       break
     case 'release':
-      twin.releaseOldest(id, op.how)
+      releaseHeld(twin, id, op.how)
       break
     case 'boundary':
       twin.boundary(id)
@@ -253,4 +445,130 @@ export async function reattachProbe(events: readonly SessionEvent[]): Promise<{ 
   const same = await run([{ type: 'plan/mode', data: { active: F } }])
   if (flipped.narrates && same.narrates) throw new Error('R32: both probes narrated')
   return { active: plain.active, told: flipped.narrates ? F : same.narrates ? !F : undefined }
+}
+
+// ----- attach, from the whole log or from a checkpoint and its tail (R64, R76, R79, R81) -----------
+
+/** Whether the log holds a durable approval that closes no open review (a lost answer's, R80). */
+export function hasStrayApproval(log: readonly LogEntry[]): boolean {
+  let open: unknown = null
+  return log.some(({ type, data }) => {
+    const record = data as Record<string, unknown> | null
+    if (type !== 'plan/review' || typeof record?.reviewId !== 'string') return false
+    if (record.outcome === 'requested') open = record.reviewId
+    else if (record.reviewId === open) open = null
+    else return record.outcome === 'approved'
+    return false
+  })
+}
+
+/** The checkpoint a service would save after the first `k` events of `events` (R76; as `checkpoint.test.ts` makes it). */
+export function checkpointAt(events: readonly SessionEvent[], k: number): PlanCheckpoint {
+  const fold = replayPlanLog(events.slice(0, k))
+  const last = events[k - 1]!
+  return { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
+}
+
+/** What a fresh durable service attached to a log shows, read through its public calls. */
+export interface AttachView {
+  get: PlanModeState
+  section: string
+  openReview: OpenReviewExpectation | null
+  /** Its first step boundary: the section, and the texts of its messages (R34's shape checked). */
+  boundary: { section: string; texts: string[] }
+  /** A selection of the other state than E, made instead of the boundary (on another fresh service): it reads the open turn (R9, R10). */
+  select: { outcome: string; get: PlanModeState }
+  warnings: unknown[][]
+}
+
+/**
+ * A fresh durable service over `session()` (called once per service): what it shows (`AttachView`).
+ * Nothing is appended to the caller's log: each `session()` is a new log.
+ */
+export async function observeAttach(session: () => SessionLog): Promise<AttachView> {
+  const warnings: unknown[][] = []
+  const options = { reviews: 'durable' as const, logger: { warn: (...args: unknown[]) => warnings.push(args) } }
+  const first = createPlanMode({ section: SECTION }, options)
+  const agent = { id: 'probe', session: session() }
+  const get = first.get(agent)
+  const view = { get, section: first.section(agent), openReview: first.openReview(agent) }
+  const { section, messages } = await first.stepBoundary(agent)
+  await first.dispose()
+  const second = createPlanMode({ section: SECTION }, options)
+  const other = { id: 'probe', session: session() }
+  const outcome = await second.set(other, !(get.pending ?? get.active))
+  const select = { outcome, get: second.get(other) }
+  await second.dispose()
+  return { ...view, boundary: { section, texts: messages.map(noticeText) }, select, warnings }
+}
+
+/**
+ * What a fresh durable service attached to `log` must show, from the oracle's folds alone: F and
+ * P (R64), the section under E (R21), the open review (R79), its first boundary (R16's flush, then
+ * R81's untold outcome and R32's notice against K, R31), and a selection of !E (R9, R10; an open
+ * review is superseded first, R80, which changes neither).
+ */
+export function expectedAttach(log: readonly LogEntry[]): AttachView {
+  const F = foldF(log)
+  const P = foldP(log)
+  const K = foldK(log)
+  const reviews = foldReviews(log)
+  const E = P ?? F
+  const get: PlanModeState = P === undefined ? { active: F } : { active: F, pending: P }
+  const news = reviews.news?.outcome === 'approved' && E ? null : reviews.news
+  const texts = news ? [newsMessage(news)] : []
+  if (K !== undefined && K !== E && news?.outcome !== 'approved') texts.push(E ? TEXT.entering : TEXT.leaving)
+  const x = !E
+  const select =
+    x === F
+      ? { outcome: 'cancelled', get: { active: F } }
+      : foldOpenTurn(log)
+        ? { outcome: 'queued', get: { active: F, pending: x } }
+        : { outcome: 'committed', get: { active: x } }
+  return {
+    get,
+    section: E ? SECTION : '',
+    openReview: reviews.open,
+    boundary: { section: E ? SECTION : '', texts },
+    select,
+    warnings: [],
+  }
+}
+
+/**
+ * R76, R64, R79: a fresh durable service attached to the whole log (plus `extra` events) and one
+ * attached to the checkpoint after the first `k` events plus the tail (plus `extra`) show the
+ * same, and that is what the oracle's folds say; the checkpoint's replay of the tail is the full
+ * replay (projection, open turn, K, the durable reviews), and that agrees with the oracle's folds
+ * and with the projection folded event by event (R58). `k` = 0: no checkpoint (a null one).
+ */
+export async function checkAttach(events: readonly SessionEvent[], k: number, extra: LogEntry[] = [], where = ''): Promise<void> {
+  const log = [...events.map(({ type, data }) => ({ type, data })), ...extra]
+  const full = createMemorySessionLog(log)
+  const fold = replayPlanLog(full.events)
+  const checkpoint = k === 0 ? null : checkpointAt(full.events, k)
+  const expected = expectedAttach(log)
+  const problem = (what: string, actual: unknown, wanted: unknown) =>
+    new Error(`${what} (checkpoint after ${k} of ${log.length} events)\n  actual:   ${JSON.stringify(actual)}\n  expected: ${JSON.stringify(wanted)}\nlog:\n  ${log.map((e) => `${e.type} ${JSON.stringify(e.data)}`).join('\n  ')}${where}`)
+  const same = (what: string, actual: unknown, wanted: unknown) => {
+    if (!isDeepStrictEqual(actual, wanted)) throw problem(what, actual, wanted)
+  }
+  // The fold, against the oracle's (R2, R5, R31, R58, R79, R81) and the projection's own fold (R58).
+  same('R2, R58: the replay\'s F', fold.projection.active, foldF(log))
+  same('R58, R64: the replay\'s kept selection', fold.projection.kept, foldKept(log))
+  same('R5: the replay\'s open turn', fold.openTurn, foldOpenTurn(log))
+  same('R31: the replay\'s K', fold.told, foldK(log) ?? null)
+  same('R79, R81: the replay\'s durable reviews', fold.review, foldReviews(log))
+  // The projection alone cannot tell a lost answer's approval (R80) from a winning one (R58 keeps
+  // inactive for every approved record): it is compared only on logs without one.
+  if (!hasStrayApproval(log)) {
+    same('R58: the replay\'s projection is the projection folded event by event', fold.projection, full.events.reduce(planProjection.apply, planProjection.init()))
+  }
+  if (checkpoint !== null) {
+    const tail = () => createMemorySessionLog(log.slice(k), { checkpoint })
+    const restored = replayFromCheckpoint(tail().events, checkpoint)
+    same('R76: the checkpoint and the tail replay as the whole log', restored, fold)
+    same('R76, R64, R79, R81: a fresh service on the checkpoint and the tail', await observeAttach(tail), expected)
+  }
+  same('R64, R79, R81: a fresh service on the whole log', await observeAttach(() => createMemorySessionLog(log)), expected)
 }

@@ -59,7 +59,8 @@
  *   closing record of its id followed it (R79, R80); records of other ids change nothing.
  * - A closing record heard while this service's own record of the same review is in flight (an
  *   answer, a supersede) is applied once that append settles: the review's records are taken in
- *   the order the log holds them, and the first one is the outcome (R80: a racing answer lost).
+ *   the order the log holds them, and the first one is the outcome (R80: a racing answer lost,
+ *   unless its record is identical to the first: then it resolves as the first did).
  *   Every other closing record of the open review is applied when it is heard (R80).
  * - An untold outcome (R81) is dropped by a new request: live, when this service's exit call
  *   makes its request (R81: "the model asked again, so it was told", also when the request's
@@ -72,7 +73,10 @@
  * - `openReview` shows the review that waits for its answer: none while this service's own record
  *   of it (an answer, a supersede) is in flight, though the log still holds it open until that
  *   record lands (R79 does not say which; a UI then shows no question to answer twice), and the
- *   review again when an answer's record failed (R80: it stays open).
+ *   review again when an answer's record failed (R80: it stays open). Likewise none while this
+ *   service's own request is in flight, even once the log reported it (R62: an append counts as
+ *   landed only when it resolves; R79: the call is submitted then) or reported another writer's
+ *   request meanwhile (once ours settles, the later of the two requests in the log is open).
  * - The exit call's request id is drawn by the service (`crypto.randomUUID`); the test tells
  *   the oracle which one (`ExecuteInput.reviewId`). Everything else the oracle decides.
  */
@@ -298,7 +302,7 @@ export interface ReviewNewsExpectation {
 /** What the log says of durable reviews (R79–R81). */
 export interface DurableFold {
   open: OpenReviewExpectation | null
-  /** The last durable review closed, and how (R80: a late answer is refused naming it). */
+  /** The last durable review closed, and how, unless a review was requested since (R80: a late answer is refused naming it). */
   closed: { reviewId: string; outcome: string } | null
   news: ReviewNewsExpectation | null
 }
@@ -312,6 +316,11 @@ function durableRecord(entry: LogEntry): Record<string, unknown> | null {
   return typeof data.reviewId === 'string' ? data : null
 }
 
+/** R80: two closing records that cannot be told apart by their content: the same outcome, feedback and telling. */
+function sameOutcome(first: Record<string, unknown> | null, own: Record<string, unknown>): boolean {
+  return first !== null && first.outcome === own.outcome && first.feedback === own.feedback && (first.toldInResult === true) === (own.toldInResult === true)
+}
+
 /** R81: what a closing record leaves the next boundary to tell. */
 export function newsOfRecord(data: Record<string, unknown>): ReviewNewsExpectation | null {
   if (data.toldInResult === true) return null
@@ -322,9 +331,9 @@ export function newsOfRecord(data: Record<string, unknown>): ReviewNewsExpectati
 
 /**
  * R79–R81 at attach: the open review is the one of the last `requested` record unless a closing
- * record of its id follows it; the last one closed and its outcome; the untold outcome: the
- * closing record of the last review closed, unless it was told in the result or a request/header
- * or a new request follows it.
+ * record of its id follows it; the last one closed and its outcome, unless a request followed it
+ * (R80); the untold outcome: the closing record of the last review closed, unless it was told in
+ * the result or a request/header or a new request follows it.
  */
 export function foldReviews(log: readonly LogEntry[]): DurableFold {
   const fold: DurableFold = { open: null, closed: null, news: null }
@@ -341,6 +350,8 @@ export function foldReviews(log: readonly LogEntry[]): DurableFold {
         version: index + 1,
         ...(typeof data.callId === 'string' ? { callId: data.callId } : {}),
       }
+      // R80: "the last durable review closed … and no review was requested since".
+      fold.closed = null
       fold.news = null
     } else if (fold.open?.reviewId === reviewId && CLOSING_OUTCOMES.includes(String(data.outcome))) {
       fold.open = null
@@ -475,6 +486,8 @@ interface DurableBelief extends DurableFold {
    * once ours settles (see the file comment).
    */
   inFlight: { reviewId: string; own: Record<string, unknown>; first: Record<string, unknown> | null } | null
+  /** This service's own request record is in flight (R79): until it settles, `openReview` shows none. */
+  requesting: boolean
 }
 
 /**
@@ -635,14 +648,19 @@ export class PlanModeOracle {
 
   /** R79: the durable review the agent's log holds open, as `openReview` returns it. Throws like the service after dispose (R60). */
   openReview(agentId: string): OpenReviewExpectation | null {
-    const { open, inFlight } = this.readAttachment(agentId).durable
-    return open === null || inFlight !== null ? null : { ...open }
+    const { open, inFlight, requesting } = this.readAttachment(agentId).durable
+    return open === null || inFlight !== null || requesting ? null : { ...open }
   }
 
   /** The durable review the agent's log holds open, also while this service records an outcome of it (R79). */
   reviewHeldOpen(agentId: string): OpenReviewExpectation | null {
     const { open } = this.readAttachment(agentId).durable
     return open === null ? null : { ...open }
+  }
+
+  /** Whether this service's own closing record of the open durable review (an answer, a supersede) is in flight (R80). */
+  ownRecordInFlight(agentId: string): boolean {
+    return this.readAttachment(agentId).durable.inFlight !== null
   }
 
   /** R80: the last durable review closed, as the agent's attachment knows it (a late answer names it). */
@@ -773,8 +791,10 @@ export class PlanModeOracle {
         }
         requesting = true
         a.durable.news = null // R81: the model asked again
+        a.durable.requesting = true
         this.append(a, 'plan/review', data, (error) => {
           requesting = false
+          a.durable.requesting = false
           done(() => (error ? this.fail(call, error.message) : this.settle(call, { submitted: true, reviewId })))
         })
         return
@@ -830,8 +850,10 @@ export class PlanModeOracle {
           // R80: not recorded: the answer fails with the log's error (the review stays open,
           // unless another writer's record closed it meanwhile).
           if (error) return done(() => this.fail(call, error.message))
-          // R80: the first closing record of the review is the outcome; a later one lost.
-          if (first === data) return done(() => this.settle(call, data.outcome as 'approved' | 'keep-planning'))
+          // R80: the first closing record of the review is the outcome; a later one lost. One
+          // identical to ours (outcome, feedback, toldInResult) cannot be told from ours by its
+          // content: the answer resolves as the first did.
+          if (first === data || sameOutcome(first, data)) return done(() => this.settle(call, data.outcome as 'approved' | 'keep-planning'))
           done(() => this.fail(call, `plan review ${reviewId} is already closed (${String(first?.outcome)}); nothing was changed`))
         })
       },
@@ -1070,7 +1092,7 @@ export class PlanModeOracle {
         review: null,
         closing: false,
         toldIsLogged: true,
-        durable: { ...foldReviews(m.log), inFlight: null },
+        durable: { ...foldReviews(m.log), inFlight: null, requesting: false },
       }
     }
     return m.attachment
@@ -1138,6 +1160,8 @@ export class PlanModeOracle {
           version,
           ...(typeof record.callId === 'string' ? { callId: record.callId } : {}),
         }
+        // R80: a late answer names the last review closed only when no review was requested since.
+        a.durable.closed = null
         a.durable.news = null
       } else if (CLOSING_OUTCOMES.includes(String(record.outcome))) {
         const inFlight = a.durable.inFlight

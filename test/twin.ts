@@ -64,6 +64,17 @@ export interface TwinOptions {
   closeTimeoutMs?: number
   /** R78: the service's reviews (the service's default, `'channel'`, when absent). */
   reviews?: 'channel' | 'durable'
+  /**
+   * The agents' logs, shared with another twin (two services on one log, like two processes):
+   * each agent's log is taken from here instead of made from its seed, and the oracle starts from
+   * what the log holds. The other twin's appends reach this twin's oracle as another writer's,
+   * told by the test (`oracle.hostAppend`).
+   */
+  logs?: ReadonlyMap<string, ControlledLog>
+  /** The prefix of the review ids this twin lets its service draw (default `review`): two twins on one log need their own. */
+  reviewIdPrefix?: string
+  /** The trace to write to (shared by two twins on one log, so that a failure shows both); a new one when absent. */
+  trace?: string[]
 }
 
 /** The real service and the oracle, side by side. */
@@ -77,7 +88,7 @@ export class Twin {
   readonly steered = new Map<string, UserMessage[]>()
   readonly calls: PairedCall[] = []
   /** A trace of the operations, for failure messages. */
-  readonly trace: string[] = []
+  readonly trace: string[]
   private readonly oracleFates = new Map<string, AppendFate[]>()
   private readonly options: TwinOptions
   private commandIds = 0
@@ -87,6 +98,7 @@ export class Twin {
 
   constructor(options: TwinOptions) {
     this.options = options
+    this.trace = options.trace ?? []
     this.oracle = new PlanModeOracle({
       section: SECTION,
       hasChannel: options.hasChannel ?? true,
@@ -97,13 +109,14 @@ export class Twin {
     this.holding = options.defaultFate === 'hold'
     this.channel = createControlledChannel()
     for (const { id, seed = [] } of options.agents) {
-      const log = createControlledLog(seed)
+      const shared = options.logs?.get(id)
+      const log = shared ?? createControlledLog(seed)
       log.defaultFate = options.defaultFate ?? 'ok'
       this.logs.set(id, log)
       this.steered.set(id, [])
       this.agents.set(id, { id, session: log, steer: (message) => this.steered.get(id)!.push(message) })
       this.oracleFates.set(id, [])
-      this.oracle.addAgent(id, seed)
+      this.oracle.addAgent(id, shared ? entries(shared) : seed)
     }
     this.service = this.createService()
   }
@@ -144,6 +157,26 @@ export class Twin {
     this.log(id).fates.push({ fate: how, error })
     this.oracleFates.get(id)!.push({ kind: 'fail', error })
     return error
+  }
+
+  /** The service's next append to `id`'s log is held until the test releases it (`releaseOldest`). */
+  holdNextAppend(id: string): void {
+    this.trace.push(`holdNextAppend(${id})`)
+    this.log(id).fates.push({ fate: 'hold' })
+    this.oracleFates.get(id)!.push({ kind: 'hold' })
+  }
+
+  /**
+   * Forgets the fates told for `id`'s next appends (`failNextAppend`, `holdNextAppend`) that no
+   * append took: with a log shared by two twins, the other service must not take them.
+   */
+  clearFates(id: string): void {
+    const log = this.log(id).fates.length
+    const oracle = this.oracleFates.get(id)!.length
+    if (log !== oracle) this.mismatch(`fates left for ${id}'s appends`, log, oracle)
+    if (log > 0) this.trace.push(`clearFates(${id})`)
+    this.log(id).fates.length = 0
+    this.oracleFates.get(id)!.length = 0
   }
 
   set(id: string, active: boolean): PairedCall {
@@ -207,7 +240,7 @@ export class Twin {
     const controller = new AbortController()
     if (preAborted !== undefined) controller.abort(preAborted === 'plain' ? undefined : preAborted)
     if (askThrows) this.channel.throwNext = askThrows
-    const reviewId = this.options.reviews === 'durable' ? `review-${++this.reviewIds}` : undefined
+    const reviewId = this.options.reviews === 'durable' ? `${this.options.reviewIdPrefix ?? 'review'}-${++this.reviewIds}` : undefined
     const label = `execute(${id ?? 'no agent'}, ${JSON.stringify(args).slice(0, 40)}${owned ? ', owned' : ''}${preAborted !== undefined ? ', pre-aborted' : ''}${askThrows ? ', ask throws' : ''}${callId !== undefined ? `, callId ${callId}` : ''}${reviewId !== undefined ? `, draws ${reviewId}` : ''})`
     this.trace.push(label)
     const base = id === undefined ? undefined : this.agent(id)

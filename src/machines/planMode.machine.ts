@@ -1,4 +1,4 @@
-import { and, assign, not, or, raise, setup, stateIn } from 'xstate'
+import { and, assign, enqueueActions, not, or, raise, setup, stateIn } from 'xstate'
 import type { NoticeKind, OperationResult, PlanModeEvent, ReviewResult } from './planMode.events.js'
 import {
   UNATTACHED_PORTS,
@@ -22,7 +22,7 @@ import {
   planTitle,
   readReviewAnswer,
 } from '../plan/review.js'
-import type { ReviewNews, ReviewOutcome } from '../log/kinds.js'
+import type { OpenPlanReview, ReviewNews, ReviewOutcome } from '../log/kinds.js'
 import type { SetOutcome } from '../types.js'
 
 /**
@@ -87,6 +87,12 @@ export interface OpenReview {
   lost?: boolean
   /** Our answer's record failed after another one of this review closed it: the answer fails with the log's error (R80). */
   failed?: unknown
+  /**
+   * Another process's durable request that the log reported while ours was being appended (R79):
+   * the review the log holds open until ours lands, and the open one if ours fails. (Its closing
+   * records in that window are not followed.)
+   */
+  heard?: OpenPlanReview
 }
 
 /** The bounded wait of a reload or detach when the host configures none (R73). */
@@ -314,14 +320,50 @@ const planModeSetup = setup({
         review,
         deferredSelection: null,
         // A new request: whatever the model had not heard was told before it asked again (R81).
-        ...(event.durable !== undefined ? { news: null, lastClosed: null } : {}),
+        // The last review closed is forgotten only once the request is in the log (R80: "no
+        // review was requested since"): a request that fails leaves it as a replay reads it.
+        ...(event.durable !== undefined ? { news: null } : {}),
         result: { operation: 'review' as const, opened: number },
       }
     }),
-    /** The log reported our request record: its seq is the review's version (R79). */
+    /**
+     * The log reported a request while ours is being appended. Ours: its seq is the review's
+     * version (R79). Another process's: the log holds that one open until ours lands, and it is
+     * the open review if ours fails (R79); a request drops the untold outcome and the last review
+     * closed (R80, R81).
+     */
     noteRequestSeq: assign(({ context, event }) => {
       if (event.type !== 'LOG.REVIEW_REQUESTED' || context.review?.durable === undefined) return {}
+      if (event.review.reviewId !== context.review.durable.reviewId) return { review: { ...context.review, heard: event.review }, news: null, lastClosed: null }
       return { review: { ...context.review, durable: { ...context.review.durable, version: event.review.version } } }
+    }),
+    /**
+     * Our request failed while the log holds another process's request open (R79): the idle
+     * review region adopts it, as when the log reports a request.
+     */
+    // (`setup` cannot infer its own action map through `enqueueActions`: the casts; the raised
+    // event is checked against PlanModeEvent.)
+    replayHeardRequest: enqueueActions(({ context, enqueue }) => {
+      const heard = context.review?.heard
+      if (heard !== undefined) enqueue.raise({ type: 'LOG.REVIEW_REQUESTED', review: heard } satisfies PlanModeEvent as never)
+    }) as never,
+    /**
+     * Our request is in the log: the open review (R79), unless the log reported another process's
+     * request after it (that one is, under this review's number: the call that opened this one is
+     * submitted all the same). A review was requested since the last one closed (R80), and the
+     * model asked again (R81).
+     */
+    requestLanded: assign(({ context }) => {
+      if (context.review === null) return { lastClosed: null, news: null }
+      const { heard, ...review } = context.review
+      const version = review.durable?.version
+      // Another process's request the log holds after ours is the open one (R79: the last request).
+      if (heard !== undefined && version !== undefined && heard.version > version) {
+        const { reviewId, title, plan, callId } = heard
+        const durable = callId === undefined ? { reviewId, version: heard.version } : { reviewId, version: heard.version, callId }
+        return { review: { ...review, plan, title, durable }, lastClosed: null, news: null }
+      }
+      return { review, lastClosed: null, news: null }
     }),
     /** The request record failed: nothing is open and the call fails with the log's error (R79). */
     failRequest: assign(({ context, event }) => ({
@@ -631,9 +673,10 @@ export const planModeMachine = planModeSetup.createMachine({
               tags: [APPENDING_TAG],
               entry: 'requestReview',
               on: {
-                'LOG.REVIEW_REQUESTED': { guard: not('requestsAnotherReview'), actions: 'noteRequestSeq' },
-                'REVIEW.RECORDED': 'undecided.awaiting',
-                'REVIEW.RECORD_FAILED': { target: '#planMode.review.idle', actions: 'failRequest' },
+                'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' },
+                'REVIEW.RECORDED': { target: 'undecided.awaiting', actions: 'requestLanded' },
+                // With another process's request heard meanwhile, the idle region adopts it (R79).
+                'REVIEW.RECORD_FAILED': { target: '#planMode.review.idle', actions: ['replayHeardRequest', 'failRequest'] },
               },
             },
             /**
