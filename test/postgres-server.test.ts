@@ -2,7 +2,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPostgresPlanStore, pgListen, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
 import { createPlanMode, type PlanAgent, type PlanMode } from '../src/index.js'
-import { startTestPostgres, type TestPostgres } from './fixtures/postgres-server.js'
+import { startTestPostgres, type TestPostgres } from '../scripts/local-postgres.js'
 
 /**
  * The PostgreSQL adapter on a real server (R83–R85): a throwaway cluster of Debian's

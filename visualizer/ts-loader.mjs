@@ -18,6 +18,7 @@ const ENTRY_POINTS = new Map(
     'xstate-plan-mode/ai-sdk': 'adapters/ai-sdk.ts',
     'xstate-plan-mode/inspect': 'adapters/inspect.ts',
     'xstate-plan-mode/testing': 'testing/index.ts',
+    'xstate-plan-mode/postgres': 'adapters/postgres.ts',
   }).map(([name, source]) => [name, new URL(`../src/${source}`, import.meta.url).href]),
 )
 
