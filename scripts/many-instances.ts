@@ -22,8 +22,11 @@ async function instance(name: 'A' | 'B', port: number): Promise<void> {
   const until = async (check: () => boolean) => {
     while (!check()) await new Promise((resolve) => setTimeout(resolve, 10))
   }
-  process.on('message', async (cue: string) => {
+  const act = async ({ cue, seq }: { cue: string; seq: number }) => {
     const { planMode } = host
+    // Decide on the log the other instance left: its last event has reached this one (R84: an
+    // instance that appended on a stale view would be refused).
+    await until(() => (agent.session.events.at(-1)?.seq ?? 0) >= seq)
     if (cue === 'A1') {
       await agent.session.append('turn/start', {})
       say(`/plan → ${(await planMode.command.run({ agent, rawInput: '' })).text}`)
@@ -54,8 +57,14 @@ async function instance(name: 'A' | 'B', port: number): Promise<void> {
       await db.end()
       process.exit(0)
     }
-    say('done')
-  })
+    process.send!({ done: agent.session.events.at(-1)?.seq ?? 0 })
+  }
+  process.on('message', (message: { cue: string; seq: number }) =>
+    act(message).catch((error: unknown) => {
+      console.error(error)
+      process.exit(1)
+    }),
+  )
   process.send!({ ready: name })
 }
 
@@ -67,25 +76,35 @@ async function main(): Promise<void> {
   const script = fileURLToPath(import.meta.url)
   const children = (['A', 'B'] as const).map((name) => fork(script, ['--instance', name, '--port', String(port)], { execArgv: process.execArgv }))
   try {
-    const ready = children.map((child) => new Promise((resolve) => child.on('message', (m: { ready?: string }) => m.ready && resolve(m))))
+    const ready = children.map(
+      (child) =>
+        new Promise((resolve, reject) => {
+          child.on('message', (m: { ready?: string }) => m.ready && resolve(m))
+          child.once('exit', (code) => reject(new Error(`an instance exited with code ${code} while starting`)))
+        }),
+    )
     await Promise.all(ready)
+    /** The log's last seq as the instance that acted last left it. */
+    let seq = 0
     const cue = (child: (typeof children)[number], name: string) =>
-      new Promise<void>((resolve) => {
-        const onMessage = (m: { line?: string }) => {
-          if (m.line?.endsWith(': done')) {
-            child.off('message', onMessage)
+      new Promise<void>((resolve, reject) => {
+        const onExit = (code: number | null) => reject(new Error(`instance ${name[0]} exited with code ${code} during ${name}`))
+        const onMessage = (m: { line?: string; done?: number }) => {
+          if (m.done !== undefined) {
+            child.off('message', onMessage).off('exit', onExit)
+            seq = m.done
             resolve()
           } else if (m.line) console.log(m.line)
         }
-        child.on('message', onMessage)
-        child.send(name)
+        child.on('message', onMessage).once('exit', onExit)
+        child.send({ cue: name, seq })
       })
     const [a, b] = children as [(typeof children)[number], (typeof children)[number]]
     await cue(a, 'A1')
     await cue(b, 'B1')
     await cue(a, 'A2')
     await cue(b, 'B2')
-    for (const child of children) child.send('stop')
+    for (const child of children) child.send({ cue: 'stop', seq: 0 })
     await Promise.all(children.map((child) => new Promise((resolve) => child.on('exit', resolve))))
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')

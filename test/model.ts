@@ -277,7 +277,7 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     deferred: deferredSelection,
     ...(review?.answering === true ? { answering: true } : {}),
     ...(review?.recorded !== undefined ? { noted: outcome(review.recorded) } : {}),
-    ...(news !== null ? { news: news.outcome } : {}),
+    ...(news != null ? { news: news.outcome } : {}),
   })
 }
 
@@ -550,7 +550,7 @@ export function durableAlphabet(): DurableLetter[] {
     'answerReview(the review closed last)',
     (s) => {
       const closed = s.context.lastClosed
-      return operation(s) && closed !== null ? [{ type: 'REVIEW.ANSWER', reviewId: closed.reviewId, answer: ANSWERS.approve, toldInResult: false }] : undefined
+      return operation(s) && closed != null ? [{ type: 'REVIEW.ANSWER', reviewId: closed.reviewId, answer: ANSWERS.approve, toldInResult: false }] : undefined
     },
     (ctx) => void ctx.twin.answerReview(AGENT, ctx.twin.oracle.lastClosedReview(AGENT)!.reviewId, ANSWERS.approve),
   )

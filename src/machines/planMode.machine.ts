@@ -59,9 +59,9 @@ export interface PlanModeContext {
    */
   closedReview: { number: number; result: ReviewResult; lost?: boolean; failed?: unknown } | null
   /** The last durable review closed, for refusing a late answer (R80). */
-  lastClosed: { reviewId: string; outcome: ReviewOutcome } | null
+  lastClosed?: { reviewId: string; outcome: ReviewOutcome } | null
   /** A durable review's outcome the model has not been told yet: the next boundary tells it (R81). */
-  news: ReviewNews | null
+  news?: ReviewNews | null
   /** A selection that closed a review and waits for the review's record to land (R48). */
   deferredSelection: boolean | null
   /** The result of the latest operation (a new object each time). */
@@ -108,15 +108,17 @@ export function initialContext(
   ports: PlanModePorts,
   told: boolean | null,
   closeTimeout: number = DEFAULT_CLOSE_TIMEOUT_MS,
-  reviews: Pick<PlanModeContext, 'review' | 'lastClosed' | 'news'> = { review: null, lastClosed: null, news: null },
+  reviews: Pick<PlanModeContext, 'review' | 'lastClosed' | 'news'> = { review: null },
 ): PlanModeContext {
   return {
     told,
     review: reviews.review,
     reviews: reviews.review === null ? 0 : reviews.review.number,
     closedReview: null,
-    lastClosed: reviews.lastClosed,
-    news: reviews.news,
+    // Absent rather than null while the log holds no durable review: every idle agent pays for
+    // each field of its context (R70: memory per idle agent).
+    ...(reviews.lastClosed ? { lastClosed: reviews.lastClosed } : {}),
+    ...(reviews.news ? { news: reviews.news } : {}),
     deferredSelection: null,
     result: null,
     closeTimeout,
@@ -236,7 +238,7 @@ const planModeSetup = setup({
     /** A review is open and its outcome is not decided: a user switch closes it (R48, R80). */
     canSupersedeReview: stateIn('#planMode.review.open.undecided'),
     /** No durable review's outcome waits to be told (R81). */
-    hasNoNews: ({ context }) => context.news === null,
+    hasNoNews: ({ context }) => context.news == null,
     /** The exit call opens a durable review: the log holds it (R79). */
     opensDurably: ({ event }) => event.type === 'REVIEW.OPEN' && event.durable !== undefined,
     /** The answer names the open durable review (R80). */
@@ -297,7 +299,7 @@ const planModeSetup = setup({
     narrate: assign(({ context }, { active }: { active: boolean }) => {
       // A durable review's outcome goes first (R81); an approval is not told to a model that the
       // user put back in plan mode, and when told it says plan mode is off, so no leaving notice.
-      const news = context.news !== null && !(context.news.outcome === 'approved' && active) ? context.news : null
+      const news = context.news != null && !(context.news.outcome === 'approved' && active) ? context.news : null
       const notice: NoticeKind | null =
         context.told !== null && context.told !== active && news?.outcome !== 'approved' ? (active ? 'entering' : 'leaving') : null
       return { told: active, news: null, result: { operation: 'boundary' as const, active, notice, news } }
