@@ -1,3 +1,5 @@
+import { fork } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPostgresPlanStore, pgListen, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
@@ -48,9 +50,19 @@ function service(store: PostgresPlanStore, options: Parameters<typeof createPlan
   return planMode
 }
 
+/** A host instance in a Node process of its own (test/fixtures/pg-instance-child.ts), killed after the file if still running. */
+function instanceProcess(prefix: string, ...args: string[]) {
+  const child = fork(fileURLToPath(new URL('./fixtures/pg-instance-child.ts', import.meta.url)), [String(server.port), prefix, 's1', ...args], {
+    execArgv: ['--import', fileURLToPath(new URL('../visualizer/register.mjs', import.meta.url))],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  })
+  closers.push(async () => void (child.exitCode === null && child.kill('SIGKILL')))
+  return child
+}
+
 /** Waits until `check` holds (NOTIFY crosses a real connection). */
-async function eventually(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+async function eventually(check: () => boolean, what: string, tries = 200): Promise<void> {
+  for (let i = 0; i < tries; i++) {
     if (check()) return
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
@@ -89,6 +101,39 @@ describe('R83–R85: the PostgreSQL adapter on a real server (postgresql-15)', (
     const { rows } = await a.pool.query('SELECT count(*)::int AS n FROM t2_events')
     expect(rows).toEqual([{ n: 1 }])
   }, 30_000)
+
+  it('R83: an instance killed with SIGKILL mid-append loses no acknowledged append; the log stays whole', async () => {
+    const child = instanceProcess('t4_', 'append')
+    const acked: number[] = []
+    child.on('message', (m: { acked: number }) => acked.push(m.acked))
+    await eventually(() => acked.length >= 200, 'the child has 200 appends acknowledged', 3000)
+    child.kill('SIGKILL')
+    await new Promise((resolve) => child.once('exit', resolve))
+    const { store } = await instance('t4_')
+    const log = await store.openSession('s1')
+    const seqs = log.events.map((e) => e.seq)
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1)) // whole: no gap
+    expect(seqs.length).toBeGreaterThanOrEqual(acked.length) // every acknowledged append is there
+    expect(acked).toEqual(seqs.slice(0, acked.length))
+  }, 60_000)
+
+  it('R84, R3: two Node processes switching one session 2 × 500 times leave a log with no repeated plan/mode, whose fold both read', async () => {
+    const children = [instanceProcess('t5_', 'toggle', '500'), instanceProcess('t5_', 'toggle', '500')]
+    const message = <T>(child: (typeof children)[number], key: string) =>
+      new Promise<T>((resolve, reject) => {
+        child.on('message', (m: Record<string, unknown>) => key in m && resolve(m as T))
+        child.once('exit', (code) => code !== 0 && reject(new Error(`an instance exited with code ${code}`)))
+      })
+    const done = await Promise.all(children.map((child) => message<{ refused: number }>(child, 'done')))
+    const { rows } = await (await instance('t5_')).pool.query(`SELECT seq, data FROM t5_events WHERE type = 'plan/mode' ORDER BY seq`)
+    const flips = rows.map((row) => (row.data as { active: boolean }).active)
+    for (let i = 1; i < flips.length; i++) expect(flips[i], `plan/mode #${i + 1} repeats the one before`).not.toBe(flips[i - 1])
+    const length = Number((await (await instance('t5_')).pool.query('SELECT count(*)::int AS n FROM t5_events')).rows[0]!.n)
+    const reported = children.map((child) => message<{ active: boolean }>(child, 'active'))
+    for (const child of children) child.send({ length })
+    expect((await Promise.all(reported)).map((r) => r.active)).toEqual([flips.at(-1) ?? false, flips.at(-1) ?? false])
+    console.log(`R84 two processes: ${flips.length} plan/mode rows, ${done[0]!.refused + done[1]!.refused} of 1000 selections refused as stale`)
+  }, 120_000)
 
   it('R83: the server going away fails an append with a clear message, never a hung promise; after its restart appends land and the other instance hears them', async () => {
     const [a, b] = [await instance('t3_'), await instance('t3_')]
