@@ -25,7 +25,7 @@ rmSync(runLib, { recursive: true, force: true })
 cpSync(resolve(libPath, '..'), runLib, { recursive: true })
 process.env.BENCH_RUN_LIB = resolve(runLib, basename(libPath))
 
-const SUITES = ['steps', 'attach', 'attach-idle', 'memory', 'filter', 'checkpoint', 'lru', 'reviews']
+const SUITES = ['steps', 'attach', 'attach-idle', 'memory', 'filter', 'checkpoint', 'lru', 'reviews', 'postgres']
 const PROFILE_ALL = process.argv.includes('--profile-all')
 
 /**
@@ -39,7 +39,8 @@ const PROFILE_ALL = process.argv.includes('--profile-all')
 function runChild(script, args) {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(new URL(script, import.meta.url)), args, {
-      execArgv: ['--expose-gc', '--max-old-space-size=8192'],
+      // The TypeScript loader: the postgres suite starts its cluster with scripts/local-postgres.ts.
+      execArgv: ['--expose-gc', '--max-old-space-size=8192', '--import', fileURLToPath(new URL('../visualizer/register.mjs', import.meta.url))],
       env: { ...process.env, ...(QUICK ? { BENCH_QUICK: '1' } : {}) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
@@ -91,7 +92,7 @@ for (const suite of SUITES) {
 const targets = evaluate(results)
 const profiles = {}
 for (const t of targets.filter((t) => PROFILE_ALL || !t.ok)) {
-  if (profiles[t.profile]) continue
+  if (t.profile === null || profiles[t.profile]) continue
   process.stdout.write(`bench: profile ${t.profile}… `)
   const t0 = performance.now()
   try {

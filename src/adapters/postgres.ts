@@ -95,10 +95,9 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
     stopListening ??= listen(
       channel,
       (payload) => {
-        const tab = payload.lastIndexOf('\t')
-        const id = payload.slice(0, tab)
-        const seq = Number(payload.slice(tab + 1))
-        for (const session of sessions.get(id) ?? []) session.heard(seq)
+        const note = readNotice(payload)
+        if (note === undefined) return
+        for (const session of sessions.get(note.session) ?? []) session.heard(note)
       },
       () => {
         for (const set of sessions.values()) for (const session of set) session.catchUp()
@@ -117,6 +116,8 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
     #chain: Promise<unknown> = Promise.resolve()
     /** This instance's appends not run yet: the seq of the next one comes after theirs. */
     #appending = 0
+    /** The seqs this instance is writing now: their NOTIFY is its own, and their answer takes them. */
+    readonly #writing = new Set<number>()
     #closed = false
 
     constructor(
@@ -143,12 +144,14 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         if (this.#closed) throw new Error(`plan-mode postgres: session ${this.sessionId} is closed; the ${type} event was not written`)
         if (this.#last >= seq) throw new Error(seqTakenMessage(this.sessionId, seq, type))
         if (this.#last + 1 < seq) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
+        const json = JSON.stringify(data ?? null)
+        this.#writing.add(seq)
         try {
           // One statement: the insert and its NOTIFY commit together, or neither does.
           await db.query(
             `WITH ins AS (INSERT INTO ${events} (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING seq)
-             SELECT pg_notify($5, $1 || chr(9) || seq::text) FROM ins`,
-            [this.sessionId, seq, type, JSON.stringify(data ?? null), channel],
+             SELECT pg_notify($5, $6) FROM ins`,
+            [this.sessionId, seq, type, json, channel, noticeOf(this.sessionId, seq, type, json)],
           )
         } catch (error) {
           if ((error as { code?: unknown } | null)?.code === UNIQUE_VIOLATION) {
@@ -156,6 +159,8 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
             throw new Error(seqTakenMessage(this.sessionId, seq, type))
           }
           throw new Error(`plan-mode postgres: the ${type} event of session ${this.sessionId} may not have been written: ${messageOf(error)}`, { cause: error })
+        } finally {
+          this.#writing.delete(seq)
         }
         // A notification may have read the row already; else it is taken here, in order.
         if (this.#last < seq) this.#take([{ seq, type, data: JSON.parse(JSON.stringify(data ?? null)) as unknown }])
@@ -167,9 +172,14 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       return appended
     }
 
-    /** A NOTIFY of `seq`: reads the rows up to it that this instance has not taken. */
-    heard(seq: number): void {
-      if (seq > this.#last) this.catchUp()
+    /**
+     * A NOTIFY: the next event, carried whole, is taken at once; a later one (or one too large to
+     * carry) makes the instance read the rows it has not taken. Its own appends take their rows.
+     */
+    heard(note: Notice): void {
+      if (note.seq <= this.#last || this.#writing.has(note.seq)) return
+      if (note.event !== undefined && note.seq === this.#last + 1) return this.#take([note.event])
+      this.catchUp()
     }
 
     /** Reads every row after the last one taken (after a dropped listening connection, too). */
@@ -289,6 +299,33 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       const stop = await stopListening?.catch(() => undefined)
       await stop?.()
     },
+  }
+}
+
+/** What a NOTIFY says: the session and seq, and the event itself when it fits the payload. */
+interface Notice {
+  session: string
+  seq: number
+  event?: SessionEvent
+}
+
+/** PostgreSQL's payload limit is 8000 bytes: a larger event is announced without its data. */
+const MAX_NOTICE = 7900
+
+/** The NOTIFY payload of an append: `[session, seq, type, data]`, or `[session, seq]` for a large event. */
+function noticeOf(session: string, seq: number, type: string, json: string): string {
+  const whole = `[${JSON.stringify(session)},${seq},${JSON.stringify(type)},${json}]`
+  return new TextEncoder().encode(whole).length <= MAX_NOTICE ? whole : JSON.stringify([session, seq])
+}
+
+/** Reads a NOTIFY payload; anything else on the channel is ignored. */
+function readNotice(payload: string): Notice | undefined {
+  try {
+    const [session, seq, type, data] = JSON.parse(payload) as [unknown, unknown, unknown, unknown]
+    if (typeof session !== 'string' || typeof seq !== 'number' || !Number.isSafeInteger(seq)) return undefined
+    return typeof type === 'string' ? { session, seq, event: { seq, type, data } } : { session, seq }
+  } catch {
+    return undefined
   }
 }
 
