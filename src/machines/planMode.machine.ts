@@ -110,20 +110,22 @@ export function initialContext(
   closeTimeout: number = DEFAULT_CLOSE_TIMEOUT_MS,
   reviews: Pick<PlanModeContext, 'review' | 'lastClosed' | 'news'> = { review: null },
 ): PlanModeContext {
-  return {
+  const context: PlanModeContext = {
     told,
     review: reviews.review,
     reviews: reviews.review === null ? 0 : reviews.review.number,
     closedReview: null,
-    // Absent rather than null while the log holds no durable review: every idle agent pays for
-    // each field of its context (R70: memory per idle agent).
-    ...(reviews.lastClosed ? { lastClosed: reviews.lastClosed } : {}),
-    ...(reviews.news ? { news: reviews.news } : {}),
     deferredSelection: null,
     result: null,
     closeTimeout,
     ports,
   }
+  // Absent rather than null while the log holds no durable review, and added after the literal
+  // (a spread would cost the object its in-object fields): every idle agent pays for each field
+  // of its context (R70: memory per idle agent).
+  if (reviews.lastClosed) context.lastClosed = reviews.lastClosed
+  if (reviews.news) context.news = reviews.news
+  return context
 }
 
 /** What a closed review leaves the model to hear at the next boundary, if anything (R81). */
