@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type SessionLog } from '../src/index.js'
 import { openJsonlSessionLog } from '../src/node.js'
 import { defineDurableReviewSuite, type DurableConformanceAgent } from '../src/testing/index.js'
-import { createLoggedCommand } from './fixtures/conformance-host.js'
+import { driverBasics, durableReviewUi } from './fixtures/conformance-host.js'
 
 /**
  * The conformance kit's durable-review scenarios (R78–R81) against two stateless hosts: every
@@ -18,21 +18,8 @@ function durableAgent(log: SessionLog, reopen: () => Promise<SessionLog>, close:
   const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
   const agent: PlanAgent = { id: 'agent-1', session: log }
   return {
-    events: () => log.events,
-    startTurn: async () => void (await log.append('turn/start', {})),
-    endTurn: async () => void (await log.append('turn/end', {})),
-    async step(options = {}) {
-      const { section, messages } = await planMode.stepBoundary(agent, options)
-      if (!options.signal?.aborted) await log.append('request/header', {})
-      return { section, notices: messages.map((m) => (m.content[0] as { text: string }).text) }
-    },
-    command: createLoggedCommand(log, planMode, agent),
-    get: () => planMode.get(agent),
-    callExitTool: (args, { signal } = {}) =>
-      planMode.exitTool.execute(args, { agent, ...(signal ? { signal } : {}) }).catch((error: Error) => ({ error: error.message })),
-    steered: () => [],
-    openReview: () => planMode.openReview(agent),
-    answerReview: (reviewId, answer) => planMode.answerReview(agent, reviewId, answer).catch((error: Error) => ({ error: error.message })),
+    ...driverBasics(log, planMode, agent),
+    ...durableReviewUi(planMode, agent),
     async restart() {
       await planMode.dispose()
       await close()

@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from 'vitest'
 import { createPostgresPlanStore, pgliteListen, type PostgresPlanStore, type PostgresSessionLog } from '../src/adapters/postgres.js'
 import { createPlanMode, type PlanAgent, type UserMessage } from '../src/index.js'
 import { defineConformanceSuite, defineDurableReviewSuite, type ConformanceAgent, type DurableConformanceAgent } from '../src/testing/index.js'
-import { createLoggedCommand, createReviewQueue } from './fixtures/conformance-host.js'
+import { createReviewQueue, driverBasics, durableReviewUi } from './fixtures/conformance-host.js'
 
 /**
  * The conformance kit on a host whose log is PostgreSQL (R83–R85, on PGlite): every restart is a
@@ -34,18 +34,7 @@ async function channelAgent(prefix: string): Promise<ConformanceAgent> {
   const steered: UserMessage[] = []
   const agent: PlanAgent = { id: 'agent-1', session: log, steer: (message) => steered.push(message) }
   return {
-    events: () => log.events,
-    startTurn: async () => void (await log.append('turn/start', {})),
-    endTurn: async () => void (await log.append('turn/end', {})),
-    async step(options = {}) {
-      const { section, messages } = await planMode.stepBoundary(agent, options)
-      if (!options.signal?.aborted) await log.append('request/header', {})
-      return { section, notices: messages.map((m) => (m.content[0] as { text: string }).text) }
-    },
-    command: createLoggedCommand(log, planMode, agent),
-    get: () => planMode.get(agent),
-    callExitTool: (args, { signal } = {}) =>
-      planMode.exitTool.execute(args, { agent, ...(signal ? { signal } : {}) }).catch((error: Error) => ({ error: error.message })),
+    ...driverBasics(log, planMode, agent),
     nextReview: reviews.nextReview,
     steered: () => steered,
     async restart() {
@@ -61,21 +50,8 @@ async function durableAgent(prefix: string): Promise<DurableConformanceAgent> {
   const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', pendingStore: store.pendingStore, checkpoints: store.checkpoints, logger: { warn: () => {} } })
   const agent: PlanAgent = { id: 'agent-1', session: log }
   return {
-    events: () => log.events,
-    startTurn: async () => void (await log.append('turn/start', {})),
-    endTurn: async () => void (await log.append('turn/end', {})),
-    async step(options = {}) {
-      const { section, messages } = await planMode.stepBoundary(agent, options)
-      if (!options.signal?.aborted) await log.append('request/header', {})
-      return { section, notices: messages.map((m) => (m.content[0] as { text: string }).text) }
-    },
-    command: createLoggedCommand(log, planMode, agent),
-    get: () => planMode.get(agent),
-    callExitTool: (args, { signal } = {}) =>
-      planMode.exitTool.execute(args, { agent, ...(signal ? { signal } : {}) }).catch((error: Error) => ({ error: error.message })),
-    steered: () => [],
-    openReview: () => planMode.openReview(agent),
-    answerReview: (reviewId, answer) => planMode.answerReview(agent, reviewId, answer).catch((error: Error) => ({ error: error.message })),
+    ...driverBasics(log, planMode, agent),
+    ...durableReviewUi(planMode, agent),
     async restart() {
       await planMode.dispose()
       await store.close()
