@@ -17,7 +17,16 @@ import {
 import { createPlanCommand, type PlanCommand } from './plan/command.js'
 import { createExitTool, planArgument, type ExitPlanModeTool, type ExitToolContext, type ExitToolResult } from './plan/exit-tool.js'
 import { createNarration, createNotice } from './plan/narration.js'
-import { MALFORMED_ANSWER_MESSAGE, REVIEW_MESSAGES, abortMessage, answerClosedMessage, isWellFormedAnswer, newsText } from './plan/review.js'
+import {
+  MALFORMED_ANSWER_MESSAGE,
+  REVIEW_MESSAGES,
+  abortMessage,
+  answerClosedMessage,
+  isWellFormedAnswer,
+  newsText,
+  readReviewAnswer,
+  type ReviewVerdict,
+} from './plan/review.js'
 import type {
   AnswerReviewOptions,
   OpenReviewView,
@@ -343,9 +352,17 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   /** `answerReview` (R80): its checks, then the chart's decision in the agent's turn. */
   function answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options: AnswerReviewOptions = {}): Promise<'approved' | 'keep-planning'> {
     if (disposed) return Promise.reject(new Error(DISPOSED_MESSAGE))
-    if (typeof reviewId !== 'string' || !isWellFormedAnswer(answer)) return Promise.reject(new Error(MALFORMED_ANSWER_MESSAGE))
+    // The answer is untrusted: read once, here, into a plain verdict; a getter that throws or
+    // changes its mind never reaches the chart, whose actions must not throw (R62).
+    let verdict: ReviewVerdict
+    try {
+      if (typeof reviewId !== 'string' || !isWellFormedAnswer(answer)) throw new Error(MALFORMED_ANSWER_MESSAGE)
+      verdict = readReviewAnswer(answer)
+    } catch {
+      return Promise.reject(new Error(MALFORMED_ANSWER_MESSAGE))
+    }
     const toldInResult = options?.toldInResult === true
-    return perform(agent, { type: 'REVIEW.ANSWER', reviewId, answer, toldInResult }, (snapshot, attachment) => {
+    return perform(agent, { type: 'REVIEW.ANSWER', reviewId, verdict, toldInResult }, (snapshot, attachment) => {
       const result = resultOf(snapshot, 'answer')
       if ('refused' in result) throw new Error(result.refused)
       const number = result.answering

@@ -53,7 +53,7 @@ import { getAdjacencyMap, getShortestPaths } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
 import type { PlanModeSnapshot } from '../src/machines/planMode.view.js'
-import { REVIEW_MESSAGES, keepPlanningMessage } from '../src/plan/review.js'
+import { REVIEW_MESSAGES, keepPlanningMessage, readReviewAnswer } from '../src/plan/review.js'
 import { Twin, type TwinOptions } from './twin.js'
 import { settle } from './sut.js'
 
@@ -537,20 +537,20 @@ export function durableAlphabet(): DurableLetter[] {
   for (const [name, answer, toldInResult] of answers) {
     add(
       `answerReview(${name})`,
-      (s) => (operation(s) && openId(s) !== undefined ? [{ type: 'REVIEW.ANSWER', reviewId: openId(s), answer, toldInResult }] : undefined),
+      (s) => (operation(s) && openId(s) !== undefined ? [{ type: 'REVIEW.ANSWER', reviewId: openId(s), verdict: readReviewAnswer(answer), toldInResult }] : undefined),
       (ctx) => void ctx.twin.answerReview(AGENT, openReview(ctx).reviewId, answer, { toldInResult }),
     )
   }
   add(
     'answerReview(unknown id)',
-    (s) => (operation(s) ? [{ type: 'REVIEW.ANSWER', reviewId: 'no-such-review', answer: ANSWERS.approve, toldInResult: false }] : undefined),
+    (s) => (operation(s) ? [{ type: 'REVIEW.ANSWER', reviewId: 'no-such-review', verdict: readReviewAnswer(ANSWERS.approve), toldInResult: false }] : undefined),
     (ctx) => void ctx.twin.answerReview(AGENT, 'no-such-review', ANSWERS.approve),
   )
   add(
     'answerReview(the review closed last)',
     (s) => {
       const closed = s.context.lastClosed
-      return operation(s) && closed != null ? [{ type: 'REVIEW.ANSWER', reviewId: closed.reviewId, answer: ANSWERS.approve, toldInResult: false }] : undefined
+      return operation(s) && closed != null ? [{ type: 'REVIEW.ANSWER', reviewId: closed.reviewId, verdict: readReviewAnswer(ANSWERS.approve), toldInResult: false }] : undefined
     },
     (ctx) => void ctx.twin.answerReview(AGENT, ctx.twin.oracle.lastClosedReview(AGENT)!.reviewId, ANSWERS.approve),
   )

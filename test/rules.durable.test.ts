@@ -498,6 +498,25 @@ describe('R80: answerReview', () => {
     expect(h.planMode.get(h.agent)).toEqual({ active: true })
   })
 
+  it('R80, R62: a hostile answer (a getter that throws on a later read) is refused with the exact message; the actor keeps working and the review stays open', async () => {
+    const h = harness()
+    await planning(h)
+    const reviewId = await h.submit()
+    let reads = 0
+    // Well formed on the first reading, throwing on every one after: the answer is read once, outside the chart.
+    const item = {
+      id: 'plan-review',
+      get selected(): string[] {
+        if (++reads > 1) throw new Error('gone')
+        return ['Approve']
+      },
+    }
+    await expect(h.planMode.answerReview(h.agent, reviewId, { answers: [item] })).rejects.toThrow(new Error(MALFORMED))
+    expect(h.planMode.actor(h.agent).getSnapshot().status).toBe('active')
+    expect(h.planMode.openReview(h.agent)).toMatchObject({ reviewId })
+    expect(await h.planMode.answerReview(h.agent, reviewId, APPROVE)).toBe('approved')
+  })
+
   it('R80: an id that names no open review is refused: the last one closed with its recorded outcome, any other as not open', async () => {
     const h = harness()
     await planning(h)

@@ -1,6 +1,6 @@
 import type { SetOutcome } from '../types.js'
 import type { OpenPlanReview, ReviewNews, ReviewOutcome } from '../log/kinds.js'
-import type { ReviewAnswer } from '../types.js'
+import type { ReviewVerdict } from '../plan/review.js'
 
 /** Events the plan-mode statechart accepts, named for the domain. */
 export type PlanModeEvent =
@@ -14,10 +14,10 @@ export type PlanModeEvent =
    */
   | { type: 'REVIEW.OPEN'; plan: string; owner: unknown; hasChannel: boolean; durable?: { reviewId: string; callId?: string } }
   /**
-   * `answerReview`: the user's answer to the durable review `reviewId` (R80), read by the chart
-   * (R44, R45); `toldInResult` when the host gives the outcome to the model in the call's result (R81).
+   * `answerReview`: the user's answer to the durable review `reviewId` (R80), as R44 and R45 read
+   * it; `toldInResult` when the host gives the outcome to the model in the call's result (R81).
    */
-  | { type: 'REVIEW.ANSWER'; reviewId: string; answer: ReviewAnswer; toldInResult: boolean }
+  | { type: 'REVIEW.ANSWER'; reviewId: string; verdict: ReviewVerdict; toldInResult: boolean }
   /** The exit tool call's own signal aborted (R46); `review` is the number of the review it opened. */
   | { type: 'REVIEW.ABORT'; review: number; message: string }
   /** `dispose` or `detach`: open reviews fail as reloaded, then the actor stops (R60, R63). */

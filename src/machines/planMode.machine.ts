@@ -20,7 +20,6 @@ import {
   keepPlanningMessage,
   lacksLeadingHeading,
   planTitle,
-  readReviewAnswer,
 } from '../plan/review.js'
 import type { OpenPlanReview, ReviewNews, ReviewOutcome } from '../log/kinds.js'
 import type { SetOutcome } from '../types.js'
@@ -396,7 +395,7 @@ const planModeSetup = setup({
     /** The answer, read as R44 and R45 read a channel's (R80). */
     decideAnswer: assign(({ context, event }) => {
       if (event.type !== 'REVIEW.ANSWER' || context.review === null) return {}
-      const verdict = readReviewAnswer(event.answer)
+      const { verdict } = event
       const told = event.toldInResult ? { toldInResult: true } : {}
       const result: ReviewResult =
         verdict.outcome === 'approved'

@@ -82,7 +82,7 @@ export function reviewQuestion(plan: string): ReviewQuestion {
 }
 
 /** How an answered review ended: consent, or keep planning with optional feedback (R44, R45). */
-type ReviewVerdict = { outcome: 'approved' } | { outcome: 'keep-planning'; feedback?: string }
+export type ReviewVerdict = { outcome: 'approved' } | { outcome: 'keep-planning'; feedback?: string }
 
 const isBlank = (text: string | undefined) => text === undefined || text.trim() === ''
 
