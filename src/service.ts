@@ -366,14 +366,16 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       const result = resultOf(snapshot, 'answer')
       if ('refused' in result) throw new Error(result.refused)
       const number = result.answering
-      return attachment.until((s) => (s.context.closedReview?.number === number ? s.context.closedReview : undefined))
-    })
-      .then((closing) => closing)
-      .then((closed) => {
-      if (closed.failed !== undefined) throw closed.failed // R80: not recorded; the review stays open
-      if (closed.lost === true) throw new Error(answerClosedMessage(reviewId, closed.result.outcome))
-      return closed.result.outcome as 'approved' | 'keep-planning'
-    })
+      return attachment
+        .until((s) => (s.context.closedReview?.number === number ? s.context.closedReview : undefined))
+        .then(async (closed) => {
+          if (closed.failed !== undefined) throw closed.failed // R80: not recorded; the review stays open
+          if (closed.lost === true) throw new Error(answerClosedMessage(reviewId, closed.result.outcome))
+          // An approval resolves once the pending store has the leave it implies (R47, R64, R80).
+          await attachment.storeWritten()
+          return closed.result.outcome as 'approved' | 'keep-planning'
+        })
+    }).then((outcome) => outcome) // the read's promise, flattened for the type checker
   }
 
   /** What a boundary tells the model: a durable review's outcome, then a switch (R32, R81). */

@@ -556,6 +556,20 @@ describe('R80: answerReview', () => {
     expect(h.log.events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }, { active: false }])
   })
 
+  it('R80, R64: an approval resolves only once the pending store has the leave it implies', async () => {
+    const written: boolean[] = []
+    const pendingStore = {
+      get: () => undefined,
+      set: (_id: string, value: boolean) => new Promise<void>((resolve) => setTimeout(() => (written.push(value), resolve()), 20)),
+      delete: () => Promise.resolve(),
+    }
+    const h = harness({ async: true, options: { pendingStore } })
+    await planning(h)
+    const reviewId = await h.submit()
+    expect(await h.planMode.answerReview(h.agent, reviewId, APPROVE)).toBe('approved')
+    expect(written).toEqual([false])
+  })
+
   it('R80, R47: with F inactive (a pending entry) an approval removes P', async () => {
     const h = harness()
     await h.log.append('turn/start', {})
