@@ -48,6 +48,9 @@ export function nowNs() {
  * @property {() => unknown} [before] untimed, before each timed operation (e.g. queue a selection)
  * @property {() => unknown} [after] untimed, after each timed operation (e.g. dispose a service)
  * @property {number} [warmup] untimed operations at the start of every round (default 2)
+ * @property {(result: unknown, startNs: number) => number} [elapsed] the operation's time, when it ends
+ *   in another process: from `run`'s result (a timestamp taken there on the same monotonic clock as
+ *   `nowNs`) and its start; without it, the time until `run` settles
  */
 
 /**
@@ -93,8 +96,8 @@ async function sample(side) {
   for (let i = 0; i < side.samples; i++) {
     if (side.before) await benchUntimed(side.before)
     const start = nowNs()
-    await side.run()
-    taken[i] = nowNs() - start
+    const result = await side.run()
+    taken[i] = side.elapsed ? side.elapsed(result, start) : nowNs() - start
     if (side.after) await benchUntimed(side.after)
   }
   return taken

@@ -149,6 +149,9 @@ export function evaluate(r) {
     floor: r.postgres.insert,
     bound: BOUNDS.pgFlush,
     profile: null, // the time is the database's round trips, outside this process
+    why: r.postgres.statement
+      ? `The adapter's statement alone, by hand on the same connection, takes ${(r.postgres.statement.median / r.postgres.insert.median).toFixed(2)}× the \`INSERT\`: its commit carries the NOTIFY that every other instance hears the row by (R83), which the floor leaves out, and that commit wakes every listening backend of the server. The library's own time on top of its statement is ${((r.postgres.flush.median - r.postgres.statement.median) / 1000).toFixed(0)} µs per flush (the chart's two macrosteps and the driver's answer).`
+      : undefined,
   })
   add({
     id: 'pg-toggle',
@@ -157,6 +160,7 @@ export function evaluate(r) {
     floor: r.postgres.notify,
     bound: BOUNDS.pgToggle,
     profile: null, // the time is the database's round trips, outside this process
+    why: `A toggle is seen ${((r.postgres.toggle.median - r.postgres.notify.median) / 1000).toFixed(0)} µs after a bare NOTIFY would be: A's chart and the \`INSERT\` that commits with the NOTIFY (the floor's NOTIFY writes no row), then B's chart; B runs in a process of its own.`,
   })
   for (const t of targets) {
     t.ok = t.ratio <= t.bound && (t.meanRatio === undefined || t.meanRatio <= t.bound) && (t.worstRatio === undefined || t.worstRatio <= t.bound)
@@ -460,6 +464,7 @@ export function render(info, r, targets, profiles) {
     '|---|---:|---:|---:|---:|',
     pgRow('flush: `stepBoundary` appending through the adapter (row + NOTIFY)', pgr.flush, pgr.insert),
     pgRow('floor: one `INSERT`, autocommitted, same connection', pgr.insert, pgr.insert),
+    ...(pgr.statement ? [pgRow('the adapter\'s statement by hand: `INSERT` + `pg_notify`, one commit', pgr.statement, pgr.insert)] : []),
     pgRow('toggle: `set` on A until B\'s service shows it', pgr.toggle, pgr.notify),
     pgRow('floor: one NOTIFY until the other connection has it', pgr.notify, pgr.notify),
     '',
@@ -480,7 +485,7 @@ export function render(info, r, targets, profiles) {
     const extra = t.meanRatio !== undefined ? ` (means ${ratio(t.meanRatio)})` : t.worstRatio !== undefined ? ` (largest ${ratio(t.worstRatio)})` : ''
     push(`### ${t.target}: ${ratio(t.ratio)}${extra}`, '')
     if (t.profile === null) {
-      push('Not profiled: the time is spent in round trips to the database, outside this process.', '')
+      push(`Not profiled: the time is spent in round trips to the database, outside this process.${t.why ? ` ${t.why}` : ''}`, '')
       continue
     }
     if (!profile) {

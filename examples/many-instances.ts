@@ -2,9 +2,13 @@ import pg from 'pg'
 import { createPlanMode, type PlanAgent } from 'xstate-plan-mode'
 import { createPostgresPlanStore, pgListen, type PgListen, type PgQueryable } from 'xstate-plan-mode/postgres'
 
-/** A PostgreSQL server: a pool for the queries, a connection of its own for LISTEN. */
+/**
+ * A PostgreSQL server: a pool for the queries, a connection of its own for LISTEN. The timeouts
+ * make a server that stops answering (a partition, a frozen host) fail the append instead of
+ * leaving it to TCP's minutes.
+ */
 export function onServer(config: pg.PoolConfig): { db: pg.Pool; listen: PgListen } {
-  const db = new pg.Pool(config)
+  const db = new pg.Pool({ query_timeout: 10_000, connectionTimeoutMillis: 5_000, ...config })
   db.on('error', () => {}) // a lost idle connection: the next query reports it
   const listen = pgListen(async () => {
     const client = new pg.Client(config)

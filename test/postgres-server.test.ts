@@ -135,6 +135,55 @@ describe('R83–R85: the PostgreSQL adapter on a real server (postgresql-15)', (
     console.log(`R84 two processes: ${flips.length} plan/mode rows, ${done[0]!.refused + done[1]!.refused} of 1000 selections refused as stale`)
   }, 120_000)
 
+  it('R83: a listening connection cut by the server is made again, and the instance hears every append it missed once, in seq order', async () => {
+    const [a, b] = [await instance('t6_'), await instance('t6_')]
+    const logA = await a.store.openSession('s1')
+    const logB = await b.store.openSession('s1')
+    const heard: number[] = []
+    logB.subscribe((event) => heard.push(event.seq))
+    await logA.append('message', { n: 1 })
+    await eventually(() => heard.length === 1, 'B hears the first append')
+    // The listening backends of this test's instances (A's and B's) are cut; nothing else is, so the appends go on.
+    const { rows } = await a.pool.query(`SELECT pg_terminate_backend(pid) AS cut FROM pg_stat_activity WHERE query = 'LISTEN "t6_events"'`)
+    expect(rows.length).toBe(2)
+    for (let n = 2; n <= 6; n++) await logA.append('message', { n })
+    await eventually(() => heard.length === 6, 'B catches up after reconnecting')
+    expect(heard).toEqual([1, 2, 3, 4, 5, 6])
+    expect(logB.events.map((e) => (e.data as { n: number }).n)).toEqual([1, 2, 3, 4, 5, 6])
+    // The new listening connection hears later appends as before.
+    await logA.append('message', { n: 7 })
+    await eventually(() => heard.length === 7, 'B hears an append made after reconnecting')
+    expect(heard).toEqual([1, 2, 3, 4, 5, 6, 7])
+  }, 60_000)
+
+  it('R83: a server that stops answering fails an append after the pool\'s query_timeout, never a hung promise', async () => {
+    const pool = new pg.Pool({ ...server.config, max: 1, query_timeout: 500 })
+    pool.on('error', () => {})
+    const store = createPostgresPlanStore({ db: pool, listen: pgListen(async () => {
+      const client = new pg.Client(server.config)
+      await client.connect()
+      return client
+    }), prefix: 't7_' })
+    closers.push(() => pool.end(), () => store.close())
+    await store.migrate()
+    const log = await store.openSession('s1')
+    await log.append('message', { n: 1 })
+    const { rows } = await pool.query('SELECT pg_backend_pid() AS pid')
+    const backend = Number(rows[0]!.pid)
+    process.kill(backend, 'SIGSTOP') // the connection stays open; nothing answers on it
+    try {
+      const started = Date.now()
+      const failed = await log.append('message', { n: 2 }).then(
+        () => 'written',
+        (error: Error) => error.message,
+      )
+      expect(failed).toBe('plan-mode postgres: the message event of session s1 may not have been written: Query read timeout')
+      expect(Date.now() - started).toBeLessThan(5_000)
+    } finally {
+      process.kill(backend, 'SIGCONT')
+    }
+  }, 60_000)
+
   it('R83: the server going away fails an append with a clear message, never a hung promise; after its restart appends land and the other instance hears them', async () => {
     const [a, b] = [await instance('t3_'), await instance('t3_')]
     const logA = await a.store.openSession('s1')

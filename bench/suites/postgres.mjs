@@ -4,11 +4,14 @@
  * - flush: a step boundary that flushes a pending selection through the adapter (one statement:
  *   the row and its NOTIFY), against one `INSERT` of the same row, autocommitted, on the same
  *   connection (a pool of one);
- * - toggle: an idle `set` on instance A until instance B's service shows it, against one raw
- *   NOTIFY from A's connection until B's listening connection receives it;
+ * - toggle: an idle `set` on instance A until instance B's service shows it, B in a process of its
+ *   own (bench/pg-instance.mjs), against one raw NOTIFY from A's connection until B's process
+ *   receives it on a listening connection; B stamps the moment on the clock A reads;
  * - appends: sequential appends to one session, and to 100 sessions at once (each session's
  *   appends in order), reported as appends per second with p50/p99 latencies.
  */
+import { fork } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { startTestPostgres } from '../../scripts/local-postgres.ts'
 import { LIB_URL, QUICK, interleave, nowNs, percentile } from '../harness.mjs'
@@ -21,6 +24,7 @@ const APPENDS = QUICK ? 300 : 2000
 /** A `pg` pool and a `listen` for one instance. */
 function connection(pgLib, config, max) {
   const db = new pg.Pool({ ...config, max })
+  db.on('error', () => {}) // an idle client cut off when the cluster stops at the end
   const listen = pgLib.pgListen(async () => {
     const client = new pg.Client(config)
     await client.connect()
@@ -37,16 +41,13 @@ export async function run(lib) {
   const ends = []
   try {
     const a = connection(pgLib, config, 1)
-    const b = connection(pgLib, config, 1)
-    ends.push(() => a.db.end(), () => b.db.end())
+    ends.push(() => a.db.end())
     const storeA = pgLib.createPostgresPlanStore({ db: a.db, listen: a.listen, prefix: 'bench_' })
-    const storeB = pgLib.createPostgresPlanStore({ db: b.db, listen: b.listen, prefix: 'bench_' })
     await storeA.migrate()
-    ends.push(() => storeA.close(), () => storeB.close())
+    ends.push(() => storeA.close())
     await a.db.query('CREATE TABLE IF NOT EXISTS bench_raw (session text, seq bigint, type text, data jsonb, PRIMARY KEY (session, seq))')
     const serviceA = lib.createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
-    const serviceB = lib.createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
-    ends.push(() => serviceA.dispose(), () => serviceB.dispose())
+    ends.push(() => serviceA.dispose())
 
     // flush: a turn stays open; each sample queues the other mode (untimed) and flushes it.
     const flushAgent = { id: 'flush', session: await storeA.openSession('flush') }
@@ -63,46 +64,76 @@ export async function run(lib) {
       run: () => a.db.query('INSERT INTO bench_raw (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb)', ['flush', ++rawSeq, 'plan/mode', '{"active":true}']),
       samples: SAMPLES,
     }
+    // The adapter's statement by hand (the row and its NOTIFY, one commit): what the flush costs
+    // the database, so the report can tell the library's own time from the NOTIFY's.
+    const statement = {
+      run: () =>
+        a.db.query(
+          `WITH ins AS (INSERT INTO bench_raw (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING seq) SELECT pg_notify($5, $6) FROM ins`,
+          ['flush', ++rawSeq, 'plan/mode', '{"active":true}', 'bench_events', '["bench-raw",0]'],
+        ),
+      samples: SAMPLES,
+    }
 
-    // toggle: A commits idle; the sample ends when B's service shows the new mode.
+    // toggle: A commits idle; the sample ends when B's service, in its own process
+    // (bench/pg-instance.mjs), shows the new mode. The floor: a raw NOTIFY from A's connection
+    // until B's process receives it on its listening connection.
     const agentA = { id: 'toggle', session: await storeA.openSession('toggle') }
-    const agentB = { id: 'toggle', session: await storeB.openSession('toggle') }
-    serviceB.get(agentB)
-    let waiting = null
-    agentB.session.subscribe((event) => {
-      if (waiting && event.type === 'plan/mode' && serviceB.get(agentB).active === waiting.active) waiting.resolve()
+    const instanceB = fork(fileURLToPath(new URL('../pg-instance.mjs', import.meta.url)), [JSON.stringify(config), 'bench_', 'toggle'], {
+      execArgv: process.execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
-    // A sample ends when B shows the switch and A's own `set` has resolved: B may hear the row
-    // before A has its commit's answer, and the next sample must start from A's new state.
+    ends.push(async () => {
+      if (instanceB.exitCode !== null) return
+      const exited = new Promise((resolve) => instanceB.once('exit', resolve))
+      instanceB.send('stop')
+      const timer = setTimeout(() => instanceB.kill('SIGKILL'), 5000)
+      await exited
+      clearTimeout(timer)
+    })
+    const heard = { mode: [], ping: [], ready: [] }
+    const waiters = { mode: [], ping: [], ready: [] }
+    instanceB.on('message', (message) => {
+      const waiter = waiters[message.kind].shift()
+      if (waiter) waiter(message)
+      else heard[message.kind].push(message)
+    })
+    instanceB.on('exit', (code) => {
+      for (const list of Object.values(waiters)) for (const waiter of list.splice(0)) waiter({ failed: code })
+    })
+    /** B's next message of a kind; rejects if B has exited. */
+    const fromB = async (kind) => {
+      const message = heard[kind].shift() ?? (await new Promise((resolve) => waiters[kind].push(resolve)))
+      if (message.failed !== undefined) throw new Error(`bench/pg-instance.mjs exited (code ${message.failed})`)
+      return message
+    }
+    await fromB('ready')
+    const seenAt = (message, start) => Number(BigInt(message.at)) - start
+    let setting = null
     const toggle = {
       run: () => {
         const active = !serviceA.get(agentA).active
-        const seen = new Promise((resolve) => (waiting = { active, resolve }))
-        return Promise.all([seen, serviceA.set(agentA, active)])
+        setting = serviceA.set(agentA, active)
+        return fromB('mode')
       },
+      elapsed: seenAt,
+      // A's own `set` may resolve after B saw the row; the next sample starts from A's new state.
+      after: () => setting,
       samples: SAMPLES,
     }
-    const listener = new pg.Client(config)
-    await listener.connect()
-    ends.push(() => listener.end())
-    await listener.query('LISTEN bench_ping')
-    let pong = null
-    listener.on('notification', () => pong?.())
     const notify = {
-      run: () =>
-        new Promise((resolve, reject) => {
-          pong = resolve
-          a.db.query(`SELECT pg_notify('bench_ping', 'x')`).catch(reject)
-        }),
+      run: () => Promise.all([fromB('ping'), a.db.query(`SELECT pg_notify('bench_ping', 'x')`)]).then(([message]) => message),
+      elapsed: seenAt,
       samples: SAMPLES,
     }
     for (let i = 0; i < 50; i++) {
-      for (const side of [flush, insert, toggle, notify]) {
+      for (const side of [flush, insert, statement, toggle, notify]) {
         await side.before?.()
         await side.run()
+        await side.after?.()
       }
     }
-    const { flush: flushStats, insert: insertStats } = await interleave({ flush, insert }, { rounds: ROUNDS })
+    const { flush: flushStats, insert: insertStats, statement: statementStats } = await interleave({ flush, insert, statement }, { rounds: ROUNDS })
     const { toggle: toggleStats, notify: notifyStats } = await interleave({ toggle, notify }, { rounds: ROUNDS })
 
     // appends per second: one session, then 100 sessions at once.
@@ -128,7 +159,7 @@ export async function run(lib) {
     }
     const oneSession = await appendRun(1, APPENDS)
     const hundredSessions = await appendRun(100, Math.ceil(APPENDS / 100))
-    return { rounds: ROUNDS, samples: SAMPLES, flush: flushStats, insert: insertStats, toggle: toggleStats, notify: notifyStats, throughput: [oneSession, hundredSessions] }
+    return { rounds: ROUNDS, samples: SAMPLES, flush: flushStats, insert: insertStats, statement: statementStats, toggle: toggleStats, notify: notifyStats, throughput: [oneSession, hundredSessions] }
   } finally {
     for (const end of ends.reverse()) await end().catch(() => {})
     await server.destroy()
