@@ -35,9 +35,9 @@
  * graph and reported (`invariantBreaks`), since the service cannot follow the oracle there.
  *
  * The state key is the state value plus the context fields that guards read (K, the decided
- * review outcome, the deferred selection; for durable reviews also the racing record noted, the
- * answer in flight and the outcome left to tell): all finite; never ids, seqs, counters, results,
- * ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
+ * review outcome, the deferred selection, the `/plan` run heard and not settled (R86, one
+ * command id); for durable reviews also the racing record noted, the answer in flight and the
+ * outcome left to tell): all finite; never seqs, counters, results, ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
  *
  * Three configurations: a review channel, none, and durable reviews (`reviews: 'durable'`, no
  * channel, R78–R81; `durableAlphabet`). In the first two every edge of the adjacency map becomes
@@ -230,7 +230,33 @@ export function alphabet(hasChannel: boolean): Letter[] {
       ctx.twin.rejectAsk(ctx.twin.openAskIndex(AGENT)!, new Error(CHANNEL_FAILURE)),
     )
   }
-  return [...letters, ...logLetters()]
+  // R86's letters triple the graph; the no-channel one takes them (every transition they add is
+  // reached there; with a review open a heard run only settles, the same transition as an
+  // unheard one's done).
+  return [...letters, ...logLetters(), ...(hasChannel ? [] : commandLetters())]
+}
+
+/**
+ * A `/plan` another writer logs (R86): its `command/run`, then its `command/done`. One command id
+ * (`x`), so the runs the chart holds stay finite; a done that is not a success takes the same
+ * transition as one whose run was not heard. Only in the no-channel alphabet (see `alphabet`).
+ */
+function commandLetters(): Letter[] {
+  const letters: Letter[] = []
+  for (const active of [true, false]) {
+    const args = active ? '' : 'off'
+    letters.push({
+      label: `log command/run /plan ${args}`.trimEnd(),
+      event: { type: 'LOG.COMMAND_RUN', commandId: 'x', active },
+      replay: ({ twin }) => twin.hostAppend(AGENT, 'command/run', { commandId: 'x', name: 'plan', args }),
+    })
+  }
+  letters.push({
+    label: 'log command/done success',
+    event: { type: 'LOG.COMMAND_DONE', commandId: 'x', success: true },
+    replay: ({ twin }) => twin.hostAppend(AGENT, 'command/done', { commandId: 'x', kind: 'success' }),
+  })
+  return letters
 }
 
 function logLetters(): Letter[] {
@@ -267,7 +293,7 @@ function logLetters(): Letter[] {
  * outcome the next boundary tells, if any. Never ids, seqs, versions or counters.
  */
 export function stateKey(snapshot: PlanModeSnapshot): string {
-  const { told, review, deferredSelection, news } = snapshot.context
+  const { told, review, deferredSelection, news, heardRuns } = snapshot.context
   const outcome = (result: { outcome: string; toldInResult?: boolean } | null | undefined) =>
     result == null ? null : result.toldInResult === true ? `${result.outcome}, told in result` : result.outcome
   return JSON.stringify({
@@ -278,6 +304,7 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     ...(review?.answering === true ? { answering: true } : {}),
     ...(review?.recorded !== undefined ? { noted: outcome(review.recorded) } : {}),
     ...(news != null ? { news: news.outcome } : {}),
+    ...(heardRuns !== undefined ? { runs: heardRuns } : {}),
   })
 }
 

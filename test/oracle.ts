@@ -476,6 +476,10 @@ interface Attachment {
   toldIsLogged: boolean
   /** Durable reviews as this attachment follows them (R79–R81; see the file comment). */
   durable: DurableBelief
+  /** R86: the logged `/plan` runs this attachment heard whose `command/done` has not come, and their selections. */
+  heardRuns: Map<string, boolean>
+  /** This attachment's own `plan/mode` appends in flight: a heard `/plan` waits for none of them (R86). */
+  modeAppends: number
 }
 
 /** An attachment's view of the durable reviews (R79–R81). */
@@ -666,6 +670,11 @@ export class PlanModeOracle {
   /** R80: the last durable review closed, as the agent's attachment knows it (a late answer names it). */
   lastClosedReview(agentId: string): { reviewId: string; outcome: string } | null {
     return this.readAttachment(agentId).durable.closed
+  }
+
+  /** The service attached the agent without a call (`actor(agent)`): so does the oracle. */
+  attachNow(agentId: string): void {
+    this.readAttachment(agentId)
   }
 
   /** Whether an exit-tool call still waits for its turn to open its review (§1). */
@@ -1093,6 +1102,8 @@ export class PlanModeOracle {
         closing: false,
         toldIsLogged: true,
         durable: { ...foldReviews(m.log), inFlight: null, requesting: false },
+        heardRuns: new Map(),
+        modeAppends: 0,
       }
     }
     return m.attachment
@@ -1145,6 +1156,7 @@ export class PlanModeOracle {
         a.toldIsLogged = true
       }
     }
+    if (type === 'command/run' || type === 'command/done') return this.hearCommand(m, type, data)
     const record = durableRecord({ type, data })
     if (!record) return
     const version = m.log.length
@@ -1168,6 +1180,34 @@ export class PlanModeOracle {
         // Our own record of this review is in flight: the first one the log holds waits for it.
         if (inFlight?.reviewId === reviewId) inFlight.first ??= record
         else this.applyClosing(a, record)
+      }
+    }
+  }
+
+  /**
+   * R86: a logged `/plan` run is noted by every attachment following the log; its success, heard
+   * with no review open and no `plan/mode` append of the attachment's own in flight, is taken as
+   * attach would take it: P becomes the selection where it differs from F, or P goes when the
+   * selection is F.
+   */
+  private hearCommand(m: AgentModel, type: string, data: unknown): void {
+    const d = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>
+    const id = String(d.commandId)
+    for (const a of [m.attachment, m.closing]) {
+      if (!a) continue
+      if (type === 'command/run') {
+        if (d.name === 'plan' && typeof d.args === 'string') a.heardRuns.set(id, d.args.trim().toLowerCase() !== 'off')
+        continue
+      }
+      if (!a.heardRuns.has(id)) continue
+      const selected = a.heardRuns.get(id)!
+      a.heardRuns.delete(id)
+      const reviewOpen = a.review !== null || a.durable.open !== null || a.durable.requesting || a.durable.inFlight !== null
+      if (d.kind !== 'success' || reviewOpen || a.modeAppends > 0) continue
+      if (a.P === undefined) {
+        if (selected !== this.F(a)) a.P = selected
+      } else if (selected !== a.P) {
+        a.P = selected === this.F(a) ? undefined : selected
       }
     }
   }
@@ -1200,8 +1240,11 @@ export class PlanModeOracle {
     const fate = this.appendFate(a.agentId, type, data)
     const m = this.model(a.agentId)
     m.inflight++
+    const mode = type === 'plan/mode'
+    if (mode) a.modeAppends++
     const after = (error: Error | null) => {
       m.inflight--
+      if (mode) a.modeAppends--
       then(error)
       this.maybeFinish(m)
     }

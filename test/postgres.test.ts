@@ -70,6 +70,33 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     expect((await b.openSession('other')).events).toEqual([])
   })
 
+  it('R86, R84: /plan off typed on instance B while instance A streams the turn is applied by A at the next step; both see one flip', async () => {
+    const db = await database()
+    const [a, b] = [await instance(db), await instance(db)]
+    const agentA: PlanAgent = { id: 's1', session: await a.openSession('s1') }
+    const agentB: PlanAgent = { id: 's1', session: await b.openSession('s1') }
+    const [serviceA, serviceB] = [service(a), service(b)]
+    expect(await serviceA.set(agentA, true)).toBe('committed')
+    await agentA.session.append('turn/start', {})
+    expect((await serviceA.stepBoundary(agentA)).section).toBe(SECTION)
+    await agentA.session.append('request/header', {})
+    await quiet()
+    // The user's request lands on B: the host logs its /plan around the run (ids unique across instances).
+    const commandId = crypto.randomUUID()
+    await agentB.session.append('command/run', { commandId, name: 'plan', args: 'off' })
+    expect(await serviceB.command.run({ agent: agentB, rawInput: 'off' })).toEqual({ kind: 'success', text: 'Leaving plan mode (applies from the next step).' })
+    await agentB.session.append('command/done', { commandId, kind: 'success', text: 'Leaving plan mode (applies from the next step).' })
+    await quiet()
+    expect(serviceA.get(agentA)).toEqual({ active: true, pending: false })
+    const step = await serviceA.stepBoundary(agentA)
+    expect(step.section).toBe('')
+    expect(step.messages.map((m) => (m.content[0] as { text: string }).text)).toEqual(['The user switched this session back to the default mode.'])
+    await quiet()
+    expect(serviceB.get(agentB).active).toBe(false)
+    expect(modes(agentA.session.events)).toEqual([true, false])
+    expect(agentB.session.events).toEqual(agentA.session.events)
+  })
+
   it("R83: subscribe hears another instance's appends, in order, each once", async () => {
     const db = await database()
     const a = await (await instance(db)).openSession('s1')

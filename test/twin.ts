@@ -78,6 +78,9 @@ export interface TwinOptions {
 }
 
 /** The real service and the oracle, side by side. */
+/** Command ids, unique across every twin of the process. */
+let commandIds = 0
+
 export class Twin {
   readonly oracle: PlanModeOracle
   service!: PlanMode
@@ -91,7 +94,6 @@ export class Twin {
   readonly trace: string[]
   private readonly oracleFates = new Map<string, AppendFate[]>()
   private readonly options: TwinOptions
-  private commandIds = 0
   /** The durable review ids the twin lets the service draw (R79), one per exit call. */
   private reviewIds = 0
   private holding = false
@@ -210,7 +212,8 @@ export class Twin {
 
   /** `/plan`, logged by the host as `command/run` … `command/done` (R58, R64). */
   async command(id: string, rawInput: string, { attachments, canSteer = true }: { attachments?: unknown[]; canSteer?: boolean } = {}) {
-    const commandId = `c${++this.commandIds}`
+    // Unique across twins: several services may share one log, and a host's ids are (R58, R86).
+    const commandId = `c${++commandIds}`
     this.hostAppend(id, 'command/run', { commandId, name: 'plan', args: rawInput })
     this.trace.push(`/plan ${JSON.stringify(rawInput)}${attachments ? ` +${attachments.length} attachments` : ''}${canSteer ? '' : ' (no steer)'} on ${id}`)
     const base = this.agent(id)
@@ -505,7 +508,9 @@ export class Twin {
 
   /** The actor of `id` (attaching it). */
   actor(id: string): PlanModeActor {
-    return this.service.actor(this.agent(id))
+    const actor = this.service.actor(this.agent(id))
+    this.oracle.attachNow(id) // the service attached: R86's runs are heard from here on
+    return actor
   }
 }
 

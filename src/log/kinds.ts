@@ -327,6 +327,11 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       if (data?.name !== 'plan' || typeof data.args !== 'string') return state
       return { ...state, runs: { ...state.runs, [String(data.commandId)]: selectsPlanMode(data.args) } }
     },
+    // Live, a run is noted so that its success can be taken as a selection (R86).
+    observe: (data) =>
+      data?.name === 'plan' && typeof data.args === 'string'
+        ? { type: 'LOG.COMMAND_RUN', commandId: String(data.commandId), active: selectsPlanMode(data.args) }
+        : undefined,
     describe: (data) => {
       const command = `/${String(data.name)}${data.args ? ` ${String(data.args)}` : ''}`
       return { tone: 'command', label: command, detail: command }
@@ -340,6 +345,7 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       const { [id]: selected, ...runs } = state.runs
       return { active: state.active, runs, kept: data?.kind === 'success' ? selected! : state.kept }
     },
+    observe: (data) => ({ type: 'LOG.COMMAND_DONE', commandId: String(data?.commandId), success: data?.kind === 'success' }),
     describe: (data) => ({
       tone: 'command',
       label: `command/done ${text(data.kind) ?? ''}`,

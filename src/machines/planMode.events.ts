@@ -27,6 +27,9 @@ export type PlanModeEvent =
   | { type: 'LOG.TURN_START' }
   | { type: 'LOG.TURN_END' }
   | { type: 'LOG.REQUEST_HEADER' }
+  /** A host's logged `/plan` run (R58), heard live: its selection counts once its `command/done` says success (R86). */
+  | { type: 'LOG.COMMAND_RUN'; commandId: string; active: boolean }
+  | { type: 'LOG.COMMAND_DONE'; commandId: string; success: boolean }
   /** A durable review's request (R79), the chart's own or another process's. */
   | { type: 'LOG.REVIEW_REQUESTED'; review: OpenPlanReview }
   /** A record closing a durable review (R80), the chart's own or another process's. */

@@ -61,6 +61,11 @@ export interface PlanModeContext {
   lastClosed?: { reviewId: string; outcome: ReviewOutcome } | null
   /** A durable review's outcome the model has not been told yet: the next boundary tells it (R81). */
   news?: ReviewNews | null
+  /**
+   * The logged `/plan` runs heard live whose `command/done` has not come yet, by command id: the
+   * selection each one makes (R86). Absent while none is outstanding.
+   */
+  heardRuns?: Readonly<Record<string, boolean>>
   /** A selection that closed a review and waits for the review's record to land (R48). */
   deferredSelection: boolean | null
   /** The result of the latest operation (a new object each time). */
@@ -158,6 +163,7 @@ export const EFFECTIVELY_ACTIVE = [
 
 const selects = (active: boolean) => ({ type: 'selects', params: { active } }) as const
 const wasTold = (active: boolean) => ({ type: 'wasTold', params: { active } }) as const
+const heardSelects = (active: boolean) => ({ type: 'heardSelects', params: { active } }) as const
 const reportSelection = (outcome: SetOutcome) => ({ type: 'reportSelection', params: { outcome } }) as const
 const reportQuietBoundary = (active: boolean) => ({ type: 'reportQuietBoundary', params: { active } }) as const
 const narrate = (active: boolean) => ({ type: 'narrate', params: { active } }) as const
@@ -236,6 +242,11 @@ const planModeSetup = setup({
       stateIn('#planMode.intent.pending.leaving.committing'),
       stateIn('#planMode.intent.pending.leaving.flushing'),
     ]),
+    /** No review is open: a selection heard from the log does not reach into one (R86). */
+    hasNoOpenReview: stateIn('#planMode.review.idle'),
+    /** A heard `/plan` run succeeded, selecting `params.active` (R86). */
+    heardSelects: ({ context, event }, params: { active: boolean }) =>
+      event.type === 'LOG.COMMAND_DONE' && event.success && context.heardRuns?.[event.commandId] === params.active,
     /** A review is open and its outcome is not decided: a user switch closes it (R48, R80). */
     canSupersedeReview: stateIn('#planMode.review.open.undecided'),
     /** No durable review's outcome waits to be told (R81). */
@@ -311,6 +322,17 @@ const planModeSetup = setup({
     })),
     /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
     assignTold: assign((_, { active }: { active: boolean }) => ({ told: active })),
+    /** A logged `/plan` run: its selection waits for the run's `command/done` (R86). */
+    noteRun: assign(({ context, event }) => {
+      if (event.type !== 'LOG.COMMAND_RUN') return {}
+      return { heardRuns: { ...context.heardRuns, [event.commandId]: event.active } }
+    }),
+    /** The run settled (taken or not): it is no longer outstanding (R86). */
+    forgetRun: assign(({ context, event }) => {
+      if (event.type !== 'LOG.COMMAND_DONE' || context.heardRuns === undefined || !Object.hasOwn(context.heardRuns, event.commandId)) return {}
+      const { [event.commandId]: _settled, ...rest } = context.heardRuns
+      return { heardRuns: Object.keys(rest).length === 0 ? undefined : rest }
+    }),
     /** R42: the call fails with `message`; nothing changes. */
     refuseReview: assign((_, { message }: { message: string }) => ({ result: { operation: 'review' as const, refused: message } })),
     openReview: assign(({ context, event }) => {
@@ -530,6 +552,17 @@ function pendingSelection(active: boolean) {
             { guard: 'selectsLoggedMode' as const, target: '#planMode.intent.logged', actions: reportSelection('cancelled') },
             { guard: 'hasOpenTurn' as const, target: `#planMode.intent.pending.${other}`, actions: reportSelection('queued') },
             { target: 'committing' },
+          ],
+          // R86: another writer's logged `/plan` of the other target replaces P, or cancels it when
+          // that target is F; one of P's own target changes nothing.
+          'LOG.COMMAND_DONE': [
+            {
+              guard: and([heardSelects(!active), 'hasNoOpenReview', active ? 'isLoggedInactive' : 'isLoggedActive']),
+              target: '#planMode.intent.logged',
+              actions: 'forgetRun' as const,
+            },
+            { guard: and([heardSelects(!active), 'hasNoOpenReview']), target: `#planMode.intent.pending.${other}`, actions: 'forgetRun' as const },
+            { actions: 'forgetRun' as const },
           ],
           STEP_BOUNDARY: [
             // R15: an aborted boundary keeps P; the mode region answers it.
@@ -770,6 +803,12 @@ export const planModeMachine = planModeSetup.createMachine({
      */
     intent: {
       initial: 'logged',
+      // R86: runs are noted in every state; a `command/done` that finds its selection's append
+      // (or a closing review) in flight only settles the run: the append in flight decides.
+      on: {
+        'LOG.COMMAND_RUN': { actions: 'noteRun' },
+        'LOG.COMMAND_DONE': { actions: 'forgetRun' },
+      },
       states: {
         logged: {
           on: {
@@ -785,6 +824,13 @@ export const planModeMachine = planModeSetup.createMachine({
             // STEP_BOUNDARY: nothing to resolve; the mode region answers it.
             // Consent while F is active leaves silently at the next boundary (R47).
             'REVIEW.APPROVED': { guard: 'isLoggedActive', target: 'pending.leaving' },
+            // R86: another writer's logged `/plan` waits here for the next boundary, as attach
+            // would take it (R64); the writer itself already made it (E equals it: nothing).
+            'LOG.COMMAND_DONE': [
+              { guard: and([heardSelects(true), 'isLoggedInactive', 'hasNoOpenReview']), target: 'pending.entering', actions: 'forgetRun' },
+              { guard: and([heardSelects(false), 'isLoggedActive', 'hasNoOpenReview']), target: 'pending.leaving', actions: 'forgetRun' },
+              { actions: 'forgetRun' },
+            ],
           },
         },
         committing: {
