@@ -18,5 +18,9 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 20_000,
+    // Vitest's default is one worker fewer than the cores: one on these 2-core machines, so every
+    // file ran after the other. Much of the suite waits (browsers, PostgreSQL, child processes):
+    // two files at once keep `npm test` well under 5 minutes.
+    maxWorkers: 2,
   },
 })

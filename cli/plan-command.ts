@@ -9,14 +9,14 @@ import { COMMAND_DONE_EVENT, COMMAND_RUN_EVENT, type CommandResult, type PlanAge
 export type PlanCommandRunner = (rawInput: string) => Promise<CommandResult>
 
 /**
- * A `/plan` runner for one agent, numbering its commands `cmd-1`, `cmd-2`, … in its log.
+ * A `/plan` runner for one agent. Command ids are random: unique across restarts and across
+ * writers of a shared log, as runs and dones pair by them (R58, R86).
  * The result is the service's (R55–R57); the runner adds nothing to it.
  * @throws (rejects) when a log append fails.
  */
 export function planCommandRunner(planMode: PlanMode, agent: PlanAgent): PlanCommandRunner {
-  let commands = 0
   return async (rawInput) => {
-    const commandId = `cmd-${++commands}`
+    const commandId = crypto.randomUUID()
     await agent.session.append(COMMAND_RUN_EVENT, { commandId, name: 'plan', args: rawInput })
     const result = await planMode.command.run({ agent, rawInput })
     await agent.session.append(COMMAND_DONE_EVENT, { commandId, kind: result.kind, text: result.text })

@@ -293,7 +293,7 @@ function logLetters(): Letter[] {
  * outcome the next boundary tells, if any. Never ids, seqs, versions or counters.
  */
 export function stateKey(snapshot: PlanModeSnapshot): string {
-  const { told, review, deferredSelection, news, heardRuns } = snapshot.context
+  const { told, review, deferredSelection, news, newsKeptPastHeader, heardRuns } = snapshot.context
   const outcome = (result: { outcome: string; toldInResult?: boolean } | null | undefined) =>
     result == null ? null : result.toldInResult === true ? `${result.outcome}, told in result` : result.outcome
   return JSON.stringify({
@@ -304,17 +304,16 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     ...(review?.answering === true ? { answering: true } : {}),
     ...(review?.recorded !== undefined ? { noted: outcome(review.recorded) } : {}),
     ...(news != null ? { news: news.outcome } : {}),
+    ...(newsKeptPastHeader === true ? { keptPastHeader: true } : {}),
     ...(heardRuns !== undefined ? { runs: heardRuns } : {}),
   })
 }
 
 /** The `plan/mode` target of the intent's append in flight, if any. */
 function appendTarget(s: PlanModeSnapshot): boolean | undefined {
-  // An idle selection commits from `logged` (committing.*) or against a pending opposite
-  // target that someone else logged meanwhile (pending.*.committing appends the other one, R10);
-  // a boundary flushes P (pending.*.flushing).
-  const entering = [{ intent: { committing: 'entering' } }, { intent: { pending: { entering: 'flushing' } } }, { intent: { pending: { leaving: 'committing' } } }]
-  const leaving = [{ intent: { committing: 'leaving' } }, { intent: { pending: { leaving: 'flushing' } } }, { intent: { pending: { entering: 'committing' } } }]
+  // An idle selection commits from `logged` (committing.*); a boundary flushes P (pending.*.flushing).
+  const entering = [{ intent: { committing: 'entering' } }, { intent: { pending: { entering: 'flushing' } } }]
+  const leaving = [{ intent: { committing: 'leaving' } }, { intent: { pending: { leaving: 'flushing' } } }]
   if (entering.some((value) => s.matches(value as never))) return true
   if (leaving.some((value) => s.matches(value as never))) return false
   return undefined

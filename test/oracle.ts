@@ -492,6 +492,8 @@ interface DurableBelief extends DurableFold {
   inFlight: { reviewId: string; own: Record<string, unknown>; first: Record<string, unknown> | null } | null
   /** This service's own request record is in flight (R79): until it settles, `openReview` shows none. */
   requesting: boolean
+  /** R81, R19: a failed flush kept `news`; the next request header is that step's and tells nothing. */
+  keptPastHeader?: boolean
 }
 
 /**
@@ -1154,9 +1156,19 @@ export class PlanModeOracle {
         if (!a) continue
         a.K = foldF(m.log)
         a.toldIsLogged = true
+        // R81: a step ran since the record: the outcome was told there (by any writer), unless
+        // this attachment's own flush failed at that step.
+        if (a.durable.keptPastHeader) a.durable.keptPastHeader = false
+        else a.durable.news = null
       }
     }
     if (type === 'command/run' || type === 'command/done') return this.hearCommand(m, type, data)
+    if (type === 'plan/mode') {
+      // R16: P's target logged by another writer: P goes at once (this one's own append in
+      // flight decides when it settles).
+      for (const a of [m.attachment, m.closing]) if (a && a.modeAppends === 0 && a.P === (data as { active: boolean }).active) a.P = undefined
+      return
+    }
     const record = durableRecord({ type, data })
     if (!record) return
     const version = m.log.length
@@ -1435,6 +1447,7 @@ export class PlanModeOracle {
       if (error) {
         // R19: contained; P kept; no notice; K unchanged; the step runs as logged (R18).
         this.warnings.push({ message: TEXT.flushFailed, error })
+        if (a.durable.news !== null) a.durable.keptPastHeader = true // R81: its header tells nothing
         return done({ section: under(this.F(a)), notices: [] })
       }
       a.P = undefined

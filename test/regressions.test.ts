@@ -38,8 +38,8 @@ describe('regressions found by the model-based and property tests', () => {
     const { log, planMode, agent, modes } = setup()
     log.append('turn/start', {})
     expect(await planMode.set(agent, true)).toBe('queued')
-    log.append('plan/mode', { active: true }) // another writer: F = P's target
-    expect(planMode.get(agent)).toEqual({ active: true, pending: true })
+    log.append('plan/mode', { active: true }) // another writer: F = P's target, so P goes (R16)
+    expect(planMode.get(agent)).toEqual({ active: true })
     // x = false ≠ E (true); x ≠ F (true) → P := false, 'queued' (R9).
     expect(await planMode.set(agent, false)).toBe('queued')
     expect(planMode.get(agent)).toEqual({ active: true, pending: false })

@@ -29,13 +29,13 @@ describe('§4 step boundary', () => {
     expect(await h.step()).toEqual({ section: SECTION, notices: [ENTERING] })
   })
 
-  it('R16: P with target = F is dropped with nothing appended (net zero)', async () => {
+  it('R16: P whose target another writer logged is dropped at once; the boundary appends nothing (net zero)', async () => {
     const h = createHarness()
     h.startTurn()
     await h.planMode.set(h.agent, true)
-    // Another writer logs the same flip meanwhile: P's target now equals F.
+    // Another writer logs the same flip meanwhile: P's target now equals F, and P goes.
     h.log.append('plan/mode', { active: true })
-    expect(h.planMode.get(h.agent)).toEqual({ active: true, pending: true })
+    expect(h.planMode.get(h.agent)).toEqual({ active: true })
     await h.planMode.stepBoundary(h.agent)
     expect(h.planModeLines()).toEqual([true])
     expect(h.planMode.get(h.agent)).toEqual({ active: true })

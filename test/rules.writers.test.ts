@@ -46,6 +46,8 @@ describe('R86: a /plan another writer logs reaches this agent live', () => {
     expect(texts(step.messages)).toEqual([LEAVING])
     expect(modes(log)).toEqual([true, false])
     expect(a.get(agentA)).toEqual({ active: false })
+    // B's own P is the logged state now: it goes (R16), as a fresh attach would have none (R64).
+    expect(b.get(agentB)).toEqual({ active: false })
   })
 
   it('R86: a heard /plan waits as P whether or not a turn is open; the next step flushes it (R12, R16)', async () => {
@@ -130,5 +132,29 @@ describe('R86: a /plan another writer logs reaches this agent live', () => {
     await expect(call).rejects.toThrow('The user chose to keep planning; revise the plan and present it again.')
     await flush()
     expect(a.get(agent)).toEqual({ active: true })
+  })
+})
+
+describe('R81: a durable review’s outcome is told once, whichever writer runs the step', () => {
+  it('R81: after writer A told a supersede at its step, writer B (which heard the record) does not tell it again (regression)', async () => {
+    const log = createMemorySessionLog()
+    const make = () => createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
+    const [a, b] = [make(), make()]
+    const agentA: PlanAgent = { id: 'agent-1', session: log }
+    const agentB: PlanAgent = { id: 'agent-1', session: log }
+    const texts = (messages: { content: unknown[] }[]) => messages.map((m) => (m.content[0] as { text: string }).text)
+    await a.set(agentA, true)
+    log.append('turn/start', {})
+    await a.stepBoundary(agentA)
+    log.append('request/header', {})
+    await a.exitTool.execute({ plan: PLAN }, { agent: agentA })
+    b.get(agentB)
+    expect(await a.set(agentA, false)).toBe('queued') // supersedes the review (R48)
+    const stepA = await a.stepBoundary(agentA)
+    log.append('request/header', {})
+    expect(texts(stepA.messages)).toEqual(['The user changed the plan mode directly; the review is closed.', LEAVING])
+    const stepB = await b.stepBoundary(agentB)
+    log.append('request/header', {})
+    expect(texts(stepB.messages)).toEqual([])
   })
 })

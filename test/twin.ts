@@ -77,10 +77,10 @@ export interface TwinOptions {
   trace?: string[]
 }
 
-/** The real service and the oracle, side by side. */
 /** Command ids, unique across every twin of the process. */
 let commandIds = 0
 
+/** The real service and the oracle, side by side. */
 export class Twin {
   readonly oracle: PlanModeOracle
   service!: PlanMode

@@ -117,11 +117,17 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
   it('/plan off typed while the answer streams applies at the next step of that same turn; a reload shows the same state, open review included', async () => {
     const { page, chat, errors } = await open()
     await type(page, '/plan tidy the logging')
-    // The first step is streaming (it lists the files): /plan off goes in now.
+    // The first step is streaming (it lists the files): /plan off goes in now, to the instance
+    // that is not streaming the turn (R86 carries it over).
     await page.getByTestId('tool-call').first().waitFor()
     expect(await page.getByTestId('status').textContent()).toBe('answering…')
+    const streaming = cluster.served.filter((s) => s.path === '/api/chat').at(-1)!.instance
+    const other = streaming === 'A' ? 'B' : 'A'
+    cluster.route((path) => (path.endsWith('/command') ? other : undefined))
     await type(page, '/plan off')
     await expect.poll(() => page.getByTestId('command-note').nth(1).textContent()).toBe(LEAVING_NOTE)
+    cluster.route(undefined)
+    expect(cluster.served.filter((s) => s.path.endsWith('/command')).at(-1)!.instance).toBe(other)
     await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain(STOPS_PLANNING)
     await eventually(() => page.getByTestId('status').textContent(), 'ready')
     expect(await page.getByTestId('plan-card').count()).toBe(0)

@@ -31,6 +31,12 @@ export interface Cluster {
   readonly served: readonly { instance: string; method: string; path: string }[]
   /** Kills an instance with SIGKILL, as a crash would; the proxy then sends everything to the others. */
   kill(name: string): Promise<void>
+  /**
+   * Sends the requests whose path `rule` names an instance for to that instance (while it runs),
+   * the others round-robin; `undefined` goes back to round-robin for all. For tests that need a
+   * request on a given instance, as a sticky-session rule of a load balancer would.
+   */
+  route(rule: ((path: string) => string | undefined) | undefined): void
   /** Stops the proxy, the instances and the database this started. */
   close(): Promise<void>
 }
@@ -86,7 +92,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       instances.push({ name, url: await announcedUrl(child, name), child })
     }
     const served: { instance: string; method: string; path: string }[] = []
-    proxy = roundRobin(instances, served)
+    const routing: { rule?: (path: string) => string | undefined } = {}
+    proxy = roundRobin(instances, served, routing)
     await new Promise<void>((resolve, reject) => {
       proxy!.once('error', reject)
       proxy!.listen(options.port ?? 0, '127.0.0.1', resolve)
@@ -98,6 +105,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       databaseUrl,
       instances,
       served,
+      route(rule) {
+        routing.rule = rule
+      },
       async kill(name) {
         const instance = instances.find((i) => i.name === name)
         if (!instance || instance.child.exitCode !== null || instance.child.signalCode !== null) return
@@ -144,39 +154,53 @@ async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /**
- * The proxy: each request goes to the next instance in turn; an instance that refuses the
- * connection (killed) is skipped, the request going to the next one, as a load balancer's health
- * check would do. The request body is read first (the chat's requests are small JSON), so it can
- * be sent again.
+ * The proxy: each request goes to the next instance in turn (or where `routing.rule` says); an
+ * instance that refuses the connection (killed) is skipped, the request going to the next one, as
+ * a load balancer's health check would do. The request body is read first (the chat's requests
+ * are small JSON), so that it can be sent again; nothing is sent again once an instance took the
+ * connection. A client that goes away takes its upstream request with it.
  */
-function roundRobin(instances: readonly ChatInstance[], served: { instance: string; method: string; path: string }[]): Server {
+function roundRobin(
+  instances: readonly ChatInstance[],
+  served: { instance: string; method: string; path: string }[],
+  routing: { rule?: (path: string) => string | undefined },
+): Server {
   let next = 0
-  return createServer(async (req: IncomingMessage, res: ServerResponse) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
     const body = Buffer.concat(chunks)
+    const path = new URL(req.url ?? '/', 'http://proxy').pathname
+    const routed = routing.rule?.(path)
+    const pinned = instances.find((i) => i.name === routed && i.child.exitCode === null && i.child.signalCode === null)
     const tryInstance = (attempt: number): void => {
       if (attempt >= instances.length) {
         res.writeHead(502, { 'content-type': 'text/plain; charset=utf-8' })
         res.end('no instance answered')
         return
       }
-      const instance = instances[next++ % instances.length]!
+      const instance = pinned ?? instances[next++ % instances.length]!
       const target = new URL(req.url ?? '/', instance.url)
       // No kept-alive sockets: a killed instance's old socket would fail the request it is given.
       const forward = request(target, { method: req.method, headers: { ...req.headers, host: target.host }, agent: false }, (answer) => {
         served.push({ instance: instance.name, method: req.method ?? 'GET', path: target.pathname })
         res.writeHead(answer.statusCode ?? 502, answer.headers)
         answer.pipe(res)
+        res.on('close', () => answer.destroy())
+      })
+      res.on('close', () => {
+        if (!res.writableFinished) forward.destroy()
       })
       forward.on('error', (error: NodeJS.ErrnoException) => {
-        // No answer yet (refused, or a kept-alive socket of a killed instance reset): the next one.
-        if (!res.headersSent) tryInstance(attempt + 1)
+        if (!res.headersSent && error.code === 'ECONNREFUSED' && pinned === undefined) tryInstance(attempt + 1)
         else res.destroy(error)
       })
       forward.end(body)
     }
     tryInstance(0)
+  }
+  return createServer((req, res) => {
+    handle(req, res).catch(() => res.destroy()) // a client that went away mid-body
   })
 }
 

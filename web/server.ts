@@ -49,6 +49,9 @@ export const SECTION =
 
 const SYSTEM = 'You are a coding agent working in a repository. Answer briefly.'
 
+/** How many chats an instance follows at once (see `agentOf`). */
+const MAX_SESSIONS = 500
+
 /** Where `npm run web:build` puts the page. */
 export const PAGE_DIR = fileURLToPath(new URL('./dist/', import.meta.url))
 
@@ -114,15 +117,29 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', pendingStore: store.pendingStore, maxAttachedAgents: 1000 })
   const tools = workspaceTools(workspace)
 
-  /** The open sessions of this instance, one per chat: each follows every instance's appends. */
+  /**
+   * The open sessions of this instance, one per chat, most recently used last: each follows every
+   * instance's appends. At most `MAX_SESSIONS`: the least recently used is closed (its agent
+   * detached first), to be opened again from the database when its chat comes back.
+   */
   const sessions = new Map<string, Promise<PostgresSessionLog>>()
   const agentOf = async (chatId: string): Promise<PlanAgent> => {
     let session = sessions.get(chatId)
     if (session === undefined) {
       session = store.openSession(chatId)
-      sessions.set(chatId, session)
       session.catch(() => sessions.delete(chatId))
+      while (sessions.size >= MAX_SESSIONS) {
+        const [oldest, closing] = sessions.entries().next().value as [string, Promise<PostgresSessionLog>]
+        sessions.delete(oldest)
+        void closing.then((log) => {
+          planMode.detach({ id: oldest, session: log })
+          return log.close()
+        }).catch(() => {})
+      }
+    } else {
+      sessions.delete(chatId) // to the end: most recently used
     }
+    sessions.set(chatId, session)
     return { id: chatId, session: await session }
   }
 
@@ -232,13 +249,16 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   })
 
   async function route(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    // Loopback names only: a page on another site that rebinds its DNS name to 127.0.0.1 gets nothing.
+    const host = /^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?$/i
+    if (!host.test(req.headers.host ?? '')) throw new HttpError(421, 'this server answers only to 127.0.0.1 and localhost')
     const url = new URL(req.url ?? '/', 'http://localhost')
     const path = url.pathname
     if (req.method === 'POST' && path === '/api/chat') return chat(await readJson(req), res, signal)
     if (req.method === 'GET' && path === '/api/chart') return json(res, 200, definition)
     const match = /^\/api\/chats\/([^/]+)(\/state|\/command)?$/.exec(path)
     if (match) {
-      const chatId = chatIdOf(decodeURIComponent(match[1]!))
+      const chatId = chatIdOf(match[1]!) // ids are plain: nothing to decode
       if (req.method === 'GET' && match[2] === undefined) return json(res, 200, { messages: await loadMessages(chatId) })
       if (req.method === 'GET' && match[2] === '/state') return json(res, 200, await state(chatId))
       if (req.method === 'POST' && match[2] === '/command') return json(res, 200, await command(chatId, await readJson(req)))

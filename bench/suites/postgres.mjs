@@ -114,7 +114,10 @@ export async function run(lib) {
       run: () => {
         const active = !serviceA.get(agentA).active
         setting = serviceA.set(agentA, active)
-        return fromB('mode')
+        return fromB('mode').then((message) => {
+          if (message.active !== active) throw new Error(`instance B showed active ${message.active}, not ${active}: the samples are out of step`)
+          return message
+        })
       },
       elapsed: seenAt,
       // A's own `set` may resolve after B saw the row; the next sample starts from A's new state.

@@ -61,6 +61,8 @@ export interface PlanModeContext {
   lastClosed?: { reviewId: string; outcome: ReviewOutcome } | null
   /** A durable review's outcome the model has not been told yet: the next boundary tells it (R81). */
   news?: ReviewNews | null
+  /** This chart's boundary kept `news` after a failed flush: the header of that step told nothing (R81, R19). */
+  newsKeptPastHeader?: boolean
   /**
    * The logged `/plan` runs heard live whose `command/done` has not come yet, by command id: the
    * selection each one makes (R86). Absent while none is outstanding.
@@ -179,8 +181,7 @@ const PLAN_CHECKS = [
 /**
  * How the mode region answers boundaries under F = `active` (R18). An aborted one tells nothing
  * (R15); one with no selection waiting is answered at once; one that flushes P is answered when
- * its append lands (or fails); one whose P someone else already logged, when the intent region
- * raises `BOUNDARY.RESOLVED`. When the model was already told `active` there is nothing to
+ * its append lands (or fails). When the model was already told `active` there is nothing to
  * narrate and K stays, so the quiet boundary every step pays is one microstep (R70).
  */
 function boundaryAnswers(active: boolean) {
@@ -190,7 +191,6 @@ function boundaryAnswers(active: boolean) {
       { guard: and(['hasNoPendingSelection', wasTold(active), 'hasNoNews']), actions: reportQuietBoundary(active) },
       { guard: 'hasNoPendingSelection' as const, actions: narrate(active) },
     ],
-    'BOUNDARY.RESOLVED': [{ guard: and([wasTold(active), 'hasNoNews']), actions: reportQuietBoundary(active) }, { actions: narrate(active) }],
     // The boundary's flush landed: F already follows it (the log reported it first), so the mode
     // region answers in the same microstep as the intent region drops P (R16, R18).
     'PLAN_MODE.APPENDED': [
@@ -198,9 +198,15 @@ function boundaryAnswers(active: boolean) {
       { guard: 'isFlushing' as const, actions: narrate(active) },
     ],
     // R19: the flush failed; the step runs as logged, and tells nothing.
-    'PLAN_MODE.APPEND_FAILED': { guard: 'isFlushing' as const, actions: reportQuietBoundary(active) },
-    // A request header tells the model F (R30); K already F changes nothing.
-    'LOG.REQUEST_HEADER': { guard: not(wasTold(active)), actions: { type: 'assignTold' as const, params: { active } } },
+    'PLAN_MODE.APPEND_FAILED': { guard: 'isFlushing' as const, actions: [reportQuietBoundary(active), 'keepNewsPastHeader' as const] },
+    // A request header tells the model F (R30); K already F changes nothing. It also says that a
+    // step ran since a durable review closed: the outcome was told there, by whichever writer ran
+    // it, unless this chart's own flush failed at that step (R81).
+    'LOG.REQUEST_HEADER': [
+      { guard: and([not(wasTold(active)), 'hasNoNews']), actions: { type: 'assignTold' as const, params: { active } } },
+      { guard: not(wasTold(active)), actions: [{ type: 'assignTold' as const, params: { active } }, 'settleNewsAtHeader' as const] },
+      { guard: not('hasNoNews'), actions: 'settleNewsAtHeader' as const },
+    ],
   }
 }
 
@@ -237,9 +243,7 @@ const planModeSetup = setup({
     /** The intent's own append is in flight: an answered review waits for it (§1). */
     isSelectionAppending: or([
       stateIn('#planMode.intent.committing'),
-      stateIn('#planMode.intent.pending.entering.committing'),
       stateIn('#planMode.intent.pending.entering.flushing'),
-      stateIn('#planMode.intent.pending.leaving.committing'),
       stateIn('#planMode.intent.pending.leaving.flushing'),
     ]),
     /** No review is open: a selection heard from the log does not reach into one (R86). */
@@ -322,6 +326,10 @@ const planModeSetup = setup({
     })),
     /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
     assignTold: assign((_, { active }: { active: boolean }) => ({ told: active })),
+    /** R81, R19: the failed flush told nothing; its step's header will not mean the outcome was told. */
+    keepNewsPastHeader: assign(({ context }) => (context.news == null ? {} : { newsKeptPastHeader: true })),
+    /** R81: a step ran after the record: its writer told the outcome (unless it was ours, after a failed flush). */
+    settleNewsAtHeader: assign(({ context }) => (context.newsKeptPastHeader === true ? { newsKeptPastHeader: undefined } : { news: null })),
     /** A logged `/plan` run: its selection waits for the run's `command/done` (R86). */
     noteRun: assign(({ context, event }) => {
       if (event.type !== 'LOG.COMMAND_RUN') return {}
@@ -501,7 +509,6 @@ const planModeSetup = setup({
       }
     }),
     /** P is resolved for this step: the mode region answers under F, the state in force (R18). */
-    resolveBoundary: raise({ type: 'BOUNDARY.RESOLVED' } as const),
     /** Consent: the intent follows (R47). */
     raiseApproval: raise({ type: 'REVIEW.APPROVED' } as const),
     /** The review is closed: a selection that closed it, if one did, follows next (R48). */
@@ -529,19 +536,16 @@ const planModeSetup = setup({
   },
 })
 
-/** A pending selection of `active`, waiting for the next step boundary (R9, R12, R16, R19). */
+/**
+ * A pending selection of `active`, waiting for the next step boundary (R9, R12, R16, R19). Its
+ * target always differs from F: P goes as soon as the log holds its target, whoever logged it.
+ */
 function pendingSelection(active: boolean) {
-  // The target equals F when someone else logged it meanwhile: the boundary drops it (R16).
-  const targetIsLogged = active ? ('isLoggedActive' as const) : ('isLoggedInactive' as const)
-  const other = active ? ('leaving' as const) : ('entering' as const)
   return {
     initial: 'queued' as const,
     entry: { type: 'rememberPending' as const, params: { active } },
     states: {
-      /**
-       * Waits for a boundary. A selection of the same target is a noop; a selection of F cancels.
-       * When someone else logged P's target meanwhile, the other selection is a real switch.
-       */
+      /** Waits for a boundary. A selection of the same target is a noop; the other one (F) cancels. */
       queued: {
         on: {
           SELECT: [
@@ -549,52 +553,26 @@ function pendingSelection(active: boolean) {
             // The review closes first and replays this selection afterwards (R48). A pending leave
             // waits under an open review too: another writer may request a durable one (R79, R80).
             { guard: 'canSupersedeReview' as const },
-            { guard: 'selectsLoggedMode' as const, target: '#planMode.intent.logged', actions: reportSelection('cancelled') },
-            { guard: 'hasOpenTurn' as const, target: `#planMode.intent.pending.${other}`, actions: reportSelection('queued') },
-            { target: 'committing' },
+            { target: '#planMode.intent.logged', actions: reportSelection('cancelled') },
           ],
-          // R86: another writer's logged `/plan` of the other target replaces P, or cancels it when
-          // that target is F; one of P's own target changes nothing.
+          // R16: another writer logged P's target (it flushed the same selection, R86): nothing is
+          // left to flush, and P goes now, as a fresh attach would have none (R64).
+          'LOG.PLAN_MODE': { guard: active ? ('logsActive' as const) : ('logsInactive' as const), target: '#planMode.intent.logged' },
+          // R86: another writer's logged `/plan` of the other target (F) cancels P; one of P's own
+          // target changes nothing.
           'LOG.COMMAND_DONE': [
-            {
-              guard: and([heardSelects(!active), 'hasNoOpenReview', active ? 'isLoggedInactive' : 'isLoggedActive']),
-              target: '#planMode.intent.logged',
-              actions: 'forgetRun' as const,
-            },
-            { guard: and([heardSelects(!active), 'hasNoOpenReview']), target: `#planMode.intent.pending.${other}`, actions: 'forgetRun' as const },
+            { guard: and([heardSelects(!active), 'hasNoOpenReview']), target: '#planMode.intent.logged', actions: 'forgetRun' as const },
             { actions: 'forgetRun' as const },
           ],
           STEP_BOUNDARY: [
             // R15: an aborted boundary keeps P; the mode region answers it.
             { guard: 'isAborted' as const },
-            { guard: targetIsLogged, target: '#planMode.intent.logged', actions: 'resolveBoundary' as const },
             { target: 'flushing' },
           ],
-          // Consent: with F active a leave waits for the boundary, else nothing waits (R47). A
-          // pending leave meets one only through another writer's durable review (R80): it stays
-          // under F active, and goes under F inactive (the user's target is logged already).
-          ...(active
-            ? {
-                'REVIEW.APPROVED': [
-                  { guard: 'isLoggedActive' as const, target: '#planMode.intent.pending.leaving' },
-                  { target: '#planMode.intent.logged' },
-                ],
-              }
-            : { 'REVIEW.APPROVED': { guard: 'isLoggedInactive' as const, target: '#planMode.intent.logged' } }),
-        },
-      },
-      /**
-       * Idle, the other selection is appended now (R10); P stays until that append succeeded
-       * and is kept when it fails (R11).
-       */
-      committing: {
-        tags: [APPENDING_TAG],
-        entry: { type: 'appendPlanMode' as const, params: { active: !active } },
-        on: {
-          'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: reportSelection('committed') },
-          'PLAN_MODE.APPEND_FAILED': { target: 'queued', actions: 'reportSelectionFailure' as const },
-          // R73: P stays (in the pending store too) for the next attachment.
-          ABANDONED: 'queued',
+          // Consent (R47): a pending entry (F inactive) goes; a pending leave (F active) already
+          // waits for the boundary, as the consent's own leave would (met only through another
+          // writer's durable review, R80).
+          ...(active ? { 'REVIEW.APPROVED': { target: '#planMode.intent.logged' } } : {}),
         },
       },
       /** The boundary appends the selection; P is dropped only once it is logged (R16, R17). */

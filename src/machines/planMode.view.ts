@@ -88,6 +88,8 @@ export function canLeaveMemory(snapshot: PlanModeSnapshot, keepsPending: boolean
     // A durable review is the log's to hold (R79).
     (value.review === 'idle' || isAwaitingReview(snapshot)) &&
     snapshot.context.deferredSelection === null &&
+    // A logged /plan heard and not settled yet: its done must find the run (R86).
+    snapshot.context.heardRuns === undefined &&
     !isAppending(snapshot) &&
     (keepsPending || value.intent === 'logged')
   )
