@@ -29,7 +29,7 @@ export function currentInvocation(env: Record<string, string | undefined> = proc
 
 /**
  * The command that runs `plan-mode <args>` the way this CLI was run:
- * - from a clone's sources (`cli/bin.ts`, i.e. `npm start` or `npm run cli`): `npm run cli -- <args>`,
+ * - from a clone's sources (`cli/bin.ts`, i.e. `npm run demo` or `npm run cli`): `npm run cli -- <args>`,
  *   with `--prefix <clone>` when the user is outside the clone (npm runs it in the clone's root);
  * - from a project's local install (`node_modules/.bin/plan-mode`): `npx plan-mode <args>`;
  * - from a build run by path (`node dist/cli.js`): `node <that path> <args>`;

@@ -256,3 +256,47 @@ describe('R82: durable reviews through AI SDK 6 tool approval, across requests w
     expect(log.events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }, { active: false }])
   })
 })
+
+describe('R87: settleClosedApprovals gives a useChat host’s unanswered cards the result their closed review gives', () => {
+  const card = (toolCallId: string) =>
+    ({ type: 'tool-exit_plan_mode', toolCallId, state: 'approval-requested', input: { plan: PLAN }, approval: { id: `approval-${toolCallId}` } }) as const
+  const assistant = (...parts: unknown[]) => ({ id: `m-${parts.length}`, role: 'assistant' as const, parts }) as never
+
+  it('R87, R48: a card a /plan superseded becomes output-error with R48’s text; an open one and other parts stay; nothing to settle is the same array', async () => {
+    const session = createMemorySessionLog()
+    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
+    const agent: PlanAgent = { id: 'main', session }
+    const plan = withPlanMode({ planMode, agent })
+    await planMode.set(agent, true)
+    await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })
+    const untouched = [{ id: 'u', role: 'user' as const, parts: [{ type: 'text' as const, text: 'hi' }] }] as never[]
+    expect(plan.settleClosedApprovals(untouched)).toBe(untouched)
+    const open = [assistant({ type: 'text', text: 'Here is my plan.' }, card('call-1'))]
+    expect(plan.settleClosedApprovals(open)).toBe(open) // still open: the user answers it
+    expect(await planMode.set(agent, false)).toBe('committed') // supersedes the review (R48)
+    const settled = plan.settleClosedApprovals(open) as unknown as { parts: unknown[] }[]
+    expect(settled[0]!.parts).toEqual([
+      { type: 'text', text: 'Here is my plan.' },
+      { type: 'tool-exit_plan_mode', toolCallId: 'call-1', state: 'output-error', input: { plan: PLAN }, errorText: 'The user changed the plan mode directly; the review is closed.' },
+    ])
+    await planMode.dispose()
+  })
+
+  it('R87, R80, R45: a card answered by another writer gets that answer: an approval as output-available, keep planning as R45’s text with the feedback', async () => {
+    const session = createMemorySessionLog()
+    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
+    const agent: PlanAgent = { id: 'main', session }
+    const plan = withPlanMode({ planMode, agent })
+    await planMode.set(agent, true)
+    const first = (await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })) as { reviewId: string }
+    session.append('plan/review', { outcome: 'keep-planning', reviewId: first.reviewId, title: TITLE, plan: PLAN, feedback: REASON })
+    const second = (await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-2' })) as { reviewId: string }
+    session.append('plan/review', { outcome: 'approved', reviewId: second.reviewId, title: TITLE, plan: PLAN })
+    const settled = plan.settleClosedApprovals([assistant(card('call-1')), assistant(card('call-2'))]) as unknown as { parts: unknown[] }[]
+    expect(settled.map((m) => m.parts[0])).toEqual([
+      { type: 'tool-exit_plan_mode', toolCallId: 'call-1', state: 'output-error', input: { plan: PLAN }, errorText: KEEP_WITH_REASON },
+      { type: 'tool-exit_plan_mode', toolCallId: 'call-2', state: 'output-available', input: { plan: PLAN }, output: { approved: true } },
+    ])
+    await planMode.dispose()
+  })
+})

@@ -386,10 +386,12 @@ describe('plan-mode chat: plan mode', () => {
     const off = events.findIndex((event) => event.type === 'plan/mode' && event.data.active === false)
     // Typed during the open turn, after its first request...
     expect(types.slice(types.lastIndexOf('turn/start', run), run)).toEqual(['turn/start', 'request/header'])
-    // ...queued, not committed: nothing appended until the next boundary, whose append lands
-    // before that step's request/header.
-    expect(types.slice(run, off + 2)).toEqual(['command/run', 'command/done', 'plan/mode', 'request/header'])
-    expect(events[run + 1]!.data).toMatchObject({ kind: 'success', text: 'Leaving plan mode (applies from the next step).' })
+    // ...queued, not committed: nothing appended until the next boundary after the run settled (a
+    // step may begin while the command runs), whose append lands before that step's request/header.
+    const done = events.findIndex((event, i) => i > run && event.type === 'command/done')
+    expect(types.slice(run, done + 1).filter((type) => type !== 'request/header')).toEqual(['command/run', 'command/done'])
+    expect(types.slice(done + 1, off + 2)).toEqual(['plan/mode', 'request/header'])
+    expect(events[done]!.data).toMatchObject({ kind: 'success', text: 'Leaving plan mode (applies from the next step).' })
     expect(planEvents(events)).toEqual(['plan/mode true', 'plan/mode false'])
   })
 

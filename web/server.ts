@@ -30,7 +30,6 @@ import {
   COMMAND_RUN_EVENT,
   PLAN_MODE_EVENT,
   PLAN_REVIEW_EVENT,
-  REVIEW_MESSAGES,
   createPlanMode,
   planModeMachine,
   type PlanAgent,
@@ -158,9 +157,11 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     const chatId = chatIdOf(body.id)
     if (!Array.isArray(body.messages)) throw new HttpError(400, 'messages must be an array')
     const agent = await agentOf(chatId)
-    const messages = settleClosedReviews(body.messages as ChatMessages, agent.session.events, planMode.openReview(agent)?.callId)
-    await saveMessages(chatId, messages)
     const plan = withPlanMode({ planMode, agent, system: SYSTEM, tools, abortSignal: signal })
+    // A card whose review a /plan closed meanwhile gets its result (R87); one still open waits for the user.
+    const messages = plan.settleClosedApprovals(body.messages as ChatMessages)
+    refuseUnansweredReview(messages, planMode.openReview(agent)?.callId)
+    await saveMessages(chatId, messages)
     const modelMessages = [...(await convertToModelMessages(messages, { tools: plan.tools })), ...plan.takeSteered()]
     await plan.startTurn({ abortSignal: signal })
     let ended = false
@@ -312,62 +313,16 @@ export function planVersions(events: readonly { type: string; data: unknown }[])
 }
 
 /**
- * A plan card nobody answered whose review the log has closed since (a `/plan` typed meanwhile
- * superseded it, R48; another tab answered it): the SDK wants a result for every tool call, so
- * that call gets the one its review's outcome gives (an approval's, or the error text the model
- * reads for the others). A card whose review is still open and unanswered cannot go on: the user
- * answers it first (or types `/plan off`).
- * @throws HttpError 409 for a message sent past a review still open.
+ * The messages may not go on past a review card the user has not answered while its review is
+ * still open: the user answers it first (or types `/plan off`, which closes it).
+ * @throws HttpError 409
  */
-export function settleClosedReviews(messages: ChatMessages, events: readonly { type: string; data: unknown }[], openCallId: string | undefined): ChatMessages {
-  const outcomes = closedReviewsByCall(events)
-  return messages.map((message) => {
-    if (message.role !== 'assistant') return message
-    let changed = false
-    const parts = message.parts.map((part) => {
-      if (part.type !== 'tool-exit_plan_mode' || !('state' in part) || part.state !== 'approval-requested') return part
-      const closed = outcomes.get(part.toolCallId)
-      if (closed === undefined) {
-        if (part.toolCallId === openCallId) throw new HttpError(409, 'Answer the open plan review first (Approve or Keep planning), or type /plan off.')
-        return part
-      }
-      changed = true
-      const { approval: _approval, ...rest } = part
-      if (closed.outcome === 'approved') return { ...rest, state: 'output-available' as const, output: { approved: true } }
-      const errorText =
-        closed.outcome === 'superseded'
-          ? REVIEW_MESSAGES.superseded
-          : closed.outcome === 'keep-planning'
-            ? closed.feedback
-              ? `${REVIEW_MESSAGES.keepPlanningWithFeedback}${closed.feedback}`
-              : REVIEW_MESSAGES.keepPlanning
-            : closed.outcome === 'dismissed'
-              ? REVIEW_MESSAGES.dismissed
-              : `the plan review ended: ${closed.outcome}`
-      return { ...rest, state: 'output-error' as const, errorText }
-    })
-    return changed ? ({ ...message, parts } as UIMessage) : message
-  })
-}
-
-/** The durable reviews the log has closed, by the tool call that opened them (R79, R82). */
-function closedReviewsByCall(events: readonly { type: string; data: unknown }[]): Map<string, { outcome: string; feedback?: string }> {
-  const callOf = new Map<string, string>()
-  const closed = new Map<string, { outcome: string; feedback?: string }>()
-  for (const event of events) {
-    if (event.type !== PLAN_REVIEW_EVENT) continue
-    const data = (event.data ?? {}) as Record<string, unknown>
-    if (typeof data.reviewId !== 'string') continue
-    if (data.outcome === 'requested') {
-      if (typeof data.callId === 'string') callOf.set(data.reviewId, data.callId)
-    } else {
-      const call = callOf.get(data.reviewId)
-      if (call !== undefined && !closed.has(call)) {
-        closed.set(call, { outcome: String(data.outcome), ...(typeof data.feedback === 'string' ? { feedback: data.feedback } : {}) })
-      }
-    }
-  }
-  return closed
+function refuseUnansweredReview(messages: ChatMessages, openCallId: string | undefined): void {
+  if (openCallId === undefined) return
+  const waits = messages.some((m) =>
+    m.parts.some((part) => part.type === 'tool-exit_plan_mode' && 'state' in part && part.state === 'approval-requested' && part.toolCallId === openCallId),
+  )
+  if (waits) throw new HttpError(409, 'Answer the open plan review first (Approve or Keep planning), or type /plan off.')
 }
 
 /** An error with the HTTP status it answers. */

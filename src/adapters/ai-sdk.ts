@@ -31,11 +31,12 @@ import {
   type TextPart,
   type Tool,
   type ToolSet,
+  type UIMessage,
   type UserModelMessage,
 } from 'ai'
 import type { ExitPlanModeTool, ExitToolResult } from '../plan/exit-tool.js'
-import { keepPlanningMessage } from '../plan/review.js'
-import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
+import { closedReviewMessage, keepPlanningMessage } from '../plan/review.js'
+import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT, closedReviewsByCall } from '../log/kinds.js'
 import { createCallTranscript } from '../plan/transcript.js'
 import type { PlanMode } from '../service.js'
 import type { PlanAgent, UserMessage } from '../types.js'
@@ -114,6 +115,14 @@ export interface PlanModeAiSdk<TOOLS extends ToolSet = ToolSet> {
    * at the places the model saw them: what to append to the host's history after the call.
    */
   transcript(responseMessages: readonly ModelMessage[]): ModelMessage[]
+  /**
+   * For a `useChat` host, on the UI messages a request brings, before `convertToModelMessages`
+   * (R87): an `exit_plan_mode` part still asking for approval whose review the log has closed
+   * meanwhile (a `/plan` superseded it, another tab or instance answered it) gets the result its
+   * outcome gives, since the SDK wants one for every tool call. Returns the same array when
+   * nothing changes; a review still open is left as it is.
+   */
+  settleClosedApprovals<M extends UIMessage>(messages: M[]): M[]
 }
 
 /**
@@ -358,6 +367,27 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
     },
     transcript(responseMessages) {
       return call.transcript(responseMessages)
+    },
+    settleClosedApprovals(messages) {
+      const waiting = (part: unknown): part is { type: string; state: string; toolCallId: string } =>
+        (part as { type?: unknown }).type === `tool-${exitName}` && (part as { state?: unknown }).state === 'approval-requested'
+      if (!messages.some((m) => m.role === 'assistant' && m.parts.some(waiting))) return messages
+      const closed = closedReviewsByCall(agent.session.events)
+      let changed = false
+      const settled = messages.map((message) => {
+        if (message.role !== 'assistant' || !message.parts.some(waiting)) return message
+        const parts = message.parts.map((part) => {
+          const review = waiting(part) ? closed.get(part.toolCallId) : undefined
+          if (review === undefined) return part
+          changed = true
+          const { approval: _approval, ...rest } = part as typeof part & { approval?: unknown }
+          return review.outcome === 'approved'
+            ? { ...rest, state: 'output-available', output: { approved: true } }
+            : { ...rest, state: 'output-error', errorText: closedReviewMessage(review.outcome, review.feedback) }
+        })
+        return { ...message, parts } as typeof message
+      })
+      return changed ? settled : messages
     },
   }
 }

@@ -15,9 +15,9 @@ import {
   REVIEW_MESSAGES,
   answerClosedMessage,
   answerNotOpenMessage,
+  closedReviewMessage,
   errorMessage,
   isTooLarge,
-  keepPlanningMessage,
   lacksLeadingHeading,
   planTitle,
 } from '../plan/review.js'
@@ -145,8 +145,9 @@ function newsOf(result: ReviewResult): ReviewNews | null {
 function resultOfRecord(outcome: ReviewOutcome, feedback: string | undefined, toldInResult: boolean): ReviewResult {
   const told = toldInResult ? { toldInResult } : {}
   if (outcome === 'approved') return { outcome, ...told }
-  if (outcome === 'keep-planning') return { outcome, error: keepPlanningMessage(feedback), ...(feedback === undefined ? {} : { feedback }), ...told }
-  return { outcome, error: outcome === 'superseded' ? REVIEW_MESSAGES.superseded : REVIEW_MESSAGES.reloaded, ...told }
+  if (outcome === 'keep-planning') return { outcome, error: closedReviewMessage(outcome, feedback), ...(feedback === undefined ? {} : { feedback }), ...told }
+  // A durable review's record carries no error text: its outcome's own text, as a call would fail with it.
+  return { outcome, error: closedReviewMessage(outcome), ...told }
 }
 
 /** The tag of every state in which a log append is in flight. */

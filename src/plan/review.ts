@@ -1,4 +1,5 @@
 import type { ReviewAnswer, ReviewQuestion } from '../types.js'
+import type { ReviewOutcome } from '../log/kinds.js'
 
 /**
  * The plan review's domain: the question (R43), the reading of an answer (R44, R45), the
@@ -139,6 +140,28 @@ export function newsText(news: { outcome: 'approved' | 'keep-planning' | 'supers
 /** The message a keep-planning answer fails the call with (R45). */
 export function keepPlanningMessage(feedback: string | undefined): string {
   return feedback === undefined ? REVIEW_MESSAGES.keepPlanning : REVIEW_MESSAGES.keepPlanningWithFeedback + feedback
+}
+
+/**
+ * What an exit call fails with when its review closed with `outcome` (not an approval): R45's
+ * keep planning (with the feedback), R46's dismissal, R48's supersede, R60's reload, an abort, a
+ * failed channel. The chart's results and `settleClosedApprovals` (R87) read it here.
+ */
+export function closedReviewMessage(outcome: Exclude<ReviewOutcome, 'approved'>, feedback?: string): string {
+  switch (outcome) {
+    case 'keep-planning':
+      return keepPlanningMessage(feedback)
+    case 'superseded':
+      return REVIEW_MESSAGES.superseded
+    case 'dismissed':
+      return REVIEW_MESSAGES.dismissed
+    case 'aborted':
+      return REVIEW_MESSAGES.aborted
+    case 'failed':
+      return REVIEW_MESSAGES.unreadableFailure
+    case 'reloaded':
+      return REVIEW_MESSAGES.reloaded
+  }
 }
 
 /** True when a channel's rejection means the user dismissed the review (R46). */
