@@ -261,13 +261,17 @@ describe('R87: settleClosedApprovals gives a useChat host’s unanswered cards t
   const card = (toolCallId: string) =>
     ({ type: 'tool-exit_plan_mode', toolCallId, state: 'approval-requested', input: { plan: PLAN }, approval: { id: `approval-${toolCallId}` } }) as const
   const assistant = (...parts: unknown[]) => ({ id: `m-${parts.length}`, role: 'assistant' as const, parts }) as never
-
-  it('R87, R48: a card a /plan superseded becomes output-error with R48’s text; an open one and other parts stay; nothing to settle is the same array', async () => {
+  /** A durable service's agent in plan mode, and its AI SDK wiring. */
+  const planning = async () => {
     const session = createMemorySessionLog()
     const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'main', session }
-    const plan = withPlanMode({ planMode, agent })
     await planMode.set(agent, true)
+    return { session, planMode, agent, plan: withPlanMode({ planMode, agent }) }
+  }
+
+  it('R87, R48: a card a /plan superseded becomes output-error with R48’s text; an open one and other parts stay; nothing to settle is the same array', async () => {
+    const { session, planMode, agent, plan } = await planning()
     await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })
     const untouched = [{ id: 'u', role: 'user' as const, parts: [{ type: 'text' as const, text: 'hi' }] }] as never[]
     expect(plan.settleClosedApprovals(untouched)).toBe(untouched)
@@ -283,11 +287,7 @@ describe('R87: settleClosedApprovals gives a useChat host’s unanswered cards t
   })
 
   it('R87, R80, R45: a card answered by another writer gets that answer: an approval as output-available, keep planning as R45’s text with the feedback', async () => {
-    const session = createMemorySessionLog()
-    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
-    const agent: PlanAgent = { id: 'main', session }
-    const plan = withPlanMode({ planMode, agent })
-    await planMode.set(agent, true)
+    const { session, planMode, agent, plan } = await planning()
     const first = (await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })) as { reviewId: string }
     session.append('plan/review', { outcome: 'keep-planning', reviewId: first.reviewId, title: TITLE, plan: PLAN, feedback: REASON })
     const second = (await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-2' })) as { reviewId: string }

@@ -157,8 +157,8 @@ async function stopChild(child: ChildProcess): Promise<void> {
  * The proxy: each request goes to the next instance in turn (or where `routing.rule` says); an
  * instance that refuses the connection (killed) is skipped, the request going to the next one, as
  * a load balancer's health check would do. The request body is read first (the chat's requests
- * are small JSON), so that it can be sent again; nothing is sent again once an instance took the
- * connection. A client that goes away takes its upstream request with it.
+ * are small JSON), so that it can be sent again; nothing is sent again once an instance answered.
+ * A client that goes away takes its upstream request with it.
  */
 function roundRobin(
   instances: readonly ChatInstance[],
@@ -192,7 +192,9 @@ function roundRobin(
         if (!res.writableFinished) forward.destroy()
       })
       forward.on('error', (error: NodeJS.ErrnoException) => {
-        if (!res.headersSent && error.code === 'ECONNREFUSED' && pinned === undefined) tryInstance(attempt + 1)
+        // No answer from this instance (refused, or reset as it died): the next one. A request an
+        // instance read before it died may so run twice, as behind a load balancer that retries.
+        if (!res.headersSent && pinned === undefined) tryInstance(attempt + 1)
         else res.destroy(error)
       })
       forward.end(body)
