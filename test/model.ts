@@ -293,7 +293,7 @@ function logLetters(): Letter[] {
  * outcome the next boundary tells, if any. Never ids, seqs, versions or counters.
  */
 export function stateKey(snapshot: PlanModeSnapshot): string {
-  const { told, review, deferredSelection, news, newsKeptPastHeader, heardRuns } = snapshot.context
+  const { told, review, deferredSelection, news, newsKeptPastHeader, heardRuns, deferredDone } = snapshot.context
   const outcome = (result: { outcome: string; toldInResult?: boolean } | null | undefined) =>
     result == null ? null : result.toldInResult === true ? `${result.outcome}, told in result` : result.outcome
   return JSON.stringify({
@@ -306,6 +306,7 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     ...(news != null ? { news: news.outcome } : {}),
     ...(newsKeptPastHeader === true ? { keptPastHeader: true } : {}),
     ...(heardRuns !== undefined ? { runs: heardRuns } : {}),
+    ...(deferredDone !== undefined ? { deferredDone } : {}),
   })
 }
 

@@ -478,8 +478,10 @@ interface Attachment {
   durable: DurableBelief
   /** R86: the logged `/plan` runs this attachment heard whose `command/done` has not come, and their selections. */
   heardRuns: Map<string, boolean>
-  /** This attachment's own `plan/mode` appends in flight: a heard `/plan` waits for none of them (R86). */
+  /** This attachment's own `plan/mode` appends in flight: a heard `/plan` waits for them (R86). */
   modeAppends: number
+  /** R86: the latest heard `/plan` success that came while a `plan/mode` append of its own was in flight. */
+  deferredHeard?: boolean
 }
 
 /** An attachment's view of the durable reviews (R79–R81). */
@@ -1214,13 +1216,20 @@ export class PlanModeOracle {
       if (!a.heardRuns.has(id)) continue
       const selected = a.heardRuns.get(id)!
       a.heardRuns.delete(id)
-      const reviewOpen = a.review !== null || a.durable.open !== null || a.durable.requesting || a.durable.inFlight !== null
-      if (d.kind !== 'success' || reviewOpen || a.modeAppends > 0) continue
-      if (a.P === undefined) {
-        if (selected !== this.F(a)) a.P = selected
-      } else if (selected !== a.P) {
-        a.P = selected === this.F(a) ? undefined : selected
-      }
+      if (d.kind !== 'success') continue
+      if (a.modeAppends > 0) a.deferredHeard = selected // waits for the append in flight
+      else this.takeHeard(a, selected)
+    }
+  }
+
+  /** R86: a heard `/plan` success, with no review open: P becomes it where it differs from F, or P goes. */
+  private takeHeard(a: Attachment, selected: boolean): void {
+    const reviewOpen = a.review !== null || a.durable.open !== null || a.durable.requesting || a.durable.inFlight !== null
+    if (reviewOpen) return
+    if (a.P === undefined) {
+      if (selected !== this.F(a)) a.P = selected
+    } else if (selected !== a.P) {
+      a.P = selected === this.F(a) ? undefined : selected
     }
   }
 
@@ -1258,6 +1267,12 @@ export class PlanModeOracle {
       m.inflight--
       if (mode) a.modeAppends--
       then(error)
+      // R86: a /plan heard while this append was in flight is taken now that it settled.
+      if (mode && a.modeAppends === 0 && a.deferredHeard !== undefined) {
+        const selected = a.deferredHeard
+        a.deferredHeard = undefined
+        this.takeHeard(a, selected)
+      }
       this.maybeFinish(m)
     }
     if (fate.kind === 'ok') {

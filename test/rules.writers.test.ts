@@ -116,6 +116,37 @@ describe('R86: a /plan another writer logs reaches this agent live', () => {
     expect(a.actor(agentA).getSnapshot().context.heardRuns).toBeUndefined()
   })
 
+  it('R86: a /plan heard while this writer\'s own plan/mode append is in flight waits for it, then is taken (regression: it was dropped)', async () => {
+    const base = createMemorySessionLog()
+    let release: (() => void) | undefined
+    // A log whose plan/mode appends land when the test says (a database round trip).
+    const session: SessionLog = {
+      get events() {
+        return base.events
+      },
+      subscribe: (listener) => base.subscribe(listener),
+      append: (type, data) =>
+        type === 'plan/mode' ? new Promise((resolve) => (release = () => resolve(base.append(type, data)))) : Promise.resolve(base.append(type, data)),
+    }
+    const a = createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+    const agentA: PlanAgent = { id: 'agent-1', session }
+    base.append('turn/start', {})
+    expect(await a.set(agentA, true)).toBe('queued')
+    const flushing = a.stepBoundary(agentA) // its plan/mode {true} is in flight
+    await flush()
+    // Writer B's /plan off, logged meanwhile.
+    base.append(COMMAND_RUN_EVENT, { commandId: 'b-1', name: 'plan', args: 'off' })
+    base.append(COMMAND_DONE_EVENT, { commandId: 'b-1', kind: 'success', text: 'Plan mode entry cancelled.' })
+    release!()
+    expect((await flushing).section).toBe(SECTION)
+    expect(a.get(agentA)).toEqual({ active: true, pending: false })
+    const next = a.stepBoundary(agentA)
+    await flush()
+    release!()
+    expect((await next).section).toBe('')
+    expect(modes(base)).toEqual([true, false])
+  })
+
   it('R86: a heard /plan does not reach into an open review; the review goes on and the run settles', async () => {
     const log = createMemorySessionLog()
     const review = createScriptedReview()

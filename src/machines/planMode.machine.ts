@@ -68,6 +68,11 @@ export interface PlanModeContext {
    * selection each one makes (R86). Absent while none is outstanding.
    */
   heardRuns?: Readonly<Record<string, boolean>>
+  /**
+   * A heard run's success that came while this chart's own `plan/mode` append was in flight: it
+   * is taken once that append settled (R86), the latest one only.
+   */
+  deferredDone?: string
   /** A selection that closed a review and waits for the review's record to land (R48). */
   deferredSelection: boolean | null
   /** The result of the latest operation (a new object each time). */
@@ -336,6 +341,23 @@ const planModeSetup = setup({
       if (event.type !== 'LOG.COMMAND_RUN') return {}
       return { heardRuns: { ...context.heardRuns, [event.commandId]: event.active } }
     }),
+    /** R86: a success heard while our own append is in flight waits for it; an earlier one waiting is dropped. */
+    deferDone: assign(({ context, event }) => {
+      if (event.type !== 'LOG.COMMAND_DONE') return {}
+      const previous = context.deferredDone
+      if (previous === event.commandId) return {} // the same run's done again: it waits already
+      if (previous === undefined || context.heardRuns === undefined) return { deferredDone: event.commandId }
+      const { [previous]: _dropped, ...runs } = context.heardRuns
+      return { deferredDone: event.commandId, heardRuns: runs }
+    }),
+    /** R86: our append settled: the success that waited for it is heard again, now. */
+    replayDeferredDone: enqueueActions(({ context, event, enqueue }) => {
+      const commandId = context.deferredDone
+      if (commandId === undefined) return
+      enqueue.assign({ deferredDone: undefined })
+      // An append given up on by a close (R73) settles nothing: the next attachment reads the log.
+      if (event.type !== 'ABANDONED') enqueue.raise({ type: 'LOG.COMMAND_DONE', commandId, success: true } satisfies PlanModeEvent as never)
+    }) as never,
     /** The run settled (taken or not): it is no longer outstanding (R86). */
     forgetRun: assign(({ context, event }) => {
       if (event.type !== 'LOG.COMMAND_DONE' || context.heardRuns === undefined || !Object.hasOwn(context.heardRuns, event.commandId)) return {}
@@ -580,6 +602,7 @@ function pendingSelection(active: boolean) {
       flushing: {
         tags: [APPENDING_TAG],
         entry: { type: 'appendPlanMode' as const, params: { active } },
+        exit: 'replayDeferredDone' as const,
         on: {
           'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged' },
           // R19: contained; P stays for the next boundary and the step runs as logged (R18).
@@ -599,6 +622,7 @@ function committingSelection(active: boolean) {
   return {
     tags: [APPENDING_TAG],
     entry: { type: 'appendPlanMode' as const, params: { active } },
+    exit: 'replayDeferredDone' as const,
     on: {
       'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: reportSelection('committed') },
       'PLAN_MODE.APPEND_FAILED': { target: '#planMode.intent.logged', actions: 'reportSelectionFailure' as const },
@@ -782,11 +806,15 @@ export const planModeMachine = planModeSetup.createMachine({
      */
     intent: {
       initial: 'logged',
-      // R86: runs are noted in every state; a `command/done` that finds its selection's append
-      // (or a closing review) in flight only settles the run: the append in flight decides.
+      // R86: runs are noted in every state. A success that finds this chart's own plan/mode append
+      // in flight waits for it (`deferDone`, taken again when the append settles); any other done
+      // here only settles its run.
       on: {
         'LOG.COMMAND_RUN': { actions: 'noteRun' },
-        'LOG.COMMAND_DONE': { actions: 'forgetRun' },
+        'LOG.COMMAND_DONE': [
+          { guard: and(['isSelectionAppending', or([heardSelects(true), heardSelects(false)])]), actions: 'deferDone' },
+          { actions: 'forgetRun' },
+        ],
       },
       states: {
         logged: {
