@@ -189,3 +189,20 @@ describe('R81: a durable review’s outcome is told once, whichever writer runs 
     expect(texts(stepB.messages)).toEqual([])
   })
 })
+
+describe('R86, R77: a heard run keeps its agent in memory until its done', () => {
+  it('R86, R77: an agent that heard a /plan run does not leave memory before the done; the done is then taken (regression)', async () => {
+    const a = createPlanMode({ section: SECTION }, { maxAttachedAgents: 1, logger: { warn: () => {} } })
+    const first: PlanAgent = { id: 'first', session: createMemorySessionLog() }
+    const second: PlanAgent = { id: 'second', session: createMemorySessionLog() }
+    const actor = a.actor(first)
+    first.session.append(COMMAND_RUN_EVENT, { commandId: 'x-9', name: 'plan', args: '' })
+    a.get(second) // attaching another agent over the bound would evict an idle first
+    await flush()
+    expect(a.get(first)).toEqual({ active: false }) // an evicted first would attach again here, knowing no run
+    expect(a.actor(first)).toBe(actor)
+    first.session.append(COMMAND_DONE_EVENT, { commandId: 'x-9', kind: 'success', text: '' })
+    expect(a.get(first)).toEqual({ active: false, pending: true })
+    await a.dispose()
+  })
+})
