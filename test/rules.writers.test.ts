@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { COMMAND_DONE_EVENT, COMMAND_RUN_EVENT, createPlanMode, type PlanAgent, type PlanMode, type SessionLog } from '../src/index.js'
+import { COMMAND_DONE_EVENT, COMMAND_RUN_EVENT, createPlanMode, planProjection, type PlanAgent, type PlanMode, type SessionLog } from '../src/index.js'
 import { createMemorySessionLog } from '../src/adapters/memory.js'
 import { createScriptedReview, flush, LEAVING, PLAN, SECTION } from './helpers.js'
 
@@ -76,6 +76,25 @@ describe('R86: a /plan another writer logs reaches this agent live', () => {
     expect(await plan(a, agentA, '')).toEqual({ kind: 'success', text: 'Plan mode on. Use /plan off to leave.' })
     expect(a.get(agentA)).toEqual({ active: true })
     expect(modes(log)).toEqual([true])
+  })
+
+  it('R86: a `/plan` answered "already on" on a view another writer changed before its done was logged selects again: the later logged selection wins, on both writers and in the projection', async () => {
+    const { log, a, b, agentA, agentB } = writers()
+    await a.set(agentA, true)
+    expect(b.get(agentB)).toEqual({ active: true })
+    // B's user types /plan: B sees plan mode on, so its set changes nothing.
+    log.append(COMMAND_RUN_EVENT, { commandId: 'b-1', name: 'plan', args: '' })
+    expect(await b.command.run({ agent: agentB, rawInput: '' })).toEqual({ kind: 'success', text: 'Plan mode is already on. Use /plan off to leave.' })
+    // A's user types /plan off, which commits (idle) before B's done reaches the log.
+    log.append(COMMAND_RUN_EVENT, { commandId: 'a-1', name: 'plan', args: 'off' })
+    expect(await a.command.run({ agent: agentA, rawInput: 'off' })).toEqual({ kind: 'success', text: 'Plan mode off.' })
+    log.append(COMMAND_DONE_EVENT, { commandId: 'a-1', kind: 'success', text: 'Plan mode off.' })
+    log.append(COMMAND_DONE_EVENT, { commandId: 'b-1', kind: 'success', text: 'Plan mode is already on. Use /plan off to leave.' })
+    expect(modes(log)).toEqual([true, false])
+    expect(a.get(agentA)).toEqual({ active: false, pending: true })
+    expect(b.get(agentB)).toEqual({ active: false, pending: true })
+    const view = planProjection.view(log.events.reduce(planProjection.apply, planProjection.init()))
+    expect(view).toEqual({ active: false, pending: true })
   })
 
   it('R86: with P pending, a heard /plan of P\'s target changes nothing, of F cancels P, of the other target replaces it', async () => {

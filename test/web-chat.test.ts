@@ -4,6 +4,7 @@ import pg from 'pg'
 import type { Browser, Page } from 'playwright-core'
 import { build } from 'vite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { planProjection } from '../src/index.js'
 import { startCluster, type Cluster } from '../web/cluster.js'
 import { launchChromium } from './fixtures/browser.js'
 
@@ -172,9 +173,13 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     const log = await logOf(first.chat)
     const flips = modes(log)
     expect(flips.every((active, i) => i === 0 || active !== flips[i - 1])).toBe(true)
-    const shown = flips.at(-1) ? 'plan' : 'default'
-    await expect.poll(() => first.page.getByTestId('mode').textContent()).toBe(shown)
-    await expect.poll(() => second.page.getByTestId('mode').textContent()).toBe(shown)
+    // What the page must show is the log's own reading (R58): its last switch, and a selection
+    // still waiting when a `/plan` answered on a view the other instance had just changed was
+    // logged after that switch (R86: the later selection wins; nobody is in a turn to flush it).
+    const view = planProjection.view(log.reduce((state, event, seq) => planProjection.apply(state, { seq, ...event }), planProjection.init()))
+    const shown = (view.active ? 'plan' : 'default') + (view.pending ? (view.active ? ' · leaving at the next step' : ' · entering at the next step') : '')
+    await eventually(() => first.page.getByTestId('mode').textContent(), shown)
+    await eventually(() => second.page.getByTestId('mode').textContent(), shown)
     expect([...first.errors, ...second.errors]).toEqual([])
     await first.page.close()
     await second.page.close()
