@@ -13,6 +13,7 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
       inspect: 'src/adapters/inspect.ts',
       testing: 'src/testing/index.ts',
       postgres: 'src/adapters/postgres.ts',
+      guard: 'src/guard/index.ts',
     },
     format: ['esm', 'cjs'],
     dts: true,

@@ -13,6 +13,7 @@ export default defineConfig({
       { find: /^xstate-plan-mode\/inspect$/, replacement: src('adapters/inspect.ts') },
       { find: /^xstate-plan-mode\/testing$/, replacement: src('testing/index.ts') },
       { find: /^xstate-plan-mode\/postgres$/, replacement: src('adapters/postgres.ts') },
+      { find: /^xstate-plan-mode\/guard$/, replacement: src('guard/index.ts') },
     ],
   },
   test: {

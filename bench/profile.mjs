@@ -25,6 +25,7 @@ import { AGENTS, memorySides } from './suites/memory.mjs'
 import { checkpointLogs, checkpointSides } from './suites/checkpoint.mjs'
 import { BOUND, TOUCHES, lruSides } from './suites/lru.mjs'
 import { reviewSides } from './suites/reviews.mjs'
+import { guardSides } from './suites/guard.mjs'
 import { realisticEntries } from './log.mjs'
 
 /** How long each side runs under the profiler, in how many alternating slices. */
@@ -108,6 +109,10 @@ async function setUp(lib, name) {
   if (kind === 'reviews') {
     const { sides } = reviewSides(lib, 200)
     return { kind: 'cpu', labels: { lib: 'durable review: exit call + `answerReview`', floor: 'channel review: exit call' }, sides: { lib: sides.durable, floor: sides.channel } }
+  }
+  if (kind === 'guard') {
+    const { sides } = await guardSides(lib, 2000)
+    return { kind: 'cpu', labels: { lib: 'guarded tool call (`guard.run`, observe)', floor: 'tool call + one `append`' }, sides: { lib: sides.guarded, floor: sides.floor } }
   }
   throw new Error(`unknown profile case ${name}`)
 }

@@ -6,7 +6,7 @@
  */
 
 /** The issue's targets: the bound on the ratio, and the profile case that explains a miss. */
-const BOUNDS = { flush: 1.5, quiet: 1.2, flat: 1.3, attach: 1.5, memory: 1.2, attachIdle: 1.5, checkpoint: 2, reviews: 1.5, pgFlush: 1.3, pgToggle: 2 }
+const BOUNDS = { flush: 1.5, quiet: 1.2, flat: 1.3, attach: 1.5, memory: 1.2, attachIdle: 1.5, checkpoint: 2, reviews: 1.5, guard: 1.1, pgFlush: 1.3, pgToggle: 2 }
 const SHAPES = ['flush', 'quiet', 'flip']
 
 /**
@@ -141,6 +141,14 @@ export function evaluate(r) {
     floor: r.reviews.channel,
     bound: BOUNDS.reviews,
     profile: 'reviews',
+  })
+  add({
+    id: 'guard',
+    target: `a guarded tool call (observed) ≤ ${BOUNDS.guard}× the unguarded call plus one log append`,
+    lib: r.guard.guarded,
+    floor: r.guard.floor,
+    bound: BOUNDS.guard,
+    profile: 'guard',
   })
   add({
     id: 'pg-flush',
@@ -452,11 +460,32 @@ export function render(info, r, targets, profiles) {
     '',
   )
 
-  // 10. PostgreSQL.
+  // 10. The guard.
+  const gd = r.guard
+  const gdRow = (label, x) => `| ${label} | ${time(x.median)} | ${time(x.p90)} | ${time(x.mean)} | ${ratio(x.median / gd.floor.median)} |`
+  push(
+    '## 10. The opt-in guard (R88–R91)',
+    '',
+    `A side-effecting tool called while plan mode is in force, two sides interleaved in ${gd.rounds} rounds × ${gd.samples} samples, each`,
+    'agent attached untimed on one service, each appending to its own memory log. The tool is an async function that',
+    "returns at once, so the difference is the guard's own cost:",
+    '',
+    "- guarded: `guard.run(agent, call, execute)` with `action: 'observe'`: reads the state in force, appends",
+    '  `plan/violation`, runs the tool;',
+    '- floor: the tool, then one `session.append` of the same record.',
+    '',
+    '| Side | Median | p90 | Mean | ÷ floor (medians) |',
+    '|---|---:|---:|---:|---:|',
+    gdRow('guarded tool call', gd.guarded),
+    gdRow('floor: tool call + one append', gd.floor),
+    '',
+  )
+
+  // 11. PostgreSQL.
   const pgr = r.postgres
   const pgRow = (label, x, floor) => `| ${label} | ${time(x.median)} | ${time(x.p90)} | ${time(x.mean)} | ${ratio(x.median / floor.median)} |`
   push(
-    '## 10. PostgreSQL (R83–R84)',
+    '## 11. PostgreSQL (R83–R84)',
     '',
     `A throwaway local cluster of postgresql-15 (fsync off), through \`pg\`; two sides interleaved in ${pgr.rounds} rounds × ${pgr.samples} samples each.`,
     '',

@@ -8,10 +8,12 @@ import {
   describePlanLogEvent,
   EMPTY_PLAN_LOG_FOLD,
   foldPlanLogEvent,
+  foldViolations,
   PLAN_REVIEW_EVENT,
   planProjection,
   type PlanLogFold,
   type SessionEvent,
+  type ViolationFold,
 } from 'xstate-plan-mode'
 import { loadLogFile } from './log-file.js'
 import { CliError, type CliIo, type Styles } from './io.js'
@@ -36,6 +38,8 @@ export interface InspectReview {
   title: string
   outcome: string
   feedback?: string
+  /** `'policy'` when a headless review policy decided it, not the user (R94, R95). */
+  by?: 'policy'
 }
 
 /** What `--json` prints. */
@@ -46,6 +50,8 @@ export interface InspectReport {
   events: InspectRow[]
   state: { active: boolean; pending: boolean; told: boolean | null; openTurn: boolean }
   reviews: InspectReview[]
+  /** The guard's `plan/violation` records up to `at` (R92), as `foldViolations` reads them. */
+  violations: ViolationFold
 }
 
 /** Options of {@link runInspect}. */
@@ -75,22 +81,25 @@ export function inspectEvents(file: string, events: readonly SessionEvent[], at?
     const view = planProjection.view(fold.projection)
     rows.push({ seq: event.seq, type: event.type, active: view.active, pending: view.pending, told: fold.told, detail: detail(event) })
     if (event.type === PLAN_REVIEW_EVENT) {
-      const data = event.data as { title?: unknown; outcome?: unknown; feedback?: unknown }
+      const data = event.data as { title?: unknown; outcome?: unknown; feedback?: unknown; by?: unknown }
       reviews.push({
         seq: event.seq,
         title: String(data.title ?? ''),
         outcome: String(data.outcome ?? ''),
         ...(typeof data.feedback === 'string' ? { feedback: data.feedback } : {}),
+        ...(data.by === 'policy' ? { by: 'policy' as const } : {}),
       })
     }
   }
   const view = planProjection.view(fold.projection)
+  const shown = events.filter((event) => event.seq <= end)
   return {
     file,
     at: end,
     events: rows,
     state: { active: view.active, pending: view.pending, told: fold.told, openTurn: fold.openTurn },
     reviews,
+    violations: foldViolations(shown),
   }
 }
 
@@ -129,9 +138,22 @@ export function formatReport(report: InspectReport, s: Styles): string {
   lines.push(s.bold('Plan reviews:'))
   if (report.reviews.length === 0) lines.push('  none')
   report.reviews.forEach((review, i) => {
-    const outcome = review.outcome === 'approved' ? s.green(review.outcome) : s.yellow(review.outcome)
+    // A headless policy's decision is never shown as a user's (R94, R95).
+    const decided = `${review.outcome}${review.by === 'policy' ? ' (by policy)' : ''}`
+    const outcome = review.outcome === 'approved' ? s.green(decided) : s.yellow(decided)
     lines.push(`  ${i + 1}. #${review.seq} "${review.title}": ${outcome}${review.feedback !== undefined ? ` — ${review.feedback}` : ''}`)
   })
+  // Only a guarded agent's log holds violations (R92): other logs get no section to skip over.
+  const { violations } = report
+  if (violations.entries.length > 0) {
+    lines.push('')
+    lines.push(s.bold(`Plan-mode violations: ${violations.observed} observed, ${violations.blocked} blocked`))
+    for (const [tool, counts] of Object.entries(violations.byTool)) lines.push(`  ${tool}: ${counts.observed} observed, ${counts.blocked} blocked`)
+    for (const entry of violations.entries) {
+      const action = entry.action === 'blocked' ? s.yellow(entry.action) : s.red(entry.action)
+      lines.push(`  #${entry.seq} ${entry.tool} ${action} (call ${entry.callId})`)
+    }
+  }
   return `${lines.join('\n')}\n`
 }
 

@@ -2,7 +2,15 @@
  * xstate-plan-mode: plan mode for AI agent loops, one XState v5 actor per agent.
  * The public surface is fixed by docs/spec.md §1.
  */
-export { createPlanMode, DISPOSED_MESSAGE, DISPOSED_BEFORE_TURN_MESSAGE, type PlanMode, type PlanModeActor } from './service.js'
+export {
+  createPlanMode,
+  DISPOSED_MESSAGE,
+  DISPOSED_BEFORE_TURN_MESSAGE,
+  type PlanMode,
+  type PlanModeActor,
+  type PolicyReviewAnswer,
+} from './service.js'
+export { headlessReview, HEADLESS_STOP_MESSAGE, type HeadlessReviewPolicy, type HeadlessReviewOptions } from './plan/headless.js'
 export { resolveConfig } from './config.js'
 export {
   PLAN_MODE_EVENT,
@@ -12,6 +20,7 @@ export {
   REQUEST_HEADER_EVENT,
   COMMAND_RUN_EVENT,
   COMMAND_DONE_EVENT,
+  PLAN_VIOLATION_EVENT,
   PLAN_LOG_KINDS,
   EMPTY_PLAN_LOG_FOLD,
   foldPlanMode,
@@ -24,11 +33,14 @@ export {
   type PlanLogLine,
   type PlanModeData,
   type PlanReviewData,
+  type PlanViolationData,
+  type ViolationAction,
   type ReviewOutcome,
   type OpenPlanReview,
   type ReviewNews,
   type ReviewFold,
 } from './log/kinds.js'
+export { foldViolations, type ViolationCounts, type ViolationEntry, type ViolationFold } from './log/violations.js'
 export { planProjection, type PlanProjection, type PlanProjectionState, type PlanProjectionView } from './log/projection.js'
 export { createMemorySessionLog, createMemoryCheckpointStore, type MemorySessionLogOptions } from './adapters/memory.js'
 export {

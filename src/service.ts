@@ -27,6 +27,8 @@ import {
   readReviewAnswer,
   type ReviewVerdict,
 } from './plan/review.js'
+import { headlessReviewPolicy, policyVerdict, type HeadlessReviewPolicy } from './plan/headless.js'
+import type { ReviewOutcome } from './log/kinds.js'
 import type {
   AnswerReviewOptions,
   OpenReviewView,
@@ -90,6 +92,14 @@ function checkpointsOf(options: PlanModeOptions): AttachmentSettings['checkpoint
   return { store, every }
 }
 
+/** What `answerReviewByPolicy` did (R95): which durable review it closed, and how it was recorded. */
+export interface PolicyReviewAnswer {
+  /** The id of the durable review the policy closed. */
+  reviewId: string
+  /** `'approved'` (policy `'approve'`) or `'dismissed'` (policy `'stop'`), as the log holds it. */
+  outcome: 'approved' | 'dismissed'
+}
+
 /** The plan-mode service: one statechart actor per agent behind plain methods (docs/spec.md §1). */
 export interface PlanMode {
   /** `{ active: F }`, plus `pending: P's target` while a selection waits (R7). */
@@ -109,6 +119,14 @@ export interface PlanMode {
    * resolves with the recorded outcome, rejects with the refusal (nothing changed).
    */
   answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options?: AnswerReviewOptions): Promise<'approved' | 'keep-planning'>
+  /**
+   * For hosts with nobody to ask (CI bots, batch jobs): closes the durable review open for the
+   * agent by a headless policy (R95), recorded with `by: 'policy'`: `'approve'` approves it as
+   * `answerReview` would, `'stop'` dismisses it (the run stays in plan mode, the plan in the log).
+   * Resolves with the review's id and recorded outcome, or `null` when no durable review is open;
+   * rejects as `answerReview` does, and with a `TypeError` for any other policy (R94).
+   */
+  answerReviewByPolicy(agent: PlanAgent, policy: HeadlessReviewPolicy, options?: AnswerReviewOptions): Promise<PolicyReviewAnswer | null>
   /** `/plan [off|message]` (R53–R57). */
   readonly command: PlanCommand
   /** The projection for UIs (R58, R59). */
@@ -361,7 +379,31 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     } catch {
       return Promise.reject(new Error(MALFORMED_ANSWER_MESSAGE))
     }
-    const toldInResult = options?.toldInResult === true
+    return closeDurableReview(agent, reviewId, verdict, options?.toldInResult === true) as Promise<'approved' | 'keep-planning'>
+  }
+
+  /** `answerReviewByPolicy` (R95): the durable review open now, closed by the policy's verdict in the agent's turn. */
+  function answerReviewByPolicy(agent: PlanAgent, policy: HeadlessReviewPolicy, options: AnswerReviewOptions = {}): Promise<PolicyReviewAnswer | null> {
+    try {
+      const verdict = policyVerdict(headlessReviewPolicy(policy))
+      if (disposed) throw new Error(DISPOSED_MESSAGE)
+      const open = openDurableReview(attachmentOf(agent).snapshot)
+      if (open === null) return Promise.resolve(null)
+      const { reviewId } = open
+      return closeDurableReview(agent, reviewId, verdict, options?.toldInResult === true).then((outcome) => ({
+        reviewId,
+        outcome: outcome as PolicyReviewAnswer['outcome'],
+      }))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * Closes the durable review `reviewId` with `verdict` in the agent's turn (R80, R95): refused
+   * when it is not open; resolves with the recorded outcome once the record has landed.
+   */
+  function closeDurableReview(agent: PlanAgent, reviewId: string, verdict: ReviewVerdict, toldInResult: boolean): Promise<ReviewOutcome> {
     return perform(agent, { type: 'REVIEW.ANSWER', reviewId, verdict, toldInResult }, (snapshot, attachment) => {
       const result = resultOf(snapshot, 'answer')
       if ('refused' in result) throw new Error(result.refused)
@@ -373,7 +415,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
           if (closed.lost === true) throw new Error(answerClosedMessage(reviewId, closed.result.outcome))
           // An approval resolves once the pending store has the leave it implies (R47, R64, R80).
           await attachment.storeWritten()
-          return closed.result.outcome as 'approved' | 'keep-planning'
+          return closed.result.outcome
         })
     }).then((outcome) => outcome) // the read's promise, flattened for the type checker
   }
@@ -400,6 +442,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     exitTool: createExitTool(executeExitTool, durableReviews ? 'durable' : 'channel'),
     openReview: (agent) => openDurableReview(attachmentOf(agent).snapshot),
     answerReview,
+    answerReviewByPolicy,
     command: {
       ...command,
       // After a reload the command fails like every call naming an agent (R60), rather than

@@ -95,11 +95,18 @@ export interface ReviewRequest {
 /** The user's answer to a review. */
 export interface ReviewAnswer {
   answers: { id: string; selected: string[]; custom?: string }[]
+  /**
+   * Who answered, when it was not the user: `'policy'` for a headless review policy (R94). The
+   * record of the outcome carries it (`plan/review { …, by: 'policy' }`), so a policy's approval
+   * is never taken for a user's; a user's answer leaves it out. Any other value is not read.
+   */
+  by?: 'policy'
 }
 
 /**
  * The host's way to ask the user. A rejection whose error has `code: 'ASK_CANCELLED'`
- * means the user dismissed the review (R46).
+ * means the user dismissed the review (R46); when that error also has `by: 'policy'`, a
+ * headless review policy dismissed it, and the record says so (R94).
  */
 export interface ReviewChannel {
   ask(request: ReviewRequest): Promise<ReviewAnswer>

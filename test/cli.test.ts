@@ -200,11 +200,11 @@ describe('plan-mode inspect', () => {
     ])
   })
 
-  it('--json prints { file, at, events, state, reviews }', async () => {
+  it('--json prints { file, at, events, state, reviews, violations }', async () => {
     const result = await run(['inspect', log, '--json', '--at', '18'])
     expect(result.code).toBe(0)
     const report = JSON.parse(result.stdout) as Record<string, unknown> & { events: unknown[] }
-    expect(Object.keys(report)).toEqual(['file', 'at', 'events', 'state', 'reviews'])
+    expect(Object.keys(report)).toEqual(['file', 'at', 'events', 'state', 'reviews', 'violations'])
     expect(report.file).toBe(log)
     expect(report.at).toBe(18)
     expect(report.events).toHaveLength(18)
@@ -221,6 +221,7 @@ describe('plan-mode inspect', () => {
       { seq: 16, title: 'Add --json to the report command', outcome: 'keep-planning', feedback: 'Also document the flag in the README.' },
       { seq: 18, title: 'Add --json to the report command (v2)', outcome: 'approved' },
     ])
+    expect(report.violations).toEqual({ observed: 0, blocked: 0, byTool: {}, entries: [] })
   })
 
   it('reads the log without taking its writer lock', async () => {

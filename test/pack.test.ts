@@ -149,7 +149,7 @@ afterAll(async () => {
 describe('the npm tarball', () => {
   it('ships the builds, their declarations, the README and the spec, and no sources', () => {
     for (const file of ['package.json', 'README.md', 'docs/spec.md', 'dist/cli.js']) expect(packedFiles).toContain(file)
-    for (const entry of ['index', 'node', 'ai-sdk', 'inspect', 'testing', 'postgres']) {
+    for (const entry of ['index', 'node', 'ai-sdk', 'inspect', 'testing', 'postgres', 'guard']) {
       for (const ext of ['js', 'cjs', 'd.ts', 'd.cts']) expect(packedFiles).toContain(`dist/${entry}.${ext}`)
     }
     expect(packedFiles.filter((file) => !file.startsWith('dist/') && !['package.json', 'README.md', 'docs/spec.md'].includes(file))).toEqual([])

@@ -16,6 +16,7 @@ import {
   NOTICE_TEXTS,
   PLAN_MODE_EVENT,
   PLAN_REVIEW_EVENT,
+  PLAN_VIOLATION_EVENT,
   REQUEST_HEADER_EVENT,
   TURN_END_EVENT,
   TURN_START_EVENT,
@@ -111,7 +112,9 @@ function storyLine(event: SessionEvent, before: PlanLogFold | null, commands: Ma
       const outcome = typeof data.outcome === 'string' ? data.outcome : '?'
       const title = typeof data.title === 'string' ? `"${data.title}"` : ''
       const feedback = typeof data.feedback === 'string' ? `feedback: ${data.feedback}` : ''
-      return { tone: 'review', label: REVIEW_ENDINGS[outcome] ?? `Review ended: ${outcome}`, detail: [title, feedback].filter(Boolean).join(' — ') }
+      // A headless policy's decision is never told as a user's (R94, R95).
+      const by = data.by === 'policy' ? ' (by policy)' : ''
+      return { tone: 'review', label: `${REVIEW_ENDINGS[outcome] ?? `Review ended: ${outcome}`}${by}`, detail: [title, feedback].filter(Boolean).join(' — ') }
     }
     case COMMAND_RUN_EVENT: {
       const command = `/${String(data.name)}${typeof data.args === 'string' && data.args.trim() ? ` ${data.args.trim()}` : ''}`
@@ -138,6 +141,12 @@ function storyLine(event: SessionEvent, before: PlanLogFold | null, commands: Ma
         return { tone: 'notice', label: `Notice: ${NOTICE_TEXTS[active ? 'entering' : 'leaving']}`, detail: `${step.toLowerCase()}, the model now works ${where}` }
       }
       return { tone: 'turn', label: step, detail: `the model works ${where}` }
+    }
+    case PLAN_VIOLATION_EVENT: {
+      // R90: the guard's record of a side-effecting call made while plan mode was in force.
+      const tool = typeof data.tool === 'string' ? data.tool : 'a tool'
+      const label = data.action === 'blocked' ? `Blocked in plan mode: ${tool}` : `Ran in plan mode: ${tool}`
+      return { tone: 'violation', label, detail: typeof data.callId === 'string' ? `call ${data.callId}` : '' }
     }
     default:
       return undefined

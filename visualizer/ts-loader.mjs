@@ -19,6 +19,7 @@ const ENTRY_POINTS = new Map(
     'xstate-plan-mode/inspect': 'adapters/inspect.ts',
     'xstate-plan-mode/testing': 'testing/index.ts',
     'xstate-plan-mode/postgres': 'adapters/postgres.ts',
+    'xstate-plan-mode/guard': 'guard/index.ts',
   }).map(([name, source]) => [name, new URL(`../src/${source}`, import.meta.url).href]),
 )
 

@@ -25,11 +25,13 @@ import {
   type FilePart,
   type ImagePart,
   type JSONSchema7,
+  type LanguageModel,
   type ModelMessage,
   type PrepareStepFunction,
   type PrepareStepResult,
   type TextPart,
   type Tool,
+  type ToolCallOptions,
   type ToolSet,
   type UIMessage,
   type UserModelMessage,
@@ -38,6 +40,7 @@ import type { ExitPlanModeTool, ExitToolResult } from '../plan/exit-tool.js'
 import { closedReviewMessage, keepPlanningMessage } from '../plan/review.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT, closedReviewsByCall } from '../log/kinds.js'
 import { createCallTranscript } from '../plan/transcript.js'
+import { isReadOnlyTool, type PlanGuard } from '../guard/index.js'
 import type { PlanMode } from '../service.js'
 import type { PlanAgent, UserMessage } from '../types.js'
 
@@ -65,6 +68,40 @@ export interface WithPlanModeOptions<TOOLS extends ToolSet = ToolSet> {
   tools?: TOOLS
   /** The default abort signal of a step boundary (R15); `runTurn`'s own signal overrides it. */
   abortSignal?: AbortSignal
+  /**
+   * The opt-in guard (`createPlanGuard` of `/guard`, R88–R91): every host tool with an `execute`
+   * runs through it, so a side-effecting call while plan mode is in force is observed or blocked.
+   * The tools keep every field but `execute` (R40: the catalog does not change).
+   */
+  guard?: PlanGuard
+  /**
+   * The model of the planning steps (R93): every step whose state in force is active (R18) runs
+   * on `planning.model` with `planning.providerOptions`; every other step on the call's own model
+   * and options. Chosen per step by `prepareStep`, so a `/plan off` typed mid-turn switches the
+   * model at the next step. No fallback: when the planning model fails, the call fails with its
+   * error and the call's model is not tried.
+   * @throws TypeError from `withPlanMode` when the option has the wrong shape (R93).
+   */
+  planning?: PlanningModelOptions
+}
+
+/** The provider options a `prepareStep` may set (the SDK's `ProviderOptions`). */
+export type StepProviderOptions = NonNullable<NonNullable<PrepareStepResult>['providerOptions']>
+
+/** The `planning` option of `withPlanMode` (R93). */
+export interface PlanningModelOptions {
+  /**
+   * The planning steps' model: whatever `prepareStep`'s `model` accepts, a language model object
+   * (specification `v3` or `v2`) or a model id string the SDK's global provider resolves.
+   */
+  model: LanguageModel
+  /**
+   * Provider options of the planning steps, merged over the call's own `providerOptions` by the
+   * SDK (per provider, per key; the planning value wins). Options meant only for the default
+   * steps cannot be removed from a planning step: the SDK merges every `prepareStep`'s options
+   * over the call's. The other steps get the call's options alone.
+   */
+  providerOptions?: StepProviderOptions
 }
 
 /** Options of `runTurn`. */
@@ -80,8 +117,11 @@ export interface PlanModeAiSdk<TOOLS extends ToolSet = ToolSet> {
   /**
    * Runs the step boundary before every step (R14), then logs `request/header` (R17), and returns
    * the step's system prompt and, once the call has injected messages, its messages.
+   * With `planning` (R93), a step whose state in force is active also gets `model` (and
+   * `providerOptions`, when given) from it.
    * A host with its own `prepareStep` wraps this one: `await plan.prepareStep(options)` first,
-   * then its own settings on top (its `messages`, if any, must keep the injected ones).
+   * then its own settings on top (its `messages`, if any, must keep the injected ones; a `model`
+   * of its own replaces the planning model).
    * @throws (rejects) when the boundary or the `request/header` append fails: the step does not run.
    */
   readonly prepareStep: PrepareStepFunction<PlanModeToolSet<TOOLS>>
@@ -271,13 +311,16 @@ export function toModelMessage(message: UserMessage): UserModelMessage {
  * Wires plan mode into an AI SDK loop for one agent: returns `tools` and `prepareStep` for
  * `generateText`/`streamText` (or `ToolLoopAgent`), and the turn helpers.
  * @throws Error when a host tool is already named `exit_plan_mode`.
+ * @throws TypeError when `planning` has the wrong shape (R93).
  */
 export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOptions<TOOLS>): PlanModeAiSdk<TOOLS> {
   const { planMode, agent, system } = options
+  const planning = planningOption(options.planning)
   const hostTools = options.tools ?? ({} as TOOLS)
   const exitName = planMode.exitTool.name
   if (Object.hasOwn(hostTools, exitName)) throw new Error(`withPlanMode: a host tool is already named "${exitName}"`)
-  const tools = { ...hostTools, [exitName]: exitPlanModeTool(planMode, agent) } as PlanModeToolSet<TOOLS>
+  const guarded = options.guard === undefined ? hostTools : guardTools(hostTools, options.guard, agent)
+  const tools = { ...guarded, [exitName]: exitPlanModeTool(planMode, agent) } as PlanModeToolSet<TOOLS>
 
   let turnSignal: AbortSignal | undefined
   /** Messages waiting for the next request: steered ones, and any a failed step did not send. */
@@ -329,6 +372,12 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
     const stepSystem = composeSystem(system, boundary.section)
     if (stepSystem !== undefined) result.system = stepSystem
     if (call.injections.length > 0 || denied.size > 0) result.messages = stepMessages
+    // R93: the boundary's state in force picks the model. The section is non-empty exactly when
+    // it is active (R18; R37 forbids a blank section). No fallback: the SDK runs this model only.
+    if (planning !== undefined && boundary.section !== '') {
+      result.model = planning.model
+      if (planning.providerOptions !== undefined) result.providerOptions = planning.providerOptions
+    }
     return result
   }
 
@@ -391,6 +440,84 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
     },
   }
 }
+
+/** The keys `planning` may have (R93). */
+const PLANNING_KEYS = ['model', 'providerOptions']
+
+/**
+ * Checks `withPlanMode`'s `planning` option (R93) and returns a copy of it, so that a later change
+ * to the host's object does not switch models mid-call.
+ * @throws TypeError with the R93 message of the first check that fails.
+ */
+function planningOption(planning: unknown): PlanningModelOptions | undefined {
+  if (planning === undefined) return undefined
+  const given = planning as Partial<Record<string, unknown>> | null
+  if (given === null || typeof given !== 'object' || given.model === undefined || given.model === null) {
+    throw new TypeError('withPlanMode option planning needs a model: planning is { model, providerOptions? }')
+  }
+  const unknown = Reflect.ownKeys(given).filter((key) => typeof key !== 'string' || !PLANNING_KEYS.includes(key))
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `withPlanMode option planning has unknown key(s) ${unknown.map(String).join(', ')} — planning is { model, providerOptions? }`,
+    )
+  }
+  const { model, providerOptions } = given
+  const version = typeof model === 'object' ? (model as { specificationVersion?: unknown }).specificationVersion : undefined
+  if (!(typeof model === 'string' && model.trim() !== '') && version !== 'v3' && version !== 'v2') {
+    throw new TypeError(
+      `withPlanMode option planning.model must be a language model (specificationVersion v3 or v2) or a model id string; got ${describeValue(model)}`,
+    )
+  }
+  if (providerOptions !== undefined && (providerOptions === null || typeof providerOptions !== 'object' || Array.isArray(providerOptions))) {
+    throw new TypeError(
+      `withPlanMode option planning.providerOptions must be an object of options by provider name; got ${describeValue(providerOptions)}`,
+    )
+  }
+  return {
+    model: model as LanguageModel,
+    ...(providerOptions === undefined ? {} : { providerOptions: providerOptions as StepProviderOptions }),
+  }
+}
+
+/** A wrong option value, for an error message: its JSON for a string, else its kind. */
+function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value === 'object') return 'an object without a specificationVersion of v3 or v2'
+  return typeof value
+}
+
+/**
+ * The host's tools with each `execute` behind the guard (R88): the same fields otherwise, so the
+ * model sees the same catalog. A streaming tool (`async *execute`) stays a stream: the guard
+ * decides before its first value. A tool without `execute` runs on the client and passes as it is.
+ */
+function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent: PlanAgent): TOOLS {
+  const guarded: ToolSet = {}
+  for (const [name, original] of Object.entries(tools)) {
+    const execute = original.execute
+    if (typeof execute !== 'function') {
+      guarded[name] = original
+      continue
+    }
+    const readOnly = isReadOnlyTool(original)
+    const call = (toolCallId: string) => ({ tool: name, callId: toolCallId, readOnly })
+    guarded[name] = {
+      ...original,
+      execute: isAsyncGeneratorFunction(execute)
+        ? async function* (input: unknown, options: ToolCallOptions) {
+            await guard.check(agent, call(options.toolCallId))
+            yield* execute.call(original, input, options) as AsyncIterable<unknown>
+          }
+        : (input: unknown, options: ToolCallOptions) => guard.run(agent, call(options.toolCallId), () => execute.call(original, input, options)),
+    } as Tool
+  }
+  return guarded as TOOLS
+}
+
+/** Whether `fn` is an `async function*` (its calls return a stream, not a promise). */
+const isAsyncGeneratorFunction = (fn: unknown) => Object.prototype.toString.call(fn) === '[object AsyncGeneratorFunction]'
 
 /** The step's system prompt (R18): the base, then the section, a blank line apart. */
 function composeSystem(system: string | undefined, section: string): string | undefined {

@@ -24,6 +24,24 @@ export const COMMAND_RUN_EVENT = 'command/run'
 /** A host command run's outcome, folded by the projection (R58). */
 export const COMMAND_DONE_EVENT = 'command/done'
 
+/**
+ * A tool broke plan mode (R90): the opt-in guard (`/guard`) saw a side-effecting tool called while
+ * the state in force was active. Telemetry only: no reader of plan state takes it (R70).
+ */
+export const PLAN_VIOLATION_EVENT = 'plan/violation'
+
+/** What the guard did with a call that broke plan mode (R89). */
+export type ViolationAction = 'observed' | 'blocked'
+
+/** Payload of `plan/violation` (R90). */
+export interface PlanViolationData {
+  /** The tool's name, as the model called it. */
+  tool: string
+  /** The framework's id of the call. */
+  callId: string
+  action: ViolationAction
+}
+
 /** Payload of `plan/mode`. */
 export interface PlanModeData {
   active: boolean
@@ -51,6 +69,8 @@ export interface PlanReviewData {
   callId?: string
   /** The outcome was given to the model in the exit call's result, not at a step boundary (R81). */
   toldInResult?: boolean
+  /** A headless review policy decided the outcome, not the user (R94, R95); a user's record has no `by`. */
+  by?: 'policy'
 }
 
 /** A durable review the log holds open (R79): what `openReview` returns, and the call it came from. */
@@ -175,7 +195,7 @@ export interface PlanLogFold {
 
 /** How a timeline shows a log event: a tone (its family), a short label and a detail line. */
 export interface PlanLogLine {
-  tone: 'mode' | 'review' | 'turn' | 'command' | 'log'
+  tone: 'mode' | 'review' | 'turn' | 'command' | 'violation' | 'log'
   label: string
   detail: string
 }
@@ -293,12 +313,14 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
         outcome: data.outcome as ReviewOutcome,
         ...(typeof data.feedback === 'string' ? { feedback: data.feedback } : {}),
         toldInResult: data.toldInResult === true,
+        ...(data.by === 'policy' ? { by: 'policy' as const } : {}),
       }
     },
+    // A headless policy's decision shows as such: `approved (by policy)` (R94, R95).
     describe: (data) => ({
       tone: 'review',
-      label: `plan/review ${text(data.outcome) ?? '?'}`,
-      detail: `${String(data.outcome)} "${String(data.title)}"${typeof data.feedback === 'string' ? ` — ${data.feedback}` : ''}`,
+      label: `plan/review ${text(data.outcome) ?? '?'}${data.by === 'policy' ? ' (by policy)' : ''}`,
+      detail: `${String(data.outcome)}${data.by === 'policy' ? ' (by policy)' : ''} "${String(data.title)}"${typeof data.feedback === 'string' ? ` — ${data.feedback}` : ''}`,
     }),
   }),
   [TURN_START_EVENT]: kind({
@@ -352,9 +374,18 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       detail: `${String(data.kind)}: ${String(data.text ?? '')}`,
     }),
   }),
+  [PLAN_VIOLATION_EVENT]: kind({
+    meaning: 'A side-effecting tool was called while plan mode was in force, observed or blocked by the opt-in guard (R89, R90); telemetry only.',
+    describe: (data) => ({
+      tone: 'violation',
+      label: `plan/violation ${text(data.action) ?? '?'}`,
+      detail: `${String(data.action)} ${String(data.tool)}${typeof data.callId === 'string' ? ` (call ${data.callId})` : ''}`,
+    }),
+  }),
 }
 
 const PLAN_MODE_KIND = PLAN_LOG_KINDS[PLAN_MODE_EVENT]!
+const PLAN_VIOLATION_KIND = PLAN_LOG_KINDS[PLAN_VIOLATION_EVENT]!
 const PLAN_REVIEW_KIND = PLAN_LOG_KINDS[PLAN_REVIEW_EVENT]!
 const TURN_START_KIND = PLAN_LOG_KINDS[TURN_START_EVENT]!
 const TURN_END_KIND = PLAN_LOG_KINDS[TURN_END_EVENT]!
@@ -384,6 +415,8 @@ function kindOf(type: string): PlanLogKind | undefined {
       return COMMAND_RUN_KIND
     case 'command/done':
       return COMMAND_DONE_KIND
+    case 'plan/violation':
+      return PLAN_VIOLATION_KIND
     default:
       return undefined
   }

@@ -1,6 +1,6 @@
 import { fromPromise, type AnyActorRef } from 'xstate'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, type PlanReviewData } from '../log/kinds.js'
-import { REVIEW_MESSAGES, errorMessage, isDismissal, keepPlanningMessage, readReviewAnswer } from '../plan/review.js'
+import { REVIEW_MESSAGES, errorMessage, isDismissal, isPolicyDismissal, keepPlanningMessage, readReviewAnswer } from '../plan/review.js'
 import type { ReviewAnswer } from '../types.js'
 import type { PlanModeEvent, ReviewResult } from './planMode.events.js'
 
@@ -93,6 +93,8 @@ export function recordReview({ context, self }: EffectArgs): void {
     plan,
     ...(result?.feedback !== undefined ? { feedback: result.feedback } : {}),
     ...(result?.toldInResult === true ? { toldInResult: true } : {}),
+    // A headless policy's decision is never taken for a user's (R94, R95); a user's record has no `by`.
+    ...(result?.by === 'policy' ? { by: 'policy' as const } : {}),
   }
   startAppend(context.ports, self, PLAN_REVIEW_EVENT, data, { type: 'REVIEW.RECORDED' }, (error) => ({
     type: 'REVIEW.RECORD_FAILED',
@@ -139,13 +141,16 @@ export function forgetPending({ context }: EffectArgs): void {
 export const askReview = fromPromise<ReviewResult, { ports: PlanModePorts; plan: string }>(async ({ input, signal }) => {
   try {
     const verdict = readReviewAnswer(await input.ports.ask(input.plan, signal))
-    if (verdict.outcome === 'approved') return { outcome: 'approved' }
+    const by = verdict.by === 'policy' ? ({ by: 'policy' } as const) : {} // a headless policy answered (R94)
+    if (verdict.outcome === 'approved') return { outcome: 'approved', ...by }
     return verdict.feedback === undefined
-      ? { outcome: 'keep-planning', error: keepPlanningMessage(undefined) }
-      : { outcome: 'keep-planning', error: keepPlanningMessage(verdict.feedback), feedback: verdict.feedback }
+      ? { outcome: 'keep-planning', error: keepPlanningMessage(undefined), ...by }
+      : { outcome: 'keep-planning', error: keepPlanningMessage(verdict.feedback), feedback: verdict.feedback, ...by }
   } catch (error) {
     try {
-      if (isDismissal(error)) return { outcome: 'dismissed', error: REVIEW_MESSAGES.dismissed }
+      if (isDismissal(error)) {
+        return { outcome: 'dismissed', error: REVIEW_MESSAGES.dismissed, ...(isPolicyDismissal(error) ? { by: 'policy' as const } : {}) }
+      }
       return { outcome: 'failed', error: errorMessage(error) }
     } catch {
       // Even the failure cannot be read (a hostile error object).

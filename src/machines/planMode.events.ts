@@ -15,7 +15,8 @@ export type PlanModeEvent =
   | { type: 'REVIEW.OPEN'; plan: string; owner: unknown; hasChannel: boolean; durable?: { reviewId: string; callId?: string } }
   /**
    * `answerReview`: the user's answer to the durable review `reviewId` (R80), as R44 and R45 read
-   * it; `toldInResult` when the host gives the outcome to the model in the call's result (R81).
+   * it, or a headless policy's decision (R95); `toldInResult` when the host gives the outcome to
+   * the model in the call's result (R81).
    */
   | { type: 'REVIEW.ANSWER'; reviewId: string; verdict: ReviewVerdict; toldInResult: boolean }
   /** The exit tool call's own signal aborted (R46); `review` is the number of the review it opened. */
@@ -33,7 +34,7 @@ export type PlanModeEvent =
   /** A durable review's request (R79), the chart's own or another process's. */
   | { type: 'LOG.REVIEW_REQUESTED'; review: OpenPlanReview }
   /** A record closing a durable review (R80), the chart's own or another process's. */
-  | { type: 'LOG.REVIEW_CLOSED'; reviewId: string; outcome: ReviewOutcome; feedback?: string; toldInResult: boolean }
+  | { type: 'LOG.REVIEW_CLOSED'; reviewId: string; outcome: ReviewOutcome; feedback?: string; toldInResult: boolean; by?: 'policy' }
   /** The log's answer to the chart's own appends (sent back by the append effects). */
   | { type: 'PLAN_MODE.APPENDED' }
   | { type: 'PLAN_MODE.APPEND_FAILED'; error: unknown }
@@ -59,6 +60,8 @@ export interface ReviewResult {
   feedback?: string
   /** A durable review's outcome the host gives the model in the call's result (R81). */
   toldInResult?: boolean
+  /** A headless review policy decided the outcome, not the user: the record says so (R94, R95). */
+  by?: 'policy'
 }
 
 /**

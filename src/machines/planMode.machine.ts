@@ -146,13 +146,17 @@ function newsOf(result: ReviewResult): ReviewNews | null {
   return result.outcome === 'approved' || result.outcome === 'superseded' ? { outcome: result.outcome } : null
 }
 
-/** A recorded outcome as a review result: what a call would have failed with (R45, R48). */
-function resultOfRecord(outcome: ReviewOutcome, feedback: string | undefined, toldInResult: boolean): ReviewResult {
+/**
+ * A recorded outcome as a review result: what a call would have failed with (R45, R48), and who
+ * decided it when a headless policy did (R94, R95).
+ */
+function resultOfRecord(outcome: ReviewOutcome, feedback: string | undefined, toldInResult: boolean, by?: 'policy'): ReviewResult {
   const told = toldInResult ? { toldInResult } : {}
-  if (outcome === 'approved') return { outcome, ...told }
-  if (outcome === 'keep-planning') return { outcome, error: closedReviewMessage(outcome, feedback), ...(feedback === undefined ? {} : { feedback }), ...told }
+  const policy = by === 'policy' ? { by } : {}
+  if (outcome === 'approved') return { outcome, ...told, ...policy }
+  if (outcome === 'keep-planning') return { outcome, error: closedReviewMessage(outcome, feedback), ...(feedback === undefined ? {} : { feedback }), ...told, ...policy }
   // A durable review's record carries no error text: its outcome's own text, as a call would fail with it.
-  return { outcome, error: closedReviewMessage(outcome), ...told }
+  return { outcome, error: closedReviewMessage(outcome), ...told, ...policy }
 }
 
 /** The tag of every state in which a log append is in flight. */
@@ -445,15 +449,12 @@ const planModeSetup = setup({
         lastClosed?.reviewId === event.reviewId ? answerClosedMessage(event.reviewId, lastClosed.outcome) : answerNotOpenMessage(event.reviewId)
       return { result: { operation: 'answer' as const, refused } }
     }),
-    /** The answer, read as R44 and R45 read a channel's (R80). */
+    /** The answer, read as R44 and R45 read a channel's (R80), or a headless policy's decision (R95). */
     decideAnswer: assign(({ context, event }) => {
       if (event.type !== 'REVIEW.ANSWER' || context.review === null) return {}
       const { verdict } = event
-      const told = event.toldInResult ? { toldInResult: true } : {}
-      const result: ReviewResult =
-        verdict.outcome === 'approved'
-          ? { outcome: 'approved', ...told }
-          : { ...resultOfRecord('keep-planning', verdict.feedback, false), ...told }
+      const feedback = verdict.outcome === 'keep-planning' ? verdict.feedback : undefined
+      const result = resultOfRecord(verdict.outcome, feedback, event.toldInResult, verdict.by)
       return {
         review: { ...context.review, result, answering: true },
         result: { operation: 'answer' as const, answering: context.review.number },
@@ -462,12 +463,12 @@ const planModeSetup = setup({
     /** Another process recorded the open review's outcome: it closes with that outcome (R80). */
     adoptOutcome: assign(({ context, event }) => {
       if (event.type !== 'LOG.REVIEW_CLOSED' || context.review === null) return {}
-      return { review: { ...context.review, result: resultOfRecord(event.outcome, event.feedback, event.toldInResult) } }
+      return { review: { ...context.review, result: resultOfRecord(event.outcome, event.feedback, event.toldInResult, event.by) } }
     }),
     /** The log holds a record of this review while ours is in flight: the first one wins (R80). */
     noteRecorded: assign(({ context, event }) => {
       if (event.type !== 'LOG.REVIEW_CLOSED' || context.review === null || context.review.recorded !== undefined) return {}
-      return { review: { ...context.review, recorded: resultOfRecord(event.outcome, event.feedback, event.toldInResult) } }
+      return { review: { ...context.review, recorded: resultOfRecord(event.outcome, event.feedback, event.toldInResult, event.by) } }
     }),
     /**
      * An answer's record failed: the answer fails with the log's error, the review stays open (R80),
@@ -505,8 +506,10 @@ const planModeSetup = setup({
       const recorded = review?.recorded
       const own = review?.result
       if (review === null || recorded === undefined || own == null) return {}
-      // Told in the result or not is part of the outcome: the model hears it once (R81).
-      if (recorded.outcome === own.outcome && recorded.feedback === own.feedback && recorded.toldInResult === own.toldInResult) return {}
+      // Told in the result or not is part of the outcome: the model hears it once (R81); so is who decided it (R95).
+      const same =
+        recorded.outcome === own.outcome && recorded.feedback === own.feedback && recorded.toldInResult === own.toldInResult && recorded.by === own.by
+      if (same) return {}
       return { review: { ...review, result: recorded, lost: true } }
     }),
     /** An answer's record failed, but another record closed the review meanwhile: that one is the outcome, and the answer fails with the log's error (R80). */

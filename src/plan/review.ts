@@ -8,7 +8,7 @@ import type { ReviewOutcome } from '../log/kinds.js'
  */
 
 /** The label that consents (R43, R44). */
-const APPROVE_LABEL = 'Approve'
+export const APPROVE_LABEL = 'Approve'
 /** The label that keeps planning (R43). */
 const KEEP_PLANNING_LABEL = 'Keep planning'
 /** A plan larger than this (UTF-8 bytes) is refused (R42.5). */
@@ -82,20 +82,39 @@ export function reviewQuestion(plan: string): ReviewQuestion {
   }
 }
 
-/** How an answered review ended: consent, or keep planning with optional feedback (R44, R45). */
-export type ReviewVerdict = { outcome: 'approved' } | { outcome: 'keep-planning'; feedback?: string }
+/**
+ * How an answered review ended: consent, or keep planning with optional feedback (R44, R45); `by:
+ * 'policy'` when a headless review policy answered, not the user (R94, R95).
+ */
+export type AnswerVerdict = { outcome: 'approved'; by?: 'policy' } | { outcome: 'keep-planning'; feedback?: string; by?: 'policy' }
+
+/** What `answerReview` and a headless policy close a durable review with: an answer, or a policy's dismissal (R80, R95). */
+export type ReviewVerdict = AnswerVerdict | { outcome: 'dismissed'; by: 'policy' }
 
 const isBlank = (text: string | undefined) => text === undefined || text.trim() === ''
 
-/** Reads an answer (R44, R45): anything but a clean single `Approve` keeps planning. */
-export function readReviewAnswer(answer: ReviewAnswer | undefined): ReviewVerdict {
+/**
+ * Reads an answer (R44, R45): anything but a clean single `Approve` keeps planning. The answer's
+ * `by: 'policy'` is kept (R94); any other `by` is not read.
+ */
+export function readReviewAnswer(answer: ReviewAnswer | undefined): AnswerVerdict {
+  const by = answer?.by === 'policy' ? ({ by: 'policy' } as const) : {}
   const items = (Array.isArray(answer?.answers) ? answer.answers : []).filter((item) => item?.id === 'plan-review')
-  if (items.length !== 1) return { outcome: 'keep-planning' }
+  if (items.length !== 1) return { outcome: 'keep-planning', ...by }
   const [item] = items as [ReviewAnswer['answers'][number]]
   const custom = typeof item.custom === 'string' ? item.custom : undefined
   const selected = Array.isArray(item.selected) ? item.selected : []
-  if (selected.length === 1 && selected[0] === APPROVE_LABEL && isBlank(custom)) return { outcome: 'approved' }
-  return isBlank(custom) ? { outcome: 'keep-planning' } : { outcome: 'keep-planning', feedback: custom! }
+  if (selected.length === 1 && selected[0] === APPROVE_LABEL && isBlank(custom)) return { outcome: 'approved', ...by }
+  return isBlank(custom) ? { outcome: 'keep-planning', ...by } : { outcome: 'keep-planning', feedback: custom!, ...by }
+}
+
+/** Whether a channel's dismissal (R46) came from a headless review policy, not the user (R94). */
+export function isPolicyDismissal(error: unknown): boolean {
+  try {
+    return (error as { by?: unknown } | null | undefined)?.by === 'policy'
+  } catch {
+    return false // an unreadable `by` is no claim: the user's dismissal (R46)
+  }
 }
 
 /** `answerReview` names no open durable review (R80). */

@@ -40,7 +40,7 @@ export interface LogReading {
 
 /** A log event as the session's story tells it: what the user did, what the model was told, reviews, turns. */
 export interface StoryLine {
-  tone: 'mode' | 'review' | 'turn' | 'command' | 'notice' | 'log'
+  tone: 'mode' | 'review' | 'turn' | 'command' | 'notice' | 'violation' | 'log'
   label: string
   detail: string
 }

@@ -1,0 +1,123 @@
+import { jsonSchema, tool, type ToolSet } from 'ai'
+import { afterEach, describe, expect, it } from 'vitest'
+import { withPlanMode } from '../src/adapters/ai-sdk.js'
+import { createPlanGuard, readOnlyTool, type GuardAction } from '../src/guard/index.js'
+import { createMemorySessionLog, createPlanMode, type PlanAgent, type PlanMode } from '../src/index.js'
+import { runLoop, scriptedModel, type LoopKind } from './fixtures/ai-sdk-model.js'
+
+const SECTION = 'Plan mode is on: explore read-only, then present the plan with exit_plan_mode.'
+const BLOCKED = 'write_file is not available in plan mode; present your plan with exit_plan_mode first.'
+const LOOPS: LoopKind[] = ['generateText', 'streamText']
+
+const services: PlanMode[] = []
+afterEach(async () => {
+  await Promise.all(services.splice(0).map((service) => service.dispose()))
+})
+
+/**
+ * An agent in plan mode with a guarded AI SDK loop: `write_file` (side-effecting, unclassified),
+ * `read_file` (`readOnly: true`), `search` (an MCP-style tool with `readOnlyHint`), and
+ * `stream_log` (a side-effecting streaming tool), each noting that it ran.
+ */
+async function setup(action: GuardAction | undefined) {
+  const session = createMemorySessionLog()
+  const planMode = createPlanMode({ section: SECTION })
+  services.push(planMode)
+  const agent: PlanAgent = { id: 'agent-1', session }
+  const ran: string[] = []
+  const input = jsonSchema<{ path: string }>({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'] })
+  const tools = {
+    write_file: tool({ description: 'Write a file.', inputSchema: input, execute: async ({ path }) => (ran.push(`write ${path}`), 'written') }),
+    read_file: readOnlyTool(tool({ description: 'Read a file.', inputSchema: input, execute: async ({ path }) => (ran.push(`read ${path}`), 'contents') })),
+    // An MCP tool as a client hands it over: its server's annotations ride on the tool.
+    search: Object.assign(tool({ description: 'Search.', inputSchema: input, execute: async ({ path }) => (ran.push(`search ${path}`), 'found') }), {
+      annotations: { readOnlyHint: true },
+    }),
+    stream_log: tool({
+      description: 'Stream a log.',
+      inputSchema: input,
+      async *execute({ path }) {
+        ran.push(`stream ${path}`)
+        yield 'streamed'
+      },
+    }),
+    // The user's click, simulated as a tool: classified read-only, else the guard blocks it too.
+    plan_off: readOnlyTool(
+      tool({
+        description: 'The user types /plan off.',
+        inputSchema: jsonSchema<Record<string, never>>({ type: 'object', properties: {} }),
+        execute: async () => (await planMode.command.run({ agent, rawInput: 'off' })).text,
+      }),
+    ),
+  } satisfies ToolSet
+  await planMode.set(agent, true)
+  const guard = action === undefined ? undefined : createPlanGuard({ planMode, action })
+  const plan = withPlanMode({ planMode, agent, tools, ...(guard ? { guard } : {}) })
+  const violations = () => session.events.filter((e) => e.type === 'plan/violation').map((e) => e.data)
+  return { plan, ran, violations, session }
+}
+
+describe.each(LOOPS)('R89, R90: a guarded AI SDK agent whose model writes while planning (%s)', (loop) => {
+  const writeThenRead = [
+    { toolCalls: [{ name: 'write_file', input: { path: 'src/app.ts' } }] },
+    { toolCalls: [{ name: 'read_file', input: { path: 'src/app.ts' } }, { name: 'search', input: { path: 'cache' } }] },
+    { text: 'Done.' },
+  ]
+
+  it('R89, R90: observe: the write runs, recorded as observed; read-only tools run unrecorded', async () => {
+    const { plan, ran, violations } = await setup('observe')
+    const { model, requests } = scriptedModel(writeThenRead)
+    const turn = await runLoop(loop, plan, model, [{ role: 'user', content: 'Add a cache.' }], 5)
+    expect(ran).toEqual(['write src/app.ts', 'read src/app.ts', 'search cache'])
+    expect(turn.toolErrors).toEqual([])
+    expect(violations()).toEqual([{ tool: 'write_file', callId: expect.stringMatching(/^call-0-0-/), action: 'observed' }])
+    expect(requests()[1]!.toolResults).toEqual([{ toolName: 'write_file', output: { type: 'text', value: 'written' } }])
+  })
+
+  it('R89, R90: block: the write does not run; the model receives exactly the blocked message', async () => {
+    const { plan, ran, violations } = await setup('block')
+    const { model, requests } = scriptedModel(writeThenRead)
+    const turn = await runLoop(loop, plan, model, [{ role: 'user', content: 'Add a cache.' }], 5)
+    expect(ran).toEqual(['read src/app.ts', 'search cache'])
+    expect(turn.toolErrors).toEqual([BLOCKED])
+    expect(requests()[1]!.toolResults).toEqual([{ toolName: 'write_file', output: { type: 'error-text', value: BLOCKED } }])
+    expect(violations()).toEqual([{ tool: 'write_file', callId: expect.stringMatching(/^call-0-0-/), action: 'blocked' }])
+  })
+
+  it('R89: a streaming side-effecting tool is blocked before its first value', async () => {
+    const { plan, ran, violations } = await setup('block')
+    const { model, requests } = scriptedModel([{ toolCalls: [{ name: 'stream_log', input: { path: 'x' } }] }, { text: 'Done.' }])
+    await runLoop(loop, plan, model, [{ role: 'user', content: 'Go.' }], 3)
+    expect(ran).toEqual([])
+    expect(requests()[1]!.toolResults).toEqual([
+      { toolName: 'stream_log', output: { type: 'error-text', value: 'stream_log is not available in plan mode; present your plan with exit_plan_mode first.' } },
+    ])
+    expect(violations()).toEqual([{ tool: 'stream_log', callId: expect.stringMatching(/^call-0-0-/), action: 'blocked' }])
+  })
+
+  it('R89: after a mid-turn /plan off, the write of the next step runs: the guard follows the state in force', async () => {
+    const { plan, ran, violations } = await setup('block')
+    const { model } = scriptedModel([
+      { toolCalls: [{ name: 'plan_off', input: {} }, { name: 'write_file', input: { path: 'a.ts' } }] },
+      { toolCalls: [{ name: 'write_file', input: { path: 'b.ts' } }] },
+      { text: 'Done.' },
+    ])
+    const turn = await runLoop(loop, plan, model, [{ role: 'user', content: 'Go.' }], 5)
+    // Step 0's write ran while plan mode was still in force (the leave applies at the next step).
+    expect(turn.toolErrors).toEqual([BLOCKED])
+    expect(ran).toEqual(['write b.ts'])
+    expect(violations()).toEqual([{ tool: 'write_file', callId: expect.stringMatching(/^call-0-1-/), action: 'blocked' }])
+  })
+
+  it('R88, R40: the model sees the same catalog with and without a guard, in both states', async () => {
+    const catalogs: unknown[] = []
+    for (const action of [undefined, 'block', 'observe'] as const) {
+      const { plan } = await setup(action)
+      const { model, requests } = scriptedModel([{ text: 'Hi.' }])
+      await runLoop(loop, plan, model, [{ role: 'user', content: 'Hi.' }], 1)
+      catalogs.push(requests()[0]!.tools)
+    }
+    expect(catalogs[1]).toEqual(catalogs[0])
+    expect(catalogs[2]).toEqual(catalogs[0])
+  })
+})

@@ -1,0 +1,266 @@
+import fc from 'fast-check'
+import { afterEach, describe, expect, it } from 'vitest'
+import { formatReport, inspectEvents } from '../cli/inspect.js'
+import { styles } from '../cli/io.js'
+import { createPlanModeInspector, type InspectionMessage } from '../src/adapters/inspect.js'
+import { blockedToolMessage, createPlanGuard, foldViolations, isReadOnlyTool, readOnlyTool, type GuardAction, type PlanGuard } from '../src/guard/index.js'
+import { createMemorySessionLog, createPlanMode, PLAN_VIOLATION_EVENT, type PlanAgent, type PlanMode, type SessionLog } from '../src/index.js'
+import { createLogReader } from '../visualizer/log-reading.js'
+import { SECTION } from './helpers.js'
+
+const BLOCKED = 'write_file is not available in plan mode; present your plan with exit_plan_mode first.'
+
+const services: PlanMode[] = []
+afterEach(async () => {
+  await Promise.all(services.splice(0).map((service) => service.dispose()))
+})
+
+/** A service, one agent on a memory log, a guard with `action`, and the warnings its logger got. */
+function setup(action: GuardAction, session: SessionLog = createMemorySessionLog()) {
+  const warnings: unknown[][] = []
+  const planMode = createPlanMode({ section: SECTION }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+  services.push(planMode)
+  const agent: PlanAgent = { id: 'agent-1', session }
+  const guard = createPlanGuard({ planMode, action, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+  /** A write tool: it logs that it ran, so the log shows what came first. */
+  const write = (callId: string) =>
+    guard.run(agent, { tool: 'write_file', callId, readOnly: false }, () => {
+      session.append('tool/ran', { callId })
+      return 'written'
+    })
+  const types = () => session.events.map((e) => e.type)
+  return { planMode, agent, guard, session, warnings, write, types }
+}
+
+describe('R88: the guard is opt-in, configured by the host, and classifies tools', () => {
+  it('R88: isReadOnlyTool reads readOnly, then MCP annotations.readOnlyHint; anything else (or unreadable) is side-effecting; readOnlyTool marks a copy', () => {
+    expect(isReadOnlyTool({ readOnly: true })).toBe(true)
+    expect(isReadOnlyTool({ readOnly: false, annotations: { readOnlyHint: true } })).toBe(false)
+    expect(isReadOnlyTool({ annotations: { readOnlyHint: true } })).toBe(true)
+    expect(isReadOnlyTool({ annotations: { readOnlyHint: 'yes' } })).toBe(false)
+    expect(isReadOnlyTool({ annotations: null })).toBe(false)
+    expect(isReadOnlyTool({ description: 'writes a file' })).toBe(false)
+    expect(isReadOnlyTool(undefined)).toBe(false)
+    const hostile = Object.defineProperty({}, 'readOnly', { get: () => { throw new Error('no') } })
+    expect(isReadOnlyTool(hostile)).toBe(false)
+    const write = { description: 'Write.', readOnly: false }
+    expect(readOnlyTool(write)).toEqual({ description: 'Write.', readOnly: true })
+    expect(write.readOnly).toBe(false) // a copy: the host's tool is untouched
+  })
+
+  it('R88: createPlanGuard refuses a missing service and an action other than observe or block, with exact TypeErrors', () => {
+    const planMode = createPlanMode({ section: SECTION })
+    services.push(planMode)
+    expect(() => createPlanGuard({ action: 'block' } as never)).toThrow(new TypeError('plan guard needs a plan-mode service (createPlanMode)'))
+    expect(() => createPlanGuard({ planMode, action: 'warn' } as never)).toThrow(new TypeError(`plan guard action must be 'observe' or 'block'; got "warn"`))
+    expect(() => createPlanGuard({ planMode } as never)).toThrow(new TypeError(`plan guard action must be 'observe' or 'block'; got undefined`))
+    expect(createPlanGuard({ planMode, action: 'observe' }).action).toBe('observe')
+  })
+})
+
+describe('R89, R90: a side-effecting call while plan mode is in force is observed or blocked, and recorded', () => {
+  it('R89, R90: observe: the call runs after its plan/violation record', async () => {
+    const { planMode, agent, write, types, session } = setup('observe')
+    await planMode.set(agent, true)
+    await expect(write('call-1')).resolves.toBe('written')
+    expect(types()).toEqual(['plan/mode', 'plan/violation', 'tool/ran'])
+    expect(session.events[1]!.data).toEqual({ tool: 'write_file', callId: 'call-1', action: 'observed' })
+  })
+
+  it('R89, R90: block: the call does not run; it fails with the exact message after its record', async () => {
+    const { planMode, agent, write, types, session } = setup('block')
+    await planMode.set(agent, true)
+    await expect(write('call-1')).rejects.toThrow(new Error(BLOCKED))
+    expect(blockedToolMessage('write_file')).toBe(BLOCKED)
+    expect(types()).toEqual(['plan/mode', 'plan/violation'])
+    expect(session.events[1]!.data).toEqual({ tool: 'write_file', callId: 'call-1', action: 'blocked' })
+  })
+
+  it('R89: read-only calls, exit_plan_mode, and every call in the default mode run unrecorded', async () => {
+    const { planMode, agent, guard, types, write } = setup('block')
+    await expect(write('call-0')).resolves.toBe('written')
+    await planMode.set(agent, true)
+    await expect(guard.run(agent, { tool: 'read_file', callId: 'c1', readOnly: true }, () => 'read')).resolves.toBe('read')
+    await expect(guard.run(agent, { tool: 'exit_plan_mode', callId: 'c2', readOnly: false }, () => 'exit')).resolves.toBe('exit')
+    await expect(guard.check(agent, { tool: 'grep', callId: 'c3', readOnly: true })).resolves.toBeUndefined()
+    expect(types()).toEqual(['tool/ran', 'plan/mode'])
+  })
+
+  it('R89: the state in force is F: a /plan off queued mid-turn still guards until the boundary, a queued /plan does not guard before it', async () => {
+    const { planMode, agent, session, write, types } = setup('block')
+    await planMode.set(agent, true)
+    session.append('turn/start', {})
+    await planMode.stepBoundary(agent)
+    expect(await planMode.set(agent, false)).toBe('queued')
+    await expect(write('c1')).rejects.toThrow(BLOCKED)
+    await planMode.stepBoundary(agent)
+    await expect(write('c2')).resolves.toBe('written')
+    expect(await planMode.set(agent, true)).toBe('queued')
+    await expect(write('c3')).resolves.toBe('written')
+    await planMode.stepBoundary(agent)
+    await expect(write('c4')).rejects.toThrow(BLOCKED)
+    expect(types()).toEqual(['plan/mode', 'turn/start', 'plan/violation', 'plan/mode', 'tool/ran', 'tool/ran', 'plan/mode', 'plan/violation'])
+  })
+
+  it('R90: the guard never writes plan state: F, P, K, the section and the log\'s plan events are those of an unguarded twin (property)', async () => {
+    type Op = { kind: 'set'; active: boolean } | { kind: 'turn'; open: boolean } | { kind: 'boundary' } | { kind: 'call'; readOnly: boolean }
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      fc.record({ kind: fc.constant('set' as const), active: fc.boolean() }),
+      fc.record({ kind: fc.constant('turn' as const), open: fc.boolean() }),
+      fc.record({ kind: fc.constant('boundary' as const) }),
+      fc.record({ kind: fc.constant('call' as const), readOnly: fc.boolean() }),
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom<GuardAction>('observe', 'block'), fc.array(op, { maxLength: 25 }), async (action, ops) => {
+        const guarded = setup(action)
+        const twin = setup(action)
+        let call = 0
+        for (const step of ops) {
+          for (const side of [guarded, twin]) {
+            if (step.kind === 'set') await side.planMode.set(side.agent, step.active)
+            else if (step.kind === 'turn') side.session.append(step.open ? 'turn/start' : 'turn/end', {})
+            else if (step.kind === 'boundary') await side.planMode.stepBoundary(side.agent)
+          }
+          if (step.kind === 'call') {
+            call++
+            await guarded.guard.run(guarded.agent, { tool: 'write_file', callId: `c${call}`, readOnly: step.readOnly }, () => 'ran').catch(() => {})
+          }
+          expect(guarded.planMode.get(guarded.agent)).toEqual(twin.planMode.get(twin.agent))
+          expect(guarded.planMode.section(guarded.agent)).toBe(twin.planMode.section(twin.agent))
+          const snapshot = (side: typeof guarded) => side.planMode.actor(side.agent).getSnapshot()
+          expect(snapshot(guarded).value).toEqual(snapshot(twin).value)
+        }
+        const plain = (session: SessionLog) => session.events.filter((e) => e.type !== PLAN_VIOLATION_EVENT).map((e) => [e.type, e.data])
+        expect(plain(guarded.session)).toEqual(plain(twin.session))
+        await Promise.all(services.splice(0).map((service) => service.dispose()))
+      }),
+      { numRuns: 150 },
+    )
+  })
+})
+
+describe('R91: the guard\'s faults are contained', () => {
+  function failingLog(): SessionLog {
+    const inner = createMemorySessionLog()
+    return {
+      get events() {
+        return inner.events
+      },
+      append: (type, data) => (type === PLAN_VIOLATION_EVENT ? Promise.reject(new Error('disk full')) : inner.append(type, data)),
+      subscribe: (listener) => inner.subscribe(listener),
+    }
+  }
+
+  it('R91: a record that cannot be appended is warned; observe still runs the call, block still refuses it', async () => {
+    for (const action of ['observe', 'block'] as const) {
+      const { planMode, agent, write, warnings, types } = setup(action, failingLog())
+      await planMode.set(agent, true)
+      if (action === 'observe') await expect(write('c1')).resolves.toBe('written')
+      else await expect(write('c1')).rejects.toThrow(BLOCKED)
+      expect(warnings).toEqual([['plan-mode: violation record failed', new Error('disk full')]])
+      expect(types()).toEqual(action === 'observe' ? ['plan/mode', 'tool/ran'] : ['plan/mode'])
+      // The actor goes on working.
+      expect(await planMode.set(agent, false)).toBe('committed')
+    }
+  })
+
+  it('R91: when the mode cannot be read, the guard warns and fails safe: block refuses the call, observe runs it unrecorded', async () => {
+    for (const action of ['observe', 'block'] as const) {
+      const { planMode, write, warnings, types } = setup(action)
+      await planMode.dispose()
+      if (action === 'observe') await expect(write('c1')).resolves.toBe('written')
+      else await expect(write('c1')).rejects.toThrow(BLOCKED)
+      expect(warnings).toEqual([['plan-mode: guard could not read the mode', new Error('plan-mode service is disposed')]])
+      expect(types()).toEqual(action === 'observe' ? ['tool/ran'] : ['plan/violation'])
+    }
+  })
+
+  it('R91: a logger that throws is ignored', async () => {
+    const session: SessionLog = { ...createMemorySessionLog(), append: () => Promise.reject(new Error('disk full')) }
+    const planMode = createPlanMode({ section: SECTION })
+    services.push(planMode)
+    const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
+    await planMode.set(agent, true)
+    const guard: PlanGuard = createPlanGuard({ planMode, action: 'observe', logger: { warn: () => { throw new Error('logger down') } } })
+    await expect(guard.run({ ...agent, session }, { tool: 'write_file', callId: 'c1', readOnly: false }, () => 'ran')).resolves.toBe('ran')
+  })
+})
+
+describe('R92: violations show up where people look', () => {
+  const log = createMemorySessionLog([
+    { type: 'plan/mode', data: { active: true } },
+    { type: 'plan/violation', data: { tool: 'write_file', callId: 'c1', action: 'observed' } },
+    { type: 'plan/violation', data: { tool: 'bash', callId: 'c2', action: 'blocked' } },
+    { type: 'plan/violation', data: { tool: 'write_file', callId: 'c3', action: 'blocked' } },
+    { type: 'plan/violation', data: { tool: '__proto__', callId: 'c4', action: 'blocked' } },
+    { type: 'plan/violation', data: { tool: 'bash', callId: 5, action: 'blocked' } },
+    { type: 'plan/violation', data: { tool: 'bash', callId: 'c6', action: 'ignored' } },
+    { type: 'plan/violation', data: null },
+  ])
+
+  it('R92: foldViolations counts totals and per tool and lists every readable record; unreadable ones are skipped', () => {
+    const fold = foldViolations(log.events)
+    expect(fold.observed).toBe(1)
+    expect(fold.blocked).toBe(3)
+    expect(Object.entries(fold.byTool)).toEqual([
+      ['write_file', { observed: 1, blocked: 1 }],
+      ['bash', { observed: 0, blocked: 1 }],
+      ['__proto__', { observed: 0, blocked: 1 }],
+    ])
+    expect(fold.entries).toEqual([
+      { seq: 2, tool: 'write_file', callId: 'c1', action: 'observed' },
+      { seq: 3, tool: 'bash', callId: 'c2', action: 'blocked' },
+      { seq: 4, tool: 'write_file', callId: 'c3', action: 'blocked' },
+      { seq: 5, tool: '__proto__', callId: 'c4', action: 'blocked' },
+    ])
+    expect(foldViolations([])).toEqual({ observed: 0, blocked: 0, byTool: {}, entries: [] })
+  })
+
+  it('R92: plan-mode inspect shows each record in its table and the violations after the reviews', () => {
+    const report = inspectEvents('session.jsonl', log.events.slice(0, 4))
+    expect(report.events.map((row) => row.detail)).toEqual(['active: true', 'observed write_file (call c1)', 'blocked bash (call c2)', 'blocked write_file (call c3)'])
+    const text = formatReport(report, styles(false))
+    expect(text.slice(text.indexOf('Plan reviews:'))).toBe(
+      [
+        'Plan reviews:',
+        '  none',
+        '',
+        'Plan-mode violations: 1 observed, 2 blocked',
+        '  write_file: 1 observed, 1 blocked',
+        '  bash: 0 observed, 1 blocked',
+        '  #2 write_file observed (call c1)',
+        '  #3 bash blocked (call c2)',
+        '  #4 write_file blocked (call c3)',
+        '',
+      ].join('\n'),
+    )
+    // A log without records (an unguarded agent's) gets no section.
+    expect(formatReport(inspectEvents('session.jsonl', log.events.slice(0, 1)), styles(false))).toMatch(/Plan reviews:\n  none\n$/)
+    expect(inspectEvents('session.jsonl', log.events, 2).violations.entries).toEqual([{ seq: 2, tool: 'write_file', callId: 'c1', action: 'observed' }])
+  })
+
+  it('R92: the visualizer\'s timeline tells a blocked and an observed call', () => {
+    const reader = createLogReader()
+    const stories = log.events.slice(1, 3).map((event) => reader.read('agent-1', event).story)
+    expect(stories).toEqual([
+      { tone: 'violation', label: 'Ran in plan mode: write_file', detail: 'call c1' },
+      { tone: 'violation', label: 'Blocked in plan mode: bash', detail: 'call c2' },
+    ])
+  })
+
+  it('R92: the inspection stream carries a guard\'s record as a plan-mode.log message', async () => {
+    const messages: InspectionMessage[] = []
+    const inspector = createPlanModeInspector({ send: (message) => messages.push(message) })
+    const { planMode, agent, write } = setup('block')
+    const unwatch = inspector.watch(agent, planMode.actor(agent))
+    await planMode.set(agent, true)
+    await write('c1').catch(() => {})
+    unwatch()
+    await inspector.stop()
+    const logged = messages.flatMap((m) => (m.type === 'plan-mode.log' ? [[m.event.type, m.event.data]] : []))
+    expect(logged).toEqual([
+      ['plan/mode', { active: true }],
+      ['plan/violation', { tool: 'write_file', callId: 'c1', action: 'blocked' }],
+    ])
+  })
+})
