@@ -9,7 +9,9 @@ import {
   EMPTY_PLAN_LOG_FOLD,
   foldPlanLogEvent,
   foldViolations,
-  PLAN_REVIEW_EVENT,
+  diffPlans,
+  formatPlanDiff,
+  planHistory,
   planProjection,
   type PlanLogFold,
   type SessionEvent,
@@ -32,14 +34,20 @@ export interface InspectRow {
   detail: string
 }
 
-/** One plan review (R49): the plan's version history. */
+/** One presented plan and how its review ended (R49, R96): the plan's version history. */
 export interface InspectReview {
+  /** The seq of the record that presented it. */
   seq: number
+  /** Its version within its planning episode (R96). */
+  version: number
   title: string
+  /** How the review ended, or `open`. */
   outcome: string
   feedback?: string
   /** `'policy'` when a headless review policy decided it, not the user (R94, R95). */
   by?: 'policy'
+  /** The change from the previous version (R97), as `formatPlanDiff` lines with 2 lines of context; absent for version 1. */
+  changes?: string[]
 }
 
 /** What `--json` prints. */
@@ -74,22 +82,11 @@ export function inspectEvents(file: string, events: readonly SessionEvent[], at?
   const end = at ?? last
   let fold: PlanLogFold = EMPTY_PLAN_LOG_FOLD
   const rows: InspectRow[] = []
-  const reviews: InspectReview[] = []
   for (const event of events) {
     if (event.seq > end) break
     fold = foldPlanLogEvent(fold, event)
     const view = planProjection.view(fold.projection)
     rows.push({ seq: event.seq, type: event.type, active: view.active, pending: view.pending, told: fold.told, detail: detail(event) })
-    if (event.type === PLAN_REVIEW_EVENT) {
-      const data = event.data as { title?: unknown; outcome?: unknown; feedback?: unknown; by?: unknown }
-      reviews.push({
-        seq: event.seq,
-        title: String(data.title ?? ''),
-        outcome: String(data.outcome ?? ''),
-        ...(typeof data.feedback === 'string' ? { feedback: data.feedback } : {}),
-        ...(data.by === 'policy' ? { by: 'policy' as const } : {}),
-      })
-    }
   }
   const view = planProjection.view(fold.projection)
   const shown = events.filter((event) => event.seq <= end)
@@ -98,7 +95,15 @@ export function inspectEvents(file: string, events: readonly SessionEvent[], at?
     at: end,
     events: rows,
     state: { active: view.active, pending: view.pending, told: fold.told, openTurn: fold.openTurn },
-    reviews,
+    reviews: planHistory(shown).map((presented) => ({
+      seq: presented.seq,
+      version: presented.version,
+      title: presented.title,
+      outcome: presented.outcome,
+      ...(presented.feedback !== undefined ? { feedback: presented.feedback } : {}),
+      ...(presented.by !== undefined ? { by: presented.by } : {}),
+      ...(presented.previous !== null ? { changes: formatPlanDiff(diffPlans(presented.previous, presented.plan), 2) } : {}),
+    })),
     violations: foldViolations(shown),
   }
 }
@@ -137,12 +142,16 @@ export function formatReport(report: InspectReport, s: Styles): string {
   lines.push('')
   lines.push(s.bold('Plan reviews:'))
   if (report.reviews.length === 0) lines.push('  none')
-  report.reviews.forEach((review, i) => {
+  for (const review of report.reviews) {
     // A headless policy's decision is never shown as a user's (R94, R95).
     const decided = `${review.outcome}${review.by === 'policy' ? ' (by policy)' : ''}`
     const outcome = review.outcome === 'approved' ? s.green(decided) : s.yellow(decided)
-    lines.push(`  ${i + 1}. #${review.seq} "${review.title}": ${outcome}${review.feedback !== undefined ? ` — ${review.feedback}` : ''}`)
-  })
+    lines.push(`  v${review.version} #${review.seq} "${review.title}": ${outcome}${review.feedback !== undefined ? ` — ${review.feedback}` : ''}`)
+    if (review.changes?.length === 0) lines.push(s.dim(`      (no change from v${review.version - 1})`))
+    for (const change of review.changes ?? []) {
+      lines.push(`      ${change.startsWith('+') ? s.green(change) : change.startsWith('-') ? s.red(change) : s.dim(change)}`.trimEnd())
+    }
+  }
   // Only a guarded agent's log holds violations (R92): other logs get no section to skip over.
   const { violations } = report
   if (violations.entries.length > 0) {

@@ -22,6 +22,7 @@ export {
   COMMAND_DONE_EVENT,
   PLAN_VIOLATION_EVENT,
   PLAN_LOG_KINDS,
+  presentsPlan,
   EMPTY_PLAN_LOG_FOLD,
   foldPlanMode,
   validatePlanModeEvent,
@@ -40,6 +41,8 @@ export {
   type ReviewNews,
   type ReviewFold,
 } from './log/kinds.js'
+export { createPlanHistory, planHistory, type PlanHistoryReader, type PresentedPlan } from './log/history.js'
+export { diffPlans, formatPlanDiff, type PlanDiffLine } from './plan/diff.js'
 export { foldViolations, type ViolationCounts, type ViolationEntry, type ViolationFold } from './log/violations.js'
 export { planProjection, type PlanProjection, type PlanProjectionState, type PlanProjectionView } from './log/projection.js'
 export { createMemorySessionLog, createMemoryCheckpointStore, type MemorySessionLogOptions } from './adapters/memory.js'

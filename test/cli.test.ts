@@ -166,7 +166,7 @@ describe('plan-mode inspect', () => {
     expect(result.lines).toContain(' 19  plan/mode       off           off  active: false')
   })
 
-  it('ends with the final state and the plan review history', async () => {
+  it('R96, R97: ends with the final state and the plan review history, each version with its changes from the previous one', async () => {
     const result = await run(['inspect', log, '--no-color'])
     expect(result.lines.slice(result.lines.indexOf('State at seq 24:'))).toEqual([
       'State at seq 24:',
@@ -176,8 +176,16 @@ describe('plan-mode inspect', () => {
       '  turn            idle',
       '',
       'Plan reviews:',
-      '  1. #16 "Add --json to the report command": keep-planning — Also document the flag in the README.',
-      '  2. #18 "Add --json to the report command (v2)": approved',
+      '  v1 #16 "Add --json to the report command": keep-planning — Also document the flag in the README.',
+      '  v2 #18 "Add --json to the report command (v2)": approved',
+      '      - # Add --json to the report command',
+      '      + # Add --json to the report command (v2)',
+      '',
+      '        1. Add a `--json` flag to `src/report.ts`.',
+      '        2. Print the totals with `JSON.stringify` when it is set.',
+      '      - 3. Test both outputs.',
+      '      + 3. Document the flag in the README.',
+      '      + 4. Test both outputs.',
       '',
     ])
   })
@@ -218,8 +226,23 @@ describe('plan-mode inspect', () => {
     })
     expect(report.state).toEqual({ active: true, pending: true, told: false, openTurn: true })
     expect(report.reviews).toEqual([
-      { seq: 16, title: 'Add --json to the report command', outcome: 'keep-planning', feedback: 'Also document the flag in the README.' },
-      { seq: 18, title: 'Add --json to the report command (v2)', outcome: 'approved' },
+      { seq: 16, version: 1, title: 'Add --json to the report command', outcome: 'keep-planning', feedback: 'Also document the flag in the README.' },
+      {
+        seq: 18,
+        version: 2,
+        title: 'Add --json to the report command (v2)',
+        outcome: 'approved',
+        changes: [
+          '- # Add --json to the report command',
+          '+ # Add --json to the report command (v2)',
+          '  ',
+          '  1. Add a `--json` flag to `src/report.ts`.',
+          '  2. Print the totals with `JSON.stringify` when it is set.',
+          '- 3. Test both outputs.',
+          '+ 3. Document the flag in the README.',
+          '+ 4. Test both outputs.',
+        ],
+      },
     ])
     expect(report.violations).toEqual({ observed: 0, blocked: 0, byTool: {}, entries: [] })
   })

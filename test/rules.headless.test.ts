@@ -288,9 +288,9 @@ describe('R94: headlessReview, a ready review channel for runs with nobody to as
     ])
     const report = inspectEvents('session.jsonl', log.events)
     expect(report.reviews).toEqual([
-      { seq: 2, title: TITLE, outcome: 'dismissed', by: 'policy' },
-      { seq: 3, title: TITLE, outcome: 'approved' },
-      { seq: 4, title: TITLE, outcome: 'approved', by: 'policy' },
+      { seq: 2, version: 1, title: TITLE, outcome: 'dismissed', by: 'policy' },
+      { seq: 3, version: 2, title: TITLE, outcome: 'approved', changes: [] },
+      { seq: 4, version: 3, title: TITLE, outcome: 'approved', by: 'policy', changes: [] },
     ])
     const lines = formatReport(report, styles(false)).split('\n')
     expect(lines.slice(1, 5)).toEqual([
@@ -300,11 +300,13 @@ describe('R94: headlessReview, a ready review channel for runs with nobody to as
       `  4  plan/review  on   yes      off  approved (by policy) "${TITLE}"`,
     ])
     const history = lines.indexOf('Plan reviews:')
-    expect(lines.slice(history, history + 5)).toEqual([
+    expect(lines.slice(history, history + 7)).toEqual([
       'Plan reviews:',
-      `  1. #2 "${TITLE}": dismissed (by policy)`,
-      `  2. #3 "${TITLE}": approved`,
-      `  3. #4 "${TITLE}": approved (by policy)`,
+      `  v1 #2 "${TITLE}": dismissed (by policy)`,
+      `  v2 #3 "${TITLE}": approved`,
+      '      (no change from v1)',
+      `  v3 #4 "${TITLE}": approved (by policy)`,
+      '      (no change from v2)',
       '',
     ])
   })

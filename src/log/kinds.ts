@@ -130,6 +130,16 @@ function foldReviewRecord(fold: ReviewFold, data: Record<string, unknown> | unde
   return { open: null, closed: { reviewId, outcome: outcome as ReviewOutcome }, news: newsOf(data) }
 }
 
+/**
+ * Whether a `plan/review` record presents a plan (R96): a channel review's record (one per plan
+ * the model presented, whatever its outcome) or a durable review's request. A durable review's
+ * closing record presents nothing new: its plan was presented by its request.
+ */
+export function presentsPlan(data: Record<string, unknown> | undefined): boolean {
+  if (data === undefined || typeof data.plan !== 'string') return false
+  return typeof data.reviewId === 'string' ? data.outcome === 'requested' : CLOSING_OUTCOMES.has(data.outcome)
+}
+
 /** A durable review's request record: what a log listener makes of it (R79). */
 function isReviewRequest(data: Record<string, unknown> | undefined): boolean {
   return data?.outcome === 'requested' && typeof data.reviewId === 'string'

@@ -1,0 +1,98 @@
+import type { SessionEvent } from '../types.js'
+import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, presentsPlan, type ReviewOutcome } from './kinds.js'
+
+/** One plan the model presented (R96), as the log tells it. */
+export interface PresentedPlan {
+  /** The seq of the record that presented it (a channel review's record, a durable request). */
+  seq: number
+  /** 1, 2, … within its planning episode (R96). */
+  version: number
+  title: string
+  plan: string
+  /** How its review ended, or `'open'` while a durable review waits for its answer. */
+  outcome: ReviewOutcome | 'open'
+  /** The keep-planning feedback, when there was some. */
+  feedback?: string
+  /** Set when a headless policy decided the outcome (R94, R95). */
+  by?: 'policy'
+  /** A durable review's id. */
+  reviewId?: string
+  /** The plan of the previous version in the same episode, or null for version 1. */
+  previous: string | null
+}
+
+/**
+ * The plan history of one log, read event by event (R96), for readers that follow a log live
+ * (the visualizer): `read` takes the next event and returns the plan it presented or settled.
+ */
+export interface PlanHistoryReader {
+  /** Every plan presented so far, in order. */
+  readonly plans: readonly PresentedPlan[]
+  /** The version the next plan presented gets, and the plan it follows in its episode (null: version 1). */
+  next(): { version: number; previous: string | null }
+  /** Reads the log's next event: the plan it presents, or whose review it closes; else undefined. */
+  read(event: SessionEvent): PresentedPlan | undefined
+}
+
+/**
+ * A reader of a log's plan history (R96). An episode starts at every `plan/mode` record
+ * (entering plan mode starts one; leaving it ends it), and the plans presented in it are versions
+ * 1, 2, … Records that are not what the library writes are skipped.
+ */
+export function createPlanHistory(): PlanHistoryReader {
+  const plans: PresentedPlan[] = []
+  /** The durable reviews still open, by id: their first closing record ends them (R80). */
+  const open = new Map<string, PresentedPlan>()
+  /** The last plan of the current episode. */
+  let previous: PresentedPlan | null = null
+  return {
+    plans,
+    next: () => ({ version: previous === null ? 1 : previous.version + 1, previous: previous?.plan ?? null }),
+    read(event) {
+      if (event.type === PLAN_MODE_EVENT) {
+        previous = null // a new episode
+        return undefined
+      }
+      if (event.type !== PLAN_REVIEW_EVENT) return undefined
+      const data = event.data as Record<string, unknown> | null | undefined
+      if (typeof data !== 'object' || data === null) return undefined
+      if (!presentsPlan(data)) {
+        const presented = typeof data.reviewId === 'string' ? open.get(data.reviewId) : undefined
+        if (presented === undefined || typeof data.outcome !== 'string') return undefined
+        open.delete(data.reviewId as string)
+        settle(presented, data)
+        return presented
+      }
+      const entry: PresentedPlan = {
+        seq: event.seq,
+        version: previous === null ? 1 : previous.version + 1,
+        title: typeof data.title === 'string' ? data.title : '',
+        plan: data.plan as string,
+        outcome: 'open',
+        previous: previous === null ? null : previous.plan,
+      }
+      if (typeof data.reviewId === 'string') {
+        entry.reviewId = data.reviewId
+        open.set(data.reviewId, entry)
+      } else {
+        settle(entry, data)
+      }
+      plans.push(entry)
+      previous = entry
+      return entry
+    },
+  }
+}
+
+/** The plans a log presented, in order, numbered within their planning episode (R96): a pure fold that needs no service. */
+export function planHistory(events: readonly SessionEvent[]): PresentedPlan[] {
+  const history = createPlanHistory()
+  for (const event of events) history.read(event)
+  return history.plans as PresentedPlan[]
+}
+
+function settle(entry: PresentedPlan, data: Record<string, unknown>): void {
+  entry.outcome = data.outcome as ReviewOutcome
+  if (typeof data.feedback === 'string') entry.feedback = data.feedback
+  if (data.by === 'policy') entry.by = 'policy'
+}

@@ -1,0 +1,83 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { createMemorySessionLog, createPlanHistory, diffPlans, formatPlanDiff, planHistory } from '../src/index.js'
+
+const V1 = '# Cache the importer\n\n1. Add an LRU.\n2. Test it.'
+const V2 = '# Cache the importer\n\n1. Add an LRU.\n2. Evict on write.\n3. Test it.'
+const V3 = '# Cache the importer\n\n1. Add an LRU with a size bound.\n2. Evict on write.\n3. Test it.'
+
+describe('R96: every presented plan has a version within its planning episode', () => {
+  it('R96: channel records and durable requests are numbered 1, 2, … per episode; closing records settle their request; plan/mode starts a new episode', () => {
+    const log = createMemorySessionLog([
+      { type: 'plan/mode', data: { active: true } },
+      { type: 'plan/review', data: { outcome: 'keep-planning', title: 'Cache the importer', plan: V1, feedback: 'Evict on write.' } },
+      { type: 'plan/review', data: { outcome: 'requested', reviewId: 'r1', title: 'Cache the importer', plan: V2 } },
+      { type: 'plan/review', data: { outcome: 'approved', reviewId: 'r1', title: 'Cache the importer', plan: V2, by: 'policy' } },
+      { type: 'plan/review', data: { outcome: 'approved', reviewId: 'r1', title: 'Cache the importer', plan: V2 } }, // a lost racing answer
+      { type: 'plan/mode', data: { active: false } },
+      { type: 'plan/mode', data: { active: true } },
+      { type: 'plan/review', data: { outcome: 'requested', reviewId: 'r2', title: 'Cache the importer', plan: V3 } },
+      { type: 'plan/review', data: null },
+      { type: 'plan/review', data: { outcome: 'dismissed', title: 'Cache the importer', plan: 42 } },
+    ])
+    expect(planHistory(log.events)).toEqual([
+      { seq: 2, version: 1, title: 'Cache the importer', plan: V1, outcome: 'keep-planning', feedback: 'Evict on write.', previous: null },
+      { seq: 3, version: 2, title: 'Cache the importer', plan: V2, outcome: 'approved', by: 'policy', reviewId: 'r1', previous: V1 },
+      { seq: 8, version: 1, title: 'Cache the importer', plan: V3, outcome: 'open', reviewId: 'r2', previous: null },
+    ])
+  })
+
+  it('R96: createPlanHistory reads event by event and tells the next version and the plan it follows', () => {
+    const history = createPlanHistory()
+    expect(history.next()).toEqual({ version: 1, previous: null })
+    expect(history.read({ seq: 1, type: 'plan/mode', data: { active: true } })).toBeUndefined()
+    expect(history.read({ seq: 2, type: 'plan/review', data: { outcome: 'keep-planning', title: 'T', plan: V1 } })).toMatchObject({ version: 1 })
+    expect(history.next()).toEqual({ version: 2, previous: V1 })
+    expect(history.read({ seq: 3, type: 'message', data: {} })).toBeUndefined()
+    history.read({ seq: 4, type: 'plan/mode', data: { active: false } })
+    expect(history.next()).toEqual({ version: 1, previous: null })
+    expect(history.plans).toHaveLength(1)
+  })
+
+  it('R96: versions count up by one within every episode and restart at each plan/mode (property)', () => {
+    const event = fc.oneof(
+      fc.constant({ type: 'plan/mode', data: { active: true } }),
+      fc.constant({ type: 'turn/start', data: {} }),
+      fc.string({ maxLength: 5 }).map((plan) => ({ type: 'plan/review', data: { outcome: 'keep-planning', title: 'T', plan } })),
+    )
+    fc.assert(
+      fc.property(fc.array(event, { maxLength: 40 }), (entries) => {
+        const events = createMemorySessionLog(entries).events
+        const plans = planHistory(events)
+        for (const plan of plans) {
+          const since = events.slice(0, plan.seq - 1)
+          const start = since.map((e) => e.type).lastIndexOf('plan/mode')
+          const before = since.slice(start + 1).filter((e) => e.type === 'plan/review').length
+          expect(plan.version).toBe(before + 1)
+        }
+        expect(plans).toHaveLength(events.filter((e) => e.type === 'plan/review').length)
+      }),
+    )
+  })
+})
+
+describe('R97: what changed between versions is a line diff from the diff library', () => {
+  it('R97: diffPlans lists every line once, removed before added; a missing final newline is no change', () => {
+    expect(diffPlans(V2, V3)).toEqual([
+      { kind: 'same', text: '# Cache the importer' },
+      { kind: 'same', text: '' },
+      { kind: 'removed', text: '1. Add an LRU.' },
+      { kind: 'added', text: '1. Add an LRU with a size bound.' },
+      { kind: 'same', text: '2. Evict on write.' },
+      { kind: 'same', text: '3. Test it.' },
+    ])
+    expect(diffPlans(V1, `${V1}\n`).every((line) => line.kind === 'same')).toBe(true)
+  })
+
+  it('R97: formatPlanDiff prefixes + / - / two spaces; with context, far kept lines fold into one …; nothing when nothing changed', () => {
+    const lines = diffPlans(V1, V2)
+    expect(formatPlanDiff(lines)).toEqual(['  # Cache the importer', '  ', '  1. Add an LRU.', '- 2. Test it.', '+ 2. Evict on write.', '+ 3. Test it.'])
+    expect(formatPlanDiff(lines, 1)).toEqual(['  …', '  1. Add an LRU.', '- 2. Test it.', '+ 2. Evict on write.', '+ 3. Test it.'])
+    expect(formatPlanDiff(diffPlans(V1, V1), 2)).toEqual([])
+  })
+})
