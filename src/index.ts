@@ -34,6 +34,7 @@ export {
   type PlanLogLine,
   type PlanModeData,
   type PlanReviewData,
+  type ApprovedPlan,
   type PlanViolationData,
   type ViolationAction,
   type ReviewOutcome,
@@ -65,7 +66,7 @@ export {
 export { type PlanCommand, type PlanCommandInput } from './plan/command.js'
 export { NOTICE_TEXTS } from './plan/narration.js'
 export type { NoticeKind } from './machines/planMode.events.js'
-export { REVIEW_MESSAGES, APPROVED_NEWS_TEXT, planTitle } from './plan/review.js'
+export { REVIEW_MESSAGES, APPROVED_NEWS_TEXT, approvedPlanSection, planTitle } from './plan/review.js'
 export { planModeMachine, type PlanModeContext } from './machines/planMode.machine.js'
 export type { PlanModeEvent } from './machines/planMode.events.js'
 export * from './types.js'

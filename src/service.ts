@@ -28,7 +28,8 @@ import {
   type ReviewVerdict,
 } from './plan/review.js'
 import { headlessReviewPolicy, policyVerdict, type HeadlessReviewPolicy } from './plan/headless.js'
-import type { ReviewOutcome } from './log/kinds.js'
+import type { ApprovedPlan, ReviewOutcome } from './log/kinds.js'
+import { approvedPlanOf } from './log/checkpoint.js'
 import type {
   AnswerReviewOptions,
   OpenReviewView,
@@ -127,6 +128,12 @@ export interface PlanMode {
    * rejects as `answerReview` does, and with a `TypeError` for any other policy (R94).
    */
   answerReviewByPolicy(agent: PlanAgent, policy: HeadlessReviewPolicy, options?: AnswerReviewOptions): Promise<PolicyReviewAnswer | null>
+  /**
+   * The plan the user approved last (R98), from the agent's log: `{ title, plan, seq, by? }`, or
+   * null before any approval and once plan mode is entered again. Costs a backward read of the
+   * log to that approval or entry.
+   */
+  approvedPlan(agent: PlanAgent): ApprovedPlan | null
   /** `/plan [off|message]` (R53–R57). */
   readonly command: PlanCommand
   /** The projection for UIs (R58, R59). */
@@ -443,6 +450,10 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     openReview: (agent) => openDurableReview(attachmentOf(agent).snapshot),
     answerReview,
     answerReviewByPolicy,
+    approvedPlan(agent) {
+      attachmentOf(agent) // after dispose it fails as every call naming an agent does (R60)
+      return approvedPlanOf(agent.session)
+    },
     command: {
       ...command,
       // After a reload the command fails like every call naming an agent (R60), rather than

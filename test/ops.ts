@@ -466,7 +466,8 @@ export function hasStrayApproval(log: readonly LogEntry[]): boolean {
 export function checkpointAt(events: readonly SessionEvent[], k: number): PlanCheckpoint {
   const fold = replayPlanLog(events.slice(0, k))
   const last = events[k - 1]!
-  return { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
+  const checkpoint = { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
+  return fold.approved === null ? checkpoint : { ...checkpoint, approved: fold.approved } // R98: carried when there is one
 }
 
 /** What a fresh durable service attached to a log shows, read through its public calls. */

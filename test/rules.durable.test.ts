@@ -34,7 +34,7 @@ const MALFORMED =
 const notOpen = (reviewId: string) => `no plan review ${reviewId} is open for this agent; nothing was changed`
 const alreadyClosed = (reviewId: string, outcome: string) => `plan review ${reviewId} is already closed (${outcome}); nothing was changed`
 const CHECKPOINT_IGNORED = 'plan-mode: checkpoint ignored; the log is replayed in full'
-const NO_VALID_FOLD = 'the checkpoint holds no valid fold (projection, openTurn, told, review)'
+const NO_VALID_FOLD = 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)'
 /** R42's messages, quoted from the spec in the oracle's table. */
 const R42 = TEXT
 

@@ -37,7 +37,7 @@ import {
   type UserModelMessage,
 } from 'ai'
 import type { ExitPlanModeTool, ExitToolResult } from '../plan/exit-tool.js'
-import { closedReviewMessage, keepPlanningMessage } from '../plan/review.js'
+import { approvedPlanSection, closedReviewMessage, keepPlanningMessage } from '../plan/review.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT, closedReviewsByCall } from '../log/kinds.js'
 import { createCallTranscript } from '../plan/transcript.js'
 import { isReadOnlyTool, type PlanGuard } from '../guard/index.js'
@@ -83,6 +83,12 @@ export interface WithPlanModeOptions<TOOLS extends ToolSet = ToolSet> {
    * @throws TypeError from `withPlanMode` when the option has the wrong shape (R93).
    */
   planning?: PlanningModelOptions
+  /**
+   * Pins the plan the user approved last (R98) into the system prompt of every step whose state
+   * in force is inactive (R99), after the base system, until plan mode is entered again: a
+   * compaction that drops the conversation does not drop the plan. Off by default.
+   */
+  pinApprovedPlan?: boolean
 }
 
 /** The provider options a `prepareStep` may set (the SDK's `ProviderOptions`). */
@@ -369,7 +375,9 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
     const stepMessages = showDenials(call.inject(messages, deliveries), denied)
 
     const result: PrepareStepResult<PlanModeToolSet<TOOLS>> = {}
-    const stepSystem = composeSystem(system, boundary.section)
+    // R99: while carrying a plan out (state in force inactive), the approved plan stays in view.
+    const approved = options.pinApprovedPlan === true && boundary.section === '' ? planMode.approvedPlan(agent) : null
+    const stepSystem = composeSystem(system, approved === null ? boundary.section : approvedPlanSection(approved.plan))
     if (stepSystem !== undefined) result.system = stepSystem
     if (call.injections.length > 0 || denied.size > 0) result.messages = stepMessages
     // R93: the boundary's state in force picks the model. The section is non-empty exactly when

@@ -1,5 +1,5 @@
 import type { SessionEvent, SessionLog } from '../types.js'
-import { EMPTY_REVIEW_FOLD, TURN_END_EVENT, replayPlanLog, replayPlanLogFrom, restorePlanLog, type PlanLogFold, type PlanLogRestore, type PlanProjectionState, type ReviewFold } from './kinds.js'
+import { EMPTY_REVIEW_FOLD, TURN_END_EVENT, latestApprovedPlan, replayPlanLog, replayPlanLogFrom, restorePlanLog, type ApprovedPlan, type PlanLogFold, type PlanLogRestore, type PlanProjectionState, type ReviewFold } from './kinds.js'
 
 /**
  * Checkpoints (docs/spec.md R76): what attach needs of a log up to one seq, so that a host loads
@@ -29,6 +29,11 @@ export interface PlanCheckpoint {
   readonly told: boolean | null
   /** Durable reviews: the open one, the last closed one, the outcome not told yet (R79–R81). */
   readonly review: ReviewFold
+  /**
+   * The approved plan (R98), when there is one. Optional: a checkpoint written before it was
+   * kept still attaches, knowing no approved plan.
+   */
+  readonly approved?: ApprovedPlan
 }
 
 /**
@@ -44,7 +49,8 @@ export interface CheckpointStore {
 
 /** The checkpoint of a fold whose last event is `last`. */
 export function createCheckpoint(fold: PlanLogFold, last: SessionEvent): PlanCheckpoint {
-  return { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
+  const checkpoint = { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
+  return fold.approved === null ? checkpoint : { ...checkpoint, approved: fold.approved }
 }
 
 const isBooleanOrNull = (value: unknown): value is boolean | null => value === null || typeof value === 'boolean'
@@ -76,6 +82,15 @@ function readReviewFold(value: unknown): ReviewFold | undefined {
   })
 }
 
+/** A checked copy of a checkpoint's approved plan: null when absent, false when it is not one (R98). */
+function readApprovedPlan(value: unknown): ApprovedPlan | null | false {
+  if (value === undefined) return null
+  const approved = value as ApprovedPlan | null
+  if (typeof approved !== 'object' || approved === null || !isString(approved.title) || !isString(approved.plan) || !Number.isSafeInteger(approved.seq)) return false
+  const { title, plan, seq } = approved
+  return Object.freeze(approved.by === 'policy' ? { title, plan, seq, by: 'policy' as const } : { title, plan, seq })
+}
+
 /**
  * Reads an untrusted checkpoint: a checked copy, or why it cannot be used (R76). Never throws: a
  * getter that throws is a reason too.
@@ -88,12 +103,13 @@ export function readCheckpoint(value: unknown): PlanCheckpoint | { problem: stri
       return { problem: `the checkpoint's version is ${JSON.stringify(checkpoint.version)}, not ${JSON.stringify(PLAN_CHECKPOINT_VERSION)}` }
     }
     const { seq, type, projection, openTurn, told } = checkpoint
+    const approved = readApprovedPlan(checkpoint.approved)
     const review = readReviewFold(checkpoint.review)
     if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1 || typeof type !== 'string') {
       return { problem: 'the checkpoint names no event (seq, type)' }
     }
-    if (!isProjection(projection) || typeof openTurn !== 'boolean' || !isBooleanOrNull(told) || review === undefined) {
-      return { problem: 'the checkpoint holds no valid fold (projection, openTurn, told, review)' }
+    if (!isProjection(projection) || typeof openTurn !== 'boolean' || !isBooleanOrNull(told) || review === undefined || approved === false) {
+      return { problem: 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)' }
     }
     // A copy of its own: the host's object may change after it was read.
     const runs = Object.freeze({ ...projection.runs })
@@ -105,6 +121,7 @@ export function readCheckpoint(value: unknown): PlanCheckpoint | { problem: stri
       openTurn,
       told,
       review,
+      ...(approved === null ? {} : { approved }),
     })
   } catch (error) {
     return { problem: `the checkpoint cannot be read: ${error instanceof Error ? error.message : String(error)}` }
@@ -129,7 +146,14 @@ export function replayFromCheckpoint(events: readonly SessionEvent[], checkpoint
   if (covered !== undefined && (covered.seq !== seq || covered.type !== type)) {
     return { problem: `the checkpoint covers seq ${seq} (${type}), but the log holds ${covered.type} at seq ${covered.seq}` }
   }
-  const base: PlanLogFold = { projection: checkpoint.projection, openTurn: checkpoint.openTurn, told: checkpoint.told, review: checkpoint.review, lastSeq: seq }
+  const base: PlanLogFold = {
+    projection: checkpoint.projection,
+    openTurn: checkpoint.openTurn,
+    told: checkpoint.told,
+    review: checkpoint.review,
+    approved: checkpoint.approved ?? null,
+    lastSeq: seq,
+  }
   return replayPlanLogFrom(events, base, from)
 }
 
@@ -170,6 +194,31 @@ export function restoreSession(session: SessionLog, warn: (message: string, erro
   }
   warn(CHECKPOINT_IGNORED_WARNING, new Error(fold.problem))
   return { restore: restorePlanLog(events), base: null }
+}
+
+/**
+ * The plan approved last in a session (R98), read from its events backwards to the last approval
+ * or entry into plan mode; when they hold neither and start after a checkpoint (R76), the
+ * checkpoint's. Never throws: a checkpoint that cannot be read knows no plan.
+ */
+export function approvedPlanOf(session: SessionLog): ApprovedPlan | null {
+  const { events } = session
+  const checkpoint = events[0]?.seq === 1 ? null : loadedCheckpoint(session)
+  const latest = latestApprovedPlan(events, checkpoint?.review)
+  return latest !== undefined ? latest : (checkpoint?.approved ?? null)
+}
+
+/** The session's checkpoint, checked, or null when it has none or one that cannot be used. */
+function loadedCheckpoint(session: SessionLog): PlanCheckpoint | null {
+  let checkpoint: unknown
+  try {
+    checkpoint = session.checkpoint
+  } catch {
+    return null
+  }
+  if (checkpoint === undefined || checkpoint === null) return null
+  const read = readCheckpoint(checkpoint)
+  return 'problem' in read ? null : read
 }
 
 /** A fold as attach reads it. */

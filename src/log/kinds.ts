@@ -159,7 +159,7 @@ function isStrayApproval(review: ReviewFold, data: Record<string, unknown> | und
  * read backwards: the last valid request before it must carry its id, with no closing record of
  * that id in between.
  */
-function isStrayApprovalAt(events: readonly SessionEvent[], index: number): boolean {
+function isStrayApprovalAt(events: readonly SessionEvent[], index: number, before: ReviewFold | undefined = undefined): boolean {
   const data = payload(events[index]!)
   if (data?.outcome !== 'approved' || typeof data.reviewId !== 'string') return false
   for (let i = index - 1; i >= 0; i--) {
@@ -173,7 +173,8 @@ function isStrayApprovalAt(events: readonly SessionEvent[], index: number): bool
     }
     if (earlier.reviewId === data.reviewId && CLOSING_OUTCOMES.has(earlier.outcome)) return true
   }
-  return true
+  // The events start after a checkpoint: its fold knows the review open there (R76).
+  return before?.open?.reviewId !== data.reviewId
 }
 
 /** The projection's state: a pure fold of the log for UIs (R58). JSON data only. */
@@ -196,11 +197,26 @@ export interface PlanLogFold {
   readonly told: boolean | null
   /** Durable reviews: the open one, the last closed one, the outcome not told yet (R79–R81). */
   readonly review: ReviewFold
+  /** The plan approved last, while plan mode was not entered again (R98). */
+  readonly approved: ApprovedPlan | null
   /**
    * The seq of the last event replayed (`replayPlanLog`: the log's last event, from which attach
    * follows the log), or of the last event `foldPlanLogEvent` read; -Infinity before any.
    */
   readonly lastSeq: number
+}
+
+/**
+ * The plan the user approved last (R98): the latest `plan/review { outcome: 'approved' }`, until
+ * a `plan/mode { active: true }` after it (plan mode entered again) voids it.
+ */
+export interface ApprovedPlan {
+  readonly title: string
+  readonly plan: string
+  /** The seq of the approving record. */
+  readonly seq: number
+  /** Set when a headless policy approved it (R94, R95). */
+  readonly by?: 'policy'
 }
 
 /** How a timeline shows a log event: a tone (its family), a short label and a detail line. */
@@ -451,6 +467,7 @@ export const EMPTY_PLAN_LOG_FOLD: PlanLogFold = Object.freeze({
   openTurn: false,
   told: null,
   review: EMPTY_REVIEW_FOLD,
+  approved: null,
   lastSeq: -Infinity,
 })
 
@@ -471,12 +488,14 @@ export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLo
   const data = payload(event)
   if (event.type === PLAN_MODE_EVENT) readPlanModeData(data)
   if (kind === PLAN_REVIEW_KIND && isStrayApproval(fold.review, data)) return { ...fold, lastSeq: event.seq } // R80
+  const approved = approvedAfter(fold.approved, event.type, data, event.seq)
   const told = kind.tells?.(data, fold.projection.active)
   return {
     projection: kind.project === undefined ? fold.projection : kind.project(fold.projection, data),
     openTurn: kind.opensTurn ?? fold.openTurn,
     told: told === undefined ? fold.told : told,
     review: kind.review === undefined ? fold.review : kind.review(fold.review, data, event.seq),
+    approved,
     lastSeq: event.seq,
   }
 }
@@ -498,7 +517,7 @@ export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
  * `events[from]`, and the replay reads `events[from]` on.
  */
 export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLogFold, from: number): PlanLogFold {
-  let { projection, openTurn, told, review } = base
+  let { projection, openTurn, told, review, approved } = base
   for (let i = from; i < events.length; i++) {
     const event = events[i]!
     const kind = kindOf(event.type)
@@ -506,13 +525,14 @@ export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLog
     if (kind === PLAN_MODE_KIND) readPlanModeData(event.data) // R61: every plan/mode is checked, not only the last
     const data = event.data as Record<string, unknown> | undefined
     if (kind === PLAN_REVIEW_KIND && isStrayApproval(review, data)) continue // R80: a lost answer changes nothing
+    if (kind === PLAN_MODE_KIND || kind === PLAN_REVIEW_KIND) approved = approvedAfter(approved, event.type, payload(event), event.seq)
     if (kind.tells !== undefined) told = kind.tells(data, projection.active) ?? told
     if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
     if (kind.project !== undefined) projection = kind.project(projection, data)
     if (kind.review !== undefined) review = kind.review(review, data, event.seq)
   }
   const last = events.length > from ? events[events.length - 1] : undefined
-  return { projection, openTurn, told, review, lastSeq: last === undefined ? base.lastSeq : last.seq }
+  return { projection, openTurn, told, review, approved, lastSeq: last === undefined ? base.lastSeq : last.seq }
 }
 
 /** What attach rebuilds from a log (R64): F, the kept selection, the open turn and K. */
@@ -624,6 +644,34 @@ function restoreBackward(events: readonly SessionEvent[]): PlanLogRestore {
     review,
     lastSeq: last === undefined ? -Infinity : last.seq,
   }
+}
+
+/**
+ * The approved plan after one event (R98): an approval record replaces it (a lost racing
+ * answer's record carries the same plan), an entry into plan mode voids it.
+ */
+function approvedAfter(approved: ApprovedPlan | null, type: string, data: Record<string, unknown> | undefined, seq: number): ApprovedPlan | null {
+  if (type === PLAN_MODE_EVENT) return data?.active === true ? null : approved
+  if (type !== PLAN_REVIEW_EVENT || data?.outcome !== 'approved' || typeof data.plan !== 'string') return approved
+  const title = typeof data.title === 'string' ? data.title : ''
+  return data.by === 'policy' ? { title, plan: data.plan, seq, by: 'policy' } : { title, plan: data.plan, seq }
+}
+
+/**
+ * The approved plan as the end of `events` tells it (R98), read backwards to the last approval
+ * or entry into plan mode (a lost answer's approval, R80, is no approval); `undefined` when the
+ * events hold neither (the plan then is what the fold before them says: a checkpoint's, or none).
+ * `before` is the durable reviews' fold before the first event, when they start after a checkpoint.
+ */
+export function latestApprovedPlan(events: readonly SessionEvent[], before?: ReviewFold): ApprovedPlan | null | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type !== PLAN_MODE_EVENT && event.type !== PLAN_REVIEW_EVENT) continue
+    const data = payload(event)
+    const decides = event.type === PLAN_MODE_EVENT ? data?.active === true : data?.outcome === 'approved' && typeof data.plan === 'string'
+    if (decides && !isStrayApprovalAt(events, i, before)) return approvedAfter(null, event.type, data, event.seq)
+  }
+  return undefined
 }
 
 /**

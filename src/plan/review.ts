@@ -147,6 +147,14 @@ export function isWellFormedAnswer(answer: unknown): answer is ReviewAnswer {
 }
 
 /** The text a durable approval tells the model at the next step boundary (R81). */
+/**
+ * The approved plan as a section of the system prompt (R99), for hosts that pin it while the plan
+ * is carried out, so that a compaction dropping the conversation does not drop the plan.
+ */
+export function approvedPlanSection(plan: string): string {
+  return `The plan the user approved; carry it out (it stays here even when earlier messages are dropped):\n\n${plan}`
+}
+
 export const APPROVED_NEWS_TEXT = 'The user approved your plan and plan mode is off; carry out the plan, starting now.'
 
 /** What the model is told, at a step boundary, of a durable review's outcome (R81). */
