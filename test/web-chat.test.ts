@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import type { Browser, Page } from 'playwright-core'
+import type { Browser, Locator, Page } from 'playwright-core'
 import { build } from 'vite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { planProjection } from '../src/index.js'
@@ -74,7 +74,7 @@ async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void>
 const modes = (log: { type: string; data: Record<string, unknown> }[]) => log.filter((e) => e.type === 'plan/mode').map((e) => e.data.active)
 
 describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
-  it('the whole arc: /plan <task>, a plan, keep planning with feedback, v2 with v1 in the history, approve, carried out; both instances serve it', async () => {
+  it('the whole arc: /plan <task>, a plan, keep planning with feedback, v2 with v1 in the history (R96) and its diff from v1 (R97), approve, carried out; both instances serve it', async () => {
     const { page, chat, errors } = await open()
     const from = cluster.served.length
     await type(page, '/plan add a cache to the importer')
@@ -96,6 +96,56 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
       'v2 · Plan: add a cache to the importer (revision 2) (open)',
       'v1 · Plan: add a cache to the importer (keep-planning)',
     ])
+    expect(await page.getByTestId('version-feedback').allTextContents()).toEqual(['Feedback: Use SQLite instead.'])
+    // v2's changes from v1 (R97), as text: the title, and the feedback as a step and a section.
+    // The kept lines far from any change fold into one line, which opens them.
+    const looked = String((await logOf(chat)).find((e) => e.type === 'plan/review')!.data.plan).split('\n')[2]!
+    expect(looked).toMatch(/^I listed the working directory \(\d+ entries\) and read `README\.md` \(\d+ lines\)\.$/)
+    const changed = [
+      ['removed', '−', '# Plan: add a cache to the importer'],
+      ['added', '+', '# Plan: add a cache to the importer (revision 2)'],
+      ['same', ' ', ''],
+      ['same', ' ', looked],
+    ]
+    const unchanged = [
+      ['same', ' ', ''],
+      ['same', ' ', '## Steps'],
+      ['same', ' ', ''],
+      ['same', ' ', '1. Start from `README.md` and find the code the request touches.'],
+    ]
+    const rest = [
+      ['same', ' ', '2. Make the change: add a cache to the importer.'],
+      ['same', ' ', '3. Add or update the tests that cover it.'],
+      ['removed', '−', '4. Run the tests and review the diff.'],
+      ['added', '+', '4. Use SQLite instead.'],
+      ['added', '+', '5. Run the tests and review the diff.'],
+      ['added', '+', ''],
+      ['added', '+', '## Feedback addressed'],
+      ['added', '+', ''],
+      ['added', '+', '- Use SQLite instead.'],
+    ]
+    const diffLines = (diff: Locator) =>
+      diff.getByTestId('diff-line').evaluateAll((rows) =>
+        rows.map((row) => [row.getAttribute('data-kind'), row.querySelector('.diff-mark')!.textContent, row.querySelector('.diff-text')!.textContent]),
+      )
+    const historyDiff = page.getByTestId('versions').getByTestId('version-diff')
+    await expect.poll(() => historyDiff.count()).toBe(1) // v2 only: v1 has nothing before it
+    expect(await diffLines(historyDiff)).toEqual([...changed, ['fold', '⋯', '4 unchanged lines'], ...rest])
+    // The open review card has the same diff, in a collapsed <details>.
+    const cardDiff = openCard(page).getByTestId('card-diff')
+    expect(await cardDiff.evaluate((details) => (details as HTMLDetailsElement).open)).toBe(false)
+    expect(await cardDiff.locator('summary').textContent()).toBe('Changes from v1 +7 −2')
+    await cardDiff.locator('summary').click()
+    expect(await diffLines(cardDiff.getByTestId('version-diff'))).toEqual([...changed, ['fold', '⋯', '4 unchanged lines'], ...rest])
+    await cardDiff.locator('[data-kind=fold]').click()
+    expect(await diffLines(cardDiff.getByTestId('version-diff'))).toEqual([...changed, ...unchanged, ...rest])
+    expect(await page.locator('[data-testid=plan-card]:not([data-state=approval-requested]) [data-testid=card-diff]').count()).toBe(0)
+    // The diffs fit a phone's width too: nothing wider than the window.
+    await page.setViewportSize({ width: 390, height: 900 })
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+    await page.screenshot({ path: `${ARTIFACTS}web-chat-arc-v2-390.png`, fullPage: true })
+    await page.setViewportSize({ width: 1440, height: 900 })
+    await page.screenshot({ path: `${ARTIFACTS}web-chat-arc-v2.png`, fullPage: true })
 
     await openCard(page).getByTestId('approve').click()
     await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain('Done with "Plan: add a cache to the importer (revision 2)"')

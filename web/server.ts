@@ -10,8 +10,9 @@
  * - `POST /api/chat`: the AI SDK UI chat protocol (`DefaultChatTransport`): `streamText` with
  *   `withPlanMode`, answered as a UI message stream;
  * - `GET /api/chats/:id`: the chat's saved messages;
- * - `GET /api/chats/:id/state`: the mode, the open review, the plan versions and the live state
- *   of the agent's statechart on this instance;
+ * - `GET /api/chats/:id/state`: the mode, the open review, the plan's versions (the library's
+ *   `planHistory`, each after the first with its `diffPlans` from the previous one) and the live
+ *   state of the agent's statechart on this instance;
  * - `POST /api/chats/:id/command` `{ input }`: `/plan …` typed in the composer, logged around its
  *   run so that the instance streaming the turn applies it (R86);
  * - `GET /api/chart`: the statechart's definition, for the page's drawing;
@@ -28,12 +29,15 @@ import { convertToModelMessages, stepCountIs, streamText, type LanguageModel, ty
 import {
   COMMAND_DONE_EVENT,
   COMMAND_RUN_EVENT,
-  PLAN_MODE_EVENT,
-  PLAN_REVIEW_EVENT,
   createPlanMode,
+  diffPlans,
+  planHistory,
   planModeMachine,
   type PlanAgent,
+  type PlanDiffLine,
   type PlanMode,
+  type PresentedPlan,
+  type SessionEvent,
   type UserMessage,
 } from 'xstate-plan-mode'
 import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
@@ -85,14 +89,20 @@ export interface WebChat {
 /** A chat's messages as the page sends and shows them. */
 type ChatMessages = UIMessage[]
 
-/** One plan presented in the chat, as the history shows it. */
+/** One plan of the current planning episode, as the history shows it (R96). */
 export interface PlanVersion {
-  /** 1, 2, … within a planning episode (it starts when plan mode is entered). */
+  /** 1, 2, … within the planning episode (R96). */
   version: number
   title: string
   plan: string
-  /** The review's outcome once closed; `open` while the user has not answered. */
-  outcome: string
+  /** How its review ended; `open` while the user has not answered. */
+  outcome: PresentedPlan['outcome']
+  /** The keep-planning feedback, when there was some. */
+  feedback?: string
+  /** Set when a headless policy decided the outcome (R94). */
+  by?: 'policy'
+  /** For versions after the first: what changed from the previous version, line by line (R97). */
+  diff?: PlanDiffLine[]
 }
 
 /** What the page shows beside the chat, read on the instance that answered. */
@@ -201,7 +211,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       instance,
       mode: planMode.get(agent),
       review: open === null ? null : { reviewId: open.reviewId, title: open.title, plan: open.plan, ...(open.callId ? { callId: open.callId } : {}) },
-      versions: planVersions(agent.session.events),
+      versions: currentVersions(agent.session),
       chart: { value: planMode.actor(agent).getSnapshot().value },
     }
   }
@@ -286,30 +296,29 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   }
 }
 
+/** Each session's diffs by the seq of the record that presented the version: a log's records never change. */
+const diffsOf = new WeakMap<object, Map<number, PlanDiffLine[]>>()
+
 /**
- * The plans presented in the log, numbered within their planning episode: an episode starts when
- * plan mode is entered (`plan/mode {active: true}`), so v1 is the first plan after that.
+ * The plans of the log's current planning episode (the library's `planHistory`, R96), each after
+ * the first with its line diff from the previous version (`diffPlans`, R97). The page polls this,
+ * so each diff is computed once per open session.
  */
-export function planVersions(events: readonly { type: string; data: unknown }[]): PlanVersion[] {
-  let versions: PlanVersion[] = []
-  const byId = new Map<string, PlanVersion>()
-  for (const event of events) {
-    const data = (event.data ?? {}) as Record<string, unknown>
-    if (event.type === PLAN_MODE_EVENT && data.active === true) {
-      versions = []
-      byId.clear()
-    } else if (event.type === PLAN_REVIEW_EVENT && typeof data.reviewId === 'string') {
-      if (data.outcome === 'requested') {
-        const version = { version: versions.length + 1, title: String(data.title ?? ''), plan: String(data.plan ?? ''), outcome: 'open' }
-        versions.push(version)
-        byId.set(data.reviewId, version)
-      } else {
-        const version = byId.get(data.reviewId)
-        if (version !== undefined && version.outcome === 'open') version.outcome = String(data.outcome)
-      }
+function currentVersions(session: { readonly events: readonly SessionEvent[] }): PlanVersion[] {
+  const plans = planHistory(session.events)
+  let start = plans.length - 1
+  while (start > 0 && plans[start]!.version > 1) start--
+  let diffs = diffsOf.get(session)
+  if (diffs === undefined) diffsOf.set(session, (diffs = new Map()))
+  return plans.slice(Math.max(start, 0)).map((presented) => {
+    const { version, title, plan, outcome, feedback, by, previous } = presented
+    let diff: PlanDiffLine[] | undefined
+    if (previous !== null) {
+      diff = diffs.get(presented.seq)
+      if (diff === undefined) diffs.set(presented.seq, (diff = diffPlans(previous, plan)))
     }
-  }
-  return versions
+    return { version, title, plan, outcome, ...(feedback !== undefined ? { feedback } : {}), ...(by ? { by } : {}), ...(diff ? { diff } : {}) }
+  })
 }
 
 /**

@@ -8,7 +8,7 @@
  */
 import { useChat } from '@ai-sdk/react'
 import { DefaultChatTransport, getToolName, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai'
-import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from 'react'
+import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent, type ReactNode } from 'react'
 import Markdown from 'react-markdown'
 import { Chart } from './Chart.js'
 
@@ -17,8 +17,26 @@ interface ChatState {
   instance: string
   mode: { active: boolean; pending?: boolean }
   review: { reviewId: string; title: string; plan: string; callId?: string } | null
-  versions: { version: number; title: string; plan: string; outcome: string }[]
+  versions: PlanVersion[]
   chart: { value: unknown }
+}
+
+/** One plan of the current planning episode (web/server.ts `PlanVersion`, the library's R96 history). */
+interface PlanVersion {
+  version: number
+  title: string
+  plan: string
+  outcome: string
+  feedback?: string
+  by?: 'policy'
+  /** For versions after the first: the line diff from the previous version (R97). */
+  diff?: DiffLine[]
+}
+
+/** One line of a plan diff (the library's `PlanDiffLine`). */
+interface DiffLine {
+  kind: 'same' | 'added' | 'removed'
+  text: string
 }
 
 /** A `/plan` typed in the composer and what it answered, shown in the conversation. */
@@ -224,7 +242,7 @@ function MessageItem({
   after,
 }: {
   message: UIMessage
-  versionOf: (plan: string) => ChatState['versions'][number] | undefined
+  versionOf: (plan: string) => PlanVersion | undefined
   answer: Answer
   after: CommandNote[]
 }) {
@@ -258,7 +276,7 @@ function summarize(input: unknown): string {
 type ToolPart = Extract<UIMessage['parts'][number], { toolCallId: string }>
 
 /** A plan the model presented: the review while it waits for the user, its outcome after. */
-function PlanCard({ part, versionOf, answer }: { part: ToolPart; versionOf: (plan: string) => ChatState['versions'][number] | undefined; answer: Answer }) {
+function PlanCard({ part, versionOf, answer }: { part: ToolPart; versionOf: (plan: string) => PlanVersion | undefined; answer: Answer }) {
   const [feedback, setFeedback] = useState('')
   const plan = typeof (part.input as { plan?: unknown } | undefined)?.plan === 'string' ? (part.input as { plan: string }).plan : ''
   const version = versionOf(plan)
@@ -289,6 +307,14 @@ function PlanCard({ part, versionOf, answer }: { part: ToolPart; versionOf: (pla
       <div className="plan-body" data-testid="plan-body">
         {part.state === 'input-streaming' ? <p className="hint">Writing the plan…</p> : <PlanMarkdown text={plan} />}
       </div>
+      {part.state === 'approval-requested' && !closedElsewhere && version?.diff && (
+        <details className="card-diff" data-testid="card-diff">
+          <summary>
+            Changes from v{version.version - 1} <DiffCounts lines={version.diff} />
+          </summary>
+          <PlanDiff lines={version.diff} />
+        </details>
+      )}
       {part.state === 'approval-requested' && !closedElsewhere && (
         <div className="plan-actions">
           <button type="button" className="approve" data-testid="approve" onClick={() => answer(part.approval.id, true)}>
@@ -335,7 +361,10 @@ function PlanMarkdown({ text }: { text: string }) {
   return <Markdown remarkPlugins={[htmlAsText]}>{text}</Markdown>
 }
 
-/** Every plan of the current planning episode, newest first; each opens to its text. */
+/**
+ * Every plan of the current planning episode, newest first; each opens to its text, and each after
+ * the first shows what changed from the previous version.
+ */
 function Versions({ versions }: { versions: ChatState['versions'] }) {
   if (versions.length === 0) return <p className="hint">No plan presented yet.</p>
   return (
@@ -344,14 +373,101 @@ function Versions({ versions }: { versions: ChatState['versions'] }) {
         <li key={v.version} data-testid="version" data-outcome={v.outcome}>
           <details>
             <summary>
-              v{v.version} · {v.title} <span className="hint">({v.outcome})</span>
+              v{v.version} · {v.title} <span className="hint">({v.outcome}{v.by === 'policy' ? ', by policy' : ''})</span>
             </summary>
             <div className="plan-body">
               <PlanMarkdown text={v.plan} />
             </div>
           </details>
+          {v.feedback !== undefined && (
+            <p className="version-feedback" data-testid="version-feedback">
+              Feedback: {v.feedback}
+            </p>
+          )}
+          {v.diff && (
+            <div className="version-changes">
+              <p className="hint">
+                Changes from v{v.version - 1} <DiffCounts lines={v.diff} />
+              </p>
+              <PlanDiff lines={v.diff} />
+            </div>
+          )}
         </li>
       ))}
     </ol>
+  )
+}
+
+/** `+3 −1`: how many lines a diff adds and removes. */
+function DiffCounts({ lines }: { lines: readonly DiffLine[] }) {
+  const added = lines.filter((line) => line.kind === 'added').length
+  const removed = lines.filter((line) => line.kind === 'removed').length
+  return (
+    <span className="diff-counts">
+      <span className="diff-added">+{added}</span> <span className="diff-removed">−{removed}</span>
+    </span>
+  )
+}
+
+/** Kept lines farther than this from any change are folded… */
+const DIFF_CONTEXT = 2
+/** …when at least this many of them are together (a fold no shorter than what it hides). */
+const MIN_FOLD = 2
+
+const MARK: Readonly<Record<DiffLine['kind'], string>> = { added: '+', removed: '−', same: ' ' }
+
+/**
+ * A line diff between two versions of a plan, as text (never markup): `+` added, `−` removed,
+ * kept lines muted; long runs of kept lines far from any change fold into one line that opens them.
+ */
+function PlanDiff({ lines }: { lines: readonly DiffLine[] }) {
+  const [opened, setOpened] = useState<ReadonlySet<number>>(new Set())
+  const changed = lines.map((line) => line.kind !== 'same')
+  if (!changed.includes(true)) {
+    return (
+      <div className="plan-diff" data-testid="version-diff">
+        <p className="hint">No change.</p>
+      </div>
+    )
+  }
+  const far = lines.map((_, i) => !changed.slice(Math.max(0, i - DIFF_CONTEXT), i + DIFF_CONTEXT + 1).includes(true))
+  const rows: ReactNode[] = []
+  for (let i = 0; i < lines.length; ) {
+    let end = i
+    while (end < lines.length && far[end]) end++
+    if (end - i >= MIN_FOLD && !opened.has(i)) {
+      const start = i
+      rows.push(
+        <button
+          key={`fold${start}`}
+          type="button"
+          className="diff-line diff-fold"
+          data-testid="diff-line"
+          data-kind="fold"
+          onClick={() => setOpened((all) => new Set(all).add(start))}
+          title="Show the unchanged lines"
+        >
+          <span className="diff-mark" aria-hidden="true">⋯</span>
+          <span className="diff-text">{end - start} unchanged lines</span>
+        </button>,
+      )
+      i = end
+      continue
+    }
+    const last = Math.max(end, i + 1)
+    for (; i < last; i++) {
+      const line = lines[i]!
+      rows.push(
+        <div key={i} className="diff-line" data-testid="diff-line" data-kind={line.kind}>
+          <span className="diff-mark">{MARK[line.kind]}</span>
+          <span className="diff-text">{line.text}</span>
+        </div>,
+      )
+    }
+  }
+  return (
+    <div className="plan-diff" data-testid="version-diff" role="group" aria-label="Changes">
+      {rows}
+    </div>
   )
 }
