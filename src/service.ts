@@ -25,6 +25,7 @@ import {
   isWellFormedAnswer,
   newsText,
   readReviewAnswer,
+  ReviewCommentError,
   type ReviewVerdict,
 } from './plan/review.js'
 import { headlessReviewPolicy, policyVerdict, type HeadlessReviewPolicy } from './plan/headless.js'
@@ -382,9 +383,22 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     let verdict: ReviewVerdict
     try {
       if (typeof reviewId !== 'string' || !isWellFormedAnswer(answer)) throw new Error(MALFORMED_ANSWER_MESSAGE)
-      verdict = readReviewAnswer(answer)
     } catch {
       return Promise.reject(new Error(MALFORMED_ANSWER_MESSAGE))
+    }
+    let plan: string | undefined
+    try {
+      // Comments must quote the plan of the review they answer (R100); a review that is not open
+      // is refused by the chart in the agent's turn.
+      const open = openDurableReview(attachmentOf(agent).snapshot)
+      plan = open?.reviewId === reviewId ? open.plan : undefined
+    } catch (error) {
+      return Promise.reject(error) // the agent cannot attach (R61)
+    }
+    try {
+      verdict = readReviewAnswer(answer, plan)
+    } catch (error) {
+      return Promise.reject(error instanceof ReviewCommentError ? error : new Error(MALFORMED_ANSWER_MESSAGE))
     }
     return closeDurableReview(agent, reviewId, verdict, options?.toldInResult === true) as Promise<'approved' | 'keep-planning'>
   }

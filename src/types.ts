@@ -92,9 +92,19 @@ export interface ReviewRequest {
   signal: AbortSignal
 }
 
+/**
+ * A comment anchored to the plan (R100): `quote` is an exact excerpt of the plan (the lines or
+ * words it is about), `text` what the user says of it.
+ */
+export interface ReviewComment {
+  quote: string
+  text: string
+}
+
 /** The user's answer to a review. */
 export interface ReviewAnswer {
-  answers: { id: string; selected: string[]; custom?: string }[]
+  /** The `plan-review` item's `comments` are anchored to the plan (R100); they never consent (R44). */
+  answers: { id: string; selected: string[]; custom?: string; comments?: ReviewComment[] }[]
   /**
    * Who answered, when it was not the user: `'policy'` for a headless review policy (R94). The
    * record of the outcome carries it (`plan/review { …, by: 'policy' }`), so a policy's approval

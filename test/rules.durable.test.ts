@@ -30,7 +30,7 @@ const ENTERING = 'The user switched this session to plan mode.'
 const LEAVING = 'The user switched this session back to the default mode.'
 const DISPOSED = 'plan-mode service is disposed'
 const MALFORMED =
-  'answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string }] }; nothing was changed'
+  'answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string, comments?: [{ quote, text }] }] }; nothing was changed'
 const notOpen = (reviewId: string) => `no plan review ${reviewId} is open for this agent; nothing was changed`
 const alreadyClosed = (reviewId: string, outcome: string) => `plan review ${reviewId} is already closed (${outcome}); nothing was changed`
 const CHECKPOINT_IGNORED = 'plan-mode: checkpoint ignored; the log is replayed in full'

@@ -195,7 +195,10 @@ describe('R94: headlessReview, a ready review channel for runs with nobody to as
     expect(Object.hasOwn(userRecord.data as object, 'by')).toBe(false)
     expect(JSON.stringify(policyRecord.data)).toBe(`{"outcome":"approved","title":"${TITLE}","plan":${PLAN_JSON},"by":"policy"}`)
     // Apart from `by`, the two approvals fold alike (R31, R58, R64).
-    expect(replayPlanLog(policy.log.events)).toEqual(replayPlanLog(user.log.events))
+    const { approved: policyApproved, ...policyFold } = replayPlanLog(policy.log.events)
+    const { approved: userApproved, ...userFold } = replayPlanLog(user.log.events)
+    expect(policyFold).toEqual(userFold)
+    expect(policyApproved).toEqual({ ...userApproved, by: 'policy' }) // R98: the approved plan says who approved it
   })
 
   it("R94: provenance travels from any channel: an answer or a dismissal with by: 'policy' is recorded with it; any other `by` is not read", async () => {

@@ -67,6 +67,8 @@ export interface PlanReviewData {
   reviewId?: string
   /** The framework's id of the exit call that opened a durable review, when it has one (R79). */
   callId?: string
+  /** Comments anchored to the plan (R100), on a keep-planning record; `feedback` gives them to the model. */
+  comments?: { quote: string; text: string }[]
   /** The outcome was given to the model in the exit call's result, not at a step boundary (R81). */
   toldInResult?: boolean
   /** A headless review policy decided the outcome, not the user (R94, R95); a user's record has no `by`. */

@@ -92,6 +92,7 @@ export function recordReview({ context, self }: EffectArgs): void {
     title,
     plan,
     ...(result?.feedback !== undefined ? { feedback: result.feedback } : {}),
+    ...(result?.comments !== undefined ? { comments: result.comments } : {}),
     ...(result?.toldInResult === true ? { toldInResult: true } : {}),
     // A headless policy's decision is never taken for a user's (R94, R95); a user's record has no `by`.
     ...(result?.by === 'policy' ? { by: 'policy' as const } : {}),
@@ -140,12 +141,13 @@ export function forgetPending({ context }: EffectArgs): void {
  */
 export const askReview = fromPromise<ReviewResult, { ports: PlanModePorts; plan: string }>(async ({ input, signal }) => {
   try {
-    const verdict = readReviewAnswer(await input.ports.ask(input.plan, signal))
+    // Comments must quote the plan under review (R100): one that does not fails the review.
+    const verdict = readReviewAnswer(await input.ports.ask(input.plan, signal), input.plan)
     const by = verdict.by === 'policy' ? ({ by: 'policy' } as const) : {} // a headless policy answered (R94)
     if (verdict.outcome === 'approved') return { outcome: 'approved', ...by }
     return verdict.feedback === undefined
       ? { outcome: 'keep-planning', error: keepPlanningMessage(undefined), ...by }
-      : { outcome: 'keep-planning', error: keepPlanningMessage(verdict.feedback), feedback: verdict.feedback, ...by }
+      : { outcome: 'keep-planning', error: keepPlanningMessage(verdict.feedback), feedback: verdict.feedback, ...(verdict.comments ? { comments: verdict.comments } : {}), ...by }
   } catch (error) {
     try {
       if (isDismissal(error)) {

@@ -1,4 +1,4 @@
-import type { SetOutcome } from '../types.js'
+import type { ReviewComment, SetOutcome } from '../types.js'
 import type { OpenPlanReview, ReviewNews, ReviewOutcome } from '../log/kinds.js'
 import type { ReviewVerdict } from '../plan/review.js'
 
@@ -58,6 +58,8 @@ export interface ReviewResult {
   error?: string
   /** The non-blank custom text of a keep-planning answer (R45). */
   feedback?: string
+  /** The comments anchored to the plan that the feedback gives the model (R100), kept in the record. */
+  comments?: ReviewComment[]
   /** A durable review's outcome the host gives the model in the call's result (R81). */
   toldInResult?: boolean
   /** A headless review policy decided the outcome, not the user: the record says so (R94, R95). */

@@ -454,7 +454,8 @@ const planModeSetup = setup({
       if (event.type !== 'REVIEW.ANSWER' || context.review === null) return {}
       const { verdict } = event
       const feedback = verdict.outcome === 'keep-planning' ? verdict.feedback : undefined
-      const result = resultOfRecord(verdict.outcome, feedback, event.toldInResult, verdict.by)
+      const comments = verdict.outcome === 'keep-planning' && verdict.comments !== undefined ? { comments: verdict.comments } : {}
+      const result = { ...resultOfRecord(verdict.outcome, feedback, event.toldInResult, verdict.by), ...comments }
       return {
         review: { ...context.review, result, answering: true },
         result: { operation: 'answer' as const, answering: context.review.number },

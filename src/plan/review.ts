@@ -1,4 +1,4 @@
-import type { ReviewAnswer, ReviewQuestion } from '../types.js'
+import type { ReviewAnswer, ReviewComment, ReviewQuestion } from '../types.js'
 import type { ReviewOutcome } from '../log/kinds.js'
 
 /**
@@ -86,7 +86,9 @@ export function reviewQuestion(plan: string): ReviewQuestion {
  * How an answered review ended: consent, or keep planning with optional feedback (R44, R45); `by:
  * 'policy'` when a headless review policy answered, not the user (R94, R95).
  */
-export type AnswerVerdict = { outcome: 'approved'; by?: 'policy' } | { outcome: 'keep-planning'; feedback?: string; by?: 'policy' }
+export type AnswerVerdict =
+  | { outcome: 'approved'; by?: 'policy' }
+  | { outcome: 'keep-planning'; feedback?: string; comments?: ReviewComment[]; by?: 'policy' }
 
 /** What `answerReview` and a headless policy close a durable review with: an answer, or a policy's dismissal (R80, R95). */
 export type ReviewVerdict = AnswerVerdict | { outcome: 'dismissed'; by: 'policy' }
@@ -94,18 +96,57 @@ export type ReviewVerdict = AnswerVerdict | { outcome: 'dismissed'; by: 'policy'
 const isBlank = (text: string | undefined) => text === undefined || text.trim() === ''
 
 /**
- * Reads an answer (R44, R45): anything but a clean single `Approve` keeps planning. The answer's
- * `by: 'policy'` is kept (R94); any other `by` is not read.
+ * Reads an answer (R44, R45, R100): anything but a clean single `Approve` keeps planning, and
+ * comments anchored to the plan are never consent. The feedback is what the model is given: the
+ * custom text, then the comments (`commentsText`). The answer's `by: 'policy'` is kept (R94); any
+ * other `by` is not read.
+ * @throws ReviewCommentError when a comment is malformed or, given the plan, quotes what it does not hold.
  */
-export function readReviewAnswer(answer: ReviewAnswer | undefined): AnswerVerdict {
+export function readReviewAnswer(answer: ReviewAnswer | undefined, plan?: string): AnswerVerdict {
   const by = answer?.by === 'policy' ? ({ by: 'policy' } as const) : {}
   const items = (Array.isArray(answer?.answers) ? answer.answers : []).filter((item) => item?.id === 'plan-review')
   if (items.length !== 1) return { outcome: 'keep-planning', ...by }
   const [item] = items as [ReviewAnswer['answers'][number]]
   const custom = typeof item.custom === 'string' ? item.custom : undefined
+  const comments = readComments(item.comments, plan)
   const selected = Array.isArray(item.selected) ? item.selected : []
-  if (selected.length === 1 && selected[0] === APPROVE_LABEL && isBlank(custom)) return { outcome: 'approved', ...by }
-  return isBlank(custom) ? { outcome: 'keep-planning', ...by } : { outcome: 'keep-planning', feedback: custom!, ...by }
+  if (selected.length === 1 && selected[0] === APPROVE_LABEL && isBlank(custom) && comments.length === 0) return { outcome: 'approved', ...by }
+  const parts = [...(isBlank(custom) ? [] : [custom!]), ...(comments.length === 0 ? [] : [commentsText(comments)])]
+  if (parts.length === 0) return { outcome: 'keep-planning', ...by }
+  return { outcome: 'keep-planning', feedback: parts.join('\n\n'), ...(comments.length === 0 ? {} : { comments }), ...by }
+}
+
+/** A comment the review refuses (R100): malformed, or quoting what the plan does not hold. */
+export class ReviewCommentError extends Error {}
+
+/**
+ * The comments of an answer, checked (R100): each `{ quote, text }` with a quote that is not blank
+ * and, when `plan` is given, an exact excerpt of it, and a text that is not blank. Copies: the
+ * host's objects may change afterwards.
+ * @throws ReviewCommentError `plan review comment <n> needs a non-empty quote and text` or
+ *   `plan review comment <n> quotes text that is not in the plan: <JSON of the quote>`
+ */
+export function readComments(value: unknown, plan?: string): ReviewComment[] {
+  if (value === undefined) return []
+  if (!Array.isArray(value)) throw new ReviewCommentError('plan review comments must be an array of { quote, text }')
+  return value.map((comment: unknown, i) => {
+    const { quote, text } = (comment ?? {}) as Partial<ReviewComment>
+    if (typeof quote !== 'string' || typeof text !== 'string' || isBlank(quote) || isBlank(text)) {
+      throw new ReviewCommentError(`plan review comment ${i + 1} needs a non-empty quote and text`)
+    }
+    if (plan !== undefined && !plan.includes(quote)) {
+      throw new ReviewCommentError(`plan review comment ${i + 1} quotes text that is not in the plan: ${JSON.stringify(quote)}`)
+    }
+    return { quote, text }
+  })
+}
+
+/**
+ * The comments as the model reads them (R100): `Comments on the plan:`, then one numbered line
+ * per comment, `<n>. On <JSON of the quote>: <text>`.
+ */
+export function commentsText(comments: readonly ReviewComment[]): string {
+  return ['Comments on the plan:', ...comments.map((comment, i) => `${i + 1}. On ${JSON.stringify(comment.quote)}: ${comment.text}`)].join('\n')
 }
 
 /** Whether a channel's dismissal (R46) came from a headless review policy, not the user (R94). */
@@ -129,7 +170,7 @@ export function answerClosedMessage(reviewId: string, outcome: string): string {
 
 /** `answerReview` with an answer of the wrong shape (R80). */
 export const MALFORMED_ANSWER_MESSAGE =
-  "answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string }] }; nothing was changed"
+  "answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string, comments?: [{ quote, text }] }] }; nothing was changed"
 
 /** Whether `answer` has the shape of a `ReviewAnswer` (R80); what it means is R44's and R45's to say. */
 export function isWellFormedAnswer(answer: unknown): answer is ReviewAnswer {
@@ -142,7 +183,8 @@ export function isWellFormedAnswer(answer: unknown): answer is ReviewAnswer {
       typeof item.id === 'string' &&
       Array.isArray(item.selected) &&
       item.selected.every((label: unknown) => typeof label === 'string') &&
-      (item.custom === undefined || typeof item.custom === 'string'),
+      (item.custom === undefined || typeof item.custom === 'string') &&
+      (item.comments === undefined || Array.isArray(item.comments)),
   )
 }
 
