@@ -13,7 +13,10 @@ import { randomUUID } from 'node:crypto'
 import { createInterface } from 'node:readline'
 import { stepCountIs, streamText, type LanguageModel, type ModelMessage, type TextStreamPart, type ToolSet } from 'ai'
 import {
+  createPlanHistory,
   createPlanMode,
+  diffPlans,
+  formatPlanDiff,
   PLAN_MODE_EVENT,
   type PlanAgent,
   type ReviewAnswer,
@@ -23,7 +26,7 @@ import {
 } from 'xstate-plan-mode'
 import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
 import { chooseChatModel } from './chat-model.js'
-import { errorMessage, styles as makeStyles, type CliIo } from './io.js'
+import { errorMessage, styles as makeStyles, type CliIo, type Styles } from './io.js'
 import { newLogPath, openNewLog } from './log-file.js'
 import { renderMarkdown } from './markdown.js'
 import { offlineChatModel } from './offline-model.js'
@@ -127,11 +130,11 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
   }
 
   const review: ReviewChannel = {
-    async ask({ questions: [reviewed], signal }) {
+    async ask({ questions: [reviewed], agent: asking, signal }) {
       // The stream's tool-call line may trail the tool's execution by a few ticks: let it print first.
       await new Promise((resolve) => setImmediate(resolve))
       signal.throwIfAborted()
-      showReview(reviewed)
+      showReview(reviewed, asking)
       return answerReview(reviewed, signal)
     },
   }
@@ -181,10 +184,11 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
     })
   }
 
-  function showReview(reviewed: ReviewQuestion) {
+  function showReview(reviewed: ReviewQuestion, asking: PlanAgent) {
     screen.line(`${s.magenta('──')} ${s.bold(reviewed.header)} ${s.magenta('─'.repeat(44))}`)
     for (const line of renderMarkdown(reviewed.detail, options.color)) screen.line(line === '' ? '' : `  ${line}`)
     screen.line(s.magenta('─'.repeat(60)))
+    for (const line of planVersionLines(asking, reviewed.detail, s)) screen.line(line)
     screen.line(reviewed.question)
     const width = Math.max(...reviewed.options.map((option) => option.label.length))
     reviewed.options.forEach((option, i) => screen.line(`  ${i + 1}. ${s.bold(option.label.padEnd(width))}  ${s.dim(option.description)}`))
@@ -415,6 +419,27 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
     screen.line(`log: ${path} (${session.events.length} events)`)
     screen.line(inspectHint(path))
   }
+}
+
+/**
+ * The plan under review as a version of its planning episode (R96), and from v2 on what changed
+ * from the previous version (R97): `Plan v1`, or `Plan v<n> — changes from v<n-1>:` and the
+ * diff's lines with two lines of context (`formatPlanDiff`, indented by two spaces, without
+ * trailing spaces: `+` green, `-` red, kept lines dim), or `Plan v<n> — no change from v<n-1>`
+ * when it is the same plan. The plan under review has no record yet (its review's record is
+ * written when it ends): it is the one the agent's log presents next.
+ */
+export function planVersionLines(agent: PlanAgent, plan: string, s: Styles): string[] {
+  const history = createPlanHistory()
+  for (const event of agent.session.events) history.read(event)
+  const { version, previous } = history.next()
+  if (previous === null) return [s.bold(`Plan v${version}`)]
+  const changes = formatPlanDiff(diffPlans(previous, plan), 2)
+  if (changes.length === 0) return [s.bold(`Plan v${version} — no change from v${version - 1}`)]
+  const colour = (line: string) => (line.startsWith('+') ? s.green(line) : line.startsWith('-') ? s.red(line) : s.dim(line))
+  // No trailing spaces: a kept blank line is an empty line, an added one a lone `+`.
+  const shown = (line: string) => (line.trim() === '' ? '' : `  ${colour(line.trimEnd())}`)
+  return [s.bold(`Plan v${version} — changes from v${version - 1}:`), ...changes.map(shown)]
 }
 
 /** The base system prompt: where the agent works and what its tools can do. */

@@ -13,17 +13,23 @@ import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CHAT_SECTION, chooseOption } from '../cli/chat.js'
+import { CHAT_SECTION, chooseOption, planVersionLines } from '../cli/chat.js'
 import { chooseChatModel, importProvider } from '../cli/chat-model.js'
-import { CliError } from '../cli/io.js'
+import { CliError, styles } from '../cli/io.js'
 import { main, type CliIo } from '../cli/main.js'
+import { createMemorySessionLog, type PlanAgent } from '../src/index.js'
+import { terminalPage } from './fixtures/ansi-html.js'
+import { launchChromium } from './fixtures/browser.js'
 
 const REPO = fileURLToPath(new URL('..', import.meta.url))
+const ARTIFACTS = fileURLToPath(new URL('./artifacts/', import.meta.url))
+const DOCS = fileURLToPath(new URL('../docs/', import.meta.url))
 
 let root: string
 let logs: string
 let logCount = 0
 beforeAll(async () => {
+  await mkdir(ARTIFACTS, { recursive: true })
   root = await mkdtemp(join(tmpdir(), 'plan-mode-chat-root-'))
   logs = await mkdtemp(join(tmpdir(), 'plan-mode-chat-logs-'))
   await writeFile(join(root, 'README.md'), '# Report\n\nPrints the totals as a table.\n')
@@ -88,8 +94,9 @@ async function converse(chat: ChatRun, exchanges: [prompt: string, line: string]
 /**
  * @param keyboard stdin is a terminal (the default: the tests type as a user does, also mid-turn);
  *   false makes it a pipe, whose lines chat reads as a script.
+ * @param tty stdout is a terminal: chat colours its output (unless `--no-color` or NO_COLOR).
  */
-function startChat(args: string[], { env = {} as Record<string, string | undefined>, keyboard = true } = {}): ChatRun {
+function startChat(args: string[], { env = {} as Record<string, string | undefined>, keyboard = true, tty = false } = {}): ChatRun {
   const stdin = Object.assign(new PassThrough(), { isTTY: keyboard })
   let out = ''
   let err = ''
@@ -99,6 +106,7 @@ function startChat(args: string[], { env = {} as Record<string, string | undefin
   const interrupts = new Set<() => void>()
   const io: CliIo = {
     stdout: {
+      isTTY: tty,
       write(text: string) {
         out += text
         for (const trigger of [...triggers]) {
@@ -267,7 +275,7 @@ describe('plan-mode chat: plan mode', () => {
     expect(planEvents(events)).toEqual(['plan/mode true', 'plan/mode false'])
   })
 
-  it('R43–R45, R47, R49: plans, shows the review, keeps planning with feedback, revises, approves and carries out', async () => {
+  it('R43–R45, R47, R49, R96, R97: plans, shows the review (v1), keeps planning with feedback, revises, shows v2 with its changes from v1, approves and carries out', async () => {
     const log = newLog()
     const chat = startChat([...OFFLINE, '--log', log])
     await converse(chat, [
@@ -304,6 +312,7 @@ describe('plan-mode chat: plan mode', () => {
       '  3. Add or update the tests that cover it.',
       '  4. Run the tests and review the diff.',
       '────────────────────────────────────────────────────────────',
+      'Plan v1',
       'Approve this plan and leave plan mode?',
       '  1. Approve        Leave plan mode; the plan is carried out from the next step.',
       '  2. Keep planning  Stay in plan mode; feedback goes back to the model.',
@@ -333,6 +342,29 @@ describe('plan-mode chat: plan mode', () => {
       '  Feedback addressed',
       '',
       '  • Also document the flag in the README.',
+    ])
+    // R96, R97: the revision is v2, and the review shows what changed from v1 before the question.
+    expect(linesFrom(out, '  • Also document the flag in the README.', 'review [1/2]> A')).toEqual([
+      '  • Also document the flag in the README.',
+      '────────────────────────────────────────────────────────────',
+      'Plan v2 — changes from v1:',
+      '  - # Plan: Add a --json flag to the report command',
+      '  + # Plan: Add a --json flag to the report command (revision 2)',
+      '',
+      '    I listed the working directory (3 entries) and read `README.md` (3 lines).',
+      '    …',
+      '    2. Make the change: Add a --json flag to the report command.',
+      '    3. Add or update the tests that cover it.',
+      '  - 4. Run the tests and review the diff.',
+      '  + 4. Also document the flag in the README.',
+      '  + 5. Run the tests and review the diff.',
+      '  +',
+      '  + ## Feedback addressed',
+      '  +',
+      '  + - Also document the flag in the README.',
+      'Approve this plan and leave plan mode?',
+      '  1. Approve        Leave plan mode; the plan is carried out from the next step.',
+      '  2. Keep planning  Stay in plan mode; feedback goes back to the model.',
     ])
     expect(linesFrom(out, 'review [1/2]> A', 'you> ')).toEqual([
       'review [1/2]> A',
@@ -488,6 +520,107 @@ describe('plan-mode chat: piped input', () => {
     expect(chat.out()).not.toContain('review [1/2]> ')
     expect(planEvents(await readLog(log))).toEqual(['plan/mode true', 'plan/review reloaded'])
   })
+})
+
+describe('plan-mode chat: plan versions and what changed (R96, R97)', () => {
+  /** The whole arc, piped: plan, keep planning with feedback, approve the revision (v2). */
+  const ARC = ['/plan', 'Add a --json flag to the report command.', '2', 'Also document the flag in the README.', '1', '/quit']
+  const ESC = '\u001b'
+  const stripAnsi = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, '')
+
+  it('R96, R97: on a terminal the review’s diff is coloured through the CLI’s styles: + green, - red, kept lines dim, the version bold', async () => {
+    const chat = startChat(['--provider', 'offline', '--log', newLog()], { keyboard: false, tty: true })
+    for (const line of ARC) chat.type(line)
+    expect(await chat.done).toBe(0)
+    const out = chat.out()
+    const lines = out.split('\n')
+    expect(lines).toContain(`${ESC}[1mPlan v1${ESC}[22m`)
+    const from = lines.indexOf(`${ESC}[1mPlan v2 — changes from v1:${ESC}[22m`)
+    expect(from).toBeGreaterThan(lines.indexOf(`${ESC}[1mPlan v1${ESC}[22m`))
+    expect(lines.slice(from + 1, from + 8)).toEqual([
+      `  ${ESC}[31m- # Plan: Add a --json flag to the report command${ESC}[39m`,
+      `  ${ESC}[32m+ # Plan: Add a --json flag to the report command (revision 2)${ESC}[39m`,
+      '',
+      `  ${ESC}[2m  I listed the working directory (3 entries) and read \`README.md\` (3 lines).${ESC}[22m`,
+      `  ${ESC}[2m  …${ESC}[22m`,
+      `  ${ESC}[2m  2. Make the change: Add a --json flag to the report command.${ESC}[22m`,
+      `  ${ESC}[2m  3. Add or update the tests that cover it.${ESC}[22m`,
+    ])
+    expect(lines[lines.indexOf('Approve this plan and leave plan mode?', from) - 1]).toBe(`  ${ESC}[32m+ - Also document the flag in the README.${ESC}[39m`)
+    // The same text as without colours, only styled.
+    expect(linesFrom(stripAnsi(out), 'Plan v2 — changes from v1:', 'Approve')).toHaveLength(15)
+  })
+
+  it('R96, R97: no colour codes without a terminal (nor with NO_COLOR): the versions and the diff as plain text', async () => {
+    for (const options of [{ tty: false, env: {} }, { tty: true, env: { NO_COLOR: '1' } }]) {
+      const chat = startChat(['--provider', 'offline', '--log', newLog()], { keyboard: false, ...options })
+      for (const line of ARC) chat.type(line)
+      expect(await chat.done).toBe(0)
+      expect(chat.out()).not.toContain(ESC)
+      expect(chat.out()).toContain('\nPlan v1\nApprove this plan and leave plan mode?\n')
+      expect(chat.out()).toContain('\nPlan v2 — changes from v1:\n  - # Plan: Add a --json flag to the report command\n')
+    }
+  })
+
+  it('R96: entering plan mode again starts a new episode: its first plan is v1 again', async () => {
+    const log = newLog()
+    const chat = startChat([...OFFLINE, '--log', log], { keyboard: false })
+    for (const line of ['/plan', 'Add a --json flag to the report command.', '1', '/plan', 'Add a --csv flag to the report command.', '1', '/quit']) chat.type(line)
+    expect(await chat.done).toBe(0)
+    const shown = chat.out().split('\n').filter((line) => line.startsWith('Plan v'))
+    expect(shown).toEqual(['Plan v1', 'Plan v1'])
+    expect(planEvents(await readLog(log))).toEqual(['plan/mode true', 'plan/review approved', 'plan/mode false', 'plan/mode true', 'plan/review approved', 'plan/mode false'])
+  })
+
+  it('R96, R97: the review’s version lines read the agent’s log: v1, the changes from the previous version, or no change', () => {
+    const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
+    const agent: PlanAgent = { id: 'a', session }
+    const plain = styles(false)
+    const V1 = '# Plan\n\n1. One.\n2. Two.\n3. Three.\n4. Four.\n5. Five.\n6. Six.'
+    const V2 = V1.replace('6. Six.', '6. Six, in full.')
+    expect(planVersionLines(agent, V1, plain)).toEqual(['Plan v1'])
+    session.append('plan/review', { outcome: 'keep-planning', title: 'Plan', plan: V1 })
+    expect(planVersionLines(agent, V2, plain)).toEqual(['Plan v2 — changes from v1:', '    …', '    4. Four.', '    5. Five.', '  - 6. Six.', '  + 6. Six, in full.'])
+    session.append('plan/review', { outcome: 'keep-planning', title: 'Plan', plan: V2 })
+    expect(planVersionLines(agent, `${V2}\n`, plain)).toEqual(['Plan v3 — no change from v2'])
+    session.append('plan/mode', { active: false })
+    session.append('plan/mode', { active: true })
+    expect(planVersionLines(agent, V2, plain)).toEqual(['Plan v1'])
+    expect(planVersionLines(agent, V2, styles(true))).toEqual(['\u001b[1mPlan v1\u001b[22m'])
+  })
+
+  it('R96, R97: the terminal’s review of a v2, coloured, as a picture (docs/plan-diff-terminal.png)', async () => {
+    const chat = startChat(['--provider', 'offline', '--log', newLog()], { keyboard: false, tty: true })
+    for (const line of ARC) chat.type(line)
+    expect(await chat.done).toBe(0)
+    // From the keep-planning answer to the approval: the revision, its review and its diff.
+    const lines = chat.out().split('\n')
+    const plainLines = lines.map(stripAnsi)
+    const first = plainLines.indexOf('review [1/2]> 2')
+    const last = plainLines.indexOf('review [1/2]> 1')
+    expect(first).toBeGreaterThan(0)
+    const transcript = lines.slice(first, last + 2).join('\n')
+    expect(transcript).toContain(`${ESC}[32m+ 5. Run the tests and review the diff.${ESC}[39m`)
+
+    const browser = await launchChromium()
+    try {
+      const page = await browser.newPage({ viewport: { width: 1100, height: 900 } })
+      await page.route(() => true, (route) => route.abort()) // the page is self-contained
+      await page.setContent(terminalPage(transcript, 'plan-mode chat — reviewing v2 of a plan'))
+      const terminal = page.locator('#terminal')
+      // The page shows the transcript's text, its colours as styles.
+      expect(await terminal.textContent()).toBe(stripAnsi(transcript))
+      const colourOf = (text: string) => terminal.locator('span', { hasText: text }).first().evaluate((span) => getComputedStyle(span).color)
+      expect(await colourOf('+ 5. Run the tests and review the diff.')).toBe('rgb(143, 209, 139)')
+      expect(await colourOf('- 4. Run the tests and review the diff.')).toBe('rgb(242, 119, 122)')
+      const path = 'plan-diff-terminal.png'
+      await page.locator('.window').screenshot({ path: `${ARTIFACTS}${path}` })
+      // `PLAN_MODE_SCREENSHOTS=docs npx vitest run test/cli-chat.test.ts` refreshes docs/plan-diff-terminal.png.
+      if (process.env.PLAN_MODE_SCREENSHOTS === 'docs') await page.locator('.window').screenshot({ path: `${DOCS}${path}` })
+    } finally {
+      await browser.close()
+    }
+  }, 30_000) // a browser's start is slow on a busy machine
 })
 
 describe('plan-mode chat: bad input, one line on stderr and exit code 2', () => {
@@ -668,6 +801,7 @@ describe('plan-mode chat with a real provider (a fake OpenAI-compatible server)'
       '',
       '  1. Do it.',
       '────────────────────────────────────────────────────────────',
+      'Plan v1',
     ])
     expect(linesFrom(chat.out(), 'review [1/2]> 1', 'you> ')).toEqual([
       'review [1/2]> 1',

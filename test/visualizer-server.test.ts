@@ -481,6 +481,85 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     expect(line({ seq: 6, type: 'message', data: notice })).toEqual({ tone: 'notice', label: 'notice', detail: text })
     expect(line({ seq: 7, type: 'tool/result', data: { tool: 'read_file', text: 'ok' } })).toEqual({ tone: 'log', label: 'tool/result', detail: 'tool: read_file, text: ok' })
   })
+
+  it('R96, R97: the server reads each presented plan with the library: its version in its planning episode and its line diff from the previous version', () => {
+    const reader = createLogReader()
+    const V1 = '# Add --json\n\n1. Parse the flag.\n2. Print JSON.'
+    const V2 = '# Add --json\n\n1. Parse the flag.\n2. Print JSON.\n3. Document it.\n'
+    const V3 = '# Add --json\n\n1. Parse the flag with a schema.\n2. Print JSON.\n3. Document it.'
+    const events: [string, unknown][] = [
+      ['plan/mode', { active: true }],
+      ['plan/review', { outcome: 'keep-planning', title: 'Add --json', plan: V1, feedback: 'Document it.' }],
+      ['request/header', { step: 1 }],
+      ['plan/review', { outcome: 'keep-planning', title: 'Add --json', plan: V2 }],
+      // A durable review: its request presents v3; its closing record presents nothing new (R79, R80).
+      ['plan/review', { outcome: 'requested', reviewId: 'r1', title: 'Add --json', plan: V3 }],
+      ['plan/review', { outcome: 'approved', reviewId: 'r1', title: 'Add --json', plan: V3, by: 'policy' }],
+      ['plan/mode', { active: false }],
+      ['plan/mode', { active: true }],
+      // A new episode starts at version 1; a record whose plan is not a string presents nothing.
+      ['plan/review', { outcome: 'approved', title: 'Again', plan: V3 }],
+      ['plan/review', { outcome: 'approved', title: 'Broken', plan: 7 }],
+      ['plan/review', { outcome: 'keep-planning', title: 'Again', plan: V3 }],
+    ]
+    const readings = events.map(([type, data], i) => reader.read('a', { seq: i + 1, type, data }).plan)
+    expect(readings.map((plan) => plan && `v${plan.version} #${plan.seq} ${plan.outcome}${plan.by ? ' (by policy)' : ''}`)).toEqual([
+      undefined,
+      'v1 #2 keep-planning',
+      undefined,
+      'v2 #4 keep-planning',
+      'v3 #5 open',
+      'v3 #5 approved (by policy)',
+      undefined,
+      undefined,
+      'v1 #9 approved',
+      undefined,
+      'v2 #11 keep-planning',
+    ])
+    expect(readings[1]).toEqual({ seq: 2, version: 1, title: 'Add --json', plan: V1, outcome: 'keep-planning', feedback: 'Document it.' })
+    // A missing final newline is no change: only the added step (R97).
+    expect(readings[3]!.diff).toEqual([
+      { kind: 'same', text: '# Add --json' },
+      { kind: 'same', text: '' },
+      { kind: 'same', text: '1. Parse the flag.' },
+      { kind: 'same', text: '2. Print JSON.' },
+      { kind: 'added', text: '3. Document it.' },
+    ])
+    expect(readings[4]!.diff!.filter((line) => line.kind !== 'same')).toEqual([
+      { kind: 'removed', text: '1. Parse the flag.' },
+      { kind: 'added', text: '1. Parse the flag with a schema.' },
+    ])
+    // The closing record's reading is a copy: the request's reading still says open.
+    expect(readings[4]!.outcome).toBe('open')
+    expect(readings[8]).not.toHaveProperty('diff')
+    expect(readings[10]!.diff!.every((line) => line.kind === 'same')).toBe(true)
+    // Agents are read apart, and a repeat (an inspector watching again) presents nothing again.
+    expect(reader.read('b', { seq: 1, type: 'plan/review', data: { outcome: 'approved', title: 'B', plan: V1 } }).plan).toMatchObject({ version: 1 })
+    expect(reader.read('a', { seq: 11, type: 'plan/review', data: { outcome: 'keep-planning', title: 'Again', plan: V3 } })).not.toHaveProperty('plan')
+    expect(reader.read('a', { seq: 12, type: 'plan/review', data: { outcome: 'approved', title: 'Again', plan: V2 } }).plan).toMatchObject({ version: 3 })
+  })
+
+  it('R96, R97: the page’s review history is the server’s reading: one entry per presented plan, a durable review’s close updating its request’s', () => {
+    const reader = createLogReader()
+    const model = new VisualizerModel()
+    const events: [string, unknown][] = [
+      ['plan/mode', { active: true }],
+      ['plan/review', { outcome: 'keep-planning', title: 'P', plan: '# P\n1. A.', feedback: 'And B.' }],
+      ['plan/review', { outcome: 'requested', reviewId: 'r1', title: 'P', plan: '# P\n1. A.\n2. B.' }],
+      ['plan/review', { outcome: 'approved', reviewId: 'r1', title: 'P', plan: '# P\n1. A.\n2. B.' }],
+    ]
+    events.forEach(([type, data], i) => {
+      const event = { seq: i + 1, type, data }
+      model.ingest({ seq: 10 + i, at: 0, message: { type: 'plan-mode.log', agentId: 'a', event }, log: reader.read('a', event) })
+    })
+    const added = { kind: 'added', text: '2. B.' }
+    expect(model.view('a').reviews).toEqual([
+      { version: 1, seq: 11, logSeq: 2, outcome: 'keep-planning', title: 'P', plan: '# P\n1. A.', feedback: 'And B.' },
+      { version: 2, seq: 12, logSeq: 3, outcome: 'approved', title: 'P', plan: '# P\n1. A.\n2. B.', diff: [{ kind: 'same', text: '# P' }, { kind: 'same', text: '1. A.' }, added] },
+    ])
+    // Before the close arrived, the version was open.
+    expect(model.view('a', 12).reviews.map((review) => `v${review.version} ${review.outcome}`)).toEqual(['v1 keep-planning', 'v2 open'])
+  })
 })
 
 describe('npm run visualizer', () => {

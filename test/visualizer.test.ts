@@ -6,6 +6,7 @@
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { main } from '../cli/main.js'
@@ -15,6 +16,7 @@ import { start, type Visualizer } from '../visualizer/server.js'
 import { launchChromium } from './fixtures/browser.js'
 
 const ARTIFACTS = new URL('./artifacts/', import.meta.url)
+const DOCS = fileURLToPath(new URL('../docs/', import.meta.url))
 const PLAN_V1 = '# Ship <script>window.__xss = 1</script> safely\n\n1. Render <img src=x onerror="window.__xss = 2"> as text.'
 const PLAN_V2 = '# Ship safely (v2)\n\n1. Render plans as text.\n2. Test it in a browser.'
 
@@ -144,6 +146,39 @@ describe('visualizer in Chromium', () => {
     await expectActive(['mode.inactive', 'intent.logged'], ['mode.active', 'intent.pending.leaving'])
     await expect.poll(modeLabel).toBe('inactive')
     await expect.poll(() => page.locator('#reviews li.review[data-version="2"]').getAttribute('data-outcome')).toBe('approved')
+  })
+
+  it('R96, R97: the review history shows each plan’s version and, for v2, its line diff from v1, as text and coloured by kind', async () => {
+    expect(await page.locator('#reviews li.review .version').allTextContents()).toEqual(['v1', 'v2'])
+    const v1 = page.locator('#reviews li.review[data-version="1"]')
+    const v2 = page.locator('#reviews li.review[data-version="2"]')
+    expect(await v1.locator('.diff, .diff-none').count()).toBe(0)
+    expect(await v2.locator('.diff > summary').textContent()).toBe('Changes from v1')
+    expect(await v2.locator('.diff').getAttribute('open')).not.toBeNull()
+    const lines = () => v2.locator('.diff-line').evaluateAll((spans) => spans.map((span) => `${(span as HTMLElement).dataset.kind} ${span.textContent}`))
+    expect(await lines()).toEqual([
+      'removed - # Ship <script>window.__xss = 1</script> safely',
+      'added + # Ship safely (v2)',
+      'same   ',
+      'removed - 1. Render <img src=x onerror="window.__xss = 2"> as text.',
+      'added + 1. Render plans as text.',
+      'added + 2. Test it in a browser.',
+    ])
+    // Added lines green, removed red, kept lines muted.
+    const colours = await v2.locator('.diff-line').evaluateAll((spans) =>
+      Object.fromEntries(spans.map((span) => [(span as HTMLElement).dataset.kind, getComputedStyle(span).color])),
+    )
+    const rgb = (colour: string) => colour.match(/\d+/g)!.map(Number) as [number, number, number]
+    const [ar, ag, ab] = rgb(colours.added!)
+    const [rr, rg, rb] = rgb(colours.removed!)
+    expect(ag > ar && ag > ab).toBe(true)
+    expect(rr > rg && rr > rb).toBe(true)
+    expect(colours.same).toBe('rgb(107, 112, 121)')
+    // The plan's markup in a diff is text too.
+    expect(await page.locator('#reviews script, #reviews img').count()).toBe(0)
+    expect(await page.evaluate(() => (window as { __xss?: number }).__xss)).toBeUndefined()
+    // The full plan stays one click away.
+    expect(await v2.locator('pre.plan').textContent()).toBe(PLAN_V2)
   })
 
   it('the timeline tells the session’s story by default: mode switches, reviews opened and answered, turns; no chart internals', async () => {
@@ -357,6 +392,56 @@ describe('visualizer in Chromium', () => {
       await replay.close()
       stop.abort()
       await served
+    }
+  })
+  it('R96, R97: a planning session’s v1 and v2 with the diff, as a picture (docs/plan-diff-visualizer.png)', async () => {
+    const server = await start({ port: 0 })
+    const answers: ((answer: ReviewAnswer) => void)[] = []
+    const shown = createVisiblePlanMode('PLAN', { review: { ask: () => new Promise((resolve) => answers.push(resolve)) } }, server.inspectUrl)
+    const report: PlanAgent = { id: 'report-agent', session: createMemorySessionLog() }
+    const picture = await browser.newPage({ viewport: { width: 1440, height: 1150 } })
+    const plan = (steps: string[]) => `# Add a --json flag to the report command\n\n${steps.map((step, i) => `${i + 1}. ${step}`).join('\n')}`
+    const V1 = plan(['Parse `--json` in `src/cli.ts`.', 'Print the totals with `JSON.stringify`.', 'Add a test for the flag.'])
+    const V2 = plan(['Parse `--json` in `src/cli.ts`.', 'Print the totals as one JSON object on stdout.', 'Add a test for the flag.', 'Document `--json` in the README.'])
+    try {
+      shown.show(report)
+      await picture.goto(server.url)
+      const { planMode: reportMode } = shown
+      report.session.append('turn/start', {})
+      report.session.append('command/run', { commandId: 'c1', name: 'plan', args: '' })
+      report.session.append('command/done', { commandId: 'c1', ...(await reportMode.command.run({ agent: report, rawInput: '' })) })
+      await reportMode.stepBoundary(report)
+      report.session.append('request/header', { step: 0 })
+      const first = reportMode.exitTool.execute({ plan: V1 }, { agent: report })
+      await expect.poll(() => answers.length).toBe(1)
+      answers.shift()!({ answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'Print one JSON object, and document the flag.' }] })
+      await expect(first).rejects.toThrow('keep planning')
+      await reportMode.stepBoundary(report)
+      report.session.append('request/header', { step: 1 })
+      const second = reportMode.exitTool.execute({ plan: V2 }, { agent: report })
+      await expect.poll(() => answers.length).toBe(1)
+      answers.shift()!({ answers: [{ id: 'plan-review', selected: ['Approve'] }] })
+      await expect(second).resolves.toEqual({ approved: true })
+      await reportMode.stepBoundary(report)
+      report.session.append('request/header', { step: 2 })
+      report.session.append('turn/end', {})
+
+      const v2 = picture.locator('#reviews li.review[data-version="2"]')
+      await expect.poll(() => v2.getAttribute('data-outcome')).toBe('approved')
+      await picture.locator('#chart[data-layout="done"]').waitFor()
+      expect(await v2.locator('.diff-line:not(.same)').allTextContents()).toEqual([
+        '- 2. Print the totals with `JSON.stringify`.',
+        '+ 2. Print the totals as one JSON object on stdout.',
+        '+ 4. Document `--json` in the README.',
+      ])
+      const path = 'plan-diff-visualizer.png'
+      await picture.screenshot({ path: new URL(path, ARTIFACTS).pathname })
+      // `PLAN_MODE_SCREENSHOTS=docs npx vitest run test/visualizer.test.ts` refreshes docs/plan-diff-visualizer.png.
+      if (process.env.PLAN_MODE_SCREENSHOTS === 'docs') await picture.screenshot({ path: `${DOCS}${path}` })
+    } finally {
+      await picture.close()
+      await shown.close()
+      await server.close()
     }
   })
 })

@@ -3,8 +3,10 @@
  * browser code and cannot import the library; rather than spell the log's meaning a second time,
  * it gets every `plan-mode.log` item annotated with the library's own reading: the event's
  * timeline line (`describePlanLogEvent`, from the table of log event kinds), F after it
- * (`foldPlanLogEvent`, R2), and the event as a line of the session's story, told from the same
- * fold (a step whose request followed a switch the model had not been told carried a notice, R32).
+ * (`foldPlanLogEvent`, R2), the event as a line of the session's story, told from the same
+ * fold (a step whose request followed a switch the model had not been told carried a notice, R32),
+ * and the plan it presented or whose review it closed, with its version in its planning episode
+ * (`createPlanHistory`, R96) and its line diff from the previous version (`diffPlans`, R97).
  *
  * It also reads what a log may hold about itself: the agent it belongs to and when each event
  * happened, for a replayed file (`plan-mode visualize <file>`).
@@ -20,12 +22,16 @@ import {
   REQUEST_HEADER_EVENT,
   TURN_END_EVENT,
   TURN_START_EVENT,
+  createPlanHistory,
   describePlanLogEvent,
+  diffPlans,
   foldPlanLogEvent,
+  type PlanHistoryReader,
   type PlanLogFold,
+  type PresentedPlan,
   type SessionEvent,
 } from 'xstate-plan-mode'
-import type { LogReading, StoryLine } from './client/protocol.js'
+import type { LogReading, PlanReading, StoryLine } from './client/protocol.js'
 
 /** Reads the log events of any number of agents, each agent's in the order they arrive. */
 export interface LogReader {
@@ -38,6 +44,10 @@ interface AgentReading {
   fold: PlanLogFold | null
   /** The `/command args` of each command run seen, by commandId, for the line of its outcome. */
   commands: Map<string, string>
+  /** The plans its log presented, numbered within their planning episodes (R96). */
+  plans: PlanHistoryReader
+  /** The seq of the last event read: an event at or before it is a repeat. */
+  lastSeq: number
 }
 
 /** A reader with no agent seen yet. */
@@ -47,19 +57,23 @@ export function createLogReader(): LogReader {
     read(agentId, event) {
       let agent = agents.get(agentId)
       if (!agent) {
-        agent = { fold: EMPTY_PLAN_LOG_FOLD, commands: new Map() }
+        agent = { fold: EMPTY_PLAN_LOG_FOLD, commands: new Map(), plans: createPlanHistory(), lastSeq: -Infinity }
         agents.set(agentId, agent)
       }
       const before = agent.fold
       // An inspector that watches the agent again sends its whole log again: seqs only grow, so
-      // an event at or before the last one folded is a repeat and changes nothing.
-      if (before !== null && !(event.seq <= before.lastSeq)) {
+      // an event at or before the last one read is a repeat and changes nothing.
+      const repeat = event.seq <= agent.lastSeq
+      if (!repeat) agent.lastSeq = event.seq
+      if (before !== null && !repeat) {
         try {
           agent.fold = foldPlanLogEvent(before, event)
         } catch {
           agent.fold = null
         }
       }
+      // The plan history reads every event, also once F is unreadable: versions are not F's.
+      const presented = repeat ? undefined : agent.plans.read(event)
       let line: LogReading['line']
       try {
         line = describePlanLogEvent(event)
@@ -73,8 +87,27 @@ export function createLogReader(): LogReader {
         ...(agent.fold !== null ? { active: agent.fold.projection.active } : {}),
         ...(story ? { story } : {}),
         ...(at !== undefined ? { at } : {}),
+        ...(presented ? { plan: planReading(presented) } : {}),
       }
     },
+  }
+}
+
+/**
+ * A presented plan as the page gets it: a copy (a durable review's entry changes when its closing
+ * record is read), with its line diff from the previous version for version 2 and later (R97).
+ */
+function planReading(presented: PresentedPlan): PlanReading {
+  const { seq, version, title, plan, outcome, feedback, by, previous } = presented
+  return {
+    seq,
+    version,
+    title,
+    plan,
+    outcome,
+    ...(feedback !== undefined ? { feedback } : {}),
+    ...(by !== undefined ? { by } : {}),
+    ...(previous !== null ? { diff: diffPlans(previous, plan) } : {}),
   }
 }
 

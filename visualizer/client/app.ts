@@ -2,13 +2,14 @@
  * The visualizer page: connects to `/view`, folds what arrives into the model, and renders the
  * agents, the selected agent's statechart (at Fit its text is never below 10 px: a large chart
  * scrolls in its panel), its timeline (scrubbable into the past: the session's story by default,
- * the chart's internals behind "Show chart internals") and its plan review history. Every piece
- * of data is written with `textContent` or an attribute: a plan that contains markup shows it as
- * text.
+ * the chart's internals behind "Show chart internals") and its plan review history (each version,
+ * and from v2 on its change from the previous one). Every piece of data is written with
+ * `textContent` or an attribute: a plan that contains markup shows it as text.
  */
 import type { ELK as ElkApi } from 'elkjs/lib/elk-api.js'
 import { CHART_FONTS, canvasMeasure, chartModel, drawChart, highlight, layoutChart, type Measure } from './chart.js'
 import { VisualizerModel, type AgentView, type TimelineEntry, type TimelineLayer } from './model.js'
+import type { PlanDiffLine } from 'xstate-plan-mode'
 import type { DemoCommand, ServerMessage, ViewerMessage } from './protocol.js'
 
 declare global {
@@ -255,16 +256,40 @@ function renderReviews(view: AgentView): void {
       item.dataset.outcome = review.outcome
       item.dataset.version = String(review.version)
       const head = element('div', 'review-head')
-      head.append(element('span', 'version', `v${review.version}`), element('span', 'outcome', review.outcome), element('span', 'title', review.title))
+      const outcome = review.by === 'policy' ? `${review.outcome} (by policy)` : review.outcome
+      head.append(element('span', 'version', `v${review.version}`), element('span', 'outcome', outcome), element('span', 'title', review.title))
       item.append(head)
       if (review.feedback !== undefined) item.append(element('p', 'feedback', `Feedback: ${review.feedback}`))
-      const details = element('details')
-      details.open = index === view.reviews.length - 1
+      if (review.diff !== undefined) item.append(diffView(review.diff, review.version - 1))
+      const details = element('details', 'plan-text')
+      // The newest plan shows open, unless its change from the previous version shows instead.
+      details.open = index === view.reviews.length - 1 && review.diff === undefined
       details.append(element('summary', undefined, 'Plan'), element('pre', 'plan', review.plan))
       item.append(details)
       return item
     }),
   )
+}
+
+/** How a line of a diff starts (R97): added, removed, kept. */
+const DIFF_MARKS: Record<PlanDiffLine['kind'], string> = { added: '+ ', removed: '- ', same: '  ' }
+
+/**
+ * A version's change from the previous one (R97): the diff's lines as the server sent them, each
+ * marked and coloured by its kind, as text.
+ */
+function diffView(diff: readonly PlanDiffLine[], previous: number): HTMLElement {
+  if (!diff.some((line) => line.kind !== 'same')) return element('p', 'diff-none', `No change from v${previous}`)
+  const details = element('details', 'diff')
+  details.open = true
+  const lines = element('pre', 'diff-lines')
+  for (const line of diff) {
+    const shown = element('span', `diff-line ${line.kind}`, `${DIFF_MARKS[line.kind]}${line.text}`)
+    shown.dataset.kind = line.kind
+    lines.append(shown)
+  }
+  details.append(element('summary', undefined, `Changes from v${previous}`), lines)
+  return details
 }
 
 /**

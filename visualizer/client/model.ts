@@ -7,11 +7,12 @@
  *
  * What a log event means to plan mode is the library's (its table of log event kinds): the server
  * sends each log event with the library's reading of it (`WireItem.log`: its line, F after it, its
- * story line), and this model only shows it. It reads events itself only where plan mode reads
- * nothing: the notices and chat messages a host logged, and the fields of other events. The
- * chart tells one thing the log does not: when a review opened.
+ * story line, the plan it presents with its version and diff), and this model only shows it. It
+ * reads events itself only where plan mode reads nothing: the notices and chat messages a host
+ * logged, and the fields of other events. The chart tells one thing the log does not: when a
+ * review opened.
  */
-import type { PlanLogLine, SessionEvent } from 'xstate-plan-mode'
+import type { PlanDiffLine, PlanLogLine, SessionEvent } from 'xstate-plan-mode'
 import type { ActorMessage, InspectionMessage, SnapshotMessage } from 'xstate-plan-mode/inspect'
 import type { LogReading, StoryLine, WireItem } from './protocol.js'
 
@@ -88,14 +89,26 @@ export interface ModeSummary {
   label: string
 }
 
-/** One presented version of a plan and how its review ended (from `plan/review`, R49). */
+/**
+ * One presented version of a plan and how its review ended (R49, R96), as the server's reading of
+ * the log tells it (`LogReading.plan`).
+ */
 export interface ReviewVersion {
+  /** 1, 2, … within its planning episode (R96). */
   version: number
+  /** When the record that presented it arrived (the timeline's clock). */
   seq: number
+  /** The log seq of that record. */
+  logSeq: number
+  /** How its review ended, or `open` while a durable review waits. */
   outcome: string
   title: string
   plan: string
   feedback?: string
+  /** Set when a headless policy decided the outcome (R94). */
+  by?: 'policy'
+  /** For version 2 and later: its line diff from the previous version (R97). */
+  diff?: PlanDiffLine[]
 }
 
 /** An agent as the page shows it at one point of its timeline. */
@@ -388,24 +401,30 @@ export function summarize(value: unknown, loggedActive: boolean | undefined): Mo
 }
 
 /**
- * Every recorded review outcome, in order: the plan's version history (R49). Which events are
- * review outcomes is the library's reading (their line's tone); the versions show their payload.
+ * Every plan presented, in order, with its version and how its review ended: the plan's version
+ * history (R49, R96). What a log event presents, its version and its change from the previous
+ * version are the library's reading (`LogReading.plan`, made by the server); a durable review's
+ * closing record updates the version its request presented.
  */
 export function reviewHistory(log: readonly LogRecord[]): ReviewVersion[] {
-  const versions: ReviewVersion[] = []
-  for (const { seq, event, reading } of log) {
-    if (reading.line?.tone !== 'review' || !isRecord(event.data)) continue
-    const { outcome, title, plan, feedback } = event.data
-    versions.push({
-      version: versions.length + 1,
-      seq,
-      outcome: stringOr(outcome) ?? 'unknown',
-      title: stringOr(title) ?? '',
-      plan: stringOr(plan) ?? '',
-      ...(typeof feedback === 'string' ? { feedback } : {}),
+  const versions = new Map<number, ReviewVersion>()
+  for (const { seq, reading } of log) {
+    const presented = reading.plan
+    if (presented === undefined) continue
+    const { seq: logSeq, version, title, plan, outcome, feedback, by, diff } = presented
+    versions.set(logSeq, {
+      version,
+      seq: versions.get(logSeq)?.seq ?? seq,
+      logSeq,
+      outcome,
+      title,
+      plan,
+      ...(feedback !== undefined ? { feedback } : {}),
+      ...(by !== undefined ? { by } : {}),
+      ...(diff !== undefined ? { diff } : {}),
     })
   }
-  return versions
+  return [...versions.values()]
 }
 
 function openReviewOf(context: unknown, activePaths: Set<string>): { openReview?: { title: string; plan: string } } {

@@ -3,7 +3,7 @@
  * inspectors) speak the inspection protocol on `/inspect`; the server numbers what it receives
  * and hands it to every page, replaying the history to a page that connects late.
  */
-import type { PlanLogLine } from 'xstate-plan-mode'
+import type { PlanDiffLine, PlanLogLine } from 'xstate-plan-mode'
 import type { InspectionMessage } from 'xstate-plan-mode/inspect'
 
 /** One received inspection message, numbered by the server in arrival order. */
@@ -36,6 +36,33 @@ export interface LogReading {
   story?: StoryLine
   /** When the event happened (ms since the epoch), when the log tells (a host's `at`, `time`, … field). */
   at?: number
+  /**
+   * The plan the event presented (a channel review's `plan/review`, a durable review's request),
+   * or whose durable review it closed, as the library's plan history reads it (`createPlanHistory`,
+   * R96). Absent for any other event.
+   */
+  plan?: PlanReading
+}
+
+/** A plan the model presented, as it stands after the event read (R96, R97). */
+export interface PlanReading {
+  /** The log seq of the record that presented it: a durable review's closing record names its request's. */
+  seq: number
+  /** 1, 2, … within its planning episode (R96). */
+  version: number
+  title: string
+  plan: string
+  /** How its review ended, or `open` while a durable review waits for its answer (R80). */
+  outcome: string
+  /** The keep-planning feedback, when there was some. */
+  feedback?: string
+  /** Set when a headless policy decided the outcome (R94). */
+  by?: 'policy'
+  /**
+   * For version 2 and later: every line of the previous version and of this one, in reading order,
+   * each kept, added or removed (`diffPlans`, R97). Absent for version 1.
+   */
+  diff?: PlanDiffLine[]
 }
 
 /** A log event as the session's story tells it: what the user did, what the model was told, reviews, turns. */
