@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import { afterEach, describe, expect, it } from 'vitest'
 import { commentsText, readReviewAnswer } from '../src/plan/review.js'
@@ -73,6 +74,12 @@ describe('R100: comments anchored to the plan', () => {
       'The user chose to keep planning; their feedback: Comments on the plan:\n1. On "1. Back up.": Back up to S3, not to the local disk.',
     ])
     expect((await planMode.stepBoundary(agent)).messages).toEqual([])
+  })
+
+  it('R100: the README shows the exact text the model reads for a comment', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+    const told = `The user chose to keep planning; their feedback: ${commentsText([ON_BACKUP])}`
+    expect(readme).toContain(told.split('\n').map((line) => `// ${line}`).join('\n').replace('// The user', '// the model reads: The user'))
   })
 
   it('R100, R44: consent is read from the options alone, never from comments (property)', () => {
