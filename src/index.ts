@@ -35,6 +35,7 @@ export {
   type PlanModeData,
   type PlanReviewData,
   type ApprovedPlan,
+  type PlanEpisode,
   type PlanViolationData,
   type ViolationAction,
   type ReviewOutcome,
@@ -42,7 +43,7 @@ export {
   type ReviewNews,
   type ReviewFold,
 } from './log/kinds.js'
-export { createPlanHistory, planHistory, type PlanHistoryReader, type PresentedPlan } from './log/history.js'
+export { createPlanHistory, episodeBefore, planHistory, type PlanHistoryReader, type PresentedPlan } from './log/history.js'
 export { diffPlans, formatPlanDiff, type PlanDiffLine } from './plan/diff.js'
 export { foldViolations, type ViolationCounts, type ViolationEntry, type ViolationFold } from './log/violations.js'
 export { planProjection, type PlanProjection, type PlanProjectionState, type PlanProjectionView } from './log/projection.js'

@@ -204,14 +204,14 @@ describe('R76: checkpoints', () => {
       [{ ...base, version: 1 }, `the checkpoint's version is 1, not "${PLAN_CHECKPOINT_VERSION}"`],
       [{ ...base, seq: 0 }, 'the checkpoint names no event (seq, type)'],
       [{ ...base, seq: 1.5 }, 'the checkpoint names no event (seq, type)'],
-      [{ ...base, projection: { active: 'yes', runs: {}, kept: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)'],
-      [{ ...base, projection: { active: true, runs: { c1: 'on' }, kept: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)'],
-      [{ ...base, told: 'maybe' }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)'],
+      [{ ...base, projection: { active: 'yes', runs: {}, kept: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)'],
+      [{ ...base, projection: { active: true, runs: { c1: 'on' }, kept: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)'],
+      [{ ...base, told: 'maybe' }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)'],
       [throwing, 'the checkpoint cannot be read: boom'],
       // R79: a checkpoint@2 carries the durable reviews' fold.
-      [{ ...base, review: undefined }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)'],
-      [{ ...base, review: { open: { reviewId: 7, title: 'T', plan: '# T', version: 1 }, closed: null, news: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)'],
-      [{ ...base, review: { open: null, closed: null, news: { outcome: 'maybe' } } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)'],
+      [{ ...base, review: undefined }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)'],
+      [{ ...base, review: { open: { reviewId: 7, title: 'T', plan: '# T', version: 1 }, closed: null, news: null } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)'],
+      [{ ...base, review: { open: null, closed: null, news: { outcome: 'maybe' } } }, 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)'],
     ]
     for (const [checkpoint, problem] of cases) {
       expect(() => createMemorySessionLog([], { checkpoint })).toThrow(new Error(`createMemorySessionLog: ${problem}`))

@@ -467,7 +467,8 @@ export function checkpointAt(events: readonly SessionEvent[], k: number): PlanCh
   const fold = replayPlanLog(events.slice(0, k))
   const last = events[k - 1]!
   const checkpoint = { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
-  return fold.approved === null ? checkpoint : { ...checkpoint, approved: fold.approved } // R98: carried when there is one
+  // R98, R96: the approved plan and the episode are carried when there is one.
+  return { ...checkpoint, ...(fold.approved === null ? {} : { approved: fold.approved }), ...(fold.episode === null ? {} : { episode: fold.episode }) }
 }
 
 /** What a fresh durable service attached to a log shows, read through its public calls. */

@@ -89,7 +89,7 @@ describe('R98: the approved plan is state, read from the log', () => {
     const untold = createMemorySessionLog([{ type: 'turn/start', data: {} }], { checkpoint: older })
     expect(later.approvedPlan({ id: 'agent-2', session: untold })).toBeNull()
     expect(readCheckpoint({ ...saved, approved: { title: TITLE, plan: 7, seq: 3 } })).toEqual({
-      problem: 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)',
+      problem: 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)',
     })
   })
 })

@@ -34,7 +34,7 @@ const MALFORMED =
 const notOpen = (reviewId: string) => `no plan review ${reviewId} is open for this agent; nothing was changed`
 const alreadyClosed = (reviewId: string, outcome: string) => `plan review ${reviewId} is already closed (${outcome}); nothing was changed`
 const CHECKPOINT_IGNORED = 'plan-mode: checkpoint ignored; the log is replayed in full'
-const NO_VALID_FOLD = 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)'
+const NO_VALID_FOLD = 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)'
 /** R42's messages, quoted from the spec in the oracle's table. */
 const R42 = TEXT
 
@@ -388,6 +388,7 @@ describe('R79: a durable exit call', () => {
       openTurn: false,
       told: true,
       review: { open: { reviewId, title: TITLE, plan: PLAN, version, callId: 'call-1' }, closed: null, news: null },
+      episode: { version: 1, plan: PLAN }, // R96: the request presented v1 of this episode
     })
     h.log.append('turn/start', {})
     const tail = createMemorySessionLog(

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { createMemorySessionLog, createPlanHistory, diffPlans, formatPlanDiff, planHistory } from '../src/index.js'
+import { createMemorySessionLog, createPlanHistory, diffPlans, episodeBefore, formatPlanDiff, planHistory, readCheckpoint } from '../src/index.js'
 
 const V1 = '# Cache the importer\n\n1. Add an LRU.\n2. Test it.'
 const V2 = '# Cache the importer\n\n1. Add an LRU.\n2. Evict on write.\n3. Test it.'
@@ -79,5 +79,29 @@ describe('R97: what changed between versions is a line diff from the diff librar
     expect(formatPlanDiff(lines)).toEqual(['  # Cache the importer', '  ', '  1. Add an LRU.', '- 2. Test it.', '+ 2. Evict on write.', '+ 3. Test it.'])
     expect(formatPlanDiff(lines, 1)).toEqual(['  …', '  1. Add an LRU.', '- 2. Test it.', '+ 2. Evict on write.', '+ 3. Test it.'])
     expect(formatPlanDiff(diffPlans(V1, V1), 2)).toEqual([])
+  })
+})
+
+describe('R96, R76: a host that loaded only the tail after a checkpoint numbers on', () => {
+  it('R96, R76: the checkpoint carries the episode; episodeBefore gives it for a tail, planHistory continues with v2 and its diff from v1', async () => {
+    const { createCheckpoint } = await import('../src/log/checkpoint.js')
+    const { replayPlanLog } = await import('../src/log/kinds.js')
+    const whole = createMemorySessionLog([
+      { type: 'plan/mode', data: { active: true } },
+      { type: 'plan/review', data: { outcome: 'keep-planning', title: 'Cache the importer', plan: V1 } },
+      { type: 'turn/end', data: {} },
+      { type: 'plan/review', data: { outcome: 'approved', title: 'Cache the importer', plan: V2 } },
+    ])
+    const checkpoint = createCheckpoint(replayPlanLog(whole.events.slice(0, 3)), whole.events[2]!)
+    expect(checkpoint.episode).toEqual({ version: 1, plan: V1 })
+    const tail = createMemorySessionLog([whole.events[3]!], { checkpoint })
+    expect(episodeBefore(tail)).toEqual({ version: 1, plan: V1 })
+    expect(episodeBefore(whole)).toBeNull()
+    expect(planHistory(tail.events, episodeBefore(tail))).toEqual([
+      { seq: 4, version: 2, title: 'Cache the importer', plan: V2, outcome: 'approved', previous: V1 },
+    ])
+    expect(readCheckpoint({ ...checkpoint, episode: { version: 0, plan: V1 } })).toEqual({
+      problem: 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)',
+    })
   })
 })

@@ -1,5 +1,5 @@
 import type { SessionEvent, SessionLog } from '../types.js'
-import { EMPTY_REVIEW_FOLD, TURN_END_EVENT, latestApprovedPlan, replayPlanLog, replayPlanLogFrom, restorePlanLog, type ApprovedPlan, type PlanLogFold, type PlanLogRestore, type PlanProjectionState, type ReviewFold } from './kinds.js'
+import { EMPTY_REVIEW_FOLD, TURN_END_EVENT, latestApprovedPlan, replayPlanLog, replayPlanLogFrom, restorePlanLog, type ApprovedPlan, type PlanEpisode, type PlanLogFold, type PlanLogRestore, type PlanProjectionState, type ReviewFold } from './kinds.js'
 
 /**
  * Checkpoints (docs/spec.md R76): what attach needs of a log up to one seq, so that a host loads
@@ -34,6 +34,8 @@ export interface PlanCheckpoint {
    * kept still attaches, knowing no approved plan.
    */
   readonly approved?: ApprovedPlan
+  /** The last plan of the current planning episode and its version (R96), when there is one; optional as `approved` is. */
+  readonly episode?: PlanEpisode
 }
 
 /**
@@ -50,7 +52,7 @@ export interface CheckpointStore {
 /** The checkpoint of a fold whose last event is `last`. */
 export function createCheckpoint(fold: PlanLogFold, last: SessionEvent): PlanCheckpoint {
   const checkpoint = { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
-  return fold.approved === null ? checkpoint : { ...checkpoint, approved: fold.approved }
+  return { ...checkpoint, ...(fold.approved === null ? {} : { approved: fold.approved }), ...(fold.episode === null ? {} : { episode: fold.episode }) }
 }
 
 const isBooleanOrNull = (value: unknown): value is boolean | null => value === null || typeof value === 'boolean'
@@ -91,6 +93,14 @@ function readApprovedPlan(value: unknown): ApprovedPlan | null | false {
   return Object.freeze(approved.by === 'policy' ? { title, plan, seq, by: 'policy' as const } : { title, plan, seq })
 }
 
+/** A checked copy of a checkpoint's episode: null when absent, false when it is not one (R96). */
+function readEpisode(value: unknown): PlanEpisode | null | false {
+  if (value === undefined) return null
+  const episode = value as PlanEpisode | null
+  if (typeof episode !== 'object' || episode === null || !Number.isSafeInteger(episode.version) || episode.version < 1 || !isString(episode.plan)) return false
+  return Object.freeze({ version: episode.version, plan: episode.plan })
+}
+
 /**
  * Reads an untrusted checkpoint: a checked copy, or why it cannot be used (R76). Never throws: a
  * getter that throws is a reason too.
@@ -104,12 +114,13 @@ export function readCheckpoint(value: unknown): PlanCheckpoint | { problem: stri
     }
     const { seq, type, projection, openTurn, told } = checkpoint
     const approved = readApprovedPlan(checkpoint.approved)
+    const episode = readEpisode(checkpoint.episode)
     const review = readReviewFold(checkpoint.review)
     if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1 || typeof type !== 'string') {
       return { problem: 'the checkpoint names no event (seq, type)' }
     }
-    if (!isProjection(projection) || typeof openTurn !== 'boolean' || !isBooleanOrNull(told) || review === undefined || approved === false) {
-      return { problem: 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved)' }
+    if (!isProjection(projection) || typeof openTurn !== 'boolean' || !isBooleanOrNull(told) || review === undefined || approved === false || episode === false) {
+      return { problem: 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)' }
     }
     // A copy of its own: the host's object may change after it was read.
     const runs = Object.freeze({ ...projection.runs })
@@ -122,6 +133,7 @@ export function readCheckpoint(value: unknown): PlanCheckpoint | { problem: stri
       told,
       review,
       ...(approved === null ? {} : { approved }),
+      ...(episode === null ? {} : { episode }),
     })
   } catch (error) {
     return { problem: `the checkpoint cannot be read: ${error instanceof Error ? error.message : String(error)}` }
@@ -152,6 +164,7 @@ export function replayFromCheckpoint(events: readonly SessionEvent[], checkpoint
     told: checkpoint.told,
     review: checkpoint.review,
     approved: checkpoint.approved ?? null,
+    episode: checkpoint.episode ?? null,
     lastSeq: seq,
   }
   return replayPlanLogFrom(events, base, from)
@@ -209,7 +222,7 @@ export function approvedPlanOf(session: SessionLog): ApprovedPlan | null {
 }
 
 /** The session's checkpoint, checked, or null when it has none or one that cannot be used. */
-function loadedCheckpoint(session: SessionLog): PlanCheckpoint | null {
+export function loadedCheckpoint(session: SessionLog): PlanCheckpoint | null {
   let checkpoint: unknown
   try {
     checkpoint = session.checkpoint

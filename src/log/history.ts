@@ -1,5 +1,6 @@
-import type { SessionEvent } from '../types.js'
-import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, presentsPlan, type ReviewOutcome } from './kinds.js'
+import type { SessionEvent, SessionLog } from '../types.js'
+import { loadedCheckpoint } from './checkpoint.js'
+import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, presentsPlan, type PlanEpisode, type ReviewOutcome } from './kinds.js'
 
 /** One plan the model presented (R96), as the log tells it. */
 export interface PresentedPlan {
@@ -37,14 +38,15 @@ export interface PlanHistoryReader {
 /**
  * A reader of a log's plan history (R96). An episode starts at every `plan/mode` record
  * (entering plan mode starts one; leaving it ends it), and the plans presented in it are versions
- * 1, 2, … Records that are not what the library writes are skipped.
+ * 1, 2, … Records that are not what the library writes are skipped. `start` is the episode the
+ * events begin in, for events that start after a checkpoint (`episodeBefore(session)`).
  */
-export function createPlanHistory(): PlanHistoryReader {
+export function createPlanHistory(start: PlanEpisode | null = null): PlanHistoryReader {
   const plans: PresentedPlan[] = []
   /** The durable reviews still open, by id: their first closing record ends them (R80). */
   const open = new Map<string, PresentedPlan>()
   /** The last plan of the current episode. */
-  let previous: PresentedPlan | null = null
+  let previous: Pick<PresentedPlan, 'version' | 'plan'> | null = start
   return {
     plans,
     next: () => ({ version: previous === null ? 1 : previous.version + 1, previous: previous?.plan ?? null }),
@@ -84,9 +86,21 @@ export function createPlanHistory(): PlanHistoryReader {
   }
 }
 
-/** The plans a log presented, in order, numbered within their planning episode (R96): a pure fold that needs no service. */
-export function planHistory(events: readonly SessionEvent[]): PresentedPlan[] {
-  const history = createPlanHistory()
+/**
+ * The episode a session's loaded events begin in (R96): its checkpoint's, when the events start
+ * after a checkpoint (R76) that carries one; else null (a whole log begins in none).
+ */
+export function episodeBefore(session: SessionLog): PlanEpisode | null {
+  if (session.events[0]?.seq === 1) return null
+  return loadedCheckpoint(session)?.episode ?? null
+}
+
+/**
+ * The plans a log presented, in order, numbered within their planning episode (R96): a pure fold
+ * that needs no service. `start` as for `createPlanHistory`.
+ */
+export function planHistory(events: readonly SessionEvent[], start: PlanEpisode | null = null): PresentedPlan[] {
+  const history = createPlanHistory(start)
   for (const event of events) history.read(event)
   return history.plans as PresentedPlan[]
 }

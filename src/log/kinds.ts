@@ -201,6 +201,8 @@ export interface PlanLogFold {
   readonly review: ReviewFold
   /** The plan approved last, while plan mode was not entered again (R98). */
   readonly approved: ApprovedPlan | null
+  /** The last plan presented in the current planning episode and its version (R96), or null. */
+  readonly episode: PlanEpisode | null
   /**
    * The seq of the last event replayed (`replayPlanLog`: the log's last event, from which attach
    * follows the log), or of the last event `foldPlanLogEvent` read; -Infinity before any.
@@ -219,6 +221,12 @@ export interface ApprovedPlan {
   readonly seq: number
   /** Set when a headless policy approved it (R94, R95). */
   readonly by?: 'policy'
+}
+
+/** The last plan presented in the current planning episode, and its version (R96). */
+export interface PlanEpisode {
+  readonly version: number
+  readonly plan: string
 }
 
 /** How a timeline shows a log event: a tone (its family), a short label and a detail line. */
@@ -470,6 +478,7 @@ export const EMPTY_PLAN_LOG_FOLD: PlanLogFold = Object.freeze({
   told: null,
   review: EMPTY_REVIEW_FOLD,
   approved: null,
+  episode: null,
   lastSeq: -Infinity,
 })
 
@@ -491,6 +500,7 @@ export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLo
   if (event.type === PLAN_MODE_EVENT) readPlanModeData(data)
   if (kind === PLAN_REVIEW_KIND && isStrayApproval(fold.review, data)) return { ...fold, lastSeq: event.seq } // R80
   const approved = approvedAfter(fold.approved, event.type, data, event.seq)
+  const episode = episodeAfter(fold.episode, event.type, data)
   const told = kind.tells?.(data, fold.projection.active)
   return {
     projection: kind.project === undefined ? fold.projection : kind.project(fold.projection, data),
@@ -498,6 +508,7 @@ export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLo
     told: told === undefined ? fold.told : told,
     review: kind.review === undefined ? fold.review : kind.review(fold.review, data, event.seq),
     approved,
+    episode,
     lastSeq: event.seq,
   }
 }
@@ -519,7 +530,7 @@ export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
  * `events[from]`, and the replay reads `events[from]` on.
  */
 export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLogFold, from: number): PlanLogFold {
-  let { projection, openTurn, told, review, approved } = base
+  let { projection, openTurn, told, review, approved, episode } = base
   for (let i = from; i < events.length; i++) {
     const event = events[i]!
     const kind = kindOf(event.type)
@@ -527,14 +538,17 @@ export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLog
     if (kind === PLAN_MODE_KIND) readPlanModeData(event.data) // R61: every plan/mode is checked, not only the last
     const data = event.data as Record<string, unknown> | undefined
     if (kind === PLAN_REVIEW_KIND && isStrayApproval(review, data)) continue // R80: a lost answer changes nothing
-    if (kind === PLAN_MODE_KIND || kind === PLAN_REVIEW_KIND) approved = approvedAfter(approved, event.type, payload(event), event.seq)
+    if (kind === PLAN_MODE_KIND || kind === PLAN_REVIEW_KIND) {
+      approved = approvedAfter(approved, event.type, payload(event), event.seq)
+      episode = episodeAfter(episode, event.type, payload(event))
+    }
     if (kind.tells !== undefined) told = kind.tells(data, projection.active) ?? told
     if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
     if (kind.project !== undefined) projection = kind.project(projection, data)
     if (kind.review !== undefined) review = kind.review(review, data, event.seq)
   }
   const last = events.length > from ? events[events.length - 1] : undefined
-  return { projection, openTurn, told, review, approved, lastSeq: last === undefined ? base.lastSeq : last.seq }
+  return { projection, openTurn, told, review, approved, episode, lastSeq: last === undefined ? base.lastSeq : last.seq }
 }
 
 /** What attach rebuilds from a log (R64): F, the kept selection, the open turn and K. */
@@ -657,6 +671,13 @@ function approvedAfter(approved: ApprovedPlan | null, type: string, data: Record
   if (type !== PLAN_REVIEW_EVENT || data?.outcome !== 'approved' || typeof data.plan !== 'string') return approved
   const title = typeof data.title === 'string' ? data.title : ''
   return data.by === 'policy' ? { title, plan: data.plan, seq, by: 'policy' } : { title, plan: data.plan, seq }
+}
+
+/** The episode after one event (R96): a `plan/mode` starts a new one, a presented plan is its next version. */
+export function episodeAfter(episode: PlanEpisode | null, type: string, data: Record<string, unknown> | undefined): PlanEpisode | null {
+  if (type === PLAN_MODE_EVENT) return null
+  if (type !== PLAN_REVIEW_EVENT || !presentsPlan(data)) return episode
+  return { version: (episode?.version ?? 0) + 1, plan: data!.plan as string }
 }
 
 /**
