@@ -8,7 +8,9 @@ import { CoverageCollector, chartDefinition, generatePaths, pathName, replayPath
  * can drive it) in the channel and no-channel configurations, and the edges of the durable
  * reviews' graph (R78–R81) that reach what no shorter path reached, replayed on the real service
  * and checked against the SPEC oracle after every step; then the coverage of the chart's
- * definition by those replays. Edges where the chart stops with an append in flight are not
+ * definition by those replays. Headless review policies (R94, R95) are letters of the channel
+ * (a policy's approval and dismissal) and durable (`answerReviewByPolicy`, another writer's policy
+ * approval) alphabets. Edges where the chart stops with an append in flight are not
  * replayable (the service stops the actor under the work): they are left out of the graph and
  * fail a test of their own.
  */
@@ -26,7 +28,7 @@ const paths: ModelPath[] = [...withChannel.paths, ...withoutChannel.paths, ...du
 const coverage = new CoverageCollector()
 let replayed = 0
 
-describe('R1–R64 model-based: paths of the statechart replayed on the service against the oracle', () => {
+describe('R1–R64, R78–R81, R94, R95 model-based: paths of the statechart replayed on the service against the oracle', () => {
   it.each(paths.map((path, i) => [i + 1, pathName(path), path] as const))(
     'path %i: %s',
     async (_i, _name, path) => {
@@ -69,6 +71,27 @@ describe('R1–R64 model-based: paths of the statechart replayed on the service 
       expect(after.value, pathName(path)).toMatchObject({ lifecycle: 'stopped' })
       expect(after.hasTag('appending'), pathName(path)).toBe(false)
     }
+  })
+
+  it("R94, R95: the policy letters are replayed up to their records' landing, and a policy's and a user's approval of one review race both ways", () => {
+    // The replays above compare each record with the oracle's byte for byte (`by: 'policy'` last);
+    // this says that the generated paths hold those landings.
+    const runs = (config: ModelPath['config'], ...labels: string[]) =>
+      paths.some((path) => {
+        if (path.config !== config) return false
+        const names = path.letters.map((letter) => letter.label)
+        return names.some((_, i) => labels.every((label, j) => names[i + j] === label))
+      })
+    const lands = 'plan/review append resolves'
+    expect(runs('channel', 'answer approve by policy (R94)', lands)).toBe(true)
+    expect(runs('channel', 'dismiss review by policy (R94)', lands)).toBe(true)
+    expect(runs('durable', 'answerReviewByPolicy(approve) (R95)', lands)).toBe(true)
+    expect(runs('durable', 'answerReviewByPolicy(stop) (R95)', lands)).toBe(true)
+    // With no durable review open it resolves null and the chart hears nothing (R95).
+    expect(durable.paths.some((path) => path.letters[0]?.label === 'answerReviewByPolicy(approve) (R95)')).toBe(true)
+    // R95: whichever of the two records the log holds second lost.
+    expect(runs('durable', 'answerReviewByPolicy(approve) (R95)', 'another writer approves', lands)).toBe(true)
+    expect(runs('durable', 'answerReview(approve)', 'another writer approves by policy (R95)', lands)).toBe(true)
   })
 
   it('R1–R64: every state and transition of the chart is reached by the generated paths', async () => {

@@ -20,7 +20,8 @@
  *   `plan/mode` append is in flight is that append being published (then `PLAN_MODE.APPENDED`
  *   may follow; `PLAN_MODE.APPEND_FAILED` only before it was published), never a foreign one;
  * - the log's answers to the held appends, and the channel's answers (`xstate.done.actor.<id>`
- *   with the review's result, as `askReview` computes it);
+ *   with the review's result, as `askReview` computes it): a user's, and a headless policy's
+ *   approval and dismissal (`by: 'policy'`, R94);
  * - the call's abort, and `RELOAD` (a detach) while the actor serves; after it only the work in
  *   flight may finish and the log be heard (`lifecycle.closing`), until the chart says `stopped`
  *   and the service stops the actor (nothing follows: the next call attaches a new one);
@@ -35,9 +36,10 @@
  * graph and reported (`invariantBreaks`), since the service cannot follow the oracle there.
  *
  * The state key is the state value plus the context fields that guards read (K, the decided
- * review outcome, the deferred selection, the `/plan` run heard and not settled (R86, one
- * command id); for durable reviews also the racing record noted, the answer in flight and the
- * outcome left to tell): all finite; never seqs, counters, results, ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
+ * review outcome and whether a headless policy decided it (R94, R95: the record in flight says
+ * so), the deferred selection, the `/plan` run heard and not settled (R86, one command id); for
+ * durable reviews also the racing record noted, the answer in flight and the outcome left to
+ * tell): all finite; never seqs, counters, results, ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
  *
  * Three configurations: a review channel, none, and durable reviews (`reviews: 'durable'`, no
  * channel, R78–R81; `durableAlphabet`). In the first two every edge of the adjacency map becomes
@@ -76,6 +78,11 @@ export const ANSWERS = {
 }
 /** A dismissal: a rejection with code `ASK_CANCELLED` (R46). */
 export const dismissal = () => Object.assign(new Error('the user closed the dialog'), { code: 'ASK_CANCELLED' })
+/** R94: a headless policy's approval, as `headlessReview({ policy: 'approve' })` answers. */
+export const POLICY_APPROVAL = { answers: [{ id: 'plan-review', selected: ['Approve'] }], by: 'policy' as const }
+/** R94: a headless policy's dismissal, as `headlessReview({ policy: 'stop' })` rejects. */
+export const policyDismissal = () =>
+  Object.assign(new Error("the headless review policy 'stop' dismissed the plan review"), { code: 'ASK_CANCELLED', by: 'policy' })
 const CHANNEL_FAILURE = 'the review UI crashed'
 
 /** What the ask effect resolves with for each answer (see `askReview`, R44–R46). */
@@ -226,6 +233,14 @@ export function alphabet(hasChannel: boolean): Letter[] {
     add('dismiss review', done({ outcome: 'dismissed', error: REVIEW_MESSAGES.dismissed }), (ctx) =>
       ctx.twin.rejectAsk(ctx.twin.openAskIndex(AGENT)!, dismissal()),
     )
+    // R94: a headless policy decides: the same results as a user's Approve and dismissal, and
+    // the ask effect keeps who decided (`by: 'policy'`), which the record carries.
+    add('answer approve by policy (R94)', done({ outcome: 'approved', by: 'policy' }), (ctx) =>
+      ctx.twin.answer(ctx.twin.openAskIndex(AGENT)!, POLICY_APPROVAL),
+    )
+    add('dismiss review by policy (R94)', done({ outcome: 'dismissed', error: REVIEW_MESSAGES.dismissed, by: 'policy' }), (ctx) =>
+      ctx.twin.rejectAsk(ctx.twin.openAskIndex(AGENT)!, policyDismissal()),
+    )
     add('review channel fails', done({ outcome: 'failed', error: CHANNEL_FAILURE }), (ctx) =>
       ctx.twin.rejectAsk(ctx.twin.openAskIndex(AGENT)!, new Error(CHANNEL_FAILURE)),
     )
@@ -287,15 +302,19 @@ function logLetters(): Letter[] {
 // The traversal
 
 /**
- * The finite state key (see the file comment): only what the chart's guards read. For durable
- * reviews (R79–R81): whether the decided outcome was told in the result, whether the record in
- * flight is an answer, the outcome (and telling) of a racing record noted meanwhile, and the
- * outcome the next boundary tells, if any. Never ids, seqs, versions or counters.
+ * The finite state key (see the file comment): only what the chart's guards read, and what the
+ * record in flight says. For durable reviews (R79–R81): whether the decided outcome was told in
+ * the result, whether the record in flight is an answer, the outcome (and telling) of a racing
+ * record noted meanwhile, and the outcome the next boundary tells, if any. Whether a headless
+ * policy decided an outcome (R94, R95) goes with it: the record says so, and a racing record
+ * that differs only in it is another outcome (`settleRecord`). Never ids, seqs, versions or counters.
  */
 export function stateKey(snapshot: PlanModeSnapshot): string {
   const { told, review, deferredSelection, news, newsKeptPastHeader, heardRuns, deferredDone } = snapshot.context
-  const outcome = (result: { outcome: string; toldInResult?: boolean } | null | undefined) =>
-    result == null ? null : result.toldInResult === true ? `${result.outcome}, told in result` : result.outcome
+  const outcome = (result: { outcome: string; toldInResult?: boolean; by?: string } | null | undefined) =>
+    result == null
+      ? null
+      : [result.outcome, ...(result.toldInResult === true ? ['told in result'] : []), ...(result.by === 'policy' ? ['by policy'] : [])].join(', ')
   return JSON.stringify({
     value: snapshot.value,
     told,
@@ -504,9 +523,13 @@ const graphId = (kind: string) => `graph-${kind}-${++graphIds}`
  * Another writer (another process on the same log) requests a review, or closes the open one,
  * while no append of this service is in flight, and closes it also while this service's own
  * record of it is in flight (two answers racing, R80), but not with a record identical to ours
- * (same outcome, feedback and telling): the chart cannot tell such a record from its own echo,
- * and R80 says the later one lost. Its records while another append of this service is in
+ * (same outcome, feedback, telling and decider): the chart cannot tell such a record from its own
+ * echo, and R80 says the later one lost. Its records while another append of this service is in
  * flight (a request, a `plan/mode`) are not modelled.
+ *
+ * A headless policy (R95) answers like `answerReview`, with `answerReviewByPolicy(approve|stop)`,
+ * and another writer's policy approves; a policy's record differs from a user's in `by` alone, so
+ * a policy's and a user's approval of one review race (R95: the second in the log lost).
  */
 export function durableAlphabet(): DurableLetter[] {
   const letters: DurableLetter[] = []
@@ -581,6 +604,18 @@ export function durableAlphabet(): DurableLetter[] {
     },
     (ctx) => void ctx.twin.answerReview(AGENT, ctx.twin.oracle.lastClosedReview(AGENT)!.reviewId, ANSWERS.approve),
   )
+  // R95: a headless policy closes the review open when it is called, as `answerReview` would
+  // (approved, or dismissed, with `by: 'policy'`); with none open it resolves null and the chart
+  // hears nothing. (Not `toldInResult`: each own outcome multiplies the recording vertices, and
+  // R95's told policy approval is pinned by test/rules.headless.test.ts.)
+  for (const policy of ['approve', 'stop'] as const) {
+    const verdict = policy === 'approve' ? { outcome: 'approved', by: 'policy' } : { outcome: 'dismissed', by: 'policy' }
+    add(
+      `answerReviewByPolicy(${policy}) (R95)`,
+      (s) => (operation(s) ? (awaiting(s) ? [{ type: 'REVIEW.ANSWER', reviewId: openId(s), verdict, toldInResult: false }] : []) : undefined),
+      (ctx) => void ctx.twin.answerReviewByPolicy(AGENT, policy),
+    )
+  }
 
   add('detach', (s) => (lifecycle(s) === 'serving' ? [{ type: 'RELOAD' }] : undefined), (ctx) => {
     ctx.actor = ctx.twin.actor(AGENT)
@@ -613,8 +648,15 @@ export function durableAlphabet(): DurableLetter[] {
         return [{ type: 'LOG.REVIEW_REQUESTED', review: request }, { type: 'REVIEW.RECORDED' }]
       }
       if (!inReview(s, 'recording') || !review.result) return undefined
-      const { outcome, feedback, toldInResult } = review.result
-      const own = { type: 'LOG.REVIEW_CLOSED', reviewId: review.durable.reviewId, outcome, ...(feedback === undefined ? {} : { feedback }), toldInResult: toldInResult === true }
+      const { outcome, feedback, toldInResult, by } = review.result
+      const own = {
+        type: 'LOG.REVIEW_CLOSED',
+        reviewId: review.durable.reviewId,
+        outcome,
+        ...(feedback === undefined ? {} : { feedback }),
+        toldInResult: toldInResult === true,
+        ...(by === 'policy' ? { by } : {}),
+      }
       return [own, { type: 'REVIEW.RECORDED' }]
     },
     ({ twin }) => twin.resolveHeld(AGENT, 'plan/review'),
@@ -639,24 +681,39 @@ export function durableAlphabet(): DurableLetter[] {
         : undefined,
     (ctx) => ctx.twin.hostAppend(AGENT, 'plan/review', { outcome: 'requested', reviewId: `other-${++ctx.others}`, title: OTHER_TITLE, plan: OTHER_PLAN }),
   )
-  const closes: [string, 'approved' | 'keep-planning', string | undefined, boolean][] = [
-    ['approves', 'approved', undefined, false],
-    ['approves, told in result', 'approved', undefined, true],
-    ['keeps planning', 'keep-planning', OTHER_FEEDBACK, false],
+  // R95: another process's headless policy (a CI job answering open reviews) approves: its record
+  // carries `by: 'policy'`, so it races a user's approval in flight here (by is part of an outcome;
+  // the other way round, a user's record racing this service's policy answer, is `another writer
+  // approves` above). Its dismissal is left out: it adds about as many paths again (~1,000), and
+  // its races differ from a user's approval in the outcome already, not in `by` alone.
+  const closes: [string, 'approved' | 'keep-planning', string | undefined, boolean, boolean][] = [
+    ['approves', 'approved', undefined, false, false],
+    ['approves, told in result', 'approved', undefined, true, false],
+    ['keeps planning', 'keep-planning', OTHER_FEEDBACK, false, false],
+    ['approves by policy (R95)', 'approved', undefined, false, true],
   ]
-  for (const [name, outcome, feedback, toldInResult] of closes) {
+  for (const [name, outcome, feedback, toldInResult, policy] of closes) {
+    const by = policy ? { by: 'policy' as const } : {}
     add(
       `another writer ${name}`,
       (s) => {
         if (!hears(s) || openId(s) === undefined) return undefined
         const own = inReview(s, 'recording') ? s.context.review?.result : undefined
         if (!(awaiting(s) && !s.hasTag('appending')) && !own) return undefined
-        if (own && own.outcome === outcome && own.feedback === feedback && (own.toldInResult === true) === toldInResult) return undefined
-        return [{ type: 'LOG.REVIEW_CLOSED', reviewId: openId(s), outcome, ...(feedback === undefined ? {} : { feedback }), toldInResult }]
+        if (
+          own &&
+          own.outcome === outcome &&
+          own.feedback === feedback &&
+          (own.toldInResult === true) === toldInResult &&
+          (own.by === 'policy') === policy
+        ) {
+          return undefined
+        }
+        return [{ type: 'LOG.REVIEW_CLOSED', reviewId: openId(s), outcome, ...(feedback === undefined ? {} : { feedback }), toldInResult, ...by }]
       },
       (ctx) => {
         const { reviewId, title, plan } = openReview(ctx)
-        const record = { outcome, reviewId, title, plan, ...(feedback === undefined ? {} : { feedback }), ...(toldInResult ? { toldInResult } : {}) }
+        const record = { outcome, reviewId, title, plan, ...(feedback === undefined ? {} : { feedback }), ...(toldInResult ? { toldInResult } : {}), ...by }
         ctx.twin.hostAppend(AGENT, 'plan/review', record)
       },
     )

@@ -4,6 +4,7 @@ import {
   TEXT,
   abortReasonMessage,
   abandonedText,
+  badPolicyText,
   foldF,
   foldK,
   foldKept,
@@ -248,5 +249,88 @@ describe('the oracle', () => {
     expect(command.state).toEqual({ status: 'resolved', value: { kind: 'error', text: TEXT.notChanged + TEXT.disposedBeforeTurn } })
     expect(nextBoundary.state).toEqual({ status: 'rejected', message: TEXT.disposedBeforeTurn })
     expect(oracle.log('a')).toEqual([{ type: 'turn/start', data: {} }, mode(true)])
+  })
+  it("oracle, R94: a policy's answer or ASK_CANCELLED dismissal settles the call as a user's does; its record ends with by: 'policy', any other `by` is not read", () => {
+    const approve = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
+    const review = (settle: (oracle: PlanModeOracle) => void) => {
+      const oracle = new PlanModeOracle({ section: 'S', hasChannel: true })
+      oracle.addAgent('a')
+      oracle.set('a', true)
+      const call = oracle.execute({ agentId: 'a', args: { plan: '# T' } })
+      settle(oracle)
+      return { call: call.state, record: JSON.stringify(oracle.log('a').at(-1)!.data) }
+    }
+    const dismissal = (by?: string) => Object.assign(new Error(TEXT.headlessStop), { code: 'ASK_CANCELLED', ...(by ? { by } : {}) })
+    expect(review((o) => o.answer(o.asks[0]!, { ...approve, by: 'policy' }))).toEqual({
+      call: { status: 'resolved', value: { approved: true } },
+      record: '{"outcome":"approved","title":"T","plan":"# T","by":"policy"}',
+    })
+    expect(review((o) => o.answer(o.asks[0]!, approve)).record).toBe('{"outcome":"approved","title":"T","plan":"# T"}')
+    expect(review((o) => o.answer(o.asks[0]!, { ...approve, by: 'user' })).record).toBe('{"outcome":"approved","title":"T","plan":"# T"}')
+    expect(review((o) => o.rejectAsk(o.asks[0]!, dismissal('policy')))).toEqual({
+      call: { status: 'rejected', message: TEXT.dismissed },
+      record: '{"outcome":"dismissed","title":"T","plan":"# T","by":"policy"}',
+    })
+    expect(review((o) => o.rejectAsk(o.asks[0]!, dismissal())).record).toBe('{"outcome":"dismissed","title":"T","plan":"# T"}')
+    // Only a dismissal carries its decider: another rejection fails the call, recorded failed without `by`.
+    const failure = Object.assign(new Error('down'), { by: 'policy' })
+    expect(review((o) => o.rejectAsk(o.asks[0]!, failure))).toEqual({
+      call: { status: 'rejected', message: 'down' },
+      record: '{"outcome":"failed","title":"T","plan":"# T"}',
+    })
+    const feedback = { answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'why?' }], by: 'policy' }
+    expect(review((o) => o.answer(o.asks[0]!, feedback)).record).toBe('{"outcome":"keep-planning","title":"T","plan":"# T","feedback":"why?","by":"policy"}')
+  })
+
+  it("oracle, R95: answerReviewByPolicy checks the policy, then dispose; with no durable review open it resolves null; else it records by: 'policy' last and resolves { reviewId, outcome }", () => {
+    const durable = () => {
+      const oracle = new PlanModeOracle({ section: 'S', hasChannel: false, reviews: 'durable' })
+      oracle.addAgent('a')
+      oracle.set('a', true)
+      return oracle
+    }
+    const oracle = durable()
+    for (const bad of [undefined, 'Stop', true]) {
+      expect(oracle.answerReviewByPolicy('a', bad).state).toEqual({ status: 'rejected', message: badPolicyText(bad) })
+    }
+    expect(badPolicyText({ toString: () => { throw new Error('no') } })).toBe("headless review policy must be 'stop' or 'approve'; got [object Object]")
+    expect(oracle.answerReviewByPolicy('a', 'approve').state).toEqual({ status: 'resolved', value: null })
+    expect(oracle.execute({ agentId: 'a', args: { plan: '# T' }, reviewId: 'r1' }).state).toEqual({ status: 'resolved', value: { submitted: true, reviewId: 'r1' } })
+    expect(oracle.answerReviewByPolicy('a', 'approve', { toldInResult: true }).state).toEqual({ status: 'resolved', value: { reviewId: 'r1', outcome: 'approved' } })
+    expect(JSON.stringify(oracle.log('a').at(-1))).toBe(
+      '{"type":"plan/review","data":{"outcome":"approved","reviewId":"r1","title":"T","plan":"# T","toldInResult":true,"by":"policy"}}',
+    )
+    expect(oracle.get('a')).toEqual({ active: true, pending: false }) // R47's consent
+    // 'stop': dismissed, F and P unchanged, nothing for a boundary to tell (R81).
+    const stopped = durable()
+    stopped.execute({ agentId: 'a', args: { plan: '# T' }, reviewId: 'r1' })
+    expect(stopped.answerReviewByPolicy('a', 'stop').state).toEqual({ status: 'resolved', value: { reviewId: 'r1', outcome: 'dismissed' } })
+    expect(stopped.log('a').at(-1)!.data).toEqual({ outcome: 'dismissed', reviewId: 'r1', title: 'T', plan: '# T', by: 'policy' })
+    expect(stopped.get('a')).toEqual({ active: true })
+    expect(stopped.boundary('a').state).toEqual({ status: 'resolved', value: { section: 'S', notices: [] } })
+    expect(stopped.answerReview('a', 'r1', { answers: [] }).state).toEqual({
+      status: 'rejected',
+      message: 'plan review r1 is already closed (dismissed); nothing was changed',
+    })
+    stopped.dispose()
+    expect(stopped.answerReviewByPolicy('a', 'stop').state).toEqual({ status: 'rejected', message: TEXT.disposed })
+    expect(stopped.answerReviewByPolicy('a', 'Stop').state).toEqual({ status: 'rejected', message: badPolicyText('Stop') })
+  })
+
+  it("oracle, R95: by is part of an outcome: a user's approval whose record lands after a policy's approval of the same review lost, and the other way round", () => {
+    for (const [own, other] of [['user', 'policy'], ['policy', 'user']] as const) {
+      const oracle = new PlanModeOracle({ section: 'S', hasChannel: false, reviews: 'durable' })
+      oracle.addAgent('a')
+      oracle.set('a', true)
+      oracle.execute({ agentId: 'a', args: { plan: '# T' }, reviewId: 'r1' })
+      oracle.appendFate = () => ({ kind: 'hold' })
+      const call =
+        own === 'user' ? oracle.answerReview('a', 'r1', { answers: [{ id: 'plan-review', selected: ['Approve'] }] }) : oracle.answerReviewByPolicy('a', 'approve')
+      const record = { outcome: 'approved', reviewId: 'r1', title: 'T', plan: '# T', ...(other === 'policy' ? { by: 'policy' } : {}) }
+      oracle.hostAppend('a', 'plan/review', record)
+      oracle.resolve(oracle.heldAppends()[0]!.handle)
+      expect(call.state, own).toEqual({ status: 'rejected', message: 'plan review r1 is already closed (approved); nothing was changed' })
+      expect(oracle.get('a'), own).toEqual({ active: true, pending: false }) // the log's first record: an approval
+    }
   })
 })

@@ -79,6 +79,19 @@
  *   request meanwhile (once ours settles, the later of the two requests in the log is open).
  * - The exit call's request id is drawn by the service (`crypto.randomUUID`); the test tells
  *   the oracle which one (`ExecuteInput.reviewId`). Everything else the oracle decides.
+ *
+ * Headless review policies (R94, R95): who decided an outcome is part of it.
+ * - A channel's answer with `by: 'policy'`, or its `ASK_CANCELLED` rejection with `by: 'policy'`,
+ *   settles the call exactly as the same answer or dismissal without it (R44–R47), and its record
+ *   ends with `by: 'policy'`; any other `by` (or one on another rejection) is not read, and a
+ *   record without a policy has no `by` key at all.
+ * - `answerReviewByPolicy(agent, policy)` checks the policy, then `dispose`, then takes the review
+ *   `openReview` shows when it is called: none resolves `null` at once and changes nothing (R95).
+ *   Otherwise it is `answerReview` with the policy's verdict (approved, or dismissed, `by:
+ *   'policy'`; `toldInResult` as asked): the same turn, refusals and race, resolving `{ reviewId,
+ *   outcome }` once the record landed. A dismissal leaves nothing for a boundary to tell (R81).
+ * - Two closing records of one review that differ only in `by` are different outcomes (R95): the
+ *   later one lost. Apart from `by`, a policy's approval is a user's (R30, R31, R58, R64).
  */
 
 /** A log entry as plan mode sees it (the log assigns `seq`; the oracle compares type and data). */
@@ -122,6 +135,8 @@ export interface CommandExpectation {
 /** A review answer as the channel resolves it (SPEC §1 `ReviewAnswer`, loosely typed on purpose). */
 export interface AnswerLike {
   answers?: unknown
+  /** R94: `'policy'` when a headless review policy answered; any other value is not read. */
+  by?: unknown
 }
 
 /** What the fate policy decides for one append the service makes. */
@@ -195,7 +210,9 @@ export const TEXT = {
   approvedNews: 'The user approved your plan and plan mode is off; carry out the plan, starting now.',
   /** R80: `answerReview` with an answer of the wrong shape. */
   malformedAnswer:
-    'answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string }] }; nothing was changed',
+    'answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string, comments?: [{ quote, text }] }] }; nothing was changed',
+  /** R94: the message of the `'stop'` policy's rejection (`HEADLESS_STOP_MESSAGE`). */
+  headlessStop: "the headless review policy 'stop' dismissed the plan review",
   flushFailed: 'plan-mode: step-boundary flush failed',
   recordFailed: 'plan-mode: review record failed',
   offWithAttachments: 'Image attachments cannot accompany /plan off.',
@@ -218,6 +235,30 @@ export const TEXT = {
 /** R73: the one warning of an abandoned close, and what the operation waiting for that work fails with. */
 export function abandonedText(closeTimeoutMs: number): string {
   return `plan-mode: the session log did not settle within ${closeTimeoutMs} ms of a reload or detach; work in flight was abandoned`
+}
+
+/**
+ * R94: the `TypeError` for any policy but `'stop'` and `'approve'`: `String(policy)`, or the
+ * object's tag when `String` throws.
+ */
+export function badPolicyText(policy: unknown): string {
+  let shown: string
+  try {
+    shown = String(policy)
+  } catch {
+    shown = Object.prototype.toString.call(policy)
+  }
+  return `headless review policy must be 'stop' or 'approve'; got ${shown}`
+}
+
+/** R80: an answer refused because the review it names is closed, with the outcome the log holds. */
+export function alreadyClosedText(reviewId: string, outcome: string): string {
+  return `plan review ${reviewId} is already closed (${outcome}); nothing was changed`
+}
+
+/** R94: who decided: `by: 'policy'` when a headless policy did, else nothing (a user's has no `by`). */
+function byOf(source: unknown): { by?: 'policy' } {
+  return (source as { by?: unknown } | null | undefined)?.by === 'policy' ? { by: 'policy' } : {}
 }
 
 /** R73: the close timeout when the service is given none. */
@@ -316,9 +357,18 @@ function durableRecord(entry: LogEntry): Record<string, unknown> | null {
   return typeof data.reviewId === 'string' ? data : null
 }
 
-/** R80: two closing records that cannot be told apart by their content: the same outcome, feedback and telling. */
+/**
+ * R80: two closing records that cannot be told apart by their content: the same outcome, feedback
+ * and telling, and (R95: `by` is part of an outcome) the same decider, a policy or a user.
+ */
 function sameOutcome(first: Record<string, unknown> | null, own: Record<string, unknown>): boolean {
-  return first !== null && first.outcome === own.outcome && first.feedback === own.feedback && (first.toldInResult === true) === (own.toldInResult === true)
+  return (
+    first !== null &&
+    first.outcome === own.outcome &&
+    first.feedback === own.feedback &&
+    (first.toldInResult === true) === (own.toldInResult === true) &&
+    (first.by === 'policy') === (own.by === 'policy')
+  )
 }
 
 /** R81: what a closing record leaves the next boundary to tell. */
@@ -454,6 +504,15 @@ interface Settlement {
   outcome: 'approved' | 'keep-planning' | 'dismissed' | 'failed' | 'aborted' | 'superseded' | 'reloaded'
   error?: string
   feedback?: string
+  /** R94: a headless policy decided it (an answer or a dismissal that said so). */
+  by?: 'policy'
+}
+
+/** How a durable review is closed by `answerReview` or a policy (R80, R95). */
+interface DurableVerdict {
+  outcome: 'approved' | 'keep-planning' | 'dismissed'
+  feedback?: string
+  by?: 'policy'
 }
 
 interface Review {
@@ -829,12 +888,60 @@ export class PlanModeOracle {
     return call
   }
 
-  /** `answerReview(agent, reviewId, answer, { toldInResult })` (R80, R81). */
+  /** `answerReview(agent, reviewId, answer, { toldInResult })` (R80, R81; an answer with `by: 'policy'`, R94, R95). */
   answerReview(agentId: string, reviewId: unknown, answer: unknown, options: { toldInResult?: boolean } = {}): OracleCall<'approved' | 'keep-planning'> {
     const call = this.call<'approved' | 'keep-planning'>('answer', agentId)
     if (this.failIfDisposed(call)) return call
     if (typeof reviewId !== 'string' || !isWellFormedAnswer(answer)) return this.fail(call, TEXT.malformedAnswer)
-    const toldInResult = options.toldInResult === true
+    // R44, R45 in the answer's turn: strict consent; anything else keeps planning, with non-blank
+    // custom text as feedback. R94: an answer with `by: 'policy'` is recorded so.
+    const verdict = (): DurableVerdict => {
+      const read = readAnswer(answer as AnswerLike)
+      return read.approved
+        ? { outcome: 'approved', ...byOf(answer) }
+        : { outcome: 'keep-planning', ...(read.feedback !== undefined ? { feedback: read.feedback } : {}), ...byOf(answer) }
+    }
+    this.closeDurable(call, agentId, reviewId, verdict, options.toldInResult === true, (outcome) => outcome as 'approved' | 'keep-planning')
+    return call
+  }
+
+  /**
+   * `answerReviewByPolicy(agent, policy, { toldInResult })` (R95): the policy is checked first,
+   * then `dispose`; the review `openReview` shows when it is called is closed as `answerReview`
+   * would close it, with the policy's verdict; with none open, `null` and nothing changes.
+   */
+  answerReviewByPolicy(
+    agentId: string,
+    policy: unknown,
+    options: { toldInResult?: boolean } = {},
+  ): OracleCall<{ reviewId: string; outcome: 'approved' | 'dismissed' } | null> {
+    const call = this.call<{ reviewId: string; outcome: 'approved' | 'dismissed' } | null>('answer', agentId)
+    if (policy !== 'stop' && policy !== 'approve') return this.fail(call, badPolicyText(policy))
+    if (this.failIfDisposed(call)) return call
+    const open = this.openReview(agentId)
+    if (open === null) return this.settle(call, null)
+    const { reviewId } = open
+    const verdict = (): DurableVerdict => ({ outcome: policy === 'approve' ? 'approved' : 'dismissed', by: 'policy' })
+    this.closeDurable(call, agentId, reviewId, verdict, options.toldInResult === true, (outcome) => ({
+      reviewId,
+      outcome: outcome as 'approved' | 'dismissed',
+    }))
+    return call
+  }
+
+  /**
+   * R80 in the agent's turn: refused when the review is not open; else the verdict is read and its
+   * record `{ outcome, reviewId, title, plan, feedback?, toldInResult?, by? }` is appended, and the
+   * call resolves with `result(outcome)` once it landed, or fails (the log's error, or lost the race).
+   */
+  private closeDurable<T>(
+    call: OracleCall<T>,
+    agentId: string,
+    reviewId: string,
+    verdictOf: () => DurableVerdict,
+    toldInResult: boolean,
+    result: (outcome: string) => T,
+  ): void {
     this.enqueue(
       agentId,
       (a, done) => {
@@ -842,20 +949,19 @@ export class PlanModeOracle {
         if (open?.reviewId !== reviewId) {
           const closed = a.durable.closed
           const message =
-            closed?.reviewId === reviewId
-              ? `plan review ${reviewId} is already closed (${closed.outcome}); nothing was changed`
-              : `no plan review ${reviewId} is open for this agent; nothing was changed`
+            closed?.reviewId === reviewId ? alreadyClosedText(reviewId, closed.outcome) : `no plan review ${reviewId} is open for this agent; nothing was changed`
           return done(() => this.fail(call, message))
         }
-        // R44, R45: strict consent; anything else keeps planning, with non-blank custom text as feedback.
-        const verdict = readAnswer(answer as AnswerLike)
+        const verdict = verdictOf()
+        // R49: `by: 'policy'` is the record's last key (R94, R95: after `toldInResult`).
         const data: Record<string, unknown> = {
-          outcome: verdict.approved ? 'approved' : 'keep-planning',
+          outcome: verdict.outcome,
           reviewId,
           title: open.title,
           plan: open.plan,
-          ...(!verdict.approved && verdict.feedback !== undefined ? { feedback: verdict.feedback } : {}),
+          ...(verdict.feedback !== undefined ? { feedback: verdict.feedback } : {}),
           ...(toldInResult ? { toldInResult: true } : {}),
+          ...(verdict.by === 'policy' ? { by: 'policy' } : {}),
         }
         a.durable.inFlight = { reviewId, own: data, first: null }
         this.append(a, 'plan/review', data, (error) => {
@@ -864,15 +970,14 @@ export class PlanModeOracle {
           // unless another writer's record closed it meanwhile).
           if (error) return done(() => this.fail(call, error.message))
           // R80: the first closing record of the review is the outcome; a later one lost. One
-          // identical to ours (outcome, feedback, toldInResult) cannot be told from ours by its
-          // content: the answer resolves as the first did.
-          if (first === data || sameOutcome(first, data)) return done(() => this.settle(call, data.outcome as 'approved' | 'keep-planning'))
-          done(() => this.fail(call, `plan review ${reviewId} is already closed (${String(first?.outcome)}); nothing was changed`))
+          // identical to ours (outcome, feedback, toldInResult and, R95, by) cannot be told from
+          // ours by its content: the answer resolves as the first did.
+          if (first === data || sameOutcome(first, data)) return done(() => this.settle(call, result(String(data.outcome))))
+          done(() => this.fail(call, alreadyClosedText(reviewId, String(first?.outcome))))
         })
       },
       (message) => this.fail(call, message),
     )
-    return call
   }
 
   /** The channel resolves the agent's latest ask with `answer` (R44, R45); a stale ask is ignored (R46). */
@@ -880,23 +985,26 @@ export class PlanModeOracle {
     const a = this.reviewOf(ask)
     if (!a) return
     const verdict = readAnswer(answer)
+    // R94: an answer that says a policy gave it is recorded so; it settles the call all the same.
+    const by = byOf(answer)
     this.answered(
       a,
       verdict.approved
-        ? { outcome: 'approved' }
+        ? { outcome: 'approved', ...by }
         : verdict.feedback === undefined
-          ? { outcome: 'keep-planning', error: TEXT.keepPlanning }
-          : { outcome: 'keep-planning', error: TEXT.keepPlanningFeedback + verdict.feedback, feedback: verdict.feedback },
+          ? { outcome: 'keep-planning', error: TEXT.keepPlanning, ...by }
+          : { outcome: 'keep-planning', error: TEXT.keepPlanningFeedback + verdict.feedback, feedback: verdict.feedback, ...by },
     )
   }
 
   /** The channel rejects the ask: a dismissal (`code: 'ASK_CANCELLED'`) or any other error (R46). */
-  rejectAsk(ask: ExpectedAsk, error: Error & { code?: unknown }): void {
+  rejectAsk(ask: ExpectedAsk, error: Error & { code?: unknown; by?: unknown }): void {
     const a = this.reviewOf(ask)
     if (!a) return
+    // R94: only a dismissal carries its decider; any other rejection is a failure, whoever sent it.
     this.answered(
       a,
-      error.code === 'ASK_CANCELLED' ? { outcome: 'dismissed', error: TEXT.dismissed } : { outcome: 'failed', error: error.message },
+      error.code === 'ASK_CANCELLED' ? { outcome: 'dismissed', error: TEXT.dismissed, ...byOf(error) } : { outcome: 'failed', error: error.message },
     )
   }
 
@@ -1508,7 +1616,14 @@ export class PlanModeOracle {
   /** R49: the record lands (or its failure is contained), then the call settles (R47). */
   private record(a: Attachment, review: Review, after?: () => void): void {
     const s = review.settlement!
-    const data = { outcome: s.outcome, title: review.title, plan: review.plan, ...(s.feedback !== undefined ? { feedback: s.feedback } : {}) }
+    // R94: a policy's decision ends with `by: 'policy'`; a user's record has no `by` key.
+    const data = {
+      outcome: s.outcome,
+      title: review.title,
+      plan: review.plan,
+      ...(s.feedback !== undefined ? { feedback: s.feedback } : {}),
+      ...(s.by === 'policy' ? { by: 'policy' } : {}),
+    }
     this.append(a, 'plan/review', data, (error) => {
       if (error) this.warnings.push({ message: TEXT.recordFailed, error })
       a.review = null

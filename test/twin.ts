@@ -273,16 +273,30 @@ export class Twin {
     )
   }
 
-  /** The channel answers ask `index` (an answer after the review closed is ignored, R46). */
+  /**
+   * `answerReviewByPolicy` (R95): a headless policy closes the durable review open now, if any.
+   * `policy` is passed as given (anything but `'stop'` and `'approve'` is refused, R94).
+   */
+  answerReviewByPolicy(id: string, policy: unknown, options: { toldInResult?: boolean } = {}): PairedCall {
+    const label = `answerReviewByPolicy(${id}, ${JSON.stringify(policy)}${options.toldInResult ? ', toldInResult' : ''})`
+    this.trace.push(label)
+    return this.pair(
+      label,
+      this.oracle.answerReviewByPolicy(id, policy, options),
+      track(() => this.service.answerReviewByPolicy(this.agent(id), policy as 'stop' | 'approve', options)),
+    )
+  }
+
+  /** The channel answers ask `index` (an answer after the review closed is ignored, R46; `by: 'policy'`, R94). */
   answer(index: number, answer: ReviewAnswer): void {
-    this.trace.push(`answer(#${index}, ${JSON.stringify(answer)})`)
+    this.trace.push(`answer(#${index}, ${JSON.stringify(answer)})`) // `by: 'policy'` shows in the JSON (R94)
     this.oracle.answer(this.oracle.asks[index]!, answer)
     this.channel.asks[index]!.resolve(answer)
   }
 
-  /** The channel rejects ask `index`. */
-  rejectAsk(index: number, error: Error & { code?: string }): void {
-    this.trace.push(`rejectAsk(#${index}, ${error.code ?? error.message})`)
+  /** The channel rejects ask `index` (a dismissal with `by: 'policy'` is a headless policy's, R94). */
+  rejectAsk(index: number, error: Error & { code?: string; by?: string }): void {
+    this.trace.push(`rejectAsk(#${index}, ${error.code ?? error.message}${error.by === undefined ? '' : `, by ${error.by}`})`)
     this.oracle.rejectAsk(this.oracle.asks[index]!, error)
     this.channel.asks[index]!.reject(error)
   }
@@ -454,6 +468,9 @@ export class Twin {
     const log = this.log(id)
     const events = entries(log)
     this.expectEqual(`log of ${id}`, events, this.oracle.log(id))
+    // Byte for byte, keys in order too (R49; R94: `by: 'policy'` is a record's last key, and a
+    // user's record is what it was without it). Deep equality above ignores key order.
+    this.expectEqual(`R49, R94: the log of ${id} byte for byte`, events.map((e) => JSON.stringify(e)), this.oracle.log(id).map((e) => JSON.stringify(e)))
     // R3: the service never appends a plan/mode equal to F (the fold when it appends)...
     for (const { type, data, logLength } of log.serviceAppends) {
       if (type !== 'plan/mode') continue
