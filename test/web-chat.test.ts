@@ -4,6 +4,7 @@ import pg from 'pg'
 import type { Browser, Locator, Page } from 'playwright-core'
 import { build } from 'vite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildPlan } from '../cli/offline-model.js'
 import { planProjection } from '../src/index.js'
 import { startCluster, type Cluster } from '../web/cluster.js'
 import { launchChromium } from './fixtures/browser.js'
@@ -275,6 +276,138 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
       if (process.env.PLAN_MODE_SCREENSHOTS === 'docs') await page.screenshot({ path: `${DOCS}${path}`, fullPage: width === 390 })
       await page.close()
     }
+  }, 120_000)
+
+  it('R100: comments on lines of v1 go with Keep planning; the model gets them once, in the exit call\'s result, and revises the plan with them; the log records them with one closing record; a malformed body is a 400, a quote off the plan a 422 with the library\'s message, shown in the card', async () => {
+    const { page, chat, errors } = await open()
+    const task = 'add a cache to the importer'
+    await type(page, `/plan ${task}`)
+    await openCard(page).waitFor({ timeout: 30_000 })
+    await eventually(() => openCard(page).locator('header strong').textContent(), 'Plan v1')
+    const requested = (await logOf(chat)).find((e) => e.type === 'plan/review' && e.data.outcome === 'requested')!.data
+    const v1 = String(requested.plan)
+    const reviewId = String(requested.reviewId)
+    expect(await openCard(page).locator('.comment-hint').textContent()).toBe('Click a line of the plan to comment on it.')
+
+    // Clicking a line of the plan opens a comment box for it; its quote is the line's words, as the plan has them.
+    const body = openCard(page).getByTestId('plan-body')
+    await body.locator('li', { hasText: 'Add or update the tests that cover it.' }).click()
+    const box = openCard(page).getByTestId('comment-box')
+    const quote = 'Add or update the tests that cover it.'
+    expect(await box.getByTestId('comment-quote').textContent()).toBe(quote)
+    expect(v1.split('\n')).toContain(`3. ${quote}`)
+    const said = 'Cover <b onmouseover="window.__xss=4">eviction</b> too.'
+    await box.getByTestId('comment-text').fill(said)
+    await box.getByTestId('add-comment').click()
+    expect(await openCard(page).getByTestId('comment-box').count()).toBe(0)
+    // A second comment, on the heading, then removed: only the first is sent.
+    await body.locator('h1').click()
+    expect(await box.getByTestId('comment-quote').textContent()).toBe('Plan: add a cache to the importer')
+    await box.getByTestId('comment-text').fill('Name the cache.')
+    await box.getByTestId('add-comment').click()
+    const listed = () =>
+      openCard(page)
+        .getByTestId('comment')
+        .evaluateAll((items) => items.map((li) => [li.querySelector('.comment-quote')!.textContent, li.querySelector('.comment-said')!.textContent]))
+    expect(await listed()).toEqual([
+      [quote, said],
+      ['Plan: add a cache to the importer', 'Name the cache.'],
+    ])
+    expect(await body.locator('.commented').count()).toBe(2)
+    // Comments ask for changes: Approve waits until they are sent or removed (R100: they never consent).
+    expect(await openCard(page).getByTestId('approve').isDisabled()).toBe(true)
+    await openCard(page).getByTestId('remove-comment').nth(1).click()
+    expect(await listed()).toEqual([[quote, said]])
+    // A comment box open with the list: nothing wider than a phone's window, nor at 1440 px.
+    await body.locator('li', { hasText: 'Run the tests and review the diff.' }).click()
+    await box.waitFor()
+    for (const width of [390, 1440]) {
+      await page.setViewportSize({ width, height: 900 })
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width)
+      await openCard(page).screenshot({ path: `${ARTIFACTS}web-chat-comments-${width}.png` })
+    }
+    await box.getByTestId('cancel-comment').click()
+    expect(await listed()).toEqual([[quote, said]])
+
+    // The route checks what it is sent: a malformed body is a 400 naming what is wrong; a quote
+    // the plan does not hold is refused by the library (R100), a 422 with its message; nothing was changed.
+    const post = async (payload: unknown) => {
+      const response = await fetch(new URL(`/api/chats/${chat}/review`, cluster.url), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: typeof payload === 'string' ? payload : JSON.stringify(payload),
+      })
+      return [response.status, await response.json()]
+    }
+    expect(await post('not json')).toEqual([400, { error: 'the body must be a JSON object' }])
+    expect(await post({ comments: [{ quote, text: 'x' }] })).toEqual([400, { error: "reviewId must be the open review's id (a string)" }])
+    expect(await post({ reviewId, comments: { quote, text: 'x' } })).toEqual([400, { error: 'comments must be an array of 1–50 { quote, text }' }])
+    expect(await post({ reviewId, comments: [] })).toEqual([400, { error: 'comments must be an array of 1–50 { quote, text }' }])
+    expect(await post({ reviewId, comments: [{ quote, text: 1 }] })).toEqual([400, { error: 'comment 1 must be { quote: string, text: string }' }])
+    expect(await post({ reviewId, feedback: 3, comments: [{ quote, text: 'x' }] })).toEqual([400, { error: 'feedback must be a string when given' }])
+    expect(await post({ reviewId, comments: [{ quote, text: 'x' }, { quote: ' ', text: 'x' }] })).toEqual([
+      422,
+      { error: 'plan review comment 2 needs a non-empty quote and text' },
+    ])
+    expect(await post({ reviewId, comments: [{ quote: 'Add or update the tests', text: 'x' }, { quote: 'add a cache to the exporter', text: 'x' }] })).toEqual([
+      422,
+      { error: 'plan review comment 2 quotes text that is not in the plan: "add a cache to the exporter"' },
+    ])
+    expect(await post({ reviewId: 'no-such-review', comments: [{ quote, text: 'x' }] })).toEqual([
+      409,
+      { error: 'no plan review no-such-review is open for this agent; nothing was changed' },
+    ])
+    // The card shows the library's refusal (here the page's quote is changed on its way), and keeps the comments.
+    const offPlan = 'A line the plan does not hold'
+    await page.route('**/api/chats/*/review', async (route) => {
+      const sent = route.request().postDataJSON() as { comments: { quote: string }[] }
+      sent.comments[0]!.quote = offPlan
+      await route.continue({ postData: JSON.stringify(sent) })
+    })
+    await openCard(page).getByTestId('feedback').fill('Keep it small.')
+    await openCard(page).getByTestId('keep-planning').click()
+    await eventually(() => openCard(page).getByTestId('review-error').textContent(), `plan review comment 1 quotes text that is not in the plan: "${offPlan}"`)
+    expect(await listed()).toEqual([[quote, said]])
+    expect((await logOf(chat)).filter((e) => e.type === 'plan/review').map((e) => e.data.outcome)).toEqual(['requested'])
+    await page.unroute('**/api/chats/*/review')
+
+    // Keep planning with the feedback and the comment: the server records the answer, the card is
+    // answered with the recorded feedback, and the chat goes on to v2.
+    await openCard(page).getByTestId('keep-planning').click()
+    const feedback = `Keep it small.\n\nComments on the plan:\n1. On ${JSON.stringify(quote)}: ${said}`
+    await expect
+      .poll(() => page.locator('[data-testid=plan-card][data-state=output-denied] [data-testid=plan-outcome]').textContent(), { timeout: 30_000 })
+      .toBe(`Kept planning: ${feedback}`)
+    await eventually(() => page.locator('[data-testid=plan-card][data-state=approval-requested] header strong').allTextContents(), ['Plan v2'])
+    expect(await openCard(page).getByTestId('plan-body').textContent()).toContain(said)
+    expect(await openCard(page).getByTestId('comment').count()).toBe(0) // v2's card starts with none
+
+    // The log: one closing record for v1's review, with the comments and the feedback the model was
+    // given in the exit call's result (toldInResult: R81), then v2's request.
+    const log = await logOf(chat)
+    const reviews = log.filter((e) => e.type === 'plan/review')
+    expect(reviews.map((e) => e.data.outcome)).toEqual(['requested', 'keep-planning', 'requested'])
+    expect(reviews.filter((e) => e.data.reviewId === reviewId && e.data.outcome !== 'requested').map((e) => e.data)).toEqual([
+      { outcome: 'keep-planning', reviewId, title: 'Plan: add a cache to the importer', plan: v1, feedback, comments: [{ quote, text: said }], toldInResult: true },
+    ])
+    // The model was told exactly once: the offline model's plan is a function of its request (the
+    // user's request, and every keep-planning result since, R45). v2 is the plan of one result with
+    // that feedback, for the same request: a second telling (another result, or a message at a step
+    // boundary) would have made it revision 3, or a plan for another request.
+    const [, entries, lines] = /^I listed the working directory \((\d+) entries\) and read `README\.md` \((\d+) lines\)\.$/m.exec(v1)!
+    const v2 = String(reviews[2]!.data.plan)
+    expect(v2).toBe(buildPlan({ request: task, revision: 2, feedback: [feedback], entries: Number(entries), file: 'README.md', lines: Number(lines) }))
+    // v1's review is closed, and v2's requested since (R80): a second answer is a 409, and changes nothing.
+    expect(await post({ reviewId, comments: [{ quote, text: 'again' }] })).toEqual([
+      409,
+      { error: `no plan review ${reviewId} is open for this agent; nothing was changed` },
+    ])
+    expect((await logOf(chat)).filter((e) => e.type === 'plan/review').length).toBe(3)
+    expect(await page.locator('.messages b, .messages img, .messages script').count()).toBe(0)
+    expect(await page.evaluate(() => (window as { __xss?: unknown }).__xss)).toBeUndefined()
+    expect(errors).toEqual([])
+    await page.screenshot({ path: `${ARTIFACTS}web-chat-comments.png`, fullPage: true })
+    await page.close()
   }, 120_000)
 
   it('the instance that served the review is killed before the user answers; the other completes the review and the plan is carried out', async () => {

@@ -15,6 +15,9 @@
  *   state of the agent's statechart on this instance;
  * - `POST /api/chats/:id/command` `{ input }`: `/plan …` typed in the composer, logged around its
  *   run so that the instance streaming the turn applies it (R86);
+ * - `POST /api/chats/:id/review` `{ reviewId, feedback?, comments: [{ quote, text }] }`: Keep
+ *   planning with comments anchored to the plan (R100), which the SDK's approval response cannot
+ *   carry (it has a reason string only); see `review` below;
  * - `GET /api/chart`: the statechart's definition, for the page's drawing;
  * - anything else: the built page (`web/dist`, `npm run web:build`).
  * Every response names the instance that answered it (`x-plan-mode-instance`).
@@ -31,11 +34,13 @@ import {
   COMMAND_RUN_EVENT,
   createPlanMode,
   diffPlans,
+  PLAN_REVIEW_EVENT,
   planHistory,
   planModeMachine,
   type PlanAgent,
   type PlanDiffLine,
   type PlanMode,
+  type PlanReviewData,
   type PresentedPlan,
   type SessionEvent,
   type UserMessage,
@@ -238,6 +243,53 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     return { ...result, ...(text ? { steered: text } : {}) }
   }
 
+  /**
+   * Keep planning with comments anchored to the plan (R100). The SDK's approval response carries
+   * only a reason string, so the page posts the answer here first; the library checks it (each
+   * quote an exact excerpt of the plan under review) and records the one closing record of the
+   * review, `toldInResult: true`: the model is told in the exit call's result, never at a step
+   * boundary (R81). The answer gives back the feedback the record holds (the feedback box's text,
+   * then the comments, R100); the page then answers the card `{ approved: false, reason: feedback }`
+   * and `useChat` sends the chat on as for any Keep planning. On that request the adapter finds no
+   * open review bound to the call, so it records nothing more, and shows the model the denial as
+   * R45's text with that feedback (R82). Were the page gone before it answered the card, the next
+   * request of any tab still gives the card that result (`settleClosedApprovals`, R87).
+   * @throws HttpError 400 for a malformed body, 409 when the review is not open (the library's R80
+   *   message), 422 when a comment is refused (the library's R100 message, e.g. a quote the plan
+   *   does not hold); nothing was changed then.
+   */
+  async function review(chatId: string, body: Record<string, unknown>): Promise<ReviewAnswered> {
+    const { reviewId, feedback, comments } = reviewAnswerOf(body)
+    const agent = await agentOf(chatId)
+    const answer = {
+      answers: [{ id: 'plan-review', selected: ['Keep planning'], ...(feedback !== undefined ? { custom: feedback } : {}), comments }],
+    }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await planMode.answerReview(agent, reviewId, answer, { toldInResult: true })
+        break
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error)
+        // Another instance wrote first (R84): nothing was written; answer again on the log as it is now.
+        if (isSeqTaken(error) && attempt < 3) continue
+        if (message.startsWith('plan review comment')) throw new HttpError(422, message)
+        if (message.startsWith(`plan review ${reviewId} is already closed`) || message.startsWith(`no plan review ${reviewId} is open`)) {
+          throw new HttpError(409, message)
+        }
+        throw error
+      }
+    }
+    // The review's first closing record (R80): the outcome the log holds, whoever wrote it.
+    const closing = agent.session.events.find((event): event is SessionEvent<PlanReviewData> => {
+      const data = event.data as Partial<PlanReviewData> | null
+      return event.type === PLAN_REVIEW_EVENT && data?.reviewId === reviewId && data.outcome !== 'requested'
+    })
+    if (closing === undefined || closing.data.outcome !== 'keep-planning' || typeof closing.data.feedback !== 'string') {
+      throw new Error(`plan review ${reviewId} was answered but its record is not in this instance's log`)
+    }
+    return { outcome: 'keep-planning', feedback: closing.data.feedback }
+  }
+
   const definition = JSON.parse(JSON.stringify(planModeMachine.definition)) as unknown
 
   const server = createServer((req, res) => {
@@ -267,12 +319,13 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     const path = url.pathname
     if (req.method === 'POST' && path === '/api/chat') return chat(await readJson(req), res, signal)
     if (req.method === 'GET' && path === '/api/chart') return json(res, 200, definition)
-    const match = /^\/api\/chats\/([^/]+)(\/state|\/command)?$/.exec(path)
+    const match = /^\/api\/chats\/([^/]+)(\/state|\/command|\/review)?$/.exec(path)
     if (match) {
       const chatId = chatIdOf(match[1]!) // ids are plain: nothing to decode
       if (req.method === 'GET' && match[2] === undefined) return json(res, 200, { messages: await loadMessages(chatId) })
       if (req.method === 'GET' && match[2] === '/state') return json(res, 200, await state(chatId))
       if (req.method === 'POST' && match[2] === '/command') return json(res, 200, await command(chatId, await readJson(req)))
+      if (req.method === 'POST' && match[2] === '/review') return json(res, 200, await review(chatId, await readJson(req)))
     }
     if (req.method === 'GET' && !path.startsWith('/api/')) return page(path, res)
     throw new HttpError(404, `no route for ${req.method} ${path}`)
@@ -332,6 +385,43 @@ function refuseUnansweredReview(messages: ChatMessages, openCallId: string | und
     m.parts.some((part) => part.type === 'tool-exit_plan_mode' && 'state' in part && part.state === 'approval-requested' && part.toolCallId === openCallId),
   )
   if (waits) throw new HttpError(409, 'Answer the open plan review first (Approve or Keep planning), or type /plan off.')
+}
+
+/** What `POST /api/chats/:id/review` answers: the outcome recorded and the feedback the model is given (R100). */
+export interface ReviewAnswered {
+  outcome: 'keep-planning'
+  /** The record's feedback: the feedback box's text (when not blank), a blank line, then the comments. */
+  feedback: string
+}
+
+/** The limits of a review answer: a comment quotes a line, so a plan's size bounds it. */
+const MAX_COMMENTS = 50
+const MAX_COMMENT_TEXT = 4000
+const MAX_QUOTE = 20_000
+
+/**
+ * A review answer's body, shape-checked (it is untrusted): `{ reviewId, feedback?, comments }`
+ * with 1–50 comments `{ quote, text }` of strings. What they say (a blank text, a quote the plan
+ * does not hold) is the library's to refuse (R100).
+ * @throws HttpError 400 naming what is wrong.
+ */
+function reviewAnswerOf(body: Record<string, unknown>): { reviewId: string; feedback?: string; comments: { quote: string; text: string }[] } {
+  const { reviewId, feedback, comments } = body
+  if (typeof reviewId !== 'string' || reviewId.length === 0 || reviewId.length > 200) throw new HttpError(400, 'reviewId must be the open review\'s id (a string)')
+  if (feedback !== undefined && typeof feedback !== 'string') throw new HttpError(400, 'feedback must be a string when given')
+  if (typeof feedback === 'string' && feedback.length > MAX_COMMENT_TEXT) throw new HttpError(400, `feedback is longer than ${MAX_COMMENT_TEXT} characters`)
+  if (!Array.isArray(comments) || comments.length === 0 || comments.length > MAX_COMMENTS) {
+    throw new HttpError(400, `comments must be an array of 1–${MAX_COMMENTS} { quote, text }`)
+  }
+  const checked = comments.map((comment: unknown, i) => {
+    const { quote, text } = (typeof comment === 'object' && comment !== null ? comment : {}) as { quote?: unknown; text?: unknown }
+    if (typeof quote !== 'string' || typeof text !== 'string') throw new HttpError(400, `comment ${i + 1} must be { quote: string, text: string }`)
+    if (quote.length > MAX_QUOTE || text.length > MAX_COMMENT_TEXT) {
+      throw new HttpError(400, `comment ${i + 1} is too long (quote at most ${MAX_QUOTE} characters, text at most ${MAX_COMMENT_TEXT})`)
+    }
+    return { quote, text }
+  })
+  return { reviewId, ...(feedback !== undefined ? { feedback } : {}), comments: checked }
 }
 
 /** An error with the HTTP status it answers. */

@@ -3,13 +3,29 @@
  * and `/plan <message>` typed in the composer go to the server as commands, also while an answer
  * streams (the instance running the turn applies them at its next step); a plan the model presents
  * is a review card answered with `addToolApprovalResponse`; the mode, the plan's versions and the
- * agent's statechart come from the server. Everything a model or a user wrote is rendered as text
+ * agent's statechart come from the server. In an open card the user may click a line of the plan to
+ * comment on it (R100): Keep planning then posts the comments to the server first (the SDK's
+ * approval response carries a reason string only), and answers the card with the feedback the
+ * server recorded. Everything a model or a user wrote is rendered as text
  * (React escapes it; the markdown renderer drops raw HTML and unsafe links).
  */
 import { useChat } from '@ai-sdk/react'
 import { DefaultChatTransport, getToolName, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai'
-import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent, type ReactNode } from 'react'
-import Markdown from 'react-markdown'
+import {
+  createContext,
+  createElement,
+  useCallback,
+  useContext,
+  useEffect,
+  useMemo,
+  useRef,
+  useState,
+  type FormEvent,
+  type KeyboardEvent,
+  type MouseEvent,
+  type ReactNode,
+} from 'react'
+import Markdown, { type Components, type ExtraProps } from 'react-markdown'
 import { Chart } from './Chart.js'
 
 /** What `GET /api/chats/:id/state` answers (web/server.ts `ChatState`). */
@@ -154,6 +170,39 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
     void addToolApprovalResponse({ id: approvalId, approved, ...(reason ? { reason } : {}) })
     refresh()
   }
+  /**
+   * Keep planning with comments (R100): the server records the answer (its one closing record,
+   * told in the exit call's result), then the card is answered here with the recorded feedback as
+   * the denial's reason, and `useChat` sends the chat on as for any Keep planning: the model reads
+   * that feedback once, in the call's result.
+   */
+  const answerWithComments: AnswerWithComments = async (part, feedback, comments) => {
+    let reviewId = state?.review?.callId === part.toolCallId ? state.review.reviewId : undefined
+    if (reviewId === undefined) {
+      // The poll has not shown this review yet: ask once now.
+      const fresh = await fetch(`/api/chats/${chatId}/state`).then((r) => (r.ok ? (r.json() as Promise<ChatState>) : null)).catch(() => null)
+      if (fresh?.review?.callId === part.toolCallId) reviewId = fresh.review.reviewId
+    }
+    if (reviewId === undefined) return 'This plan review is not open on the server; reload the page to see how it ended.'
+    let response: Response
+    let result: { feedback?: unknown; error?: unknown }
+    try {
+      response = await fetch(`/api/chats/${chatId}/review`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ reviewId, ...(feedback ? { feedback } : {}), comments }),
+      })
+      result = (await response.json()) as typeof result
+    } catch (error) {
+      return `The comments could not be sent: ${error instanceof Error ? error.message : String(error)}`
+    }
+    refresh()
+    if (!response.ok || typeof result.feedback !== 'string') {
+      return typeof result.error === 'string' ? result.error : `The comments could not be sent (${response.status}).`
+    }
+    answer(part.approval.id, false, result.feedback)
+    return null
+  }
 
   return (
     <div className="web-chat">
@@ -170,7 +219,14 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
           <ol className="messages" data-testid="messages">
             {notes.filter((n) => n.after === 0).map((note) => <NoteLine key={`n${note.id}`} note={note} />)}
             {messages.map((message, index) => (
-              <MessageItem key={message.id} message={message} versionOf={versionOf} answer={answer} after={notes.filter((n) => n.after === index + 1)} />
+              <MessageItem
+                key={message.id}
+                message={message}
+                versionOf={versionOf}
+                answer={answer}
+                answerWithComments={answerWithComments}
+                after={notes.filter((n) => n.after === index + 1)}
+              />
             ))}
           </ol>
           {error && <p className="chat-error" role="alert">{error.message}</p>}
@@ -235,15 +291,28 @@ function NoteLine({ note }: { note: CommandNote }) {
 
 type Answer = (approvalId: string, approved: boolean, reason?: string) => void
 
+/** One comment anchored to the plan (R100): `quote` is an exact excerpt of the plan under review. */
+interface PlanComment {
+  quote: string
+  text: string
+  /** The plan's line (1-based) the comment was made on, to mark it. */
+  line: number
+}
+
+/** Keep planning with comments; resolves `null` once the card is answered, else the error to show. */
+type AnswerWithComments = (part: ApprovalPart, feedback: string, comments: { quote: string; text: string }[]) => Promise<string | null>
+
 function MessageItem({
   message,
   versionOf,
   answer,
+  answerWithComments,
   after,
 }: {
   message: UIMessage
   versionOf: (plan: string) => PlanVersion | undefined
   answer: Answer
+  answerWithComments: AnswerWithComments
   after: CommandNote[]
 }) {
   return (
@@ -253,7 +322,9 @@ function MessageItem({
           if (part.type === 'text') return <p key={index} className="text">{part.text}</p>
           if (!isToolUIPart(part)) return null
           const name = getToolName(part)
-          if (name === 'exit_plan_mode') return <PlanCard key={index} part={part} versionOf={versionOf} answer={answer} />
+          if (name === 'exit_plan_mode') {
+            return <PlanCard key={index} part={part} versionOf={versionOf} answer={answer} answerWithComments={answerWithComments} />
+          }
           return (
             <p key={index} className="tool" data-testid="tool-call">
               <span className="tool-name">{name}</span> <span className="tool-input">{summarize(part.input)}</span>
@@ -274,10 +345,27 @@ function summarize(input: unknown): string {
 }
 
 type ToolPart = Extract<UIMessage['parts'][number], { toolCallId: string }>
+type ApprovalPart = Extract<ToolPart, { state: 'approval-requested' }>
 
 /** A plan the model presented: the review while it waits for the user, its outcome after. */
-function PlanCard({ part, versionOf, answer }: { part: ToolPart; versionOf: (plan: string) => PlanVersion | undefined; answer: Answer }) {
+function PlanCard({
+  part,
+  versionOf,
+  answer,
+  answerWithComments,
+}: {
+  part: ToolPart
+  versionOf: (plan: string) => PlanVersion | undefined
+  answer: Answer
+  answerWithComments: AnswerWithComments
+}) {
   const [feedback, setFeedback] = useState('')
+  const [comments, setComments] = useState<PlanComment[]>([])
+  /** The line whose comment box is open, and what is typed in it. */
+  const [commenting, setCommenting] = useState<{ line: number; quote: string } | null>(null)
+  const [draft, setDraft] = useState('')
+  const [sending, setSending] = useState(false)
+  const [sendError, setSendError] = useState<string | null>(null)
   const plan = typeof (part.input as { plan?: unknown } | undefined)?.plan === 'string' ? (part.input as { plan: string }).plan : ''
   const version = versionOf(plan)
   const title = version ? `Plan v${version.version}` : 'Plan'
@@ -298,6 +386,40 @@ function PlanCard({ part, versionOf, answer }: { part: ToolPart; versionOf: (pla
               ? 'Approved'
               : 'Keep planning sent'
             : null
+  const open = part.state === 'approval-requested' && !closedElsewhere
+  const marks = useMemo(
+    () => (open ? { selected: commenting?.line ?? null, commented: new Set(comments.map((c) => c.line)) } : null),
+    [open, commenting, comments],
+  )
+
+  const startComment = (line: number, quote: string) => {
+    setCommenting({ line, quote })
+    setDraft('')
+  }
+  const addComment = () => {
+    if (commenting === null || draft.trim() === '') return
+    setComments((all) => [...all, { ...commenting, text: draft.trim() }])
+    setCommenting(null)
+    setDraft('')
+    setSendError(null)
+  }
+  async function keepPlanning(approvalPart: ApprovalPart) {
+    // A comment typed but not added yet goes too: the user pressed Keep planning with it in view.
+    const all = commenting !== null && draft.trim() !== '' ? [...comments, { ...commenting, text: draft.trim() }] : comments
+    const text = feedback.trim()
+    if (all.length === 0) return answer(approvalPart.approval.id, false, text || undefined)
+    setSending(true)
+    setSendError(null)
+    const error = await answerWithComments(approvalPart, text, all.map(({ quote, text: said }) => ({ quote, text: said })))
+    setSending(false)
+    if (error !== null) {
+      setComments(all)
+      setCommenting(null)
+      setDraft('')
+      setSendError(error)
+    }
+  }
+
   return (
     <article className="plan-card" data-testid="plan-card" data-state={closedElsewhere ? 'closed' : part.state}>
       <header>
@@ -305,9 +427,75 @@ function PlanCard({ part, versionOf, answer }: { part: ToolPart; versionOf: (pla
         {outcome && <span className="plan-outcome" data-testid="plan-outcome">{outcome}</span>}
       </header>
       <div className="plan-body" data-testid="plan-body">
-        {part.state === 'input-streaming' ? <p className="hint">Writing the plan…</p> : <PlanMarkdown text={plan} />}
+        {part.state === 'input-streaming' ? (
+          <p className="hint">Writing the plan…</p>
+        ) : (
+          <PlanMarkdown text={plan} marks={marks} onLine={open && !sending ? startComment : undefined} />
+        )}
       </div>
-      {part.state === 'approval-requested' && !closedElsewhere && version?.diff && (
+      {open && commenting === null && comments.length === 0 && <p className="hint comment-hint">Click a line of the plan to comment on it.</p>}
+      {open && commenting !== null && (
+        <div className="comment-box" data-testid="comment-box" role="group" aria-label={`Comment on line ${commenting.line}`}>
+          <p className="comment-on">
+            On line {commenting.line}: <q className="comment-quote" data-testid="comment-quote">{commenting.quote}</q>
+          </p>
+          <textarea
+            aria-label="Comment"
+            data-testid="comment-text"
+            placeholder="Your comment on this line"
+            value={draft}
+            maxLength={4000}
+            rows={2}
+            autoFocus
+            onChange={(event) => setDraft(event.target.value)}
+            onKeyDown={(event) => {
+              if (event.key === 'Enter' && (event.metaKey || event.ctrlKey)) addComment()
+              if (event.key === 'Escape') setCommenting(null)
+            }}
+          />
+          <div className="comment-buttons">
+            <button type="button" data-testid="add-comment" disabled={draft.trim() === ''} onClick={addComment}>
+              Add comment
+            </button>
+            <button type="button" data-testid="cancel-comment" onClick={() => setCommenting(null)}>
+              Cancel
+            </button>
+          </div>
+        </div>
+      )}
+      {open && comments.length > 0 && (
+        <section className="comments" aria-label="Comments on the plan">
+          <p className="hint">
+            {comments.length === 1 ? '1 comment' : `${comments.length} comments`}, sent with Keep planning:
+          </p>
+          <ol className="comment-list" data-testid="comments">
+            {comments.map((comment, index) => (
+              <li key={index} className="comment" data-testid="comment">
+                <span className="comment-n" aria-hidden="true">{index + 1}.</span>
+                <span className="comment-body">
+                  <q className="comment-quote">{comment.quote}</q> <span className="comment-said">{comment.text}</span>
+                </span>
+                <button
+                  type="button"
+                  className="remove-comment"
+                  data-testid="remove-comment"
+                  aria-label={`Remove comment ${index + 1}`}
+                  disabled={sending}
+                  onClick={() => setComments((all) => all.filter((_, i) => i !== index))}
+                >
+                  Remove
+                </button>
+              </li>
+            ))}
+          </ol>
+        </section>
+      )}
+      {open && sendError !== null && (
+        <p className="review-error" data-testid="review-error" role="alert">
+          {sendError}
+        </p>
+      )}
+      {open && version?.diff && (
         <details className="card-diff" data-testid="card-diff">
           <summary>
             Changes from v{version.version - 1} <DiffCounts lines={version.diff} />
@@ -315,9 +503,16 @@ function PlanCard({ part, versionOf, answer }: { part: ToolPart; versionOf: (pla
           <PlanDiff lines={version.diff} />
         </details>
       )}
-      {part.state === 'approval-requested' && !closedElsewhere && (
+      {open && (
         <div className="plan-actions">
-          <button type="button" className="approve" data-testid="approve" onClick={() => answer(part.approval.id, true)}>
+          <button
+            type="button"
+            className="approve"
+            data-testid="approve"
+            disabled={sending || comments.length > 0}
+            title={comments.length > 0 ? 'Comments ask for changes: send them with Keep planning, or remove them to approve' : undefined}
+            onClick={() => answer(part.approval.id, true)}
+          >
             Approve
           </button>
           <textarea
@@ -329,8 +524,8 @@ function PlanCard({ part, versionOf, answer }: { part: ToolPart; versionOf: (pla
             rows={2}
             onChange={(event) => setFeedback(event.target.value)}
           />
-          <button type="button" data-testid="keep-planning" onClick={() => answer(part.approval.id, false, feedback.trim() || undefined)}>
-            Keep planning
+          <button type="button" data-testid="keep-planning" disabled={sending} onClick={() => void keepPlanning(part)}>
+            {sending ? 'Sending…' : 'Keep planning'}
           </button>
         </div>
       )}
@@ -356,9 +551,102 @@ function htmlAsText() {
   return visit
 }
 
-/** A plan as markdown: headings, lists, code; HTML as text, unsafe links removed (react-markdown's default). */
-function PlanMarkdown({ text }: { text: string }) {
-  return <Markdown remarkPlugins={[htmlAsText]}>{text}</Markdown>
+/** The lines an open card marks: the one being commented on, and those that have comments. */
+interface LineMarks {
+  selected: number | null
+  commented: ReadonlySet<number>
+}
+
+/** Set by an open card's plan: its blocks then name their lines in the plan (`data-line`). */
+const LineMarksContext = createContext<LineMarks | null>(null)
+
+/** The blocks a comment can be anchored to: each names the plan's line where it starts. */
+const LINE_TAGS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'p', 'li', 'pre', 'tr', 'blockquote'] as const
+
+/** Children of a list item that are blocks of their own: the item's own text ends before them. */
+const NESTED_BLOCKS = new Set(['ul', 'ol', 'pre', 'blockquote', 'table', 'p'])
+
+/**
+ * A block of the rendered plan, marked with the plan's lines it is written on (from the markdown
+ * parser's positions): `data-line` (first) and `data-line-end` (last; for a list item, the last
+ * line of its own text, before any nested block). Only inside an open card.
+ */
+function lineBlock(tag: (typeof LINE_TAGS)[number]) {
+  function LineBlock({ node, className, ...props }: Record<string, unknown> & ExtraProps & { className?: string }) {
+    const marks = useContext(LineMarksContext)
+    const start = node?.position?.start.line
+    let end = node?.position?.end.line
+    if (marks === null || start === undefined || end === undefined) return createElement(tag, { ...props, className })
+    if (tag === 'li') {
+      const nested = node!.children.find((child) => child.type === 'element' && NESTED_BLOCKS.has(child.tagName) && child.position !== undefined)
+      if (nested?.position) end = Math.max(start, nested.position.start.line - 1)
+    }
+    const classes = [className, 'plan-line', marks.selected === start ? 'commenting' : '', marks.commented.has(start) ? 'commented' : '']
+    return createElement(tag, {
+      ...props,
+      className: classes.filter(Boolean).join(' '),
+      'data-line': start,
+      'data-line-end': end,
+      tabIndex: 0,
+    })
+  }
+  return LineBlock
+}
+
+const LINE_COMPONENTS = Object.fromEntries(LINE_TAGS.map((tag) => [tag, lineBlock(tag)])) as Components
+
+const FENCE = /^\s*(?:```|~~~)/
+
+/**
+ * The quote a click on a block anchors to (R100): the plan's line the block is written on (all its
+ * lines for a block written on several, a code block without its fences), without its indentation,
+ * its heading, list or block-quote marker and its trailing spaces, as the terminal chat quotes a
+ * line (`lineQuote` of cli/chat.ts): the words, not the markup, so that the quote still names them
+ * when a revision renumbers the list. Always one piece of the plan, hence an exact excerpt of it;
+ * the trimmed line when nothing but a marker is left.
+ */
+function quoteOf(plan: string, start: number, end: number, tag: string): string {
+  let lines = plan.split('\n').slice(start - 1, end)
+  if (tag === 'pre' && lines.length > 2 && FENCE.test(lines[0]!)) lines = FENCE.test(lines.at(-1)!) ? lines.slice(1, -1) : lines.slice(1)
+  const block = lines.join('\n')
+  const marker = /^[ \t]*(?:#{1,6}[ \t]+|>[ \t]*|(?:[-*+]|\d{1,9}[.)])[ \t]+)?/.exec(block)![0]
+  const quote = block.slice(marker.length).trimEnd()
+  return quote === '' ? block.trim() : quote
+}
+
+/**
+ * A plan as markdown: headings, lists, code; HTML as text, unsafe links removed (react-markdown's
+ * default). With `onLine` (an open review card), each block can be clicked (or focused and
+ * Enter pressed) to comment on the plan's line it is written on.
+ */
+function PlanMarkdown({ text, marks = null, onLine }: { text: string; marks?: LineMarks | null; onLine?: ((line: number, quote: string) => void) | undefined }) {
+  const pick = (target: EventTarget, container: Element) => {
+    const block = (target as Element).closest?.('[data-line]')
+    if (!block || !container.contains(block) || (target as Element).closest('a')) return
+    const start = Number(block.getAttribute('data-line'))
+    const end = Number(block.getAttribute('data-line-end') ?? start)
+    const quote = quoteOf(text, start, end, block.tagName.toLowerCase())
+    if (quote !== '' && text.includes(quote)) onLine?.(start, quote)
+  }
+  const onClick = (event: MouseEvent<HTMLDivElement>) => {
+    if (window.getSelection()?.isCollapsed === false) return // selecting text to copy it, not commenting
+    pick(event.target, event.currentTarget)
+  }
+  const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
+    if (event.key !== 'Enter' && event.key !== ' ') return
+    if (!(event.target as Element).matches('[data-line]')) return
+    event.preventDefault()
+    pick(event.target, event.currentTarget)
+  }
+  const markdown = <Markdown remarkPlugins={[htmlAsText]} components={onLine ? LINE_COMPONENTS : undefined}>{text}</Markdown>
+  if (!onLine) return markdown
+  return (
+    <LineMarksContext.Provider value={marks}>
+      <div className="plan-lines" data-testid="plan-lines" title="Click a line to comment on it" onClick={onClick} onKeyDown={onKeyDown}>
+        {markdown}
+      </div>
+    </LineMarksContext.Provider>
+  )
 }
 
 /**
