@@ -21,6 +21,7 @@ import {
   type PlanAgent,
   type ReviewAnswer,
   type ReviewChannel,
+  type ReviewComment,
   type ReviewQuestion,
   type UserMessage,
 } from 'xstate-plan-mode'
@@ -33,6 +34,10 @@ import { offlineChatModel } from './offline-model.js'
 import { planCommandRunner } from './plan-command.js'
 import { countLines, workspaceTools } from './workspace-tools.js'
 import { inspectHint } from './invocation.js'
+// One rule for what a comment on a line quotes, in the chat and in the visualizer's page (R100).
+import { lineQuote } from '../visualizer/client/model.js'
+
+export { lineQuote }
 
 /** Options of {@link runChat}. */
 export interface ChatOptions {
@@ -203,8 +208,46 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
         continue
       }
       if (label === reviewed.intent.approve) return { answers: [{ id: reviewed.id, selected: [label] }] }
+      const comments = await askComments(reviewed.detail, signal)
       const feedback = (await askLine(`${s.bold('feedback')} (Enter for none)> `, signal)).trim()
-      return { answers: [{ id: reviewed.id, selected: [label], ...(feedback !== '' ? { custom: feedback } : {}) }] }
+      return {
+        answers: [
+          {
+            id: reviewed.id,
+            selected: [label],
+            ...(feedback !== '' ? { custom: feedback } : {}),
+            ...(comments.length > 0 ? { comments } : {}),
+          },
+        ],
+      }
+    }
+  }
+
+  /**
+   * Comments anchored to lines of the plan (R100), asked before the free feedback when the user
+   * keeps planning: the plan's lines with text, numbered as in the plan; a line's number, then the
+   * comment, adds `{ quote: lineQuote(line), text }`; Enter alone finishes.
+   */
+  async function askComments(plan: string, signal: AbortSignal): Promise<ReviewComment[]> {
+    const lines = numberedLines(plan)
+    if (lines.length === 0) return []
+    screen.line(COMMENT_TEXTS.heading)
+    const width = String(lines[lines.length - 1]!.number).length
+    for (const line of lines) screen.line(`  ${s.dim(`${String(line.number).padStart(width)} │`)} ${line.text.trimEnd()}`)
+    const comments: ReviewComment[] = []
+    for (;;) {
+      const answer = (await askLine(`${s.bold('comment')} on line (number, Enter to finish)> `, signal)).trim()
+      if (answer === '') return comments
+      const line = /^\d+$/.test(answer) ? lines.find((candidate) => candidate.number === Number(answer)) : undefined
+      if (!line) {
+        screen.line(COMMENT_TEXTS.noSuchLine)
+        continue
+      }
+      const quote = lineQuote(line.text)
+      screen.line(s.dim(`  On ${JSON.stringify(quote)}`))
+      const text = (await askLine(`${s.bold('comment')}> `, signal)).trim()
+      if (text === '') screen.line(s.dim(COMMENT_TEXTS.noComment))
+      else comments.push({ quote, text })
     }
   }
 
@@ -285,7 +328,8 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
       case 'tool-result':
         return screen.line(`  ${s.dim('←')} ${describeResult(part.toolName, part.output)}`)
       case 'tool-error':
-        return screen.line(`  ${s.red('✗')} ${part.toolName}: ${errorMessage(part.error)}`)
+        // What the model is told, whole: a keep-planning message with comments (R100) has several lines.
+        return screen.line(`  ${s.red('✗')} ${part.toolName}: ${indentFollowingLines(errorMessage(part.error))}`)
       case 'error':
         return screen.line(s.red(`error: ${errorMessage(part.error)}`))
       case 'abort':
@@ -440,6 +484,26 @@ export function planVersionLines(agent: PlanAgent, plan: string, s: Styles): str
   // No trailing spaces: a kept blank line is an empty line, an added one a lone `+`.
   const shown = (line: string) => (line.trim() === '' ? '' : `  ${colour(line.trimEnd())}`)
   return [s.bold(`Plan v${version} — changes from v${version - 1}:`), ...changes.map(shown)]
+}
+
+/** What the chat says while the user comments on lines of a plan (R100). */
+export const COMMENT_TEXTS = {
+  heading: 'Comment on lines of the plan by number, or press Enter to go on to the feedback:',
+  noSuchLine: 'Answer the number of a line above, or press Enter to finish.',
+  noComment: '  (no comment added)',
+} as const
+
+/** The plan's lines that hold text, numbered as in the plan (from 1), for comments (R100). */
+export function numberedLines(plan: string): { number: number; text: string }[] {
+  return plan.split('\n').flatMap((text, i) => (text.trim() === '' ? [] : [{ number: i + 1, text }]))
+}
+
+/** A multi-line message under its first line: the following lines indented by 4 spaces (blank ones left empty). */
+function indentFollowingLines(text: string): string {
+  return text
+    .split('\n')
+    .map((line, i) => (i === 0 || line === '' ? line : `    ${line}`))
+    .join('\n')
 }
 
 /** The base system prompt: where the agent works and what its tools can do. */

@@ -68,7 +68,9 @@ Type a request, or:
   /plan <message>  enter plan mode and send the message
   /plan off        leave plan mode
   /quit            exit (also Ctrl-D, or Ctrl-C when idle)
-A plan review shows the plan and asks Approve (1) or Keep planning (2), then your feedback.
+A plan review shows the plan and asks Approve (1) or Keep planning (2). Keep planning lists the
+plan's lines by number: comment on any of them (each comment quotes its line), then give your
+feedback; the model gets both.
 While the agent works, /plan and /plan off apply from its next step, other text goes with its
 next step, and Ctrl-C stops the turn. Piped input is read as a script: each line waits for
 the prompt it answers.

@@ -6,7 +6,8 @@
  *
  * - plan mode (the section is in the system prompt): it lists the working directory, reads a file,
  *   then presents a markdown plan for the request with `exit_plan_mode`; on keep-planning it revises
- *   the plan (with the user's feedback, when given) and presents it again; on a dismissal it stops;
+ *   the plan (with the user's feedback, when given, each of its lines a step: the comments on the
+ *   plan too, R100) and presents it again; on a dismissal it stops;
  * - after an approval: it "carries out" the plan in two steps and reports (it changes nothing);
  * - the default mode: it answers in plain text, saying it would act directly; when the user just
  *   switched back from plan mode, it says it stops planning.
@@ -205,11 +206,12 @@ export function buildPlan({ request, revision, feedback, entries, file, lines }:
     entries !== undefined ? `listed the working directory (${entries} ${entries === 1 ? 'entry' : 'entries'})` : undefined,
     file !== undefined ? `read \`${file}\` (${lines} ${lines === 1 ? 'line' : 'lines'})` : undefined,
   ].filter((part): part is string => part !== undefined)
+  const addressed = feedback.flatMap(feedbackPoints)
   const steps = [
     file !== undefined ? `Start from \`${file}\` and find the code the request touches.` : 'Find the code the request touches.',
     `Make the change: ${sentence(summary(request, 200)) || 'the request.'}`,
     'Add or update the tests that cover it.',
-    ...feedback.map((text) => text.trim()),
+    ...addressed,
     'Run the tests and review the diff.',
   ]
   return [
@@ -219,6 +221,17 @@ export function buildPlan({ request, revision, feedback, entries, file, lines }:
     '## Steps',
     '',
     ...steps.map((step, i) => `${i + 1}. ${step}`),
-    ...(feedback.length > 0 ? ['', '## Feedback addressed', '', ...feedback.map((text) => `- ${text.trim()}`)] : []),
+    ...(addressed.length > 0 ? ['', '## Feedback addressed', '', ...addressed.map((text) => `- ${text}`)] : []),
   ].join('\n')
+}
+
+/**
+ * The points of one feedback, each a step of the revision: its lines with text, a list number
+ * dropped; a line ending in a colon that introduces the lines after it (`Comments on the plan:`,
+ * R100) is no point of its own. One-line feedback is one point.
+ */
+function feedbackPoints(text: string): string[] {
+  const lines = text.split('\n').map((line) => line.trim()).filter((line) => line !== '')
+  if (lines.length <= 1) return lines
+  return lines.flatMap((line, i) => (line.endsWith(':') && i < lines.length - 1 ? [] : [line.replace(/^\d+\.\s+/, '')]))
 }

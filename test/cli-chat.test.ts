@@ -12,8 +12,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
+import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CHAT_SECTION, chooseOption, planVersionLines } from '../cli/chat.js'
+import { CHAT_SECTION, chooseOption, lineQuote, numberedLines, planVersionLines } from '../cli/chat.js'
 import { chooseChatModel, importProvider } from '../cli/chat-model.js'
 import { CliError, styles } from '../cli/io.js'
 import { main, type CliIo } from '../cli/main.js'
@@ -169,6 +170,18 @@ function linesFrom(out: string, first: string, end: string, from = 0): string[] 
 
 const OFFLINE = ['--provider', 'offline', '--no-color']
 
+/** What Keep planning shows of the offline model's first plan for the --json request: its lines with text, numbered, to comment on (R100). */
+const V1_LINES = [
+  'Comment on lines of the plan by number, or press Enter to go on to the feedback:',
+  '   1 │ # Plan: Add a --json flag to the report command',
+  '   3 │ I listed the working directory (3 entries) and read `README.md` (3 lines).',
+  '   5 │ ## Steps',
+  '   7 │ 1. Start from `README.md` and find the code the request touches.',
+  '   8 │ 2. Make the change: Add a --json flag to the report command.',
+  '   9 │ 3. Add or update the tests that cover it.',
+  '  10 │ 4. Run the tests and review the diff.',
+]
+
 describe('plan-mode chat: the default mode', () => {
   it('answers a question directly, and /quit exits 0 with the log path and the inspect hint', async () => {
     const log = newLog()
@@ -283,6 +296,7 @@ describe('plan-mode chat: plan mode', () => {
       ['plan> ', 'Add a --json flag to the report command.'],
       ['review [1/2]> ', 'maybe'],
       ['review [1/2]> ', '2'],
+      ['comment on line (number, Enter to finish)> ', ''],
       ['feedback (Enter for none)> ', 'Also document the flag in the README.'],
       ['review [1/2]> ', 'A'],
       ['you> ', '/quit'],
@@ -321,6 +335,8 @@ describe('plan-mode chat: plan mode', () => {
       'review [1/2]> maybe',
       'Answer 1 (Approve) or 2 (Keep planning).',
       'review [1/2]> 2',
+      ...V1_LINES,
+      'comment on line (number, Enter to finish)> ',
       'feedback (Enter for none)> Also document the flag in the README.',
       '  ✗ exit_plan_mode: The user chose to keep planning; their feedback: Also document the flag in the README.',
       'I revised the plan with your feedback.',
@@ -499,11 +515,11 @@ describe('plan-mode chat: piped input', () => {
   it('R43–R49: a piped script is read line by line as if typed at each prompt, and runs the whole arc', async () => {
     const log = newLog()
     const chat = startChat([...OFFLINE, '--log', log], { keyboard: false })
-    for (const line of ['/plan', 'Add a --json flag to the report command.', '2', 'Also document the flag.', '1', '/quit']) chat.type(line)
+    for (const line of ['/plan', 'Add a --json flag to the report command.', '2', '', 'Also document the flag.', '1', '/quit']) chat.type(line)
     expect(await chat.done).toBe(0)
     const out = chat.out()
     expect(out).toContain('\nyou> /plan\nPlan mode on. Use /plan off to leave.\nplan> Add a --json flag to the report command.\n')
-    expect(out).toContain('\nreview [1/2]> 2\nfeedback (Enter for none)> Also document the flag.\n')
+    expect(out).toContain(`\nreview [1/2]> 2\n${V1_LINES.join('\n')}\ncomment on line (number, Enter to finish)> \nfeedback (Enter for none)> Also document the flag.\n`)
     expect(out).toContain('\nreview [1/2]> 1\n')
     expect(out).toContain('\nyou> /quit\n')
     expect(planEvents(await readLog(log))).toEqual(['plan/mode true', 'plan/review keep-planning', 'plan/review approved', 'plan/mode false'])
@@ -522,9 +538,116 @@ describe('plan-mode chat: piped input', () => {
   })
 })
 
+describe('plan-mode chat: comments on lines of the plan (R100)', () => {
+  const KEEP_PLANNING = 'The user chose to keep planning; their feedback: '
+  const ON_TESTS = { quote: 'Add or update the tests that cover it.', text: 'Cover the empty report too.' }
+  const ON_RUN = { quote: 'Run the tests and review the diff.', text: 'Also run the linter.' }
+  const ON_SMALL = { quote: 'Keep it small.', text: 'Smaller still: one flag, no config.' }
+  const FEEDBACK_1 = `Keep it small.\n\nComments on the plan:\n1. On "${ON_TESTS.quote}": ${ON_TESTS.text}\n2. On "${ON_RUN.quote}": ${ON_RUN.text}`
+  const FEEDBACK_2 = `Comments on the plan:\n1. On "${ON_SMALL.quote}": ${ON_SMALL.text}`
+
+  it('R100, R45: Keep planning numbers the plan’s lines; comments on them quote the line, reach the model after the feedback (or alone), and the record keeps them', async () => {
+    const log = newLog()
+    const chat = startChat([...OFFLINE, '--log', log], { keyboard: false })
+    const script = [
+      '/plan', 'Add a --json flag to the report command.',
+      // v1: two comments (a blank line, a word and an empty comment are no comment), then feedback.
+      '2', '9', ON_TESTS.text, '2', 'x', '1', '', '10', ON_RUN.text, '', 'Keep it small.',
+      // v2: a comment alone, no feedback.
+      '2', '10', ON_SMALL.text, '', '',
+      '1', '/quit',
+    ]
+    for (const line of script) chat.type(line)
+    expect(await chat.done).toBe(0)
+    const out = chat.out()
+
+    expect(linesFrom(out, 'review [1/2]> 2', 'I revised')).toEqual([
+      'review [1/2]> 2',
+      ...V1_LINES,
+      'comment on line (number, Enter to finish)> 9',
+      `  On "${ON_TESTS.quote}"`,
+      `comment> ${ON_TESTS.text}`,
+      'comment on line (number, Enter to finish)> 2',
+      'Answer the number of a line above, or press Enter to finish.',
+      'comment on line (number, Enter to finish)> x',
+      'Answer the number of a line above, or press Enter to finish.',
+      'comment on line (number, Enter to finish)> 1',
+      '  On "Plan: Add a --json flag to the report command"',
+      'comment> ',
+      '  (no comment added)',
+      'comment on line (number, Enter to finish)> 10',
+      `  On "${ON_RUN.quote}"`,
+      `comment> ${ON_RUN.text}`,
+      'comment on line (number, Enter to finish)> ',
+      'feedback (Enter for none)> Keep it small.',
+      // What the model is told, whole: its lines after the first indented under the tool line.
+      `  ✗ exit_plan_mode: ${KEEP_PLANNING}Keep it small.`,
+      '',
+      '    Comments on the plan:',
+      `    1. On "${ON_TESTS.quote}": ${ON_TESTS.text}`,
+      `    2. On "${ON_RUN.quote}": ${ON_RUN.text}`,
+    ])
+    // The model got exactly R100's text: the offline model addresses each comment in its revision.
+    expect(linesFrom(out, '  Steps', '───', out.split('\n').indexOf('  Plan: Add a --json flag to the report command (revision 2)'))).toEqual([
+      '  Steps',
+      '',
+      '  1. Start from `README.md` and find the code the request touches.',
+      '  2. Make the change: Add a --json flag to the report command.',
+      '  3. Add or update the tests that cover it.',
+      '  4. Keep it small.',
+      `  5. On "${ON_TESTS.quote}": ${ON_TESTS.text}`,
+      `  6. On "${ON_RUN.quote}": ${ON_RUN.text}`,
+      '  7. Run the tests and review the diff.',
+      '',
+      '  Feedback addressed',
+      '',
+      '  • Keep it small.',
+      `  • On "${ON_TESTS.quote}": ${ON_TESTS.text}`,
+      `  • On "${ON_RUN.quote}": ${ON_RUN.text}`,
+    ])
+    // v2: line 10 is its step "4. Keep it small."; a comment alone is the whole feedback.
+    const second = out.lastIndexOf('review [1/2]> 2')
+    expect(linesFrom(out.slice(second), '  10 │ 4. Keep it small.', 'I revised')).toEqual([
+      '  10 │ 4. Keep it small.',
+      `  11 │ 5. On "${ON_TESTS.quote}": ${ON_TESTS.text}`,
+      `  12 │ 6. On "${ON_RUN.quote}": ${ON_RUN.text}`,
+      '  13 │ 7. Run the tests and review the diff.',
+      '  15 │ ## Feedback addressed',
+      '  17 │ - Keep it small.',
+      `  18 │ - On "${ON_TESTS.quote}": ${ON_TESTS.text}`,
+      `  19 │ - On "${ON_RUN.quote}": ${ON_RUN.text}`,
+      'comment on line (number, Enter to finish)> 10',
+      `  On "${ON_SMALL.quote}"`,
+      `comment> ${ON_SMALL.text}`,
+      'comment on line (number, Enter to finish)> ',
+      'feedback (Enter for none)> ',
+      `  ✗ exit_plan_mode: ${KEEP_PLANNING}Comments on the plan:`,
+      `    1. On "${ON_SMALL.quote}": ${ON_SMALL.text}`,
+    ])
+    // v3 addresses it as a step of its own.
+    expect(out).toContain(`\n  7. On "${ON_SMALL.quote}": ${ON_SMALL.text}\n`)
+
+    const events = await readLog(log)
+    expect(planEvents(events)).toEqual(['plan/mode true', 'plan/review keep-planning', 'plan/review keep-planning', 'plan/review approved', 'plan/mode false'])
+    const [first, again] = events.filter((event) => event.type === 'plan/review') as [LogEvent, LogEvent]
+    expect(first.data).toEqual({
+      outcome: 'keep-planning',
+      title: 'Plan: Add a --json flag to the report command',
+      plan: expect.any(String),
+      feedback: FEEDBACK_1,
+      comments: [ON_TESTS, ON_RUN],
+    })
+    expect(again.data).toMatchObject({ outcome: 'keep-planning', feedback: FEEDBACK_2, comments: [ON_SMALL] })
+    // Each quote is an exact excerpt of the plan it was made on.
+    for (const { data } of [first, again]) {
+      for (const { quote } of data.comments as { quote: string }[]) expect(data.plan as string).toContain(quote)
+    }
+  })
+})
+
 describe('plan-mode chat: plan versions and what changed (R96, R97)', () => {
   /** The whole arc, piped: plan, keep planning with feedback, approve the revision (v2). */
-  const ARC = ['/plan', 'Add a --json flag to the report command.', '2', 'Also document the flag in the README.', '1', '/quit']
+  const ARC = ['/plan', 'Add a --json flag to the report command.', '2', '', 'Also document the flag in the README.', '1', '/quit']
   const ESC = '\u001b'
   const stripAnsi = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, '')
 
@@ -689,6 +812,35 @@ describe('the review answer', () => {
     for (const answer of ['1', 'a', 'A', 'approve', ' APPROVE ']) expect(chooseOption(labels, answer)).toBe('Approve')
     for (const answer of ['2', 'k', 'K', 'keep planning', 'Keep Planning']) expect(chooseOption(labels, answer)).toBe('Keep planning')
     for (const answer of ['', '0', '3', 'yes', 'keep', '1.5']) expect(chooseOption(labels, answer)).toBeUndefined()
+  })
+
+  it('R100: a comment on a line quotes it without its markdown marker, always an exact excerpt of the line; blank lines are not numbered', () => {
+    const cases: [string, string][] = [
+      ['# Plan: ship it', 'Plan: ship it'],
+      ['### Steps  ', 'Steps'],
+      ['1. Back up.', 'Back up.'],
+      ['  12) Nested, numbered.', 'Nested, numbered.'],
+      ['- [ ] A task', '[ ] A task'],
+      ['* starred', 'starred'],
+      ['> quoted', 'quoted'],
+      ['#hashtag, not a heading', '#hashtag, not a heading'],
+      ['Plain text\r', 'Plain text'],
+      ['-', '-'],
+      ['  > ', '>'],
+    ]
+    for (const [line, quote] of cases) expect(lineQuote(line)).toBe(quote)
+    fc.assert(
+      fc.property(fc.string(), (line) => {
+        fc.pre(line.trim() !== '')
+        const quote = lineQuote(line)
+        return line.includes(quote) && quote.trim() !== ''
+      }),
+    )
+    expect(numberedLines('# T\n\n1. A.\n   \n2. B.')).toEqual([
+      { number: 1, text: '# T' },
+      { number: 3, text: '1. A.' },
+      { number: 5, text: '2. B.' },
+    ])
   })
 })
 

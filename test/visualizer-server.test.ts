@@ -12,10 +12,10 @@ import { WebSocket } from 'ws'
 import { createPlanModeInspector, type ActorMessage, type InspectionMessage } from '../src/adapters/inspect.js'
 import { createMemorySessionLog, createPlanMode, planModeMachine, type PlanAgent, type ReviewAnswer } from '../src/index.js'
 import { chartModel, layoutChart, type ElkLayout } from '../visualizer/client/chart.js'
-import { VisualizerModel, describeLogEvent, storyOf, summarize } from '../visualizer/client/model.js'
+import { VisualizerModel, describeLogEvent, lineQuote, storyOf, summarize } from '../visualizer/client/model.js'
 import type { ServerMessage, WireItem } from '../visualizer/client/protocol.js'
 import { createLogReader, eventTime, logAgentId } from '../visualizer/log-reading.js'
-import { start, type Visualizer } from '../visualizer/server.js'
+import { parseViewerMessage, start, type Visualizer } from '../visualizer/server.js'
 
 let visualizer: Visualizer
 beforeAll(async () => {
@@ -59,8 +59,8 @@ function connect(path: string, options: { origin?: string; host?: string } = {})
 }
 
 /** A page's view connection that collects every wire item and status it is sent. */
-async function viewer(): Promise<{ ws: WebSocket; items: WireItem[]; messages: ServerMessage[] }> {
-  const ws = new WebSocket(`ws://127.0.0.1:${visualizer.port}/view`)
+async function viewer(port = visualizer.port): Promise<{ ws: WebSocket; items: WireItem[]; messages: ServerMessage[] }> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/view`)
   const items: WireItem[] = []
   const messages: ServerMessage[] = []
   // Listening before `open`: the server's first messages may come in the same chunk as the handshake.
@@ -128,6 +128,82 @@ describe('visualizer server: safety', () => {
         })
       })
       expect(refused).toBe(true)
+    }
+  })
+})
+
+describe('visualizer server: comments on the plan from a page (R100)', () => {
+  const command = (value: unknown) => parseViewerMessage(JSON.stringify(value))
+  const keep = (comments: unknown) => command({ kind: 'command', command: 'keep-planning', comments })
+
+  it('R100: a page’s comments are untrusted: only Keep planning carries them, as { quote, text } strings within bounds; anything else refuses the command', () => {
+    expect(keep([{ quote: 'Do it.', text: 'How?', line: 3, extra: { deep: true } }])).toEqual({ kind: 'command', command: 'keep-planning', comments: [{ quote: 'Do it.', text: 'How?' }] })
+    expect(keep([])).toEqual({ kind: 'command', command: 'keep-planning' })
+    // Blank strings have the shape: whether they may be sent is the library's to say (R100).
+    expect(keep([{ quote: ' ', text: '' }])).toEqual({ kind: 'command', command: 'keep-planning', comments: [{ quote: ' ', text: '' }] })
+    for (const bad of [{}, 'Do it.', null, [null], [[]], ['Do it.'], [{ quote: 'Do it.' }], [{ quote: 1, text: 'x' }], [{ quote: 'x', text: ['x'] }], [{ quote: 'x', text: 'x'.repeat(4001) }], Array.from({ length: 101 }, () => ({ quote: 'x', text: 'y' }))]) {
+      expect(keep(bad)).toBeUndefined()
+    }
+    expect(keep(Array.from({ length: 100 }, () => ({ quote: 'x', text: 'y'.repeat(4000) })))?.comments).toHaveLength(100)
+    expect(command({ kind: 'command', command: 'approve', comments: [{ quote: 'Do it.', text: 'How?' }] })).toBeUndefined()
+    expect(command({ kind: 'command', command: '/plan', comments: [] })).toBeUndefined()
+  })
+
+  it('R100: a comment quotes the clicked line without its markdown marker, an exact excerpt of it', () => {
+    expect(['# Tidy the log (v1)', '2. Add a step that keeps `plan/*`.', '  - nested item  ', '> quoted', 'plain', '-'].map(lineQuote)).toEqual([
+      'Tidy the log (v1)',
+      'Add a step that keeps `plan/*`.',
+      'nested item',
+      'quoted',
+      'plain',
+      '-',
+    ])
+  })
+
+  it('R100: the demo passes a page’s comments in its answer: the model is told them, the record keeps them; a quote off the plan comes back as the library’s exact message', async () => {
+    const demo = await start({ port: 0, demo: { stepDelayMs: 5 } })
+    const page = await viewer(demo.port)
+    try {
+      const statuses = () => page.messages.filter((m): m is Extract<ServerMessage, { kind: 'demo-status' }> => m.kind === 'demo-status')
+      const openPlan = () => statuses().at(-1)?.plan
+      const logged = (type: string) =>
+        page.items.flatMap((item) => (item.message.type === 'plan-mode.log' && item.message.event.type === type ? [item.message.event.data as Record<string, unknown>] : []))
+      const send = (value: unknown) => page.ws.send(JSON.stringify(value))
+
+      send({ kind: 'command', command: '/plan' })
+      await expect.poll(openPlan).toMatch(/^# Tidy the session log \(v1\)/)
+      const v1 = openPlan()!
+      expect(statuses().at(-1)).toMatchObject({ reviewOpen: true, tone: 'info' })
+      const line = v1.split('\n')[3]!
+      expect(line).toBe('2. Add a compaction step that keeps every `plan/*` event.')
+      const comment = { quote: lineQuote(line), text: 'Keep them <b>in order</b>.' }
+
+      // A malformed comment, or comments with Approve: refused, nothing changes.
+      send({ kind: 'command', command: 'keep-planning', comments: [{ quote: comment.quote }] })
+      send({ kind: 'command', command: 'approve', comments: [comment] })
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(logged('plan/review')).toEqual([])
+      expect(openPlan()).toBe(v1)
+
+      send({ kind: 'command', command: 'keep-planning', feedback: 'Mind resume.', comments: [{ ...comment, line: 4 }] })
+      await expect.poll(() => logged('plan/review').length).toBe(1)
+      const feedback = `Mind resume.\n\nComments on the plan:\n1. On "Add a compaction step that keeps every \`plan/*\` event.": Keep them <b>in order</b>.`
+      expect(logged('plan/review')[0]).toEqual({ outcome: 'keep-planning', title: 'Tidy the session log (v1)', plan: v1, feedback, comments: [comment] })
+      // What the demo's model is told: R45's message with that feedback.
+      await expect.poll(() => logged('tool/result')[0]).toEqual({ tool: 'exit_plan_mode', error: `The user chose to keep planning; their feedback: ${feedback}` })
+
+      await expect.poll(openPlan).toMatch(/^# Tidy the session log \(v2\)/)
+      send({ kind: 'command', command: 'keep-planning', comments: [{ quote: 'Rewrite the log.', text: 'No.' }] })
+      await expect.poll(() => statuses().at(-1)).toEqual({
+        kind: 'demo-status',
+        text: 'plan review comment 1 quotes text that is not in the plan: "Rewrite the log."',
+        tone: 'error',
+        reviewOpen: false,
+      })
+      expect(logged('plan/review').map((record) => record.outcome)).toEqual(['keep-planning', 'failed'])
+    } finally {
+      page.ws.close()
+      await demo.close()
     }
   })
 })

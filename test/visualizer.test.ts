@@ -9,9 +9,11 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { WebSocket } from 'ws'
 import { main } from '../cli/main.js'
 import { createMemorySessionLog, type PlanAgent, type PlanMode, type ReviewAnswer, type ReviewChannel } from '../src/index.js'
 import { createVisiblePlanMode } from '../visualizer/examples/visible-plan-mode.js'
+import type { ServerMessage } from '../visualizer/client/protocol.js'
 import { start, type Visualizer } from '../visualizer/server.js'
 import { launchChromium } from './fixtures/browser.js'
 
@@ -308,6 +310,106 @@ describe('visualizer in Chromium', () => {
       await expect.poll(() => demoPage.locator('#demo-status').textContent()).toBe('Approved: the agent carries out the plan.')
       await demoPage.screenshot({ path: new URL('visualizer-demo.png', ARTIFACTS).pathname })
     } finally {
+      await demoPage.close()
+      await demo.close()
+    }
+  })
+
+  it('R100: demo mode: a click on a line of the plan under review attaches a comment; Keep planning sends the comments, which the model is told and the record keeps; a refused quote shows the library’s message', async () => {
+    const demo = await start({ port: 0, demo: { stepDelayMs: 10 } })
+    const demoPage = await browser.newPage({ viewport: { width: 1600, height: 1000 } })
+    // What the server sends every page: the log records and the demo's status.
+    const log: Record<string, unknown>[] = []
+    const watcher = new WebSocket(`ws://127.0.0.1:${demo.port}/view`)
+    watcher.on('message', (data) => {
+      const message = JSON.parse(String(data)) as ServerMessage
+      if (message.kind !== 'messages') return
+      for (const item of message.items) if (item.message.type === 'plan-mode.log') log.push({ type: item.message.event.type, ...(item.message.event.data as object) })
+    })
+    const records = (type: string) => log.filter((event) => event.type === type)
+    try {
+      await demoPage.goto(demo.url)
+      await demoPage.locator('#chart[data-layout="done"]').waitFor()
+      await demoPage.locator('button[data-command="/plan"]').click()
+      await demoPage.locator('button[data-command="approve"]:not([disabled])').waitFor()
+      const open = demoPage.locator('#open-review')
+      const line = (n: number) => open.locator(`button.plan-line[data-line="${n}"]`)
+      await line(4).waitFor()
+      expect(await open.locator('.comment-hint').textContent()).toBe('Click a line to comment on it. Comments go with Keep planning.')
+      // Every line with text is a button; a blank line is none.
+      expect(await open.locator('button.plan-line').allTextContents()).toEqual([
+        '# Tidy the session log (v1)',
+        '1. Read how events are appended today.',
+        '2. Add a compaction step that keeps every `plan/*` event.',
+        '3. Test resume after compaction.',
+      ])
+      expect(await open.locator('button.plan-line').evaluateAll((lines) => lines.map((l) => (l as HTMLElement).dataset.line))).toEqual(['1', '3', '4', '5'])
+
+      // A click opens a box under the line, focused; Escape closes it, Cancel too.
+      await line(5).click()
+      const box = open.locator('.comment-box input')
+      expect(await box.getAttribute('aria-label')).toBe('Comment on line 5')
+      expect(await box.getAttribute('placeholder')).toBe('Your comment on this line')
+      await expect.poll(() => box.evaluate((input) => input === document.activeElement)).toBe(true)
+      await box.press('Escape')
+      await expect.poll(() => open.locator('.comment-box').count()).toBe(0)
+      await line(5).click()
+      await open.locator('.comment-box button.cancel-comment').click()
+      await expect.poll(() => open.locator('.comment-box').count()).toBe(0)
+
+      // Two comments (Enter, or Add comment); an empty box adds nothing; Remove takes one back.
+      const text = 'Keep them <b>in order</b> <img src=x onerror="window.__xss = 3">.'
+      await line(4).click()
+      await box.fill(text)
+      await box.press('Enter')
+      await line(1).click()
+      await open.locator('.comment-box button.add-comment').click()
+      expect(await open.locator('.comment-box').count()).toBe(1)
+      await box.fill('Name the log.')
+      await open.locator('.comment-box button.add-comment').click()
+      const listed = () => open.locator('.comments li .comment-text').allTextContents()
+      await expect.poll(listed).toEqual([`On "Add a compaction step that keeps every \`plan/*\` event.": ${text}`, 'On "Tidy the session log (v1)": Name the log.'])
+      expect(await line(4).getAttribute('class')).toContain('commented')
+      // Comments go with Keep planning: Approve waits until they are gone or sent.
+      expect(await demoPage.locator('button[data-command="approve"]').isDisabled()).toBe(true)
+      expect(await demoPage.locator('button[data-command="approve"]').getAttribute('title')).toBe('Comments go with Keep planning: remove them to approve.')
+      await open.locator('.comments li').nth(1).locator('button.remove-comment').click()
+      await expect.poll(listed).toEqual([`On "Add a compaction step that keeps every \`plan/*\` event.": ${text}`])
+      expect(await open.locator('script, img, b').count()).toBe(0)
+      await demoPage.screenshot({ path: new URL('visualizer-comments.png', ARTIFACTS).pathname })
+
+      await demoPage.locator('#feedback').fill('Mind resume.')
+      // A comment typed but not added yet goes too.
+      await line(5).click()
+      await box.fill('And a crash mid-compaction.')
+      await demoPage.locator('button[data-command="keep-planning"]').click()
+      const comment = { quote: 'Add a compaction step that keeps every `plan/*` event.', text }
+      const draft = { quote: 'Test resume after compaction.', text: 'And a crash mid-compaction.' }
+      const feedback = `Mind resume.\n\nComments on the plan:\n1. On "${comment.quote}": ${text}\n2. On "${draft.quote}": ${draft.text}`
+      // The record keeps the comments; the model is told R45's message with that feedback (R100).
+      await expect.poll(() => records('plan/review')[0]).toEqual({ type: 'plan/review', outcome: 'keep-planning', title: 'Tidy the session log (v1)', plan: expect.any(String), feedback, comments: [comment, draft] })
+      await expect.poll(() => records('tool/result')[0]).toEqual({ type: 'tool/result', tool: 'exit_plan_mode', error: `The user chose to keep planning; their feedback: ${feedback}` })
+      const v1 = demoPage.locator('#reviews li.review[data-version="1"]')
+      await expect.poll(() => v1.locator('.feedback').textContent()).toBe(`Feedback: ${feedback}`)
+
+      // v2 is under review: its lines take comments again, none carried over.
+      await expect.poll(() => open.locator('button.plan-line').first().textContent()).toBe('# Tidy the session log (v2)')
+      expect(await open.locator('.comments').count()).toBe(0)
+      await demoPage.locator('button[data-command="approve"]:not([disabled])').waitFor()
+      // A page that sends a quote off the plan (not this page's doing) is refused by the library: its message shows.
+      await demoPage.evaluate(() => {
+        // The browser's WebSocket (the name `WebSocket` here is the test's import from ws).
+        const ws = new window.WebSocket(`ws://${location.host}/view`)
+        ws.addEventListener('open', () => ws.send(JSON.stringify({ kind: 'command', command: 'keep-planning', comments: [{ quote: 'Rewrite the log.', text: 'No.' }] })))
+      })
+      await expect.poll(() => demoPage.locator('#demo-status').textContent()).toBe('plan review comment 1 quotes text that is not in the plan: "Rewrite the log."')
+      expect(await demoPage.locator('#demo-status').getAttribute('class')).toContain('error')
+      expect(await demoPage.locator('button[data-command="keep-planning"]').isDisabled()).toBe(true)
+      expect(records('plan/review').map((record) => record.outcome)).toEqual(['keep-planning', 'failed'])
+      expect(await demoPage.locator('#reviews script, #reviews img, #reviews b').count()).toBe(0)
+      expect(await demoPage.evaluate(() => (window as { __xss?: number }).__xss)).toBeUndefined()
+    } finally {
+      watcher.close()
       await demoPage.close()
       await demo.close()
     }

@@ -13,7 +13,7 @@ import {
   type ReviewChannel,
 } from 'xstate-plan-mode'
 import { createPlanModeInspector, type InspectionMessage } from 'xstate-plan-mode/inspect'
-import type { DemoCommand, ServerMessage } from './client/protocol.js'
+import type { DemoComment, DemoCommand, ServerMessage } from './client/protocol.js'
 
 /** Options of the demo agent. */
 export interface DemoOptions {
@@ -25,8 +25,12 @@ export interface DemoOptions {
 
 /** The running demo agent. */
 export interface DemoAgent {
-  /** Runs a button's command; commands run one after the other. */
-  command(command: DemoCommand, feedback?: string): Promise<void>
+  /**
+   * Runs a button's command; commands run one after the other. Keep planning answers with the
+   * feedback and the comments on the plan (R100), which the library checks: a comment it refuses
+   * fails the review (R46) and its message becomes the status.
+   */
+  command(command: DemoCommand, feedback?: string, comments?: DemoComment[]): Promise<void>
   /** The latest status line, for a page that connects late. */
   status(): Extract<ServerMessage, { kind: 'demo-status' }>
   /** Disposes the agent's plan mode (an open review fails as reloaded) and stops its timers. */
@@ -52,7 +56,8 @@ export function startDemo(
   let queue: Promise<unknown> = Promise.resolve()
   let turnRunning = false
   let commands = 0
-  let review: { answer(answer: ReviewAnswer): void } | undefined
+  /** The open review: the plan under review and how to answer it. */
+  let review: { plan: string; answer(answer: ReviewAnswer): void } | undefined
   let current: Extract<ServerMessage, { kind: 'demo-status' }> = {
     kind: 'demo-status',
     text: 'Idle. Press /plan to enter plan mode.',
@@ -60,12 +65,12 @@ export function startDemo(
     reviewOpen: false,
   }
   const setStatus = (text: string, tone: 'info' | 'error' = 'info') => {
-    current = { kind: 'demo-status', text, tone, reviewOpen: review !== undefined }
+    current = { kind: 'demo-status', text, tone, reviewOpen: review !== undefined, ...(review ? { plan: review.plan } : {}) }
     hub.onStatus(current)
   }
 
   const channel: ReviewChannel = {
-    ask({ signal }) {
+    ask({ questions: [question], signal }) {
       return new Promise<ReviewAnswer>((resolve, reject) => {
         const close = () => {
           review = undefined
@@ -74,6 +79,7 @@ export function startDemo(
         if (signal.aborted) return close()
         signal.addEventListener('abort', close, { once: true })
         review = {
+          plan: question?.detail ?? '',
           answer(answer) {
             signal.removeEventListener('abort', close)
             review = undefined
@@ -149,7 +155,7 @@ export function startDemo(
     }
   }
 
-  const runCommand = async (command: DemoCommand, feedback?: string) => {
+  const runCommand = async (command: DemoCommand, feedback?: string, comments?: DemoComment[]) => {
     if (closed) return
     if (command === '/plan' || command === '/plan off') {
       const commandId = `demo-${++commands}`
@@ -170,14 +176,19 @@ export function startDemo(
       answers: [
         command === 'approve'
           ? { id: 'plan-review', selected: ['Approve'] }
-          : { id: 'plan-review', selected: ['Keep planning'], ...(custom ? { custom } : {}) },
+          : {
+              id: 'plan-review',
+              selected: ['Keep planning'],
+              ...(custom ? { custom } : {}),
+              ...(comments && comments.length > 0 ? { comments } : {}),
+            },
       ],
     })
   }
 
   return {
-    command(command, feedback) {
-      const run = queue.then(() => runCommand(command, feedback))
+    command(command, feedback, comments) {
+      const run = queue.then(() => runCommand(command, feedback, comments))
       queue = run.catch(() => {})
       return run.catch((error: unknown) => setStatus(String(error), 'error'))
     },

@@ -12,7 +12,9 @@
  *
  * It binds 127.0.0.1 only, answers only requests addressed to that host (a DNS-rebinding page
  * cannot reach it), refuses WebSocket connections from any other web origin, and is read-only:
- * nothing a page sends changes an agent, except the buttons of the simulated agent in demo mode.
+ * nothing a page sends changes an agent, except the buttons of the simulated agent in demo mode
+ * (whose Keep planning carries the user's comments on the plan, R100: shape-checked here, their
+ * quotes checked against the plan by the library).
  */
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
@@ -22,7 +24,7 @@ import { fileURLToPath } from 'node:url'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { RawData } from 'ws'
 import type { InspectionMessage, InspectionTransport } from 'xstate-plan-mode/inspect'
-import type { DemoCommand, ServerMessage, ViewerMessage, WireItem } from './client/protocol.js'
+import type { DemoComment, DemoCommand, ServerMessage, ViewerMessage, WireItem } from './client/protocol.js'
 import type { DemoAgent, DemoOptions } from './demo.js'
 import { createLogReader } from './log-reading.js'
 
@@ -69,6 +71,9 @@ const PREBUILT_DIR = fileURLToPath(new URL('./visualizer-client/', import.meta.u
 const elkPath = () => createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js')
 const MESSAGE_TYPES = new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot', 'plan-mode.agent', 'plan-mode.log'])
 const DEMO_COMMANDS = new Set<DemoCommand>(['/plan', '/plan off', 'approve', 'keep-planning'])
+/** The most comments one Keep planning carries, and the longest comment text (the page's box takes 2000). */
+const MAX_COMMENTS = 100
+const MAX_COMMENT_CHARS = 4000
 
 /**
  * Starts the visualizer on 127.0.0.1.
@@ -205,7 +210,7 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (isBinary || !demo) return
       const command = parseViewerMessage(data.toString())
-      if (command) void demo.command(command.command, command.feedback)
+      if (command) void demo.command(command.command, command.feedback, command.comments)
     })
   })
 
@@ -273,15 +278,46 @@ export function parseInspectionMessage(text: string): InspectionMessage | undefi
   return message as unknown as InspectionMessage
 }
 
-function parseViewerMessage(text: string): ViewerMessage | undefined {
+/**
+ * A page's demo command, or undefined for anything else (dropped: nothing changes). What a page
+ * sends is untrusted: comments (R100) go only with Keep planning, as an array of at most
+ * MAX_COMMENTS `{ quote, text }` of strings, the text at most MAX_COMMENT_CHARS long; any other
+ * `comments` refuses the command. Only `quote` and `text` are passed on. Whether a quote is in the
+ * plan, and whether either is blank, is the library's to say (R100): its refusal comes back as the
+ * demo's status.
+ */
+export function parseViewerMessage(text: string): ViewerMessage | undefined {
   try {
     const value = JSON.parse(text) as Partial<ViewerMessage> | null
     if (value?.kind !== 'command' || !DEMO_COMMANDS.has(value.command as DemoCommand)) return undefined
     const feedback = typeof value.feedback === 'string' ? value.feedback.slice(0, 4000) : undefined
-    return { kind: 'command', command: value.command as DemoCommand, ...(feedback !== undefined ? { feedback } : {}) }
+    let comments: DemoComment[] | undefined
+    if (value.comments !== undefined) {
+      comments = value.command === 'keep-planning' ? readDemoComments(value.comments) : undefined
+      if (comments === undefined) return undefined
+    }
+    return {
+      kind: 'command',
+      command: value.command as DemoCommand,
+      ...(feedback !== undefined ? { feedback } : {}),
+      ...(comments !== undefined && comments.length > 0 ? { comments } : {}),
+    }
   } catch {
     return undefined
   }
+}
+
+/** A page's comments, checked for shape only; undefined when they are not `{ quote, text }` strings within the bounds. */
+function readDemoComments(value: unknown): DemoComment[] | undefined {
+  if (!Array.isArray(value) || value.length > MAX_COMMENTS) return undefined
+  const comments: DemoComment[] = []
+  for (const item of value as unknown[]) {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) return undefined
+    const { quote, text } = item as Record<string, unknown>
+    if (typeof quote !== 'string' || typeof text !== 'string' || text.length > MAX_COMMENT_CHARS) return undefined
+    comments.push({ quote, text })
+  }
+  return comments
 }
 
 interface Asset {

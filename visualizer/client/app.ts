@@ -5,12 +5,17 @@
  * the chart's internals behind "Show chart internals") and its plan review history (each version,
  * and from v2 on its change from the previous one). Every piece of data is written with
  * `textContent` or an attribute: a plan that contains markup shows it as text.
+ *
+ * In demo mode, the plan the demo agent has under review takes comments (R100): a click on one of
+ * its lines opens a small box under it; the comments are listed under the plan and go with Keep
+ * planning (a comment typed but not added yet too), each quoting its line without the line's
+ * markdown marker (`lineQuote`: an exact excerpt of the plan). Approve waits while any is listed.
  */
 import type { ELK as ElkApi } from 'elkjs/lib/elk-api.js'
 import { CHART_FONTS, canvasMeasure, chartModel, drawChart, highlight, layoutChart, type Measure } from './chart.js'
-import { VisualizerModel, type AgentView, type TimelineEntry, type TimelineLayer } from './model.js'
+import { VisualizerModel, lineQuote, type AgentView, type TimelineEntry, type TimelineLayer } from './model.js'
 import type { PlanDiffLine } from 'xstate-plan-mode'
-import type { DemoCommand, ServerMessage, ViewerMessage } from './protocol.js'
+import type { DemoComment, DemoCommand, ServerMessage, ViewerMessage } from './protocol.js'
 
 declare global {
   interface Window {
@@ -65,6 +70,26 @@ let cursor: number | undefined
 let layer: TimelineLayer = 'story'
 let socket: WebSocket | undefined
 let reconnectDelay = 500
+
+/** Whether the demo agent's review is open (its buttons answer it), and the plan under review. */
+let demoReview: { open: boolean; plan?: string } = { open: false }
+/** The user's comments on lines of that plan (R100), sent with Keep planning; `line` counts from 1. */
+let comments: (DemoComment & { line: number })[] = []
+/** The line whose comment box is open. */
+let commenting: number | undefined
+/** What the open review shows now: it is drawn again only when that changes (a box being typed in stays). */
+let openReviewShown = ''
+
+/** What the page says about comments on the plan (R100). */
+const COMMENT_TEXTS = {
+  hint: 'Click a line to comment on it. Comments go with Keep planning.',
+  lineTitle: 'Comment on this line',
+  placeholder: 'Your comment on this line',
+  add: 'Add comment',
+  cancel: 'Cancel',
+  remove: 'Remove',
+  approveBlocked: 'Comments go with Keep planning: remove them to approve.',
+} as const
 
 /** The smallest text a chart is drawn with at Fit: below it, labels cannot be read. */
 const MIN_TEXT_PX = 10
@@ -244,12 +269,7 @@ function renderTimeline(entries: TimelineEntry[], index: number | undefined): vo
 }
 
 function renderReviews(view: AgentView): void {
-  if (view.openReview) {
-    const { title, plan } = view.openReview
-    ui.openReview.replaceChildren(element('div', 'review-head', `Under review: ${title || '(untitled)'}`), element('pre', 'plan', plan))
-  } else {
-    ui.openReview.replaceChildren()
-  }
+  renderOpenReview(view.openReview)
   ui.reviews.replaceChildren(
     ...view.reviews.map((review, index) => {
       const item = element('li', 'review')
@@ -269,6 +289,106 @@ function renderReviews(view: AgentView): void {
       return item
     }),
   )
+}
+
+/**
+ * The plan under review. The demo agent's (the plan its status names) takes comments: each line
+ * with text is a button that opens a comment box under it, and the comments are listed below.
+ */
+function renderOpenReview(open: AgentView['openReview']): void {
+  const commentable = open !== undefined && demoReview.open && demoReview.plan === open.plan
+  const shown = JSON.stringify([open?.title, open?.plan, commentable, comments, commenting])
+  if (shown === openReviewShown) return
+  openReviewShown = shown
+  if (!open) return void ui.openReview.replaceChildren()
+  const head = element('div', 'review-head', `Under review: ${open.title || '(untitled)'}`)
+  if (!commentable) return void ui.openReview.replaceChildren(head, element('pre', 'plan', open.plan))
+  const lines = element('div', 'plan plan-lines')
+  open.plan.split('\n').forEach((text, i) => {
+    const number = i + 1
+    if (text.trim() === '') return void lines.append(element('span', 'plan-line blank'))
+    const line = element('button', 'plan-line', text)
+    line.type = 'button'
+    line.title = COMMENT_TEXTS.lineTitle
+    line.dataset.line = String(number)
+    if (comments.some((comment) => comment.line === number)) line.classList.add('commented')
+    line.addEventListener('click', () => {
+      commenting = commenting === number ? undefined : number
+      scheduleRender()
+    })
+    lines.append(line)
+    if (commenting === number) lines.append(commentBox(number, text))
+  })
+  const parts: HTMLElement[] = [head, element('p', 'comment-hint', COMMENT_TEXTS.hint), lines]
+  if (comments.length > 0) {
+    const list = element('ol', 'comments')
+    comments.forEach((comment, i) => {
+      const item = element('li', 'comment')
+      item.dataset.line = String(comment.line)
+      const remove = element('button', 'remove-comment', COMMENT_TEXTS.remove)
+      remove.type = 'button'
+      remove.addEventListener('click', () => {
+        comments = comments.filter((_, j) => j !== i)
+        updateReviewButtons()
+        scheduleRender()
+      })
+      item.append(element('span', 'comment-text', `On ${JSON.stringify(comment.quote)}: ${comment.text}`), remove)
+      list.append(item)
+    })
+    parts.push(list)
+  }
+  ui.openReview.replaceChildren(...parts)
+  ui.openReview.querySelector<HTMLInputElement>('.comment-box input')?.focus()
+}
+
+/** The box that adds a comment on line `number` of the plan under review. */
+function commentBox(number: number, text: string): HTMLElement {
+  const box = element('div', 'comment-box')
+  const input = element('input')
+  input.type = 'text'
+  input.maxLength = 2000
+  input.placeholder = COMMENT_TEXTS.placeholder
+  input.setAttribute('aria-label', `Comment on line ${number}`)
+  const add = element('button', 'add-comment', COMMENT_TEXTS.add)
+  add.type = 'button'
+  const cancel = element('button', 'cancel-comment', COMMENT_TEXTS.cancel)
+  cancel.type = 'button'
+  const close = () => {
+    commenting = undefined
+    scheduleRender()
+  }
+  const save = () => {
+    const said = input.value.trim()
+    if (said === '') return
+    comments = [...comments, { line: number, quote: lineQuote(text), text: said }]
+    updateReviewButtons()
+    close()
+  }
+  add.addEventListener('click', save)
+  cancel.addEventListener('click', close)
+  input.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter') save()
+    else if (event.key === 'Escape') close()
+  })
+  box.append(input, add, cancel)
+  return box
+}
+
+/** A comment typed in the open box but not added yet goes with Keep planning too. */
+function addDraftComment(): void {
+  const said = ui.openReview.querySelector<HTMLInputElement>('.comment-box input')?.value.trim() ?? ''
+  const text = commenting === undefined ? undefined : demoReview.plan?.split('\n')[commenting - 1]
+  if (said === '' || text === undefined || text.trim() === '') return
+  comments = [...comments, { line: commenting!, quote: lineQuote(text), text: said }]
+}
+
+/** The demo's review buttons: enabled while its review is open; Approve not while comments wait for Keep planning. */
+function updateReviewButtons(): void {
+  for (const button of Array.from(document.querySelectorAll<HTMLButtonElement>('.review-button'))) {
+    const blocked = button.dataset.command === 'approve' && comments.length > 0
+    button.disabled = !demoReview.open || blocked
+    if (button.dataset.command === 'approve') button.title = blocked ? COMMENT_TEXTS.approveBlocked : ''
+  }
 }
 
 /** How a line of a diff starts (R97): added, removed, kept. */
@@ -322,7 +442,14 @@ function receive(message: ServerMessage): void {
     case 'demo-status':
       ui.demoStatus.textContent = message.text
       ui.demoStatus.classList.toggle('error', message.tone === 'error')
-      for (const button of Array.from(document.querySelectorAll<HTMLButtonElement>('.review-button'))) button.disabled = !message.reviewOpen
+      // Comments belong to the plan they quote: another plan under review, or none, drops them.
+      if (!message.reviewOpen || message.plan !== demoReview.plan) {
+        comments = []
+        commenting = undefined
+      }
+      demoReview = message.reviewOpen ? { open: true, ...(message.plan !== undefined ? { plan: message.plan } : {}) } : { open: false }
+      updateReviewButtons()
+      scheduleRender()
       return
   }
 }
@@ -403,9 +530,22 @@ ui.live.addEventListener('click', () => {
 for (const button of Array.from(ui.demo.querySelectorAll<HTMLButtonElement>('button[data-command]'))) {
   button.addEventListener('click', () => {
     const command = button.dataset.command as DemoCommand
-    const message: ViewerMessage = { kind: 'command', command, ...(command === 'keep-planning' && ui.feedback.value.trim() ? { feedback: ui.feedback.value } : {}) }
+    const keepPlanning = command === 'keep-planning'
+    if (keepPlanning) addDraftComment()
+    const message: ViewerMessage = {
+      kind: 'command',
+      command,
+      ...(keepPlanning && ui.feedback.value.trim() ? { feedback: ui.feedback.value } : {}),
+      ...(keepPlanning && comments.length > 0 ? { comments: comments.map(({ quote, text }) => ({ quote, text })) } : {}),
+    }
     if (socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message))
-    if (command === 'keep-planning') ui.feedback.value = ''
+    if (keepPlanning) {
+      ui.feedback.value = ''
+      comments = []
+      commenting = undefined
+      updateReviewButtons()
+      scheduleRender()
+    }
   })
 }
 

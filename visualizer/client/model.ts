@@ -516,3 +516,15 @@ function stringOr(value: unknown): string | undefined {
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
+
+/**
+ * The quote a comment on `line` is anchored to (R100): the line without its indentation, its
+ * markdown heading, list or block-quote marker and its trailing spaces, so that the model reads
+ * the words rather than the markup; the trimmed line when nothing but a marker is left. Always an
+ * exact excerpt of the line, hence of the plan. The CLI chat's review quotes lines by it too.
+ */
+export function lineQuote(line: string): string {
+  const marker = /^\s*(?:#{1,6}\s+|>\s*|(?:[-*+]|\d{1,9}[.)])\s+)?/.exec(line)![0]
+  const quote = line.slice(marker.length).trimEnd()
+  return quote === '' ? line.trim() : quote
+}

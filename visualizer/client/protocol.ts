@@ -75,12 +75,24 @@ export interface StoryLine {
 /** The demo commands a page may send (demo mode only; a read-only server ignores them). */
 export type DemoCommand = '/plan' | '/plan off' | 'approve' | 'keep-planning'
 
+/**
+ * A comment on the plan under review (R100): `quote` an exact excerpt of the plan (the page sends
+ * the line the user clicked, without its markdown marker), `text` what the user says of it.
+ */
+export interface DemoComment {
+  quote: string
+  text: string
+}
+
 /** Server → page. */
 export type ServerMessage =
   | { kind: 'hello'; demo: boolean }
   | { kind: 'messages'; items: WireItem[] }
-  /** The demo agent's latest reply (a command's result text, or what it is doing). */
-  | { kind: 'demo-status'; text: string; tone: 'info' | 'error'; reviewOpen: boolean }
+  /**
+   * The demo agent's latest reply (a command's result text, or what it is doing); while its
+   * review is open, the plan under review, which the page's comments quote (R100).
+   */
+  | { kind: 'demo-status'; text: string; tone: 'info' | 'error'; reviewOpen: boolean; plan?: string }
 
-/** Page → server. */
-export type ViewerMessage = { kind: 'command'; command: DemoCommand; feedback?: string }
+/** Page → server: a demo button; Keep planning carries the feedback and the comments on the plan (R100). */
+export type ViewerMessage = { kind: 'command'; command: DemoCommand; feedback?: string; comments?: DemoComment[] }
