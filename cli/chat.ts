@@ -15,6 +15,7 @@ import { stepCountIs, streamText, type LanguageModel, type ModelMessage, type Te
 import {
   createPlanHistory,
   createPlanMode,
+  KEEP_PLANNING_LABEL,
   diffPlans,
   formatPlanDiff,
   PLAN_MODE_EVENT,
@@ -143,7 +144,8 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
       return answerReview(reviewed, signal)
     },
   }
-  const planMode = createPlanMode({ section: CHAT_SECTION }, { review })
+  // The whole set of decisions (R101): approve here or in a fresh context, keep planning, or leave.
+  const planMode = createPlanMode({ section: CHAT_SECTION }, { review, decisions: 'all' })
   const agent: PlanAgent = { id: 'chat', session, steer: (message) => plan.steer(message) }
   const plan = withPlanMode({ planMode, agent, system: systemPrompt(root), tools: workspaceTools(root) })
   const runPlanCommand = planCommandRunner(planMode, agent)
@@ -204,10 +206,12 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
     for (;;) {
       const label = chooseOption(labels, await askLine(`review [${labels.map((_, i) => i + 1).join('/')}]> `, signal))
       if (label === undefined) {
-        screen.line(`Answer ${labels.map((l, i) => `${i + 1} (${l})`).join(' or ')}.`)
+        const choices = labels.map((l, i) => `${i + 1} (${l})`)
+        screen.line(`Answer ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}.`)
         continue
       }
-      if (label === reviewed.intent.approve) return { answers: [{ id: reviewed.id, selected: [label] }] }
+      // Only Keep planning asks for comments and feedback: with any other option they would keep planning (R44, R101).
+      if (label !== KEEP_PLANNING_LABEL) return { answers: [{ id: reviewed.id, selected: [label] }] }
       const comments = await askComments(reviewed.detail, signal)
       const feedback = (await askLine(`${s.bold('feedback')} (Enter for none)> `, signal)).trim()
       return {
@@ -308,7 +312,14 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
       turn = undefined
       // What the model saw stays in the history, also after an error or a stop: the notices and
       // steered messages where it saw them (the transcript), the steps it finished.
-      history.push(...input, ...(called ? plan.transcript(completed) : []))
+      const told = called ? plan.transcript(completed) : []
+      if (plan.handoff !== null) {
+        // R102: a plan approved into a fresh context: the history starts again from its first message.
+        history.splice(0, history.length, ...told)
+        screen.line(s.dim(`(a fresh context: the earlier conversation was set aside; it holds plan v${plan.handoff.version} and the decisions made)`))
+      } else {
+        history.push(...input, ...told)
+      }
       screen.endLine()
     }
     return controller.signal.aborted

@@ -6,7 +6,7 @@ import { isThenable, type PlanModePorts } from './machines/planMode.effects.js'
 import { planModeMachine } from './machines/planMode.machine.js'
 import { restoreSnapshot } from './machines/planMode.restore.js'
 import { isAppending, isStopped, type PlanModeSnapshot } from './machines/planMode.view.js'
-import { reviewQuestion } from './plan/review.js'
+import { reviewQuestion, type ReviewDecisions } from './plan/review.js'
 import type { PendingStore, PlanAgent, PlanModeLogger, ReviewAnswer, ReviewChannel, SessionEvent } from './types.js'
 
 /** One agent's plan-mode actor. */
@@ -45,6 +45,8 @@ export interface AttachmentSettings {
   closeTimeout: number
   /** Where checkpoints are saved, and after how many events at least (R76). */
   checkpoints: { store: CheckpointStore; every: number } | undefined
+  /** Which decisions reviews offer (R101). */
+  decisions: ReviewDecisions
 }
 
 function isSessionEvent(value: unknown): value is SessionEvent {
@@ -265,9 +267,14 @@ export class Attachment implements PlanModePorts {
   }
 
   /** Asks the service's review channel about the plan, for the latest caller's agent (R43). */
+  /** Which decisions this service's reviews offer (R101). */
+  get decisions(): ReviewDecisions {
+    return this.#settings.decisions
+  }
+
   ask(plan: string, signal: AbortSignal): Promise<ReviewAnswer> {
     // REVIEW.OPEN is refused without a channel (R42.8), so one exists here.
-    return this.#settings.review!.ask({ questions: [reviewQuestion(plan)], agent: this.#agent, signal })
+    return this.#settings.review!.ask({ questions: [reviewQuestion(plan, this.#settings.decisions)], agent: this.#agent, signal })
   }
 
   /** The logger port; a logger that throws is ignored (R62). */

@@ -26,6 +26,7 @@ import {
   newsText,
   readReviewAnswer,
   ReviewCommentError,
+  type ReviewDecisions,
   type ReviewVerdict,
 } from './plan/review.js'
 import { headlessReviewPolicy, policyVerdict, type HeadlessReviewPolicy } from './plan/headless.js'
@@ -74,6 +75,12 @@ function maxAttachedAgentsOf(value: unknown): number | undefined {
 }
 
 
+/** The decisions reviews offer (R101), checked. */
+function decisionsOf(value: unknown): ReviewDecisions {
+  if (value === undefined || value === 'approve-or-keep' || value === 'all') return value ?? 'approve-or-keep'
+  throw new TypeError(`plan mode option decisions must be 'approve-or-keep' or 'all'; got ${String(value)}`)
+}
+
 /** The review mode of R78, checked. */
 function reviewsOf(value: unknown): 'channel' | 'durable' {
   if (value === undefined || value === 'channel' || value === 'durable') return value ?? 'channel'
@@ -120,7 +127,7 @@ export interface PlanMode {
    * Answers the durable review `reviewId` from any process attached to the agent's log (R80):
    * resolves with the recorded outcome, rejects with the refusal (nothing changed).
    */
-  answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options?: AnswerReviewOptions): Promise<'approved' | 'keep-planning'>
+  answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options?: AnswerReviewOptions): Promise<'approved' | 'keep-planning' | 'left'>
   /**
    * For hosts with nobody to ask (CI bots, batch jobs): closes the durable review open for the
    * agent by a headless policy (R95), recorded with `by: 'policy'`: `'approve'` approves it as
@@ -135,6 +142,8 @@ export interface PlanMode {
    * log to that approval or entry.
    */
   approvedPlan(agent: PlanAgent): ApprovedPlan | null
+  /** Which decisions this service's reviews offer (R101). */
+  readonly decisions: 'approve-or-keep' | 'all'
   /** `/plan [off|message]` (R53–R57). */
   readonly command: PlanCommand
   /** The projection for UIs (R58, R59). */
@@ -166,6 +175,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     inspect: options.inspect as Observer<InspectionEvent> | undefined,
     closeTimeout: closeTimeoutOf(options.closeTimeoutMs),
     checkpoints: checkpointsOf(options),
+    decisions: decisionsOf(options.decisions),
   }
   const durableReviews = reviewsOf(options.reviews) === 'durable'
   /** Each agent's attachment; a closing one stays until its actor stopped, answering reads. */
@@ -376,7 +386,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   }
 
   /** `answerReview` (R80): its checks, then the chart's decision in the agent's turn. */
-  function answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options: AnswerReviewOptions = {}): Promise<'approved' | 'keep-planning'> {
+  function answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options: AnswerReviewOptions = {}): Promise<'approved' | 'keep-planning' | 'left'> {
     if (disposed) return Promise.reject(new Error(DISPOSED_MESSAGE))
     // The answer is untrusted: read once, here, into a plain verdict; a getter that throws or
     // changes its mind never reaches the chart, whose actions must not throw (R62).
@@ -396,11 +406,11 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       return Promise.reject(error) // the agent cannot attach (R61)
     }
     try {
-      verdict = readReviewAnswer(answer, plan)
+      verdict = readReviewAnswer(answer, plan, settings.decisions)
     } catch (error) {
       return Promise.reject(error instanceof ReviewCommentError ? error : new Error(MALFORMED_ANSWER_MESSAGE))
     }
-    return closeDurableReview(agent, reviewId, verdict, options?.toldInResult === true) as Promise<'approved' | 'keep-planning'>
+    return closeDurableReview(agent, reviewId, verdict, options?.toldInResult === true) as Promise<'approved' | 'keep-planning' | 'left'>
   }
 
   /** `answerReviewByPolicy` (R95): the durable review open now, closed by the policy's verdict in the agent's turn. */
@@ -464,6 +474,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     openReview: (agent) => openDurableReview(attachmentOf(agent).snapshot),
     answerReview,
     answerReviewByPolicy,
+    decisions: settings.decisions,
     approvedPlan(agent) {
       attachmentOf(agent) // after dispose it fails as every call naming an agent does (R60)
       return approvedPlanOf(agent.session)

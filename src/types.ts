@@ -165,6 +165,11 @@ export interface PlanModeOptions {
    * the answer comes through `answerReview`, from any process attached to the same log.
    */
   reviews?: 'channel' | 'durable'
+  /**
+   * Which decisions a review offers (R101): `'approve-or-keep'` (default, R43's two options) or
+   * `'all'`: also Approve in a fresh context, and Leave plan mode without carrying the plan out.
+   */
+  decisions?: 'approve-or-keep' | 'all'
 }
 
 /** A durable review the log holds open (R79), as `openReview` returns it. */

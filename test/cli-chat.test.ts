@@ -294,11 +294,11 @@ describe('plan-mode chat: plan mode', () => {
     await converse(chat, [
       ['you> ', '/plan'],
       ['plan> ', 'Add a --json flag to the report command.'],
-      ['review [1/2]> ', 'maybe'],
-      ['review [1/2]> ', '2'],
+      ['review [1/2/3/4]> ', 'maybe'],
+      ['review [1/2/3/4]> ', '2'],
       ['comment on line (number, Enter to finish)> ', ''],
       ['feedback (Enter for none)> ', 'Also document the flag in the README.'],
-      ['review [1/2]> ', 'A'],
+      ['review [1/2/3/4]> ', 'approve'],
       ['you> ', '/quit'],
     ])
     expect(await chat.done).toBe(0)
@@ -328,13 +328,15 @@ describe('plan-mode chat: plan mode', () => {
       '────────────────────────────────────────────────────────────',
       'Plan v1',
       'Approve this plan and leave plan mode?',
-      '  1. Approve        Leave plan mode; the plan is carried out from the next step.',
-      '  2. Keep planning  Stay in plan mode; feedback goes back to the model.',
+      '  1. Approve                     Leave plan mode; the plan is carried out from the next step.',
+      '  2. Keep planning               Stay in plan mode; feedback goes back to the model.',
+      '  3. Approve in a fresh context  Leave plan mode; the plan is carried out from the next step, in a fresh context that holds the plan and the decisions made.',
+      '  4. Leave plan mode             Leave plan mode without carrying out the plan; the model stops and waits.',
     ])
-    expect(linesFrom(out, 'review [1/2]> maybe', '──')).toEqual([
-      'review [1/2]> maybe',
-      'Answer 1 (Approve) or 2 (Keep planning).',
-      'review [1/2]> 2',
+    expect(linesFrom(out, 'review [1/2/3/4]> maybe', '──')).toEqual([
+      'review [1/2/3/4]> maybe',
+      'Answer 1 (Approve), 2 (Keep planning), 3 (Approve in a fresh context) or 4 (Leave plan mode).',
+      'review [1/2/3/4]> 2',
       ...V1_LINES,
       'comment on line (number, Enter to finish)> ',
       'feedback (Enter for none)> Also document the flag in the README.',
@@ -360,7 +362,7 @@ describe('plan-mode chat: plan mode', () => {
       '  • Also document the flag in the README.',
     ])
     // R96, R97: the revision is v2, and the review shows what changed from v1 before the question.
-    expect(linesFrom(out, '  • Also document the flag in the README.', 'review [1/2]> A')).toEqual([
+    expect(linesFrom(out, '  • Also document the flag in the README.', 'review [1/2/3/4]> approve')).toEqual([
       '  • Also document the flag in the README.',
       '────────────────────────────────────────────────────────────',
       'Plan v2 — changes from v1:',
@@ -379,11 +381,13 @@ describe('plan-mode chat: plan mode', () => {
       '  +',
       '  + - Also document the flag in the README.',
       'Approve this plan and leave plan mode?',
-      '  1. Approve        Leave plan mode; the plan is carried out from the next step.',
-      '  2. Keep planning  Stay in plan mode; feedback goes back to the model.',
+      '  1. Approve                     Leave plan mode; the plan is carried out from the next step.',
+      '  2. Keep planning               Stay in plan mode; feedback goes back to the model.',
+      '  3. Approve in a fresh context  Leave plan mode; the plan is carried out from the next step, in a fresh context that holds the plan and the decisions made.',
+      '  4. Leave plan mode             Leave plan mode without carrying out the plan; the model stops and waits.',
     ])
-    expect(linesFrom(out, 'review [1/2]> A', 'you> ')).toEqual([
-      'review [1/2]> A',
+    expect(linesFrom(out, 'review [1/2/3/4]> approve', 'you> ')).toEqual([
+      'review [1/2/3/4]> approve',
       '  ← exit_plan_mode: Plan approved — plan mode exited; carry out the plan starting with your next step.',
       '  · plan mode off from this step',
       'Approved. Carrying out "Plan: Add a --json flag to the report command (revision 2)", starting where the plan starts.',
@@ -448,7 +452,7 @@ describe('plan-mode chat: plan mode', () => {
     const chat = startChat([...OFFLINE, '--log', log])
     await converse(chat, [
       ['you> ', '/plan Add a --json flag to the report command.'],
-      ['review [1/2]> ', '/plan off'],
+      ['review [1/2/3/4]> ', '/plan off'],
       ['you> ', '/quit'],
     ])
     expect(await chat.done).toBe(0)
@@ -458,8 +462,8 @@ describe('plan-mode chat: plan mode', () => {
       'you> /plan Add a --json flag to the report command.',
       'Plan mode on. Use /plan off to leave.',
     ])
-    expect(linesFrom(out, 'review [1/2]> /plan off', 'you> ')).toEqual([
-      'review [1/2]> /plan off',
+    expect(linesFrom(out, 'review [1/2/3/4]> /plan off', 'you> ')).toEqual([
+      'review [1/2/3/4]> /plan off',
       '(review closed)',
       '  ✗ exit_plan_mode: The user changed the plan mode directly; the review is closed.',
       '  /plan off: Leaving plan mode (applies from the next step).',
@@ -477,7 +481,7 @@ describe('plan-mode chat: plan mode', () => {
     await chat.until('plan> ')
     chat.when('  → list_files .', 'Add a --csv flag instead.')
     chat.type('Add a --json flag to the report command.')
-    await chat.until('review [1/2]> ')
+    await chat.until('review [1/2/3/4]> ')
     chat.interrupt()
     await chat.until('plan> ')
     chat.interrupt()
@@ -487,8 +491,8 @@ describe('plan-mode chat: plan mode', () => {
     expect(out).toContain('\n  (goes with the next step) Add a --csv flag instead.\n')
     // The steered request is the model's latest: its plan is for it.
     expect(out).toContain('\n  → exit_plan_mode "Plan: Add a --csv flag instead"\n')
-    expect(linesFrom(out, '  2. Keep planning  Stay in plan mode; feedback goes back to the model.', 'plan> ').slice(1)).toEqual([
-      'review [1/2]> ',
+    expect(linesFrom(out, '  4. Leave plan mode             Leave plan mode without carrying out the plan; the model stops and waits.', 'plan> ').slice(1)).toEqual([
+      'review [1/2/3/4]> ',
       '(review closed)',
       '(turn stopped)',
     ])
@@ -502,7 +506,7 @@ describe('plan-mode chat: plan mode', () => {
     const chat = startChat([...OFFLINE, '--log', log])
     await chat.until('you> ')
     chat.type('/plan Add a --json flag to the report command.')
-    await chat.until('review [1/2]> ')
+    await chat.until('review [1/2/3/4]> ')
     chat.end()
     expect(await chat.done).toBe(0)
     const events = await readLog(log)
@@ -519,8 +523,8 @@ describe('plan-mode chat: piped input', () => {
     expect(await chat.done).toBe(0)
     const out = chat.out()
     expect(out).toContain('\nyou> /plan\nPlan mode on. Use /plan off to leave.\nplan> Add a --json flag to the report command.\n')
-    expect(out).toContain(`\nreview [1/2]> 2\n${V1_LINES.join('\n')}\ncomment on line (number, Enter to finish)> \nfeedback (Enter for none)> Also document the flag.\n`)
-    expect(out).toContain('\nreview [1/2]> 1\n')
+    expect(out).toContain(`\nreview [1/2/3/4]> 2\n${V1_LINES.join('\n')}\ncomment on line (number, Enter to finish)> \nfeedback (Enter for none)> Also document the flag.\n`)
+    expect(out).toContain('\nreview [1/2/3/4]> 1\n')
     expect(out).toContain('\nyou> /quit\n')
     expect(planEvents(await readLog(log))).toEqual(['plan/mode true', 'plan/review keep-planning', 'plan/review approved', 'plan/mode false'])
   })
@@ -533,7 +537,7 @@ describe('plan-mode chat: piped input', () => {
     chat.end()
     expect(await chat.done).toBe(0)
     expect(chat.out()).toContain('\nyou> /plan\nPlan mode on. Use /plan off to leave.\nplan> Add a --json flag to the report command.\n')
-    expect(chat.out()).not.toContain('review [1/2]> ')
+    expect(chat.out()).not.toContain('review [1/2/3/4]> ')
     expect(planEvents(await readLog(log))).toEqual(['plan/mode true', 'plan/review reloaded'])
   })
 })
@@ -561,8 +565,8 @@ describe('plan-mode chat: comments on lines of the plan (R100)', () => {
     expect(await chat.done).toBe(0)
     const out = chat.out()
 
-    expect(linesFrom(out, 'review [1/2]> 2', 'I revised')).toEqual([
-      'review [1/2]> 2',
+    expect(linesFrom(out, 'review [1/2/3/4]> 2', 'I revised')).toEqual([
+      'review [1/2/3/4]> 2',
       ...V1_LINES,
       'comment on line (number, Enter to finish)> 9',
       `  On "${ON_TESTS.quote}"`,
@@ -606,7 +610,7 @@ describe('plan-mode chat: comments on lines of the plan (R100)', () => {
       `  • On "${ON_RUN.quote}": ${ON_RUN.text}`,
     ])
     // v2: line 10 is its step "4. Keep it small."; a comment alone is the whole feedback.
-    const second = out.lastIndexOf('review [1/2]> 2')
+    const second = out.lastIndexOf('review [1/2/3/4]> 2')
     expect(linesFrom(out.slice(second), '  10 │ 4. Keep it small.', 'I revised')).toEqual([
       '  10 │ 4. Keep it small.',
       `  11 │ 5. On "${ON_TESTS.quote}": ${ON_TESTS.text}`,
@@ -719,8 +723,8 @@ describe('plan-mode chat: plan versions and what changed (R96, R97)', () => {
     // From the keep-planning answer to the approval: the revision, its review and its diff.
     const lines = chat.out().split('\n')
     const plainLines = lines.map(stripAnsi)
-    const first = plainLines.indexOf('review [1/2]> 2')
-    const last = plainLines.indexOf('review [1/2]> 1')
+    const first = plainLines.indexOf('review [1/2/3/4]> 2')
+    const last = plainLines.indexOf('review [1/2/3/4]> 1')
     expect(first).toBeGreaterThan(0)
     const transcript = lines.slice(first, last + 2).join('\n')
     expect(transcript).toContain(`${ESC}[32m+ 5. Run the tests and review the diff.${ESC}[39m`)
@@ -933,6 +937,37 @@ describe('plan-mode chat with a real provider (a fake OpenAI-compatible server)'
   })
   afterAll(() => fake.close())
 
+  it('R101, R102: 3 approves into a fresh context (the next request holds only the handoff), 4 leaves plan mode without carrying the plan out', async () => {
+    const fresh = startChat(['--provider', 'openai', '--base-url', fake.url, '--model', 'fake-model', '--no-color', '--log', newLog()], {
+      env: { OPENAI_API_KEY: 'test-key' },
+    })
+    const from = fake.requests.length
+    await converse(fresh, [
+      ['you> ', 'Hi'],
+      ['you> ', '/plan Plan something.'],
+      ['review [1/2/3/4]> ', '3'],
+      ['you> ', '/quit'],
+    ])
+    expect(await fresh.done).toBe(0)
+    const handoff = 'The user approved this plan (v1) to be carried out in a fresh context: the conversation that produced it was set aside. Carry it out, starting now.\n\nThe plan:\n\n# Fake plan\n\n1. Do **it**.'
+    const afterApproval = fake.requests.slice(from).at(-1)!.body.messages
+    expect(afterApproval.filter((message) => message.role !== 'system')).toEqual([{ role: 'user', content: handoff }])
+    expect(fresh.out()).toContain('(a fresh context: the earlier conversation was set aside; it holds plan v1 and the decisions made)')
+
+    const leave = startChat(['--provider', 'openai', '--base-url', fake.url, '--model', 'fake-model', '--no-color', '--log', newLog()], {
+      env: { OPENAI_API_KEY: 'test-key' },
+    })
+    await converse(leave, [
+      ['you> ', '/plan Plan something.'],
+      ['review [1/2/3/4]> ', '4'],
+      ['you> ', '/quit'],
+    ])
+    expect(await leave.done).toBe(0)
+    expect(leave.out()).toContain('  ✗ exit_plan_mode: The user left plan mode without carrying out the plan; stop here and wait for their message.')
+    expect(leave.out()).toContain('  · plan mode off from this step')
+    fake.requests.splice(from) // the other tests read the server's requests from the start
+  })
+
   it('R18, R40: sends the section only in plan mode, offers exit_plan_mode in both, and the review works', async () => {
     const chat = startChat(['--provider', 'openai', '--base-url', fake.url, '--model', 'fake-model', '--no-color', '--log', newLog()], {
       env: { OPENAI_API_KEY: 'test-key' },
@@ -940,7 +975,7 @@ describe('plan-mode chat with a real provider (a fake OpenAI-compatible server)'
     await converse(chat, [
       ['you> ', 'Hi'],
       ['you> ', '/plan Plan something.'],
-      ['review [1/2]> ', '1'],
+      ['review [1/2/3/4]> ', '1'],
       ['you> ', '/quit'],
     ])
     expect(await chat.done).toBe(0)
@@ -955,8 +990,8 @@ describe('plan-mode chat with a real provider (a fake OpenAI-compatible server)'
       '────────────────────────────────────────────────────────────',
       'Plan v1',
     ])
-    expect(linesFrom(chat.out(), 'review [1/2]> 1', 'you> ')).toEqual([
-      'review [1/2]> 1',
+    expect(linesFrom(chat.out(), 'review [1/2/3/4]> 1', 'you> ')).toEqual([
+      'review [1/2/3/4]> 1',
       '  ← exit_plan_mode: Plan approved — plan mode exited; carry out the plan starting with your next step.',
       '  · plan mode off from this step',
       'Carried out the fake plan.',

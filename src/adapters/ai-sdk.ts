@@ -40,6 +40,8 @@ import type { ExitPlanModeTool, ExitToolResult } from '../plan/exit-tool.js'
 import { approvedPlanSection, closedReviewMessage, keepPlanningMessage } from '../plan/review.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT, closedReviewsByCall } from '../log/kinds.js'
 import { createCallTranscript } from '../plan/transcript.js'
+import { dueHandoff, type PlanHandoff } from '../plan/handoff.js'
+import { episodeBefore } from '../log/history.js'
 import { isReadOnlyTool, type PlanGuard } from '../guard/index.js'
 import type { PlanMode } from '../service.js'
 import type { PlanAgent, UserMessage } from '../types.js'
@@ -89,6 +91,11 @@ export interface WithPlanModeOptions<TOOLS extends ToolSet = ToolSet> {
    * compaction that drops the conversation does not drop the plan. Off by default.
    */
   pinApprovedPlan?: boolean
+  /**
+   * Called once when a plan approved into a fresh context (R101) is handed off, at the step that
+   * starts the fresh context (R102), with the plan, its version and the decisions made.
+   */
+  onHandoff?: (handoff: PlanHandoff) => void
 }
 
 /** The provider options a `prepareStep` may set (the SDK's `ProviderOptions`). */
@@ -169,6 +176,12 @@ export interface PlanModeAiSdk<TOOLS extends ToolSet = ToolSet> {
    * nothing changes; a review still open is left as it is.
    */
   settleClosedApprovals<M extends UIMessage>(messages: M[]): M[]
+  /**
+   * The handoff the current (or last) call made (R102), or null: after a call that made one, the
+   * host REPLACES its history with `transcript(...)`, which then starts with the fresh context's
+   * first message, instead of appending to it.
+   */
+  readonly handoff: PlanHandoff | null
 }
 
 /**
@@ -338,6 +351,13 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
     await agent.session.append(type, data)
   }
 
+  /** The length of the current call's input messages. */
+  let inputLength = 0
+  /** The fresh context of the current call (R102): where it starts in the call's messages, and its first message. */
+  let fresh: { cut: number; seed: ModelMessage } | null = null
+  /** The handoff the current (or last) call made (R102). */
+  let handoff: PlanHandoff | null = null
+
   /** The exit calls this call's request denied (R82): shown to the model as keep planning. */
   let denied: ReadonlyMap<string, string | undefined> = new Map()
 
@@ -357,10 +377,18 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
   const prepareStep: PrepareStepFunction<PlanModeToolSet<TOOLS>> = async ({ stepNumber, messages }) => {
     if (stepNumber === 0) {
       call.startCall(messages.length)
+      inputLength = messages.length
+      fresh = null
+      handoff = null
       await answerDenials(messages)
     }
     const signal = turnSignal ?? options.abortSignal
     const boundary = await planMode.stepBoundary(agent, signal ? { signal } : {})
+    // R98, R99, R102: the approved plan, read while one may be carried out (state in force inactive).
+    const approved =
+      boundary.section === '' && (options.pinApprovedPlan === true || planMode.decisions === 'all') ? planMode.approvedPlan(agent) : null
+    // Read before this step's header: a fresh approval no request followed yet is handed off now.
+    const due = approved?.fresh === true ? dueHandoff(agent.session.events, approved, episodeBefore(agent.session)) : null
     // Notices first: the user switched the mode before sending anything that follows it.
     const deliveries = [...boundary.messages.map(toModelMessage), ...outbox.splice(0)]
     try {
@@ -372,14 +400,21 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       outbox.unshift(...deliveries) // not sent: they go with the next request
       throw error
     }
-    const stepMessages = showDenials(call.inject(messages, deliveries), denied)
+    const allMessages = showDenials(call.inject(messages, deliveries), denied)
+    if (due !== null) {
+      // R102: the fresh context starts here: everything before this step's own deliveries is set aside.
+      fresh = { cut: allMessages.length - deliveries.length, seed: { role: 'user', content: [{ type: 'text', text: due.text }] } }
+      handoff = due
+      options.onHandoff?.(due)
+    }
+    const stepMessages = fresh === null ? allMessages : [fresh.seed, ...allMessages.slice(fresh.cut)]
 
     const result: PrepareStepResult<PlanModeToolSet<TOOLS>> = {}
     // R99: while carrying a plan out (state in force inactive), the approved plan stays in view.
-    const approved = options.pinApprovedPlan === true && boundary.section === '' ? planMode.approvedPlan(agent) : null
-    const stepSystem = composeSystem(system, approved === null ? boundary.section : approvedPlanSection(approved.plan))
+    const pinned = options.pinApprovedPlan === true ? approved : null
+    const stepSystem = composeSystem(system, pinned === null ? boundary.section : approvedPlanSection(pinned.plan))
     if (stepSystem !== undefined) result.system = stepSystem
-    if (call.injections.length > 0 || denied.size > 0) result.messages = stepMessages
+    if (call.injections.length > 0 || denied.size > 0 || fresh !== null) result.messages = stepMessages
     // R93: the boundary's state in force picks the model. The section is non-empty exactly when
     // it is active (R18; R37 forbids a blank section). No fallback: the SDK runs this model only.
     if (planning !== undefined && boundary.section !== '') {
@@ -423,7 +458,12 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       return outbox.splice(0)
     },
     transcript(responseMessages) {
-      return call.transcript(responseMessages)
+      const all = call.transcript(responseMessages)
+      // R102: after a handoff the history starts again, from the fresh context's first message.
+      return fresh === null ? all : [fresh.seed, ...all.slice(fresh.cut - inputLength)]
+    },
+    get handoff() {
+      return handoff
     },
     settleClosedApprovals(messages) {
       const waiting = (part: unknown): part is { type: string; state: string; toolCallId: string } =>

@@ -50,6 +50,7 @@ export interface PlanModeData {
 /** Every way a review can end (R49). */
 export type ReviewOutcome =
   | 'approved'
+  | 'left'
   | 'keep-planning'
   | 'dismissed'
   | 'failed'
@@ -67,6 +68,8 @@ export interface PlanReviewData {
   reviewId?: string
   /** The framework's id of the exit call that opened a durable review, when it has one (R79). */
   callId?: string
+  /** The approval is into a fresh context (R101). */
+  fresh?: true
   /** Comments anchored to the plan (R100), on a keep-planning record; `feedback` gives them to the model. */
   comments?: { quote: string; text: string }[]
   /** The outcome was given to the model in the exit call's result, not at a step boundary (R81). */
@@ -87,7 +90,7 @@ export interface OpenPlanReview {
 
 /** An outcome of a durable review that the model has not been told yet (R81). */
 export interface ReviewNews {
-  readonly outcome: 'approved' | 'keep-planning' | 'superseded'
+  readonly outcome: 'approved' | 'left' | 'keep-planning' | 'superseded'
   readonly feedback?: string
 }
 
@@ -101,14 +104,14 @@ export interface ReviewFold {
 /** The review fold of a log that holds no durable review. */
 export const EMPTY_REVIEW_FOLD: ReviewFold = Object.freeze({ open: null, closed: null, news: null })
 
-const CLOSING_OUTCOMES: ReadonlySet<unknown> = new Set(['approved', 'keep-planning', 'dismissed', 'failed', 'aborted', 'superseded', 'reloaded'])
+const CLOSING_OUTCOMES: ReadonlySet<unknown> = new Set(['approved', 'left', 'keep-planning', 'dismissed', 'failed', 'aborted', 'superseded', 'reloaded'])
 
 /** The news a closing record leaves for the next step boundary, or null when it tells nothing (R81). */
 function newsOf(data: Record<string, unknown>): ReviewNews | null {
   if (data.toldInResult === true) return null
   const { outcome, feedback } = data
   if (outcome === 'keep-planning' && typeof feedback === 'string') return { outcome, feedback }
-  return outcome === 'approved' || outcome === 'keep-planning' || outcome === 'superseded' ? { outcome } : null
+  return outcome === 'approved' || outcome === 'left' || outcome === 'keep-planning' || outcome === 'superseded' ? { outcome } : null
 }
 
 /**
@@ -142,6 +145,15 @@ export function presentsPlan(data: Record<string, unknown> | undefined): boolean
   return typeof data.reviewId === 'string' ? data.outcome === 'requested' : CLOSING_OUTCOMES.has(data.outcome)
 }
 
+/**
+ * Whether a review outcome leaves plan mode (R47, R101): an approval, or the user's choice to
+ * leave without carrying the plan out. Both keep a selection of inactive (R58, R64) and, told in
+ * the call's result, tell the model it left (R31).
+ */
+export function leavesPlanMode(outcome: unknown): outcome is 'approved' | 'left' {
+  return outcome === 'approved' || outcome === 'left'
+}
+
 /** A durable review's request record: what a log listener makes of it (R79). */
 function isReviewRequest(data: Record<string, unknown> | undefined): boolean {
   return data?.outcome === 'requested' && typeof data.reviewId === 'string'
@@ -153,7 +165,7 @@ function isReviewRequest(data: Record<string, unknown> | undefined): boolean {
  * (R58, R64) and no K (R31). Only approvals need the check: no other record projects or tells.
  */
 function isStrayApproval(review: ReviewFold, data: Record<string, unknown> | undefined): boolean {
-  return data?.outcome === 'approved' && typeof data.reviewId === 'string' && review.open?.reviewId !== data.reviewId
+  return leavesPlanMode(data?.outcome) && typeof data!.reviewId === 'string' && review.open?.reviewId !== data!.reviewId
 }
 
 /**
@@ -163,7 +175,7 @@ function isStrayApproval(review: ReviewFold, data: Record<string, unknown> | und
  */
 function isStrayApprovalAt(events: readonly SessionEvent[], index: number, before: ReviewFold | undefined = undefined): boolean {
   const data = payload(events[index]!)
-  if (data?.outcome !== 'approved' || typeof data.reviewId !== 'string') return false
+  if (!leavesPlanMode(data?.outcome) || typeof data!.reviewId !== 'string') return false
   for (let i = index - 1; i >= 0; i--) {
     const event = events[i]!
     if (event.type !== PLAN_REVIEW_EVENT) continue
@@ -221,6 +233,8 @@ export interface ApprovedPlan {
   readonly seq: number
   /** Set when a headless policy approved it (R94, R95). */
   readonly by?: 'policy'
+  /** Set when the user approved it into a fresh context (R101): the host hands it off. */
+  readonly fresh?: true
 }
 
 /** The last plan presented in the current planning episode, and its version (R96). */
@@ -331,9 +345,9 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
   [PLAN_REVIEW_EVENT]: kind({
     meaning:
       'A review outcome (R49), or a durable review requested (R79); an approval told in its call\'s result told the model it left plan mode (R31, R81) and keeps a selection of inactive (R58, R64).',
-    project: (state, data) => (data?.outcome === 'approved' ? { ...state, kept: false } : state),
+    project: (state, data) => (leavesPlanMode(data?.outcome) ? { ...state, kept: false } : state),
     // A durable approval not given in the call's result is told at the next boundary (R81).
-    tells: (data) => (data?.outcome === 'approved' && (typeof data.reviewId !== 'string' || data.toldInResult === true) ? false : undefined),
+    tells: (data) => (leavesPlanMode(data?.outcome) && (typeof data!.reviewId !== 'string' || data!.toldInResult === true) ? false : undefined),
     review: foldReviewRecord,
     // Durable reviews' records reach the chart: another process may have opened or answered one (R79, R80).
     observe: (data, seq) => {
@@ -670,7 +684,7 @@ function approvedAfter(approved: ApprovedPlan | null, type: string, data: Record
   if (type === PLAN_MODE_EVENT) return data?.active === true ? null : approved
   if (type !== PLAN_REVIEW_EVENT || data?.outcome !== 'approved' || typeof data.plan !== 'string') return approved
   const title = typeof data.title === 'string' ? data.title : ''
-  return data.by === 'policy' ? { title, plan: data.plan, seq, by: 'policy' } : { title, plan: data.plan, seq }
+  return { title, plan: data.plan, seq, ...(data.by === 'policy' ? { by: 'policy' as const } : {}), ...(data.fresh === true ? { fresh: true as const } : {}) }
 }
 
 /** The episode after one event (R96): a `plan/mode` starts a new one, a presented plan is its next version. */

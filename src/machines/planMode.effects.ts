@@ -1,6 +1,6 @@
 import { fromPromise, type AnyActorRef } from 'xstate'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, type PlanReviewData } from '../log/kinds.js'
-import { REVIEW_MESSAGES, errorMessage, isDismissal, isPolicyDismissal, keepPlanningMessage, readReviewAnswer } from '../plan/review.js'
+import { REVIEW_MESSAGES, errorMessage, isDismissal, isPolicyDismissal, keepPlanningMessage, readReviewAnswer, type ReviewDecisions } from '../plan/review.js'
 import type { ReviewAnswer } from '../types.js'
 import type { PlanModeEvent, ReviewResult } from './planMode.events.js'
 
@@ -17,6 +17,8 @@ export interface PlanModePorts {
   append(type: string, data: unknown): unknown
   /** Asks the user to review a plan (R43); `signal` aborts when the review is left. */
   ask(plan: string, signal: AbortSignal): Promise<ReviewAnswer>
+  /** Which decisions the service's reviews offer (R101): what an answer is read against. */
+  readonly decisions: ReviewDecisions
   /** The logger port (R19, R49); must not throw. */
   warn(message: string, error: unknown): void
   /** The pending store: the selection now waiting for a boundary; must not throw. */
@@ -31,6 +33,7 @@ const never = new Promise<never>(() => {})
 export const UNATTACHED_PORTS: PlanModePorts = {
   append: () => never,
   ask: () => never,
+  decisions: 'approve-or-keep',
   warn: () => {},
   rememberPending: () => {},
   forgetPending: () => {},
@@ -93,6 +96,7 @@ export function recordReview({ context, self }: EffectArgs): void {
     plan,
     ...(result?.feedback !== undefined ? { feedback: result.feedback } : {}),
     ...(result?.comments !== undefined ? { comments: result.comments } : {}),
+    ...(result?.fresh === true ? { fresh: true as const } : {}),
     ...(result?.toldInResult === true ? { toldInResult: true } : {}),
     // A headless policy's decision is never taken for a user's (R94, R95); a user's record has no `by`.
     ...(result?.by === 'policy' ? { by: 'policy' as const } : {}),
@@ -142,9 +146,10 @@ export function forgetPending({ context }: EffectArgs): void {
 export const askReview = fromPromise<ReviewResult, { ports: PlanModePorts; plan: string }>(async ({ input, signal }) => {
   try {
     // Comments must quote the plan under review (R100): one that does not fails the review.
-    const verdict = readReviewAnswer(await input.ports.ask(input.plan, signal), input.plan)
+    const verdict = readReviewAnswer(await input.ports.ask(input.plan, signal), input.plan, input.ports.decisions)
     const by = verdict.by === 'policy' ? ({ by: 'policy' } as const) : {} // a headless policy answered (R94)
-    if (verdict.outcome === 'approved') return { outcome: 'approved', ...by }
+    if (verdict.outcome === 'approved') return { outcome: 'approved', ...(verdict.fresh ? { fresh: true as const } : {}), ...by }
+    if (verdict.outcome === 'left') return { outcome: 'left', error: REVIEW_MESSAGES.left, ...by } // R101
     return verdict.feedback === undefined
       ? { outcome: 'keep-planning', error: keepPlanningMessage(undefined), ...by }
       : { outcome: 'keep-planning', error: keepPlanningMessage(verdict.feedback), feedback: verdict.feedback, ...(verdict.comments ? { comments: verdict.comments } : {}), ...by }

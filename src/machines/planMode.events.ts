@@ -58,6 +58,8 @@ export interface ReviewResult {
   error?: string
   /** The non-blank custom text of a keep-planning answer (R45). */
   feedback?: string
+  /** An approval into a fresh context (R101): the record says so, and the host hands the plan off. */
+  fresh?: true
   /** The comments anchored to the plan that the feedback gives the model (R100), kept in the record. */
   comments?: ReviewComment[]
   /** A durable review's outcome the host gives the model in the call's result (R81). */

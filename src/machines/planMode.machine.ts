@@ -21,7 +21,7 @@ import {
   lacksLeadingHeading,
   planTitle,
 } from '../plan/review.js'
-import type { OpenPlanReview, ReviewNews, ReviewOutcome } from '../log/kinds.js'
+import { leavesPlanMode, type OpenPlanReview, type ReviewNews, type ReviewOutcome } from '../log/kinds.js'
 import type { SetOutcome } from '../types.js'
 
 /**
@@ -143,17 +143,17 @@ export function initialContext(
 function newsOf(result: ReviewResult): ReviewNews | null {
   if (result.toldInResult) return null
   if (result.outcome === 'keep-planning') return result.feedback === undefined ? { outcome: result.outcome } : { outcome: result.outcome, feedback: result.feedback }
-  return result.outcome === 'approved' || result.outcome === 'superseded' ? { outcome: result.outcome } : null
+  return result.outcome === 'approved' || result.outcome === 'left' || result.outcome === 'superseded' ? { outcome: result.outcome } : null
 }
 
 /**
  * A recorded outcome as a review result: what a call would have failed with (R45, R48), and who
  * decided it when a headless policy did (R94, R95).
  */
-function resultOfRecord(outcome: ReviewOutcome, feedback: string | undefined, toldInResult: boolean, by?: 'policy'): ReviewResult {
+function resultOfRecord(outcome: ReviewOutcome, feedback: string | undefined, toldInResult: boolean, by?: 'policy', fresh?: boolean): ReviewResult {
   const told = toldInResult ? { toldInResult } : {}
   const policy = by === 'policy' ? { by } : {}
-  if (outcome === 'approved') return { outcome, ...told, ...policy }
+  if (outcome === 'approved') return { outcome, ...(fresh === true ? { fresh: true as const } : {}), ...told, ...policy }
   if (outcome === 'keep-planning') return { outcome, error: closedReviewMessage(outcome, feedback), ...(feedback === undefined ? {} : { feedback }), ...told, ...policy }
   // A durable review's record carries no error text: its outcome's own text, as a call would fail with it.
   return { outcome, error: closedReviewMessage(outcome), ...told, ...policy }
@@ -280,7 +280,7 @@ const planModeSetup = setup({
     hasNotedRecord: ({ context }) => context.review?.recorded !== undefined,
     /** The model hears this approval in the call's result (a channel review's, or told in the result: R47, R81). */
     isToldApproval: ({ context }) =>
-      context.review?.result?.outcome === 'approved' && (context.review.durable === undefined || context.review.result.toldInResult === true),
+      leavesPlanMode(context.review?.result?.outcome) && (context.review!.durable === undefined || context.review!.result!.toldInResult === true),
     /** R42.4 */
     lacksLeadingHeading: ({ event }) => event.type === 'REVIEW.OPEN' && lacksLeadingHeading(event.plan),
     /** R42.5 */
@@ -291,7 +291,8 @@ const planModeSetup = setup({
     lacksReviewChannel: ({ event }) => event.type === 'REVIEW.OPEN' && !event.hasChannel,
     logsActive: ({ event }) => event.type === 'LOG.PLAN_MODE' && event.active,
     logsInactive: ({ event }) => event.type === 'LOG.PLAN_MODE' && !event.active,
-    isApproved: ({ context }) => context.review?.result?.outcome === 'approved',
+    /** The review leaves plan mode: approved, or left without carrying the plan out (R47, R101). */
+    isApproved: ({ context }) => leavesPlanMode(context.review?.result?.outcome),
     /** An abort closes only the review its own call opened (a late abort of an earlier call is ignored). */
     isAbortOfThisReview: ({ context, event }) => event.type === 'REVIEW.ABORT' && context.review?.number === event.review,
     hasDeferredSelection: ({ context }) => context.deferredSelection !== null,
@@ -325,9 +326,9 @@ const planModeSetup = setup({
     narrate: assign(({ context }, { active }: { active: boolean }) => {
       // A durable review's outcome goes first (R81); an approval is not told to a model that the
       // user put back in plan mode, and when told it says plan mode is off, so no leaving notice.
-      const news = context.news != null && !(context.news.outcome === 'approved' && active) ? context.news : null
+      const news = context.news != null && !(leavesPlanMode(context.news.outcome) && active) ? context.news : null
       const notice: NoticeKind | null =
-        context.told !== null && context.told !== active && news?.outcome !== 'approved' ? (active ? 'entering' : 'leaving') : null
+        context.told !== null && context.told !== active && !leavesPlanMode(news?.outcome) ? (active ? 'entering' : 'leaving') : null
       return { told: active, news: null, result: { operation: 'boundary' as const, active, notice, news } }
     }),
     /** The boundary's result without telling anything, K unchanged (R15, R19). */
@@ -455,7 +456,8 @@ const planModeSetup = setup({
       const { verdict } = event
       const feedback = verdict.outcome === 'keep-planning' ? verdict.feedback : undefined
       const comments = verdict.outcome === 'keep-planning' && verdict.comments !== undefined ? { comments: verdict.comments } : {}
-      const result = { ...resultOfRecord(verdict.outcome, feedback, event.toldInResult, verdict.by), ...comments }
+      const fresh = verdict.outcome === 'approved' && verdict.fresh === true
+      const result = { ...resultOfRecord(verdict.outcome, feedback, event.toldInResult, verdict.by, fresh), ...comments }
       return {
         review: { ...context.review, result, answering: true },
         result: { operation: 'answer' as const, answering: context.review.number },

@@ -10,7 +10,14 @@ import type { ReviewOutcome } from '../log/kinds.js'
 /** The label that consents (R43, R44). */
 export const APPROVE_LABEL = 'Approve'
 /** The label that keeps planning (R43). */
-const KEEP_PLANNING_LABEL = 'Keep planning'
+export const KEEP_PLANNING_LABEL = 'Keep planning'
+/** The label that approves into a fresh context (R101), offered with `decisions: 'all'`. */
+export const APPROVE_FRESH_LABEL = 'Approve in a fresh context'
+/** The label that leaves plan mode without carrying the plan out (R101), offered with `decisions: 'all'`. */
+export const LEAVE_LABEL = 'Leave plan mode'
+
+/** Which decisions a review offers (R101): R43's two, or all four. */
+export type ReviewDecisions = 'approve-or-keep' | 'all'
 /** A plan larger than this (UTF-8 bytes) is refused (R42.5). */
 const MAX_PLAN_BYTES = 256 * 1024
 
@@ -30,6 +37,7 @@ export const REVIEW_MESSAGES = {
   keepPlanningWithFeedback: 'The user chose to keep planning; their feedback: ',
   dismissed:
     'The user dismissed the plan review to speak instead; stay in plan mode, stop here, and wait for their message.',
+  left: 'The user left plan mode without carrying out the plan; stop here and wait for their message.',
   superseded: 'The user changed the plan mode directly; the review is closed.',
   reloaded: 'the plan-mode service was reloaded while the plan was under review; present the plan again',
   aborted: 'the plan review was aborted',
@@ -68,16 +76,24 @@ export function planTitle(plan: string): string | undefined {
 }
 
 /** The one question a review asks (R43). */
-export function reviewQuestion(plan: string): ReviewQuestion {
+export function reviewQuestion(plan: string, decisions: ReviewDecisions = 'approve-or-keep'): ReviewQuestion {
+  const approve = { label: APPROVE_LABEL, description: 'Leave plan mode; the plan is carried out from the next step.' }
+  const keep = { label: KEEP_PLANNING_LABEL, description: 'Stay in plan mode; feedback goes back to the model.' }
   return {
     id: 'plan-review',
     header: 'Plan review',
     question: 'Approve this plan and leave plan mode?',
     detail: plan,
-    options: [
-      { label: APPROVE_LABEL, description: 'Leave plan mode; the plan is carried out from the next step.' },
-      { label: KEEP_PLANNING_LABEL, description: 'Stay in plan mode; feedback goes back to the model.' },
-    ],
+    options:
+      decisions === 'all'
+        ? // R43's two first, where every host and script already finds them (R101).
+          [
+            approve,
+            keep,
+            { label: APPROVE_FRESH_LABEL, description: 'Leave plan mode; the plan is carried out from the next step, in a fresh context that holds the plan and the decisions made.' },
+            { label: LEAVE_LABEL, description: 'Leave plan mode without carrying out the plan; the model stops and waits.' },
+          ]
+        : [approve, keep],
     intent: { kind: 'plan-review', approve: APPROVE_LABEL },
   }
 }
@@ -87,7 +103,8 @@ export function reviewQuestion(plan: string): ReviewQuestion {
  * 'policy'` when a headless review policy answered, not the user (R94, R95).
  */
 export type AnswerVerdict =
-  | { outcome: 'approved'; by?: 'policy' }
+  | { outcome: 'approved'; fresh?: true; by?: 'policy' }
+  | { outcome: 'left'; by?: 'policy' }
   | { outcome: 'keep-planning'; feedback?: string; comments?: ReviewComment[]; by?: 'policy' }
 
 /** What `answerReview` and a headless policy close a durable review with: an answer, or a policy's dismissal (R80, R95). */
@@ -102,7 +119,7 @@ const isBlank = (text: string | undefined) => text === undefined || text.trim() 
  * other `by` is not read.
  * @throws ReviewCommentError when a comment is malformed or, given the plan, quotes what it does not hold.
  */
-export function readReviewAnswer(answer: ReviewAnswer | undefined, plan?: string): AnswerVerdict {
+export function readReviewAnswer(answer: ReviewAnswer | undefined, plan?: string, decisions: ReviewDecisions = 'approve-or-keep'): AnswerVerdict {
   const by = answer?.by === 'policy' ? ({ by: 'policy' } as const) : {}
   const items = (Array.isArray(answer?.answers) ? answer.answers : []).filter((item) => item?.id === 'plan-review')
   if (items.length !== 1) return { outcome: 'keep-planning', ...by }
@@ -110,7 +127,11 @@ export function readReviewAnswer(answer: ReviewAnswer | undefined, plan?: string
   const custom = typeof item.custom === 'string' ? item.custom : undefined
   const comments = readComments(item.comments, plan)
   const selected = Array.isArray(item.selected) ? item.selected : []
-  if (selected.length === 1 && selected[0] === APPROVE_LABEL && isBlank(custom) && comments.length === 0) return { outcome: 'approved', ...by }
+  // One option alone, nothing else said (R44, R101): the other decisions are read only when offered.
+  const only = selected.length === 1 && isBlank(custom) && comments.length === 0 ? selected[0] : undefined
+  if (only === APPROVE_LABEL) return { outcome: 'approved', ...by }
+  if (decisions === 'all' && only === APPROVE_FRESH_LABEL) return { outcome: 'approved', fresh: true, ...by }
+  if (decisions === 'all' && only === LEAVE_LABEL) return { outcome: 'left', ...by }
   const parts = [...(isBlank(custom) ? [] : [custom!]), ...(comments.length === 0 ? [] : [commentsText(comments)])]
   if (parts.length === 0) return { outcome: 'keep-planning', ...by }
   return { outcome: 'keep-planning', feedback: parts.join('\n\n'), ...(comments.length === 0 ? {} : { comments }), ...by }
@@ -200,8 +221,9 @@ export function approvedPlanSection(plan: string): string {
 export const APPROVED_NEWS_TEXT = 'The user approved your plan and plan mode is off; carry out the plan, starting now.'
 
 /** What the model is told, at a step boundary, of a durable review's outcome (R81). */
-export function newsText(news: { outcome: 'approved' | 'keep-planning' | 'superseded'; feedback?: string }): string {
+export function newsText(news: { outcome: 'approved' | 'left' | 'keep-planning' | 'superseded'; feedback?: string }): string {
   if (news.outcome === 'approved') return APPROVED_NEWS_TEXT
+  if (news.outcome === 'left') return REVIEW_MESSAGES.left
   if (news.outcome === 'superseded') return REVIEW_MESSAGES.superseded
   return keepPlanningMessage(news.feedback)
 }
@@ -224,6 +246,8 @@ export function closedReviewMessage(outcome: Exclude<ReviewOutcome, 'approved'>,
       return REVIEW_MESSAGES.superseded
     case 'dismissed':
       return REVIEW_MESSAGES.dismissed
+    case 'left':
+      return REVIEW_MESSAGES.left
     case 'aborted':
       return REVIEW_MESSAGES.aborted
     case 'failed':

@@ -494,7 +494,7 @@ export interface DurableConformanceAgent extends Omit<ConformanceAgent, 'nextRev
    * The user answers in the host's review UI, perhaps in another request or process:
    * `PlanMode.answerReview`. Resolves the outcome, or `{ error: <message> }` for a refusal (R80).
    */
-  answerReview(reviewId: string, answer: { answers: { id: string; selected: string[]; custom?: string }[] }): Promise<'approved' | 'keep-planning' | { error: string }>
+  answerReview(reviewId: string, answer: { answers: { id: string; selected: string[]; custom?: string; comments?: { quote: string; text: string }[] }[] }): Promise<'approved' | 'keep-planning' | 'left' | { error: string }>
   /**
    * A new process: stop serving the agent here (dispose the service) and return a driver for the
    * same agent served by a new service over the same stored log, as the host's next request on
