@@ -14,8 +14,8 @@ import { createLoggedCommand, createHostService } from './fixtures/conformance-h
  */
 const SECTION = 'PLAN MODE: explore and design; present the plan with exit_plan_mode.'
 
-function memoryAgent(log: SessionLog, id: string): ConformanceAgent {
-  const { planMode, reviews } = createHostService(SECTION)
+function memoryAgent(log: SessionLog, id: string, decisions: 'approve-or-keep' | 'all' = 'approve-or-keep'): ConformanceAgent {
+  const { planMode, reviews } = createHostService(SECTION, decisions)
   const steered: UserMessage[] = []
   const agent: PlanAgent = { id, session: log, steer: (message) => steered.push(message) }
   return {
@@ -38,7 +38,7 @@ function memoryAgent(log: SessionLog, id: string): ConformanceAgent {
     steered: () => steered,
     async restart() {
       await planMode.dispose()
-      return memoryAgent(log, id)
+      return memoryAgent(log, id, decisions)
     },
   }
 }
@@ -57,5 +57,15 @@ defineConformanceSuite({
     dispose: () => {
       logs = []
     },
+  }),
+})
+
+// The same host with the whole set of decisions (R101): the four options, and the two it adds.
+defineConformanceSuite({
+  name: 'memory log, scripted review channel, all decisions',
+  decisions: 'all',
+  createHost: () => ({
+    section: SECTION,
+    createAgent: () => memoryAgent(createMemorySessionLog(), 'agent-1', 'all'),
   }),
 })

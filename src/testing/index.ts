@@ -26,8 +26,8 @@ export interface ConformanceStep {
 export interface ConformanceReview {
   /** The request the channel's `ask` received (`ReviewRequest`): the kit checks the questions and the signal. */
   readonly request: { questions: unknown[]; signal: AbortSignal }
-  /** The user answers: settle the channel's `ask` with this answer. */
-  answer(answer: { answers: { id: string; selected: string[]; custom?: string }[] }): void
+  /** The user answers: settle the channel's `ask` with this answer (comments anchored to the plan: R100). */
+  answer(answer: { answers: { id: string; selected: string[]; custom?: string; comments?: { quote: string; text: string }[] }[] }): void
   /**
    * The user dismisses the review to speak instead: reject the channel's `ask` with an error
    * whose `code` is `'ASK_CANCELLED'` (R46).
@@ -141,6 +141,11 @@ export interface ConformanceSuiteOptions {
   name: string
   /** A fresh host per scenario. */
   createHost(): ConformanceHost | Promise<ConformanceHost>
+  /**
+   * The decisions the host's service offers (`createPlanMode`'s `decisions`, R101): with `'all'`
+   * the kit expects the four options and adds scenarios for the two it adds. Default `'approve-or-keep'`.
+   */
+  decisions?: 'approve-or-keep' | 'all'
 }
 
 /** SPEC's strings, quoted: the kit checks them exactly. */
@@ -158,23 +163,31 @@ const TEXT = {
   superseded: 'The user changed the plan mode directly; the review is closed.',
   approvedNews: 'The user approved your plan and plan mode is off; carry out the plan, starting now.',
   keepPlanning: 'The user chose to keep planning; revise the plan and present it again.',
+  left: 'The user left plan mode without carrying out the plan; stop here and wait for their message.',
   alreadyOpen: 'a plan review is already open for this agent; wait for its answer',
 } as const
 
 const PLAN = '# Ship the importer\n\n1. Parse the CSV.\n2. Store the rows.'
 const TITLE = 'Ship the importer'
 
-/** R43: the question, quoted. */
-const QUESTION = {
-  id: 'plan-review',
-  header: 'Plan review',
-  question: 'Approve this plan and leave plan mode?',
-  detail: PLAN,
-  options: [
+/** R43, R101: the question, quoted, for a service offering `decisions`. */
+function question(decisions: 'approve-or-keep' | 'all') {
+  const two = [
     { label: 'Approve', description: 'Leave plan mode; the plan is carried out from the next step.' },
     { label: 'Keep planning', description: 'Stay in plan mode; feedback goes back to the model.' },
-  ],
-  intent: { kind: 'plan-review', approve: 'Approve' },
+  ]
+  const more = [
+    { label: 'Approve in a fresh context', description: 'Leave plan mode; the plan is carried out from the next step, in a fresh context that holds the plan and the decisions made.' },
+    { label: 'Leave plan mode', description: 'Leave plan mode without carrying out the plan; the model stops and waits.' },
+  ]
+  return {
+    id: 'plan-review',
+    header: 'Plan review',
+    question: 'Approve this plan and leave plan mode?',
+    detail: PLAN,
+    options: decisions === 'all' ? [...two, ...more] : two,
+    intent: { kind: 'plan-review', approve: 'Approve' },
+  }
 }
 
 const APPROVE = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
@@ -222,7 +235,7 @@ function reviews(agent: ConformanceAgent): unknown[] {
  * })
  * ```
  */
-export function defineConformanceSuite({ name, createHost }: ConformanceSuiteOptions): void {
+export function defineConformanceSuite({ name, createHost, decisions = 'approve-or-keep' }: ConformanceSuiteOptions): void {
   /**
    * Runs a scenario on a fresh host and agent; disposes the host afterwards. A scenario that
    * needs `restart` is skipped for a driver without it.
@@ -363,7 +376,7 @@ export function defineConformanceSuite({ name, createHost }: ConformanceSuiteOpt
         await inPlanMode(agent)
         const call = agent.callExitTool({ plan: PLAN })
         const review = await agent.nextReview()
-        expect(review.request.questions).toEqual([QUESTION])
+        expect(review.request.questions).toEqual([question(decisions)])
         review.answer(APPROVE)
         expect(await call).toEqual({ approved: true })
         expect(agent.get()).toEqual({ active: true, pending: false })
@@ -398,6 +411,49 @@ export function defineConformanceSuite({ name, createHost }: ConformanceSuiteOpt
         expect(agent.get()).toEqual({ active: true })
       }),
     )
+
+    it(
+      'R100: comments anchored to the plan reach the model in the keep-planning result; the record keeps them',
+      scenario(async (agent) => {
+        await inPlanMode(agent)
+        const call = agent.callExitTool({ plan: PLAN })
+        const comments = [{ quote: '2. Store the rows.', text: 'In batches of 1000.' }]
+        ;(await agent.nextReview()).answer({ answers: [{ id: 'plan-review', selected: ['Keep planning'], comments }] })
+        const feedback = 'Comments on the plan:\n1. On "2. Store the rows.": In batches of 1000.'
+        expect(await call).toEqual({ error: TEXT.keepPlanningFeedback + feedback })
+        expect(reviews(agent)).toEqual([{ outcome: 'keep-planning', title: TITLE, plan: PLAN, feedback, comments }])
+        expect(agent.get()).toEqual({ active: true })
+      }),
+    )
+
+    if (decisions === 'all') {
+      it(
+        'R101: Leave plan mode fails the call with its text, is recorded left, and plan mode is left at the next step without a notice',
+        scenario(async (agent) => {
+          await inPlanMode(agent)
+          const call = agent.callExitTool({ plan: PLAN })
+          ;(await agent.nextReview()).answer({ answers: [{ id: 'plan-review', selected: ['Leave plan mode'] }] })
+          expect(await call).toEqual({ error: TEXT.left })
+          expect(reviews(agent)).toEqual([{ outcome: 'left', title: TITLE, plan: PLAN }])
+          expect(agent.get()).toEqual({ active: true, pending: false })
+          expect(await agent.step()).toEqual({ section: '', notices: [] })
+          expect(modes(agent)).toEqual([true, false])
+        }),
+      )
+
+      it(
+        'R101: Approve in a fresh context approves, recorded with fresh: true, and plan mode is left at the next step',
+        scenario(async (agent) => {
+          await inPlanMode(agent)
+          const call = agent.callExitTool({ plan: PLAN })
+          ;(await agent.nextReview()).answer({ answers: [{ id: 'plan-review', selected: ['Approve in a fresh context'] }] })
+          expect(await call).toEqual({ approved: true })
+          expect(reviews(agent)).toEqual([{ outcome: 'approved', title: TITLE, plan: PLAN, fresh: true }])
+          expect(await agent.step()).toEqual({ section: '', notices: [] })
+          expect(modes(agent)).toEqual([true, false])
+        }),
+      )
+    }
 
     it(
       'R46: when the call aborts, it fails with the reason and a later answer is ignored',
