@@ -46,6 +46,8 @@ export interface InspectReview {
   feedback?: string
   /** `'policy'` when a headless review policy decided it, not the user (R94, R95). */
   by?: 'policy'
+  /** Approved into a fresh context (R101). */
+  fresh?: true
   /** The change from the previous version (R97), as `formatPlanDiff` lines with 2 lines of context; absent for version 1. */
   changes?: string[]
 }
@@ -102,6 +104,7 @@ export function inspectEvents(file: string, events: readonly SessionEvent[], at?
       outcome: presented.outcome,
       ...(presented.feedback !== undefined ? { feedback: presented.feedback } : {}),
       ...(presented.by !== undefined ? { by: presented.by } : {}),
+      ...(presented.fresh !== undefined ? { fresh: presented.fresh } : {}),
       ...(presented.previous !== null ? { changes: formatPlanDiff(diffPlans(presented.previous, presented.plan), 2) } : {}),
     })),
     violations: foldViolations(shown),
@@ -144,7 +147,7 @@ export function formatReport(report: InspectReport, s: Styles): string {
   if (report.reviews.length === 0) lines.push('  none')
   for (const review of report.reviews) {
     // A headless policy's decision is never shown as a user's (R94, R95).
-    const decided = `${review.outcome}${review.by === 'policy' ? ' (by policy)' : ''}`
+    const decided = `${review.outcome}${review.fresh === true ? ' (fresh context)' : ''}${review.by === 'policy' ? ' (by policy)' : ''}`
     const outcome = review.outcome === 'approved' ? s.green(decided) : s.yellow(decided)
     lines.push(`  v${review.version} #${review.seq} "${review.title}": ${outcome}${review.feedback !== undefined ? ` — ${review.feedback}` : ''}`)
     if (review.changes?.length === 0) lines.push(s.dim(`      (no change from v${review.version - 1})`))

@@ -163,3 +163,22 @@ describe('R102: a plan approved into a fresh context is handed off once', () => 
     expect(next.requests()[0]!.userTexts).toEqual([text, 'Thanks.'])
   })
 })
+
+describe('R101: where a decision is shown', () => {
+  it('R101: the timeline line and plan-mode inspect read a fresh approval as approved (fresh context), and a leave as left', async () => {
+    const { describePlanLogEvent } = await import('../src/index.js')
+    const { formatReport, inspectEvents } = await import('../cli/inspect.js')
+    const { styles } = await import('../cli/io.js')
+    const log = createMemorySessionLog([
+      { type: 'plan/mode', data: { active: true } },
+      { type: 'plan/review', data: { outcome: 'left', title: TITLE, plan: PLAN } },
+      { type: 'plan/mode', data: { active: false } },
+      { type: 'plan/mode', data: { active: true } },
+      { type: 'plan/review', data: { outcome: 'approved', title: TITLE, plan: PLAN, fresh: true } },
+    ])
+    expect(describePlanLogEvent(log.events[4]!)).toEqual({ tone: 'review', label: 'plan/review approved (fresh context)', detail: `approved (fresh context) "${TITLE}"` })
+    expect(describePlanLogEvent(log.events[1]!)).toEqual({ tone: 'review', label: 'plan/review left', detail: `left "${TITLE}"` })
+    const text = formatReport(inspectEvents('session.jsonl', log.events), styles(false))
+    expect(text.slice(text.indexOf('Plan reviews:'))).toBe(`Plan reviews:\n  v1 #2 "${TITLE}": left\n  v1 #5 "${TITLE}": approved (fresh context)\n`)
+  })
+})

@@ -16,6 +16,8 @@ export interface PresentedPlan {
   feedback?: string
   /** Set when a headless policy decided the outcome (R94, R95). */
   by?: 'policy'
+  /** Set when it was approved into a fresh context (R101). */
+  fresh?: true
   /** A durable review's id. */
   reviewId?: string
   /** The plan of the previous version in the same episode, or null for version 1. */
@@ -109,4 +111,5 @@ function settle(entry: PresentedPlan, data: Record<string, unknown>): void {
   entry.outcome = data.outcome as ReviewOutcome
   if (typeof data.feedback === 'string') entry.feedback = data.feedback
   if (data.by === 'policy') entry.by = 'policy'
+  if (data.fresh === true) entry.fresh = true
 }

@@ -284,6 +284,11 @@ export interface PlanLogKind {
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
 
+/** How a review record's outcome is qualified where it is shown: ` (fresh context)` (R101), ` (by policy)` (R94). */
+function qualifier(data: Record<string, unknown>): string {
+  return `${data.fresh === true ? ' (fresh context)' : ''}${data.by === 'policy' ? ' (by policy)' : ''}`
+}
+
 /** A value as R61 quotes it: its JSON, or its string form where JSON has none (a BigInt, a symbol). */
 function describeValue(value: unknown): string {
   try {
@@ -369,8 +374,8 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
     // A headless policy's decision shows as such: `approved (by policy)` (R94, R95).
     describe: (data) => ({
       tone: 'review',
-      label: `plan/review ${text(data.outcome) ?? '?'}${data.by === 'policy' ? ' (by policy)' : ''}`,
-      detail: `${String(data.outcome)}${data.by === 'policy' ? ' (by policy)' : ''} "${String(data.title)}"${typeof data.feedback === 'string' ? ` — ${data.feedback}` : ''}`,
+      label: `plan/review ${text(data.outcome) ?? '?'}${qualifier(data)}`,
+      detail: `${String(data.outcome)}${qualifier(data)} "${String(data.title)}"${typeof data.feedback === 'string' ? ` — ${data.feedback}` : ''}`,
     }),
   }),
   [TURN_START_EVENT]: kind({
