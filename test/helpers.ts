@@ -172,3 +172,30 @@ export const flush = () => new Promise<void>((resolve) => setTimeout(resolve, 0)
 
 /** A test name carries its rule. */
 export type RuleName = `R${number}${string}`
+
+/** A session log over `inner` (shared with other services) whose armed plan/review appends are held and asynchronous. */
+export function holdingLog(inner: SessionLog) {
+  const held: (() => void)[] = []
+  let armed = 0
+  const log: SessionLog & { hold(): void; release(): void; readonly held: number } = {
+    get events() {
+      return inner.events
+    },
+    subscribe: (listener) => inner.subscribe(listener),
+    append(type, data) {
+      if (type === 'plan/review' && armed > 0) {
+        armed--
+        return new Promise<SessionEvent>((resolve) => held.push(() => resolve(inner.append(type, data) as SessionEvent)))
+      }
+      return inner.append(type, data)
+    },
+    hold: () => void armed++,
+    release: () => {
+      for (const release of held.splice(0)) release()
+    },
+    get held() {
+      return held.length
+    },
+  }
+  return log
+}

@@ -11,12 +11,11 @@ import {
   type PlanMode,
   type PlanModeOptions,
   type ReviewAnswer,
-  type SessionEvent,
   type SessionLog,
   type StepBoundaryResult,
 } from '../src/index.js'
 import { TEXT } from './oracle.js'
-import { APPROVE, KEEP_PLANNING, PLAN, SECTION, createFaultyLog, createScriptedReview, flush, type FaultyLog } from './helpers.js'
+import { APPROVE, KEEP_PLANNING, PLAN, SECTION, createFaultyLog, createScriptedReview, flush, holdingLog, type FaultyLog } from './helpers.js'
 
 // Every text below is copied from docs/spec.md (R42, R45, R48, R76, R78–R81).
 const SUBMITTED =
@@ -113,32 +112,6 @@ const settle = <T>(promise: Promise<T>) =>
     (error: Error) => ({ error: error.message }),
   )
 
-/** A session log over `inner` (shared with other services) whose armed plan/review appends are held and asynchronous. */
-function holdingLog(inner: SessionLog) {
-  const held: (() => void)[] = []
-  let armed = 0
-  const log: SessionLog & { hold(): void; release(): void; readonly held: number } = {
-    get events() {
-      return inner.events
-    },
-    subscribe: (listener) => inner.subscribe(listener),
-    append(type, data) {
-      if (type === 'plan/review' && armed > 0) {
-        armed--
-        return new Promise<SessionEvent>((resolve) => held.push(() => resolve(inner.append(type, data) as SessionEvent)))
-      }
-      return inner.append(type, data)
-    },
-    hold: () => void armed++,
-    release: () => {
-      for (const release of held.splice(0)) release()
-    },
-    get held() {
-      return held.length
-    },
-  }
-  return log
-}
 
 describe('R78: the reviews option', () => {
   it("R78: any value but 'channel' or 'durable' makes createPlanMode throw the exact TypeError", () => {

@@ -19,11 +19,10 @@ import {
   type ReviewAnswer,
   type ReviewChannel,
   type ReviewRequest,
-  type SessionEvent,
   type SessionLog,
   type StepBoundaryResult,
 } from '../src/index.js'
-import { APPROVE, PLAN, SECTION, createHarness, flush } from './helpers.js'
+import { APPROVE, PLAN, SECTION, createHarness, flush, holdingLog } from './helpers.js'
 
 const DISMISSED = 'The user dismissed the plan review to speak instead; stay in plan mode, stop here, and wait for their message.'
 const STOP_MESSAGE = "the headless review policy 'stop' dismissed the plan review"
@@ -88,32 +87,6 @@ async function durablePlanning(log: SessionLog = createMemorySessionLog()) {
   return { planMode, agent, log, warnings, reviewId: submitted.reviewId, lines }
 }
 
-/** A session log over `inner` (shared with other services) whose armed `plan/review` appends are held. */
-function holdingLog(inner: SessionLog) {
-  const held: (() => void)[] = []
-  let armed = 0
-  const log: SessionLog & { hold(): void; release(): void; readonly held: number } = {
-    get events() {
-      return inner.events
-    },
-    subscribe: (listener) => inner.subscribe(listener),
-    append(type, data) {
-      if (type === 'plan/review' && armed > 0) {
-        armed--
-        return new Promise<SessionEvent>((resolve) => held.push(() => resolve(inner.append(type, data) as SessionEvent)))
-      }
-      return inner.append(type, data)
-    },
-    hold: () => void armed++,
-    release: () => {
-      for (const release of held.splice(0)) release()
-    },
-    get held() {
-      return held.length
-    },
-  }
-  return log
-}
 
 const request = (): ReviewRequest => ({
   questions: [
