@@ -82,27 +82,30 @@ describe('R100: comments anchored to the plan', () => {
     expect(readme).toContain(told.split('\n').map((line) => `// ${line}`).join('\n').replace('// The user', '// the model reads: The user'))
   })
 
-  it('R100, R44: consent is read from the options alone, never from comments (property)', () => {
+  it('R100, R44, R101: consent is read from the approving options alone, never from comments or any other option (property)', () => {
     const item = fc.record(
       {
         id: fc.constantFrom('plan-review', 'other'),
-        selected: fc.subarray(['Approve', 'Keep planning']),
+        selected: fc.subarray(['Approve', 'Keep planning', 'Approve in a fresh context', 'Leave plan mode']),
         custom: fc.constantFrom(undefined, '', '  ', 'more tests'),
         comments: fc.constantFrom(undefined, [], [ON_BACKUP], [ON_BACKUP, ON_MIGRATE]),
       },
       { requiredKeys: ['id', 'selected'] },
     )
     fc.assert(
-      fc.property(fc.array(item, { maxLength: 3 }), (answers) => {
-        const verdict = readReviewAnswer({ answers } as ReviewAnswer, PLAN)
+      fc.property(fc.array(item, { maxLength: 3 }), fc.constantFrom('approve-or-keep' as const, 'all' as const), (answers, decisions) => {
+        const verdict = readReviewAnswer({ answers } as ReviewAnswer, PLAN, decisions)
         const own = answers.filter((a) => a.id === 'plan-review')
-        const consents =
+        const alone =
           own.length === 1 &&
           own[0]!.selected.length === 1 &&
-          own[0]!.selected[0] === 'Approve' &&
           (own[0]!.custom === undefined || own[0]!.custom.trim() === '') &&
           (own[0]!.comments === undefined || own[0]!.comments.length === 0)
-        expect(verdict.outcome).toBe(consents ? 'approved' : 'keep-planning')
+            ? own[0]!.selected[0]
+            : undefined
+        const approving = alone === 'Approve' || (decisions === 'all' && alone === 'Approve in a fresh context')
+        expect(verdict.outcome === 'approved').toBe(approving)
+        expect(verdict.outcome).toBe(approving ? 'approved' : decisions === 'all' && alone === 'Leave plan mode' ? 'left' : 'keep-planning')
       }),
     )
   })
