@@ -8,7 +8,9 @@
  *   then presents a markdown plan for the request with `exit_plan_mode`; on keep-planning it revises
  *   the plan (with the user's feedback, when given, each of its lines a step: the comments on the
  *   plan too, R100) and presents it again; on a dismissal it stops;
- * - after an approval: it "carries out" the plan in two steps and reports (it changes nothing);
+ * - after an approval: it "carries out" the plan in two steps and reports (it changes nothing); the
+ *   same in a fresh context, whose first message hands the plan off (R102);
+ * - after Leave plan mode (R101): it stops and waits;
  * - the default mode: it answers in plain text, saying it would act directly; when the user just
  *   switched back from plan mode, it says it stops planning.
  */
@@ -129,7 +131,26 @@ function planningReply({ request, since }: Conversation): ScriptedReply {
   return { text, toolCalls: [{ name: EXIT_PLAN_MODE, input: { plan } }] }
 }
 
+/** How a fresh context's first message starts, and where its plan begins (R102, `handoffText`). */
+const HANDOFF_START = /^The user approved this plan \(v\d+\) to be carried out in a fresh context/
+const HANDOFF_PLAN = '\n\nThe plan:\n\n'
+
 function defaultReply({ request, since }: Conversation): ScriptedReply {
+  // R101: the user left plan mode without carrying out the plan: stop and wait.
+  const lastResult = [...since].reverse().find((h) => h.kind === 'result')
+  if (lastResult?.kind === 'result' && lastResult.toolName === EXIT_PLAN_MODE && !lastResult.ok && lastResult.text === REVIEW_MESSAGES.left) {
+    return { text: 'Understood: plan mode is off and I carry nothing out. I stop here and wait for your message.' }
+  }
+  // R102: a fresh context starts with the plan handed off: carry it out as after an approval.
+  if (HANDOFF_START.test(request) && request.includes(HANDOFF_PLAN)) {
+    const plan = request.slice(request.indexOf(HANDOFF_PLAN) + HANDOFF_PLAN.length)
+    const title = planTitle(plan) ?? 'the plan'
+    if (!since.some((h) => h.kind === 'call')) {
+      return { text: `Approved in a fresh context. Carrying out "${title}", starting where the plan starts.`, toolCalls: [{ name: 'list_files', input: { path: '.' } }] }
+    }
+    const steps = plan.split('\n').filter((line) => /^\d+\.\s/.test(line))
+    return { text: [`Done with "${title}". As the offline model I change no files; this is what I carried out:`, '', ...steps].join('\n') }
+  }
   const approvedAt = since.findIndex((h) => h.kind === 'result' && h.toolName === EXIT_PLAN_MODE && h.ok)
   if (approvedAt >= 0) {
     const call = since.slice(0, approvedAt).reverse().find((h) => h.kind === 'call' && h.toolName === EXIT_PLAN_MODE)

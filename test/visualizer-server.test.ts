@@ -208,6 +208,97 @@ describe('visualizer server: comments on the plan from a page (R100)', () => {
   })
 })
 
+describe('visualizer server: the whole set of decisions in the demo (R101, R102)', () => {
+  const command = (value: unknown) => parseViewerMessage(JSON.stringify(value))
+  const OPTIONS = [
+    { label: 'Approve', description: 'Leave plan mode; the plan is carried out from the next step.' },
+    { label: 'Approve in a fresh context', description: 'Leave plan mode; the plan is carried out from the next step, in a fresh context that holds the plan and the decisions made.' },
+    { label: 'Keep planning', description: 'Stay in plan mode; feedback goes back to the model.' },
+    { label: 'Leave plan mode', description: 'Leave plan mode without carrying out the plan; the model stops and waits.' },
+  ]
+
+  it('R101: a page may send the four review answers by name only; labels, other names and comments with any answer but Keep planning are refused', () => {
+    for (const name of ['approve', 'approve-fresh', 'keep-planning', 'leave']) expect(command({ kind: 'command', command: name })).toEqual({ kind: 'command', command: name })
+    for (const name of ['Approve in a fresh context', 'Leave plan mode', 'fresh', 'left', 'APPROVE-FRESH', ['leave'], null]) expect(command({ kind: 'command', command: name })).toBeUndefined()
+    expect(command({ kind: 'command', command: 'leave', comments: [{ quote: 'Do it.', text: 'How?' }] })).toBeUndefined()
+    expect(command({ kind: 'command', command: 'approve-fresh', comments: [{ quote: 'Do it.', text: 'How?' }] })).toBeUndefined()
+  })
+
+  it('R101, R102: the demo offers all four options; Approve in a fresh context is recorded fresh and the plan is handed off once, in a fresh context; Leave plan mode is recorded left, the model is told so, plan mode is left at the next step and the agent stops', async () => {
+    const demo = await start({ port: 0, demo: { stepDelayMs: 5 } })
+    const page = await viewer(demo.port)
+    try {
+      const statuses = () => page.messages.filter((m): m is Extract<ServerMessage, { kind: 'demo-status' }> => m.kind === 'demo-status')
+      const logged = (): Record<string, unknown>[] =>
+        page.items.flatMap((item) => (item.message.type === 'plan-mode.log' ? [{ type: item.message.event.type, ...(item.message.event.data as Record<string, unknown>) }] : []))
+      const records = (type: string) => logged().filter((event) => event.type === type)
+      const send = (value: unknown) => page.ws.send(JSON.stringify(value))
+
+      // v1: kept planning with feedback, so the handoff carries a decision.
+      send({ kind: 'command', command: '/plan' })
+      await expect.poll(() => statuses().at(-1)?.plan).toMatch(/^# Tidy the session log \(v1\)/)
+      // The question's own options, in its order (R101): the page's buttons show them.
+      const { options } = statuses().at(-1)!
+      expect(options).toHaveLength(4)
+      expect(options).toEqual(expect.arrayContaining(OPTIONS))
+      const labels = options!.map((option) => option.label)
+      expect(statuses().at(-1)).toMatchObject({ reviewOpen: true, text: `The plan waits for your review: ${labels.slice(0, 3).join(', ')} or ${labels[3]}.` })
+      send({ kind: 'command', command: 'keep-planning', feedback: 'Mind resume.' })
+      await expect.poll(() => statuses().at(-1)?.plan).toMatch(/^# Tidy the session log \(v2\)/)
+      const v2 = statuses().at(-1)!.plan!
+      send({ kind: 'command', command: 'approve-fresh' })
+      await expect.poll(() => statuses().at(-1)?.text).toBe('Approved in a fresh context: the agent carries out plan v2 from a context that holds only the plan and the decisions made.')
+      expect(records('plan/review').at(-1)).toEqual({ type: 'plan/review', outcome: 'approved', title: 'Tidy the session log (v2)', plan: v2, fresh: true })
+      expect(records('tool/result').at(-1)).toEqual({ type: 'tool/result', tool: 'exit_plan_mode', text: 'Plan approved — plan mode exited; carry out the plan starting with your next step.' })
+      // The fresh context's first message: the library's handoff text (R102), then the request it starts.
+      const text = [
+        'The user approved this plan (v2) to be carried out in a fresh context: the conversation that produced it was set aside. Carry it out, starting now.',
+        'Decisions made while planning:\n- v1: Mind resume.',
+        `The plan:\n\n${v2}`,
+      ].join('\n\n')
+      const after = logged().slice(logged().findIndex((event) => event.type === 'plan/review' && event.fresh === true))
+      expect(after.map((event) => event.type)).toEqual(['plan/review', 'tool/result', 'plan/mode', 'message', 'request/header', 'message', 'turn/end'])
+      expect(after[3]).toEqual({ type: 'message', role: 'user', text, handoff: { version: 2, decisions: 1 } })
+      expect(after[5]).toEqual({ type: 'message', role: 'assistant', text: 'Carrying out plan v2 in a fresh context.' })
+      expect(logged().filter((event) => event.type === 'message' && event.text === text)).toHaveLength(1)
+
+      // Plan again, and leave without carrying it out.
+      send({ kind: 'command', command: '/plan' })
+      await expect.poll(() => statuses().at(-1)?.reviewOpen).toBe(true)
+      const v1 = statuses().at(-1)!.plan!
+      expect(v1).toMatch(/^# Tidy the session log \(v1\)/)
+      const from = logged().length
+      send({ kind: 'command', command: 'leave' })
+      await expect.poll(() => statuses().at(-1)?.text).toBe('Left plan mode: the plan is not carried out; the agent stops and waits for you.')
+      const leaving = logged().slice(from)
+      expect(leaving.map((event) => event.type)).toEqual(['plan/review', 'tool/result', 'plan/mode', 'message', 'turn/end'])
+      expect(leaving[0]).toEqual({ type: 'plan/review', outcome: 'left', title: 'Tidy the session log (v1)', plan: v1 })
+      expect(leaving[1]).toEqual({ type: 'tool/result', tool: 'exit_plan_mode', error: 'The user left plan mode without carrying out the plan; stop here and wait for their message.' })
+      expect(leaving[2]).toEqual({ type: 'plan/mode', active: false })
+      expect(leaving[3]).toEqual({ type: 'message', role: 'assistant', text: 'I left plan mode without carrying out the plan; I stop here and wait for your message.' })
+      // The server's reading: the story tells both decisions, and the history's fresh approval says so.
+      const stories = page.items.flatMap((item) => (item.log?.story?.tone === 'review' ? [item.log.story.label] : []))
+      expect(stories).toEqual([
+        'Review answered: keep planning',
+        'Review answered: approved (fresh context)',
+        'Review answered: left plan mode',
+      ])
+      const plans = page.items.flatMap((item) => (item.log?.plan ? [item.log.plan] : []))
+      expect(plans.map(({ version, outcome, fresh }) => ({ version, outcome, ...(fresh ? { fresh } : {}) }))).toEqual([
+        { version: 1, outcome: 'keep-planning' },
+        { version: 2, outcome: 'approved', fresh: true },
+        { version: 1, outcome: 'left' },
+      ])
+      // A decision with no review open changes nothing.
+      send({ kind: 'command', command: 'leave' })
+      await expect.poll(() => statuses().at(-1)).toEqual({ kind: 'demo-status', text: 'No plan is under review.', tone: 'error', reviewOpen: false })
+    } finally {
+      page.ws.close()
+      await demo.close()
+    }
+  })
+})
+
 describe('visualizer server: the page, all local', () => {
   it('serves the page and everything it loads from itself (no CDN), under a strict CSP', async () => {
     const page = await request('/')

@@ -415,6 +415,80 @@ describe('visualizer in Chromium', () => {
     }
   })
 
+  it('R101, R102: demo mode: the review offers its four options as buttons; Approve in a fresh context is recorded fresh and handed off, Leave plan mode is recorded left and the agent stops; the history shows both', async () => {
+    const demo = await start({ port: 0, demo: { stepDelayMs: 10 } })
+    const demoPage = await browser.newPage({ viewport: { width: 1600, height: 1000 } })
+    const log: Record<string, unknown>[] = []
+    const statuses: Extract<ServerMessage, { kind: 'demo-status' }>[] = []
+    const watcher = new WebSocket(`ws://127.0.0.1:${demo.port}/view`)
+    watcher.on('message', (data) => {
+      const message = JSON.parse(String(data)) as ServerMessage
+      if (message.kind === 'demo-status') statuses.push(message)
+      if (message.kind !== 'messages') return
+      for (const item of message.items) if (item.message.type === 'plan-mode.log') log.push({ type: item.message.event.type, ...(item.message.event.data as object) })
+    })
+    const reviewRecords = () => log.filter((event) => event.type === 'plan/review')
+    const buttons = () =>
+      demoPage.locator('#demo .review-button').evaluateAll((all) => all.filter((b) => !(b as HTMLButtonElement).hidden).map((b) => [(b as HTMLElement).dataset.command, b.textContent, (b as HTMLElement).title]))
+    try {
+      await demoPage.goto(demo.url)
+      await demoPage.locator('#chart[data-layout="done"]').waitFor()
+      await demoPage.locator('button[data-command="/plan"]').click()
+      await demoPage.locator('button[data-command="approve-fresh"]:not([disabled])').waitFor()
+      // The buttons say what the question's options say (labels, descriptions as tooltips).
+      const options = statuses.at(-1)!.options!
+      const byLabel = new Map(options.map((option) => [option.label, option.description]))
+      expect(await buttons()).toEqual([
+        ['approve', 'Approve', byLabel.get('Approve')],
+        ['approve-fresh', 'Approve in a fresh context', byLabel.get('Approve in a fresh context')],
+        ['keep-planning', 'Keep planning', byLabel.get('Keep planning')],
+        ['leave', 'Leave plan mode', byLabel.get('Leave plan mode')],
+      ])
+      expect(options.map((option) => option.label).sort()).toEqual(['Approve', 'Approve in a fresh context', 'Keep planning', 'Leave plan mode'])
+      // Comments go with Keep planning only: every other option waits while one is listed.
+      await demoPage.locator('#open-review button.plan-line[data-line="4"]').click()
+      await demoPage.locator('#open-review .comment-box input').fill('Why?')
+      await demoPage.locator('#open-review .comment-box input').press('Enter')
+      for (const name of ['approve', 'approve-fresh', 'leave']) expect(await demoPage.locator(`button[data-command="${name}"]`).isDisabled()).toBe(true)
+      expect(await demoPage.locator('button[data-command="leave"]').getAttribute('title')).toBe('Comments go with Keep planning: remove them to leave plan mode.')
+      await demoPage.locator('#open-review .comments button.remove-comment').click()
+      await demoPage.locator('button[data-command="approve-fresh"]:not([disabled])').waitFor()
+      await demoPage.screenshot({ path: new URL('visualizer-decisions.png', ARTIFACTS).pathname })
+
+      await demoPage.locator('button[data-command="approve-fresh"]').click()
+      await expect.poll(() => reviewRecords()[0]).toEqual({ type: 'plan/review', outcome: 'approved', title: 'Tidy the session log (v1)', plan: expect.any(String), fresh: true })
+      const v1 = demoPage.locator('#reviews li.review[data-version="1"]')
+      await expect.poll(() => v1.locator('.outcome').textContent()).toBe('approved (fresh context)')
+      expect(await v1.getAttribute('data-fresh')).toBe('true')
+      await expect.poll(() => demoPage.locator('#demo-status').textContent()).toBe('Approved in a fresh context: the agent carries out plan v1 from a context that holds only the plan and the decisions made.')
+      // The fresh context's first message: the plan, handed off once (R102).
+      const handoffs = log.filter((event) => event.type === 'message' && typeof event.text === 'string' && event.text.startsWith('The user approved this plan (v1) to be carried out in a fresh context'))
+      expect(handoffs).toHaveLength(1)
+      expect(handoffs[0]!.text).toBe(`The user approved this plan (v1) to be carried out in a fresh context: the conversation that produced it was set aside. Carry it out, starting now.\n\nThe plan:\n\n${reviewRecords()[0]!.plan}`)
+      await expect.poll(() => demoPage.locator('#timeline li .label').allTextContents()).toContain('Review answered: approved (fresh context)')
+
+      await demoPage.locator('button[data-command="/plan"]').click()
+      await demoPage.locator('button[data-command="leave"]:not([disabled])').waitFor()
+      await demoPage.locator('button[data-command="leave"]').click()
+      await expect.poll(() => reviewRecords()[1]).toEqual({ type: 'plan/review', outcome: 'left', title: 'Tidy the session log (v1)', plan: expect.any(String) })
+      await expect
+        .poll(() => log.filter((event) => event.type === 'tool/result').at(-1))
+        .toEqual({ type: 'tool/result', tool: 'exit_plan_mode', error: 'The user left plan mode without carrying out the plan; stop here and wait for their message.' })
+      await expect.poll(() => demoPage.locator('#demo-status').textContent()).toBe('Left plan mode: the plan is not carried out; the agent stops and waits for you.')
+      const left = demoPage.locator('#reviews li.review[data-outcome="left"]')
+      await expect.poll(() => left.locator('.outcome').textContent()).toBe('left: plan not carried out')
+      expect(await left.getAttribute('data-version')).toBe('1')
+      await expect.poll(() => demoPage.locator('#chart g.state[data-state="mode.inactive"]').getAttribute('class')).toMatch(/\bactive\b/)
+      expect(log.filter((event) => event.type === 'plan/mode').map((event) => event.active)).toEqual([true, false, true, false])
+      await expect.poll(() => demoPage.locator('#timeline li .label').allTextContents()).toContain('Review answered: left plan mode')
+      for (const name of ['approve', 'approve-fresh', 'keep-planning', 'leave']) expect(await demoPage.locator(`button[data-command="${name}"]`).isDisabled()).toBe(true)
+    } finally {
+      watcher.close()
+      await demoPage.close()
+      await demo.close()
+    }
+  })
+
   it('works at 390 px and 1440 px wide: no sideways scroll, the chart keeps its size, every panel shows', async () => {
     for (const width of [390, 1440]) {
       const narrow = await browser.newPage({ viewport: { width, height: 844 } })

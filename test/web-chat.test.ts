@@ -410,6 +410,74 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     await page.close()
   }, 120_000)
 
+  it('R101, R102: the card offers Approve in a fresh context and Leave plan mode; Leave plan mode records left, leaves plan mode and the model stops; Approve in a fresh context records fresh: true and the plan is carried out in a fresh context', async () => {
+    const { page, chat, errors } = await open()
+    const task = 'add a cache to the importer'
+    await type(page, `/plan ${task}`)
+    await openCard(page).waitFor({ timeout: 30_000 })
+    const actions = () => openCard(page).locator('.plan-actions button').evaluateAll((buttons) => buttons.map((b) => [b.getAttribute('data-testid'), b.textContent]))
+    expect(await actions()).toEqual([
+      ['approve', 'Approve'],
+      ['approve-fresh', 'Approve in a fresh context'],
+      ['keep-planning', 'Keep planning'],
+      ['leave', 'Leave plan mode'],
+    ])
+    // Comments go with Keep planning only (R100): the other decisions wait while one is listed.
+    await openCard(page).getByTestId('plan-body').locator('h1').click()
+    await openCard(page).getByTestId('comment-text').fill('Name it.')
+    await openCard(page).getByTestId('add-comment').click()
+    for (const id of ['approve', 'approve-fresh', 'leave']) expect(await openCard(page).getByTestId(id).isDisabled()).toBe(true)
+    await openCard(page).getByTestId('remove-comment').click()
+    await openCard(page).screenshot({ path: `${ARTIFACTS}web-chat-decisions-card.png` })
+    const reviewOf = async (n: number) => String((await logOf(chat)).filter((e) => e.type === 'plan/review' && e.data.outcome === 'requested')[n]!.data.reviewId)
+    const closing = async (reviewId: string) =>
+      (await logOf(chat)).filter((e) => e.type === 'plan/review' && e.data.reviewId === reviewId && e.data.outcome !== 'requested').map((e) => e.data)
+
+    // Leave plan mode: one closing record `left`, told in the exit call's result; plan mode is left at the next step; the model stops.
+    const first = await reviewOf(0)
+    await openCard(page).getByTestId('leave').click()
+    await expect
+      .poll(() => page.locator('[data-testid=plan-card][data-state=output-error] [data-testid=plan-outcome]').textContent(), { timeout: 30_000 })
+      .toBe('Left plan mode without carrying out the plan')
+    await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain('Understood: plan mode is off and I carry nothing out. I stop here and wait for your message.')
+    await eventually(() => page.getByTestId('mode').textContent(), 'default')
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    expect(await closing(first)).toEqual([expect.objectContaining({ outcome: 'left', reviewId: first, toldInResult: true })])
+    expect(modes(await logOf(chat))).toEqual([true, false])
+    await expect.poll(() => page.getByTestId('version').locator('summary').first().textContent()).toBe('v1 · Plan: add a cache to the importer (left)')
+
+    // Plan again; Approve in a fresh context: recorded fresh, and carried out from the plan handed off (R102).
+    await type(page, `/plan ${task}`)
+    await openCard(page).waitFor({ timeout: 30_000 })
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    const second = await reviewOf(1)
+    await openCard(page).getByTestId('approve-fresh').click()
+    await expect
+      .poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 })
+      .toContain('Approved in a fresh context. Carrying out "Plan: add a cache to the importer", starting where the plan starts.')
+    await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain('Done with "Plan: add a cache to the importer"')
+    await eventually(() => page.getByTestId('mode').textContent(), 'default')
+    await eventually(
+      () => page.locator('[data-testid=plan-card][data-state=output-available] [data-testid=plan-outcome]').textContent(),
+      'Approved in a fresh context: carrying it out',
+    )
+    expect(await closing(second)).toEqual([expect.objectContaining({ outcome: 'approved', reviewId: second, fresh: true, toldInResult: true })])
+    const log = await logOf(chat)
+    expect(modes(log)).toEqual([true, false, true, false])
+    expect(log.filter((e) => e.type === 'plan/review').map((e) => e.data.outcome)).toEqual(['requested', 'left', 'requested', 'approved'])
+    await expect.poll(() => page.getByTestId('version').locator('summary').first().textContent()).toBe('v1 · Plan: add a cache to the importer (approved, fresh context)')
+    // The first card still says how it ended, though its plan is no longer in the current episode's history.
+    expect(await page.locator('[data-testid=plan-card][data-state=output-error] [data-testid=plan-outcome]').textContent()).toBe('Left plan mode without carrying out the plan')
+    // The model's context starts again from the handoff: the next request holds its text (checked in web-main.test.ts).
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    const handedOff = async () => String((await db.query('SELECT context FROM web_contexts WHERE id = $1', [chat])).rows[0]?.context.text)
+    await expect.poll(handedOff, { timeout: 10_000 }).toMatch(/^The user approved this plan \(v1\) to be carried out in a fresh context/)
+    expect(await handedOff()).toContain(`The plan:\n\n${String((await logOf(chat)).filter((e) => e.type === 'plan/review').at(-1)!.data.plan)}`)
+    expect(errors).toEqual([])
+    await page.screenshot({ path: `${ARTIFACTS}web-chat-decisions.png`, fullPage: true })
+    await page.close()
+  }, 120_000)
+
   it('the instance that served the review is killed before the user answers; the other completes the review and the plan is carried out', async () => {
     const { page, chat, errors } = await open()
     await type(page, '/plan rename the config keys')

@@ -1,19 +1,26 @@
 /**
- * The visualizer's demo: one simulated agent driven by the real library (`createPlanMode`, a
- * memory session log, a review channel whose answers come from the page's buttons). Its "model"
- * is a script: in plan mode each step presents a plan with `exit_plan_mode`, revising it after
- * feedback; in the default mode it "carries out" the plan and ends the turn.
+ * The visualizer's demo: one simulated agent driven by the real library (`createPlanMode` offering
+ * the whole set of decisions, R101; a memory session log; a review channel whose answers come from
+ * the page's buttons). Its "model" is a script: in plan mode each step presents a plan with
+ * `exit_plan_mode`, revising it after feedback; in the default mode it "carries out" the plan and
+ * ends the turn. After Approve in a fresh context it first hands the plan off (`dueHandoff`, R102):
+ * its context starts again from one message holding the plan and the decisions made, logged as
+ * that step's request; after Leave plan mode it carries nothing out: the next step leaves plan mode
+ * and it stops, waiting for the user.
  */
 import {
   createMemorySessionLog,
   createPlanMode,
+  dueHandoff,
+  episodeBefore,
+  REQUEST_HEADER_EVENT,
   REVIEW_MESSAGES,
   type PlanAgent,
   type ReviewAnswer,
   type ReviewChannel,
 } from 'xstate-plan-mode'
 import { createPlanModeInspector, type InspectionMessage } from 'xstate-plan-mode/inspect'
-import type { DemoComment, DemoCommand, ServerMessage } from './client/protocol.js'
+import { DEMO_DECISION_LABELS, type DemoComment, type DemoCommand, type DemoOption, type ServerMessage } from './client/protocol.js'
 
 /** Options of the demo agent. */
 export interface DemoOptions {
@@ -56,8 +63,8 @@ export function startDemo(
   let queue: Promise<unknown> = Promise.resolve()
   let turnRunning = false
   let commands = 0
-  /** The open review: the plan under review and how to answer it. */
-  let review: { plan: string; answer(answer: ReviewAnswer): void } | undefined
+  /** The open review: the plan under review, the question's options, and how to answer it. */
+  let review: { plan: string; options: DemoOption[]; answer(answer: ReviewAnswer): void } | undefined
   let current: Extract<ServerMessage, { kind: 'demo-status' }> = {
     kind: 'demo-status',
     text: 'Idle. Press /plan to enter plan mode.',
@@ -65,7 +72,7 @@ export function startDemo(
     reviewOpen: false,
   }
   const setStatus = (text: string, tone: 'info' | 'error' = 'info') => {
-    current = { kind: 'demo-status', text, tone, reviewOpen: review !== undefined, ...(review ? { plan: review.plan } : {}) }
+    current = { kind: 'demo-status', text, tone, reviewOpen: review !== undefined, ...(review ? { plan: review.plan, options: review.options } : {}) }
     hub.onStatus(current)
   }
 
@@ -80,13 +87,15 @@ export function startDemo(
         signal.addEventListener('abort', close, { once: true })
         review = {
           plan: question?.detail ?? '',
+          // The buttons show the question's own options (R43, R101), in its order.
+          options: (question?.options ?? []).map(({ label, description }) => ({ label, ...(description ? { description } : {}) })),
           answer(answer) {
             signal.removeEventListener('abort', close)
             review = undefined
             resolve(answer)
           },
         }
-        setStatus('The plan waits for your review: Approve or Keep planning.')
+        setStatus(`The plan waits for your review: ${reviewChoices(review.options)}.`)
       })
     },
   }
@@ -95,7 +104,7 @@ export function startDemo(
     session,
     steer: (message) => void session.append('message', message),
   }
-  const planMode = createPlanMode({ section: DEMO_SECTION }, { review: channel, inspect: inspector.inspect })
+  const planMode = createPlanMode({ section: DEMO_SECTION }, { review: channel, inspect: inspector.inspect, decisions: 'all' })
   inspector.watch(agent, planMode.actor(agent))
 
   const pause = () =>
@@ -113,6 +122,8 @@ export function startDemo(
     session.append('turn/start', {})
     let version = 0
     let feedback: string | undefined
+    /** The user left plan mode without carrying out the plan (R101): the next step stops. */
+    let left = false
     try {
       for (let step = 1; step <= 20 && !closed; step++) {
         await pause()
@@ -120,10 +131,26 @@ export function startDemo(
         const { messages } = await planMode.stepBoundary(agent)
         for (const message of messages) session.append('message', message)
         if (!planMode.get(agent).active) {
+          if (left) {
+            session.append('message', { role: 'assistant', text: 'I left plan mode without carrying out the plan; I stop here and wait for your message.' })
+            setStatus('Left plan mode: the plan is not carried out; the agent stops and waits for you.')
+            return
+          }
+          // R102: a plan approved into a fresh context is handed off at the first request after its approval.
+          const handoff = dueHandoff(session.events, planMode.approvedPlan(agent), episodeBefore(session))
+          if (handoff !== null) {
+            // The step's request starts a fresh context: one message holding the plan and the decisions.
+            session.append('message', { role: 'user', text: handoff.text, handoff: { version: handoff.version, decisions: handoff.decisions.length } })
+            session.append(REQUEST_HEADER_EVENT, { step, freshContext: true })
+            session.append('message', { role: 'assistant', text: `Carrying out plan v${handoff.version} in a fresh context.` })
+            setStatus(`Approved in a fresh context: the agent carries out plan v${handoff.version} from a context that holds only the plan and the decisions made.`)
+            return
+          }
           session.append('message', { role: 'assistant', text: version > 0 ? 'Carrying out the approved plan.' : 'Working in the default mode.' })
           setStatus(version > 0 ? 'Approved: the agent carries out the plan.' : 'The agent works in the default mode.')
           return
         }
+        left = false // plan mode again (a /plan since): planning goes on
         version++
         setStatus(`The agent presents plan version ${version}.`)
         try {
@@ -134,7 +161,11 @@ export function startDemo(
           session.append('tool/result', { tool: 'exit_plan_mode', error: text })
           // The library's own messages (R45): keep planning, with or without feedback.
           if (text === REVIEW_MESSAGES.keepPlanning) feedback = undefined
-          else if (text.startsWith(REVIEW_MESSAGES.keepPlanningWithFeedback)) feedback = text.slice(REVIEW_MESSAGES.keepPlanningWithFeedback.length)
+          // Leave plan mode (R101): plan mode is left at the next step, where the agent stops.
+          else if (text === REVIEW_MESSAGES.left) {
+            left = true
+            setStatus('You left plan mode: the agent stops at its next step without carrying out the plan.')
+          } else if (text.startsWith(REVIEW_MESSAGES.keepPlanningWithFeedback)) feedback = text.slice(REVIEW_MESSAGES.keepPlanningWithFeedback.length)
           // A direct switch closed the review: the next boundary applies it. Anything else
           // (a dismissal, a reload) stops the turn until the user speaks.
           else if (!text.startsWith(REVIEW_MESSAGES.superseded)) {
@@ -172,16 +203,17 @@ export function startDemo(
       return
     }
     const custom = feedback?.trim()
+    // One option alone (R44, R101); only Keep planning carries feedback and comments.
     review.answer({
       answers: [
-        command === 'approve'
-          ? { id: 'plan-review', selected: ['Approve'] }
-          : {
+        command === 'keep-planning'
+          ? {
               id: 'plan-review',
-              selected: ['Keep planning'],
+              selected: [DEMO_DECISION_LABELS['keep-planning']],
               ...(custom ? { custom } : {}),
               ...(comments && comments.length > 0 ? { comments } : {}),
-            },
+            }
+          : { id: 'plan-review', selected: [DEMO_DECISION_LABELS[command]] },
       ],
     })
   }
@@ -202,6 +234,12 @@ export function startDemo(
       await inspector.stop()
     },
   }
+}
+
+/** `Approve, Approve in a fresh context, Keep planning or Leave plan mode`: the question's options in words. */
+function reviewChoices(options: readonly DemoOption[]): string {
+  const labels = options.map((option) => option.label)
+  return labels.length <= 1 ? labels.join('') : `${labels.slice(0, -1).join(', ')} or ${labels.at(-1)}`
 }
 
 /** The scripted model's plan, revised with the user's feedback. */

@@ -98,7 +98,7 @@ export function createLogReader(): LogReader {
  * record is read), with its line diff from the previous version for version 2 and later (R97).
  */
 function planReading(presented: PresentedPlan): PlanReading {
-  const { seq, version, title, plan, outcome, feedback, by, previous } = presented
+  const { seq, version, title, plan, outcome, feedback, by, fresh, previous } = presented
   return {
     seq,
     version,
@@ -107,6 +107,7 @@ function planReading(presented: PresentedPlan): PlanReading {
     outcome,
     ...(feedback !== undefined ? { feedback } : {}),
     ...(by !== undefined ? { by } : {}),
+    ...(fresh === true ? { fresh } : {}),
     ...(previous !== null ? { diff: diffPlans(previous, plan) } : {}),
   }
 }
@@ -115,6 +116,7 @@ function planReading(presented: PresentedPlan): PlanReading {
 const REVIEW_ENDINGS: Record<string, string> = {
   approved: 'Review answered: approved',
   'keep-planning': 'Review answered: keep planning',
+  left: 'Review answered: left plan mode',
   dismissed: 'Review dismissed',
   failed: 'Review failed',
   aborted: 'Review aborted',
@@ -147,7 +149,9 @@ function storyLine(event: SessionEvent, before: PlanLogFold | null, commands: Ma
       const feedback = typeof data.feedback === 'string' ? `feedback: ${data.feedback}` : ''
       // A headless policy's decision is never told as a user's (R94, R95).
       const by = data.by === 'policy' ? ' (by policy)' : ''
-      return { tone: 'review', label: `${REVIEW_ENDINGS[outcome] ?? `Review ended: ${outcome}`}${by}`, detail: [title, feedback].filter(Boolean).join(' — ') }
+      // An approval into a fresh context reads `approved (fresh context)`, as wherever a record is shown (R101).
+      const ending = outcome === 'approved' && data.fresh === true ? 'Review answered: approved (fresh context)' : REVIEW_ENDINGS[outcome]
+      return { tone: 'review', label: `${ending ?? `Review ended: ${outcome}`}${by}`, detail: [title, feedback].filter(Boolean).join(' — ') }
     }
     case COMMAND_RUN_EVENT: {
       const command = `/${String(data.name)}${typeof data.args === 'string' && data.args.trim() ? ` ${data.args.trim()}` : ''}`

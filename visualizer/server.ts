@@ -12,9 +12,10 @@
  *
  * It binds 127.0.0.1 only, answers only requests addressed to that host (a DNS-rebinding page
  * cannot reach it), refuses WebSocket connections from any other web origin, and is read-only:
- * nothing a page sends changes an agent, except the buttons of the simulated agent in demo mode
- * (whose Keep planning carries the user's comments on the plan, R100: shape-checked here, their
- * quotes checked against the plan by the library).
+ * nothing a page sends changes an agent, except the buttons of the simulated agent in demo mode:
+ * one of its four review answers (R101; only their names are accepted, and the demo answers with
+ * the option's label), whose Keep planning carries the user's comments on the plan (R100:
+ * shape-checked here, their quotes checked against the plan by the library).
  */
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
@@ -34,7 +35,8 @@ export interface VisualizerOptions {
   port?: number
   /**
    * Runs a simulated agent (the real library, a memory log, a review channel answered by the
-   * page's buttons) and shows the buttons `/plan`, `/plan off`, Approve and Keep planning.
+   * page's buttons) and shows the buttons `/plan`, `/plan off` and the review's four options
+   * (R101): Approve, Approve in a fresh context, Keep planning, Leave plan mode.
    */
   demo?: boolean | DemoOptions
   /** Most messages kept for late pages; actor definitions and agent links are always kept. Default 50 000. */
@@ -70,7 +72,7 @@ const PREBUILT_DIR = fileURLToPath(new URL('./visualizer-client/', import.meta.u
 /** elkjs from node_modules, resolved only when the page is served from sources. */
 const elkPath = () => createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js')
 const MESSAGE_TYPES = new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot', 'plan-mode.agent', 'plan-mode.log'])
-const DEMO_COMMANDS = new Set<DemoCommand>(['/plan', '/plan off', 'approve', 'keep-planning'])
+const DEMO_COMMANDS = new Set<DemoCommand>(['/plan', '/plan off', 'approve', 'approve-fresh', 'keep-planning', 'leave'])
 /** The most comments one Keep planning carries, and the longest comment text (the page's box takes 2000). */
 const MAX_COMMENTS = 100
 const MAX_COMMENT_CHARS = 4000

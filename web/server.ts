@@ -17,10 +17,20 @@
  *   run so that the instance streaming the turn applies it (R86);
  * - `POST /api/chats/:id/review` `{ reviewId, feedback?, comments: [{ quote, text }] }`: Keep
  *   planning with comments anchored to the plan (R100), which the SDK's approval response cannot
- *   carry (it has a reason string only); see `review` below;
+ *   carry (it has a reason string only); or `{ reviewId, decision }` with `decision` one of the two
+ *   decisions the SDK's approve/deny cannot carry either (R101): `Approve in a fresh context`,
+ *   `Leave plan mode`; see `review` below;
  * - `GET /api/chart`: the statechart's definition, for the page's drawing;
  * - anything else: the built page (`web/dist`, `npm run web:build`).
  * Every response names the instance that answered it (`x-plan-mode-instance`).
+ *
+ * The service offers the whole set of decisions (R101). After a request in which a plan approved
+ * into a fresh context was handed off (R102: the adapter started the model's context again from
+ * one message holding the plan and the decisions), the chat's saved UI messages stay as they are,
+ * for the user to read; the model's context of the later requests starts where the fresh one
+ * did: the chat's `web_contexts` row keeps where (the UI message and the part the handed-off step
+ * starts at) and the handoff's text, and each request sends the model that text as its first user
+ * message, then the UI messages from that point on (see `contextOf`).
  */
 import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
@@ -28,13 +38,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { extname, join, normalize } from 'node:path'
 import { Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
-import { convertToModelMessages, stepCountIs, streamText, type LanguageModel, type UIMessage } from 'ai'
+import { convertToModelMessages, stepCountIs, streamText, type LanguageModel, type ModelMessage, type PrepareStepFunction, type UIMessage } from 'ai'
 import {
+  APPROVE_FRESH_LABEL,
   COMMAND_DONE_EVENT,
   COMMAND_RUN_EVENT,
   createPlanMode,
   diffPlans,
+  LEAVE_LABEL,
   PLAN_REVIEW_EVENT,
+  REVIEW_MESSAGES,
   planHistory,
   planModeMachine,
   type PlanAgent,
@@ -106,6 +119,8 @@ export interface PlanVersion {
   feedback?: string
   /** Set when a headless policy decided the outcome (R94). */
   by?: 'policy'
+  /** Set when the user approved it into a fresh context (R101). */
+  fresh?: true
   /** For versions after the first: what changed from the previous version, line by line (R97). */
   diff?: PlanDiffLine[]
 }
@@ -128,7 +143,13 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const store = createPostgresPlanStore({ db, listen, prefix: 'web_' })
   await store.migrate()
   await db.query('CREATE TABLE IF NOT EXISTS web_chats (id text PRIMARY KEY, messages jsonb NOT NULL)')
-  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', pendingStore: store.pendingStore, maxAttachedAgents: 1000 })
+  // Where each chat's model context starts after a handoff (R102): see `contextOf`.
+  await db.query('CREATE TABLE IF NOT EXISTS web_contexts (id text PRIMARY KEY, context jsonb NOT NULL)')
+  // The whole set of decisions (R101): Approve, Approve in a fresh context, Keep planning, Leave plan mode.
+  const planMode = createPlanMode(
+    { section: SECTION },
+    { reviews: 'durable', pendingStore: store.pendingStore, maxAttachedAgents: 1000, decisions: 'all' },
+  )
   const tools = workspaceTools(workspace)
 
   /**
@@ -168,6 +189,16 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       JSON.stringify(messages),
     ])
 
+  const loadContext = async (chatId: string): Promise<FreshContext | null> => {
+    const { rows } = await db.query('SELECT context FROM web_contexts WHERE id = $1', [chatId])
+    return freshContextOf(rows[0]?.context)
+  }
+  const saveContext = (chatId: string, context: FreshContext) =>
+    db.query('INSERT INTO web_contexts (id, context) VALUES ($1, $2::jsonb) ON CONFLICT (id) DO UPDATE SET context = excluded.context', [
+      chatId,
+      JSON.stringify(context),
+    ])
+
   async function chat(body: { id?: unknown; messages?: unknown }, res: ServerResponse, signal: AbortSignal): Promise<void> {
     const chatId = chatIdOf(body.id)
     if (!Array.isArray(body.messages)) throw new HttpError(400, 'messages must be an array')
@@ -177,7 +208,20 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     const messages = plan.settleClosedApprovals(body.messages as ChatMessages)
     refuseUnansweredReview(messages, planMode.openReview(agent)?.callId)
     await saveMessages(chatId, messages)
-    const modelMessages = [...(await convertToModelMessages(messages, { tools: plan.tools })), ...plan.takeSteered()]
+    // After a handoff (R102) the model's context starts at the fresh one: its first message, then what followed it.
+    const context = contextOf(messages, await loadContext(chatId))
+    const modelMessages = [
+      ...(context ? [context.first] : []),
+      ...(await convertToModelMessages(context ? context.messages : messages, { tools: plan.tools })),
+      ...plan.takeSteered(),
+    ]
+    /** The step at which this call handed a plan off (R102), if it did. */
+    let handoffStep: number | undefined
+    const prepareStep: PrepareStepFunction<typeof plan.tools> = async (options) => {
+      const result = await plan.prepareStep(options)
+      if (handoffStep === undefined && plan.handoff !== null) handoffStep = options.stepNumber
+      return result
+    }
     await plan.startTurn({ abortSignal: signal })
     let ended = false
     const end = async () => {
@@ -190,16 +234,22 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
         model,
         messages: modelMessages,
         tools: plan.tools,
-        prepareStep: plan.prepareStep,
+        prepareStep,
         stopWhen: stepCountIs(12),
         abortSignal: signal,
       })
       const response = result.toUIMessageStreamResponse({
         originalMessages: messages,
         headers: { 'x-plan-mode-instance': instance },
-        onFinish: async ({ messages: all }) => {
+        onFinish: async ({ messages: all, responseMessage, isContinuation }) => {
           await end()
           await saveMessages(chatId, all).catch(() => {})
+          // R102: the model's later requests start from the fresh context this call began.
+          if (handoffStep !== undefined && plan.handoff !== null) {
+            const before = isContinuation ? (messages.at(-1)?.parts.length ?? 0) : 0
+            const part = before + stepStart(responseMessage.parts.slice(before), handoffStep)
+            await saveContext(chatId, { messageId: responseMessage.id, part, text: plan.handoff.text }).catch(() => {})
+          }
         },
         onError: (error) => (error instanceof Error ? error.message : String(error)),
       })
@@ -244,6 +294,15 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   }
 
   /**
+   * The two decisions the SDK's approve/deny cannot carry (R101), `{ reviewId, decision }`: the
+   * library records the review's one closing record, `toldInResult: true`, and the answer tells the
+   * page how to settle the card as `settleClosedApprovals` would (R87): Leave plan mode as the
+   * exit call's error, `{ outcome: 'left', text }` (R101's text), Approve in a fresh context as its
+   * result, `{ outcome: 'approved', fresh: true }`. The page settles the card so and sends the chat
+   * on (no new message): in that request the boundary leaves plan mode without a notice; after a
+   * leave the model reads the left text once, in the call's result; after a fresh approval the
+   * adapter hands the plan off at that request's first step (R102), setting that result aside.
+   *
    * Keep planning with comments anchored to the plan (R100). The SDK's approval response carries
    * only a reason string, so the page posts the answer here first; the library checks it (each
    * quote an exact excerpt of the plan under review) and records the one closing record of the
@@ -259,11 +318,18 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    *   does not hold); nothing was changed then.
    */
   async function review(chatId: string, body: Record<string, unknown>): Promise<ReviewAnswered> {
-    const { reviewId, feedback, comments } = reviewAnswerOf(body)
+    const checked = reviewAnswerOf(body)
+    const { reviewId } = checked
     const agent = await agentOf(chatId)
-    const answer = {
-      answers: [{ id: 'plan-review', selected: ['Keep planning'], ...(feedback !== undefined ? { custom: feedback } : {}), comments }],
-    }
+    const answer =
+      'decision' in checked
+        ? // One option alone, nothing else said (R44, R101).
+          { answers: [{ id: 'plan-review', selected: [checked.decision] }] }
+        : {
+            answers: [
+              { id: 'plan-review', selected: ['Keep planning'], ...(checked.feedback !== undefined ? { custom: checked.feedback } : {}), comments: checked.comments },
+            ],
+          }
     for (let attempt = 1; ; attempt++) {
       try {
         await planMode.answerReview(agent, reviewId, answer, { toldInResult: true })
@@ -284,6 +350,12 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       const data = event.data as Partial<PlanReviewData> | null
       return event.type === PLAN_REVIEW_EVENT && data?.reviewId === reviewId && data.outcome !== 'requested'
     })
+    if ('decision' in checked) {
+      // R101: what the card shows, and what the model reads in the exit call's result.
+      if (checked.decision === LEAVE_LABEL && closing?.data.outcome === 'left') return { outcome: 'left', text: REVIEW_MESSAGES.left }
+      if (checked.decision === APPROVE_FRESH_LABEL && closing?.data.outcome === 'approved' && closing.data.fresh === true) return { outcome: 'approved', fresh: true }
+      throw new Error(`plan review ${reviewId} was answered but its record is not in this instance's log`)
+    }
     if (closing === undefined || closing.data.outcome !== 'keep-planning' || typeof closing.data.feedback !== 'string') {
       throw new Error(`plan review ${reviewId} was answered but its record is not in this instance's log`)
     }
@@ -370,8 +442,51 @@ function currentVersions(session: { readonly events: readonly SessionEvent[] }):
       diff = diffs.get(presented.seq)
       if (diff === undefined) diffs.set(presented.seq, (diff = diffPlans(previous, plan)))
     }
-    return { version, title, plan, outcome, ...(feedback !== undefined ? { feedback } : {}), ...(by ? { by } : {}), ...(diff ? { diff } : {}) }
+    const { fresh } = presented // an approval into a fresh context (R101)
+    return { version, title, plan, outcome, ...(feedback !== undefined ? { feedback } : {}), ...(by ? { by } : {}), ...(fresh ? { fresh } : {}), ...(diff ? { diff } : {}) }
   })
+}
+
+/** Where a chat's model context starts after a handoff (R102): saved per chat in `web_contexts`. */
+interface FreshContext {
+  /** The UI message the handed-off step's response is in. */
+  messageId: string
+  /** The index of that step's first part in it (its `step-start`). */
+  part: number
+  /** The fresh context's first message (the handoff's `text`). */
+  text: string
+}
+
+/** A saved context read back; null when there is none, or it is not one. */
+function freshContextOf(value: unknown): FreshContext | null {
+  const { messageId, part, text } = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
+  return typeof messageId === 'string' && typeof text === 'string' && Number.isInteger(part) && (part as number) >= 0 ? { messageId, part: part as number, text } : null
+}
+
+/**
+ * The model's context of a request after a handoff (R102): the fresh context's first message, one
+ * user message holding the handoff's text, then the chat's UI messages from the handed-off step on
+ * (the rest of its message, and every message after it). Null without a handoff, or when the
+ * messages sent do not hold that step (a tab whose history stops before it): then the whole history.
+ */
+function contextOf(messages: ChatMessages, context: FreshContext | null): { first: ModelMessage; messages: ChatMessages } | null {
+  if (context === null) return null
+  const index = messages.findIndex((message) => message.id === context.messageId)
+  if (index < 0 || messages[index]!.parts.length < context.part) return null
+  const rest = messages[index]!.parts.slice(context.part)
+  return {
+    first: { role: 'user', content: [{ type: 'text', text: context.text }] },
+    messages: [...(rest.length > 0 ? [{ ...messages[index]!, parts: rest }] : []), ...messages.slice(index + 1)],
+  }
+}
+
+/** The index of step `step`'s `step-start` among a response's parts (the first part when it has none). */
+function stepStart(parts: UIMessage['parts'], step: number): number {
+  let seen = -1
+  for (let i = 0; i < parts.length; i++) {
+    if (parts[i]!.type === 'step-start' && ++seen === step) return i
+  }
+  return 0
 }
 
 /**
@@ -384,15 +499,25 @@ function refuseUnansweredReview(messages: ChatMessages, openCallId: string | und
   const waits = messages.some((m) =>
     m.parts.some((part) => part.type === 'tool-exit_plan_mode' && 'state' in part && part.state === 'approval-requested' && part.toolCallId === openCallId),
   )
-  if (waits) throw new HttpError(409, 'Answer the open plan review first (Approve or Keep planning), or type /plan off.')
+  if (waits) throw new HttpError(409, 'Answer the open plan review first (Approve, Approve in a fresh context, Keep planning or Leave plan mode), or type /plan off.')
 }
 
-/** What `POST /api/chats/:id/review` answers: the outcome recorded and the feedback the model is given (R100). */
-export interface ReviewAnswered {
-  outcome: 'keep-planning'
-  /** The record's feedback: the feedback box's text (when not blank), a blank line, then the comments. */
-  feedback: string
-}
+/**
+ * What `POST /api/chats/:id/review` answers: the outcome recorded and the feedback the model is
+ * given (R100); or, for a decision (R101), how the card is settled: the exit call's error text
+ * after a leave, its result after a fresh approval.
+ */
+export type ReviewAnswered =
+  | {
+      outcome: 'keep-planning'
+      /** The record's feedback: the feedback box's text (when not blank), a blank line, then the comments. */
+      feedback: string
+    }
+  | { outcome: 'left'; text: string }
+  | { outcome: 'approved'; fresh: true }
+
+/** The decisions the route takes (R101): the two the SDK's tool approval cannot carry. */
+const ROUTE_DECISIONS: readonly string[] = [APPROVE_FRESH_LABEL, LEAVE_LABEL]
 
 /** The limits of a review answer: a comment quotes a line, so a plan's size bounds it. */
 const MAX_COMMENTS = 50
@@ -401,13 +526,24 @@ const MAX_QUOTE = 20_000
 
 /**
  * A review answer's body, shape-checked (it is untrusted): `{ reviewId, feedback?, comments }`
- * with 1–50 comments `{ quote, text }` of strings. What they say (a blank text, a quote the plan
- * does not hold) is the library's to refuse (R100).
+ * with 1–50 comments `{ quote, text }` of strings, or `{ reviewId, decision }` with `decision`
+ * exactly one of the two labels R101 adds, alone. What comments say (a blank text, a quote the
+ * plan does not hold) is the library's to refuse (R100).
  * @throws HttpError 400 naming what is wrong.
  */
-function reviewAnswerOf(body: Record<string, unknown>): { reviewId: string; feedback?: string; comments: { quote: string; text: string }[] } {
-  const { reviewId, feedback, comments } = body
+function reviewAnswerOf(
+  body: Record<string, unknown>,
+): { reviewId: string; decision: string } | { reviewId: string; feedback?: string; comments: { quote: string; text: string }[] } {
+  const { reviewId, feedback, comments, decision } = body
   if (typeof reviewId !== 'string' || reviewId.length === 0 || reviewId.length > 200) throw new HttpError(400, 'reviewId must be the open review\'s id (a string)')
+  if (decision !== undefined) {
+    // R101: only the two labels; a decision is one option alone, so nothing goes with it (R44).
+    if (typeof decision !== 'string' || !ROUTE_DECISIONS.includes(decision)) {
+      throw new HttpError(400, `decision must be ${ROUTE_DECISIONS.map((label) => JSON.stringify(label)).join(' or ')} when given`)
+    }
+    if (feedback !== undefined || comments !== undefined) throw new HttpError(400, 'a decision goes alone: feedback and comments go with Keep planning')
+    return { reviewId, decision }
+  }
   if (feedback !== undefined && typeof feedback !== 'string') throw new HttpError(400, 'feedback must be a string when given')
   if (typeof feedback === 'string' && feedback.length > MAX_COMMENT_TEXT) throw new HttpError(400, `feedback is longer than ${MAX_COMMENT_TEXT} characters`)
   if (!Array.isArray(comments) || comments.length === 0 || comments.length > MAX_COMMENTS) {

@@ -10,12 +10,15 @@
  * its lines opens a small box under it; the comments are listed under the plan and go with Keep
  * planning (a comment typed but not added yet too), each quoting its line without the line's
  * markdown marker (`lineQuote`: an exact excerpt of the plan). Approve waits while any is listed.
+ * The review's buttons are the question's options (the demo's service offers all four, R101):
+ * Approve, Approve in a fresh context, Keep planning, Leave plan mode, each labelled and described
+ * as the question says; only Keep planning takes comments, so the others wait while any is listed.
  */
 import type { ELK as ElkApi } from 'elkjs/lib/elk-api.js'
 import { CHART_FONTS, canvasMeasure, chartModel, drawChart, highlight, layoutChart, type Measure } from './chart.js'
 import { VisualizerModel, lineQuote, type AgentView, type TimelineEntry, type TimelineLayer } from './model.js'
 import type { PlanDiffLine } from 'xstate-plan-mode'
-import type { DemoComment, DemoCommand, ServerMessage, ViewerMessage } from './protocol.js'
+import { DEMO_DECISION_LABELS, type DemoComment, type DemoCommand, type DemoDecision, type DemoOption, type ServerMessage, type ViewerMessage } from './protocol.js'
 
 declare global {
   interface Window {
@@ -71,8 +74,8 @@ let layer: TimelineLayer = 'story'
 let socket: WebSocket | undefined
 let reconnectDelay = 500
 
-/** Whether the demo agent's review is open (its buttons answer it), and the plan under review. */
-let demoReview: { open: boolean; plan?: string } = { open: false }
+/** Whether the demo agent's review is open (its buttons answer it), the plan under review and the question's options. */
+let demoReview: { open: boolean; plan?: string; options?: DemoOption[] } = { open: false }
 /** The user's comments on lines of that plan (R100), sent with Keep planning; `line` counts from 1. */
 let comments: (DemoComment & { line: number })[] = []
 /** The line whose comment box is open. */
@@ -89,6 +92,7 @@ const COMMENT_TEXTS = {
   cancel: 'Cancel',
   remove: 'Remove',
   approveBlocked: 'Comments go with Keep planning: remove them to approve.',
+  leaveBlocked: 'Comments go with Keep planning: remove them to leave plan mode.',
 } as const
 
 /** The smallest text a chart is drawn with at Fit: below it, labels cannot be read. */
@@ -277,7 +281,10 @@ function renderReviews(view: AgentView): void {
       item.dataset.version = String(review.version)
       const head = element('div', 'review-head')
       const outcome = review.by === 'policy' ? `${review.outcome} (by policy)` : review.outcome
-      head.append(element('span', 'version', `v${review.version}`), element('span', 'outcome', outcome), element('span', 'title', review.title))
+      if (review.fresh) item.dataset.fresh = 'true'
+      // R101: an approval into a fresh context, and a leave, say so.
+      const shown = review.fresh ? `${outcome} (fresh context)` : review.outcome === 'left' ? `${outcome}: plan not carried out` : outcome
+      head.append(element('span', 'version', `v${review.version}`), element('span', 'outcome', shown), element('span', 'title', review.title))
       item.append(head)
       if (review.feedback !== undefined) item.append(element('p', 'feedback', `Feedback: ${review.feedback}`))
       if (review.diff !== undefined) item.append(diffView(review.diff, review.version - 1))
@@ -382,12 +389,22 @@ function addDraftComment(): void {
   comments = [...comments, { line: commenting!, quote: lineQuote(text), text: said }]
 }
 
-/** The demo's review buttons: enabled while its review is open; Approve not while comments wait for Keep planning. */
+/**
+ * The demo's review buttons: enabled while its review is open; each says what the question's option
+ * says (its label, its description as the tooltip), and one the question does not offer is hidden.
+ * Comments go with Keep planning only (R100, R101): the other options wait while any is listed.
+ */
 function updateReviewButtons(): void {
   for (const button of Array.from(document.querySelectorAll<HTMLButtonElement>('.review-button'))) {
-    const blocked = button.dataset.command === 'approve' && comments.length > 0
+    const command = button.dataset.command as DemoDecision
+    const option = demoReview.options?.find((candidate) => candidate.label === DEMO_DECISION_LABELS[command])
+    if (demoReview.options !== undefined) {
+      button.hidden = option === undefined
+      if (option !== undefined) button.textContent = option.label
+    }
+    const blocked = command !== 'keep-planning' && comments.length > 0
     button.disabled = !demoReview.open || blocked
-    if (button.dataset.command === 'approve') button.title = blocked ? COMMENT_TEXTS.approveBlocked : ''
+    button.title = blocked ? (command === 'leave' ? COMMENT_TEXTS.leaveBlocked : COMMENT_TEXTS.approveBlocked) : (option?.description ?? '')
   }
 }
 
@@ -447,7 +464,10 @@ function receive(message: ServerMessage): void {
         comments = []
         commenting = undefined
       }
-      demoReview = message.reviewOpen ? { open: true, ...(message.plan !== undefined ? { plan: message.plan } : {}) } : { open: false }
+      // The buttons keep the last question's options while no review is open.
+      demoReview = message.reviewOpen
+        ? { open: true, ...(message.plan !== undefined ? { plan: message.plan } : {}), ...(message.options ? { options: message.options } : {}) }
+        : { open: false, ...(demoReview.options ? { options: demoReview.options } : {}) }
       updateReviewButtons()
       scheduleRender()
       return

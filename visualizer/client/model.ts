@@ -107,6 +107,8 @@ export interface ReviewVersion {
   feedback?: string
   /** Set when a headless policy decided the outcome (R94). */
   by?: 'policy'
+  /** Set when the user approved it into a fresh context (R101). */
+  fresh?: true
   /** For version 2 and later: its line diff from the previous version (R97). */
   diff?: PlanDiffLine[]
 }
@@ -411,7 +413,7 @@ export function reviewHistory(log: readonly LogRecord[]): ReviewVersion[] {
   for (const { seq, reading } of log) {
     const presented = reading.plan
     if (presented === undefined) continue
-    const { seq: logSeq, version, title, plan, outcome, feedback, by, diff } = presented
+    const { seq: logSeq, version, title, plan, outcome, feedback, by, fresh, diff } = presented
     versions.set(logSeq, {
       version,
       seq: versions.get(logSeq)?.seq ?? seq,
@@ -421,6 +423,7 @@ export function reviewHistory(log: readonly LogRecord[]): ReviewVersion[] {
       plan,
       ...(feedback !== undefined ? { feedback } : {}),
       ...(by !== undefined ? { by } : {}),
+      ...(fresh === true ? { fresh } : {}),
       ...(diff !== undefined ? { diff } : {}),
     })
   }

@@ -58,6 +58,8 @@ export interface PlanReading {
   feedback?: string
   /** Set when a headless policy decided the outcome (R94). */
   by?: 'policy'
+  /** Set when the user approved it into a fresh context (R101): its record says `fresh: true`. */
+  fresh?: true
   /**
    * For version 2 and later: every line of the previous version and of this one, in reading order,
    * each kept, added or removed (`diffPlans`, R97). Absent for version 1.
@@ -73,7 +75,28 @@ export interface StoryLine {
 }
 
 /** The demo commands a page may send (demo mode only; a read-only server ignores them). */
-export type DemoCommand = '/plan' | '/plan off' | 'approve' | 'keep-planning'
+export type DemoCommand = '/plan' | '/plan off' | DemoDecision
+
+/** The demo's review answers: one per option of the question its service asks (`decisions: 'all'`, R101). */
+export type DemoDecision = 'approve' | 'approve-fresh' | 'keep-planning' | 'leave'
+
+/**
+ * The option label each review answer selects (R43, R101): the page's buttons say what the
+ * question's options say, and the demo answers with that label alone (Keep planning with feedback
+ * and comments).
+ */
+export const DEMO_DECISION_LABELS: Readonly<Record<DemoDecision, string>> = {
+  approve: 'Approve',
+  'approve-fresh': 'Approve in a fresh context',
+  'keep-planning': 'Keep planning',
+  leave: 'Leave plan mode',
+}
+
+/** One option of the review question, as the page shows it on its button. */
+export interface DemoOption {
+  label: string
+  description?: string
+}
 
 /**
  * A comment on the plan under review (R100): `quote` an exact excerpt of the plan (the page sends
@@ -90,9 +113,10 @@ export type ServerMessage =
   | { kind: 'messages'; items: WireItem[] }
   /**
    * The demo agent's latest reply (a command's result text, or what it is doing); while its
-   * review is open, the plan under review, which the page's comments quote (R100).
+   * review is open, the plan under review, which the page's comments quote (R100), and the
+   * question's options (R101), which the page's review buttons show.
    */
-  | { kind: 'demo-status'; text: string; tone: 'info' | 'error'; reviewOpen: boolean; plan?: string }
+  | { kind: 'demo-status'; text: string; tone: 'info' | 'error'; reviewOpen: boolean; plan?: string; options?: DemoOption[] }
 
 /** Page → server: a demo button; Keep planning carries the feedback and the comments on the plan (R100). */
 export type ViewerMessage = { kind: 'command'; command: DemoCommand; feedback?: string; comments?: DemoComment[] }

@@ -6,7 +6,11 @@
  * agent's statechart come from the server. In an open card the user may click a line of the plan to
  * comment on it (R100): Keep planning then posts the comments to the server first (the SDK's
  * approval response carries a reason string only), and answers the card with the feedback the
- * server recorded. Everything a model or a user wrote is rendered as text
+ * server recorded. The service offers the whole set of decisions (R101): the card's Approve in a
+ * fresh context and Leave plan mode, which the SDK's approve/deny cannot carry either, are posted to
+ * the server too, which records them; the card is then settled as the server says (the exit call's
+ * result, or its error after a leave) and the chat is sent on without a new message. Everything a
+ * model or a user wrote is rendered as text
  * (React escapes it; the markdown renderer drops raw HTML and unsafe links).
  */
 import { useChat } from '@ai-sdk/react'
@@ -45,6 +49,8 @@ interface PlanVersion {
   outcome: string
   feedback?: string
   by?: 'policy'
+  /** Set when it was approved into a fresh context (R101). */
+  fresh?: true
   /** For versions after the first: the line diff from the previous version (R97). */
   diff?: DiffLine[]
 }
@@ -101,7 +107,7 @@ function useChatState(chatId: string): [ChatState | null, () => void] {
 
 export function App({ chatId, initialMessages }: { chatId: string; initialMessages: UIMessage[] }) {
   const transport = useMemo(() => new DefaultChatTransport({ api: '/api/chat' }), [])
-  const { messages, sendMessage, status, addToolApprovalResponse, error } = useChat({
+  const { messages, sendMessage, setMessages, status, addToolApprovalResponse, error } = useChat({
     id: chatId,
     messages: initialMessages,
     transport,
@@ -176,13 +182,15 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
    * the denial's reason, and `useChat` sends the chat on as for any Keep planning: the model reads
    * that feedback once, in the call's result.
    */
+  /** The id of the open review the card's call presented, or undefined when the server holds none open for it. */
+  const reviewIdOf = async (part: ApprovalPart): Promise<string | undefined> => {
+    if (state?.review?.callId === part.toolCallId) return state.review.reviewId
+    // The poll has not shown this review yet: ask once now.
+    const latest = await fetch(`/api/chats/${chatId}/state`).then((r) => (r.ok ? (r.json() as Promise<ChatState>) : null)).catch(() => null)
+    return latest?.review?.callId === part.toolCallId ? latest.review.reviewId : undefined
+  }
   const answerWithComments: AnswerWithComments = async (part, feedback, comments) => {
-    let reviewId = state?.review?.callId === part.toolCallId ? state.review.reviewId : undefined
-    if (reviewId === undefined) {
-      // The poll has not shown this review yet: ask once now.
-      const fresh = await fetch(`/api/chats/${chatId}/state`).then((r) => (r.ok ? (r.json() as Promise<ChatState>) : null)).catch(() => null)
-      if (fresh?.review?.callId === part.toolCallId) reviewId = fresh.review.reviewId
-    }
+    const reviewId = await reviewIdOf(part)
     if (reviewId === undefined) return 'This plan review is not open on the server; reload the page to see how it ended.'
     let response: Response
     let result: { feedback?: unknown; error?: unknown }
@@ -201,6 +209,54 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
       return typeof result.error === 'string' ? result.error : `The comments could not be sent (${response.status}).`
     }
     answer(part.approval.id, false, result.feedback)
+    return null
+  }
+  /**
+   * Approve in a fresh context, or Leave plan mode (R101): the server records the decision (the
+   * review's one closing record, told in the exit call's result) and says how the card ends: with
+   * the call's result after a fresh approval, with its error text after a leave, as the server
+   * settles a card whose review closed (R87). The card is settled so here, and the chat is sent on
+   * without a new message: the model reads the leave once, in the call's result; after a fresh
+   * approval the server hands the plan off at the next step (R102).
+   */
+  const answerDecision: AnswerDecision = async (part, decision) => {
+    const reviewId = await reviewIdOf(part)
+    if (reviewId === undefined) return 'This plan review is not open on the server; reload the page to see how it ended.'
+    let response: Response
+    let result: { outcome?: unknown; text?: unknown; error?: unknown }
+    try {
+      response = await fetch(`/api/chats/${chatId}/review`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ reviewId, decision }),
+      })
+      result = (await response.json()) as typeof result
+    } catch (error) {
+      return `The decision could not be sent: ${error instanceof Error ? error.message : String(error)}`
+    }
+    refresh()
+    const settled =
+      response.ok && result.outcome === 'left' && typeof result.text === 'string'
+        ? { state: 'output-error' as const, errorText: result.text }
+        : response.ok && result.outcome === 'approved'
+          ? { state: 'output-available' as const, output: { approved: true } }
+          : undefined
+    if (settled === undefined) return typeof result.error === 'string' ? result.error : `The decision could not be sent (${response.status}).`
+    setMessages((all) =>
+      all.map((message) =>
+        message.parts.some((p) => isToolUIPart(p) && p.toolCallId === part.toolCallId)
+          ? {
+              ...message,
+              parts: message.parts.map((p) => {
+                if (!isToolUIPart(p) || p.toolCallId !== part.toolCallId) return p
+                const { approval: _approval, ...rest } = p as ToolPart & { approval?: unknown }
+                return { ...rest, ...settled } as UIMessage['parts'][number]
+              }),
+            }
+          : message,
+      ),
+    )
+    void sendMessage()
     return null
   }
 
@@ -225,6 +281,7 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
                 versionOf={versionOf}
                 answer={answer}
                 answerWithComments={answerWithComments}
+                answerDecision={answerDecision}
                 after={notes.filter((n) => n.after === index + 1)}
               />
             ))}
@@ -239,7 +296,7 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
                 busy
                   ? 'Answering… /plan and /plan off still apply at the next step'
                   : reviewWaits
-                    ? 'Answer the plan review first (Approve or Keep planning), or type /plan off'
+                    ? 'Answer the plan review first (Approve, Approve in a fresh context, Keep planning or Leave plan mode), or type /plan off'
                     : 'Message, /plan <task>, /plan off'
               }
               onChange={(event) => setDraft(event.target.value)}
@@ -302,17 +359,29 @@ interface PlanComment {
 /** Keep planning with comments; resolves `null` once the card is answered, else the error to show. */
 type AnswerWithComments = (part: ApprovalPart, feedback: string, comments: { quote: string; text: string }[]) => Promise<string | null>
 
+/** The two decisions posted to the server (R101), by their labels in the review's question. */
+const FRESH_DECISION = 'Approve in a fresh context'
+const LEAVE_DECISION = 'Leave plan mode'
+type Decision = typeof FRESH_DECISION | typeof LEAVE_DECISION
+/** The exit call's error after Leave plan mode (R101): the card says it in the user's words. */
+const LEFT_TEXT = 'The user left plan mode without carrying out the plan; stop here and wait for their message.'
+
+/** Approve in a fresh context or Leave plan mode; resolves `null` once the card is settled and the chat sent on, else the error to show. */
+type AnswerDecision = (part: ApprovalPart, decision: Decision) => Promise<string | null>
+
 function MessageItem({
   message,
   versionOf,
   answer,
   answerWithComments,
+  answerDecision,
   after,
 }: {
   message: UIMessage
   versionOf: (plan: string) => PlanVersion | undefined
   answer: Answer
   answerWithComments: AnswerWithComments
+  answerDecision: AnswerDecision
   after: CommandNote[]
 }) {
   return (
@@ -323,7 +392,9 @@ function MessageItem({
           if (!isToolUIPart(part)) return null
           const name = getToolName(part)
           if (name === 'exit_plan_mode') {
-            return <PlanCard key={index} part={part} versionOf={versionOf} answer={answer} answerWithComments={answerWithComments} />
+            return (
+              <PlanCard key={index} part={part} versionOf={versionOf} answer={answer} answerWithComments={answerWithComments} answerDecision={answerDecision} />
+            )
           }
           return (
             <p key={index} className="tool" data-testid="tool-call">
@@ -353,11 +424,13 @@ function PlanCard({
   versionOf,
   answer,
   answerWithComments,
+  answerDecision,
 }: {
   part: ToolPart
   versionOf: (plan: string) => PlanVersion | undefined
   answer: Answer
   answerWithComments: AnswerWithComments
+  answerDecision: AnswerDecision
 }) {
   const [feedback, setFeedback] = useState('')
   const [comments, setComments] = useState<PlanComment[]>([])
@@ -374,13 +447,19 @@ function PlanCard({
   const outcome = closedElsewhere
     ? version.outcome === 'superseded'
       ? 'Closed: the mode was switched'
-      : `Closed (${version.outcome})`
+      : version.outcome === 'left'
+        ? 'Closed: plan mode was left without carrying out the plan'
+        : `Closed (${version.outcome}${version.fresh ? ', fresh context' : ''})`
     : part.state === 'output-available'
-      ? 'Approved: carrying it out'
+      ? version?.fresh
+        ? 'Approved in a fresh context: carrying it out'
+        : 'Approved: carrying it out'
       : part.state === 'output-denied'
         ? `Kept planning${part.approval.reason ? `: ${part.approval.reason}` : ''}`
         : part.state === 'output-error'
-          ? part.errorText
+          ? version?.outcome === 'left' || part.errorText === LEFT_TEXT
+            ? 'Left plan mode without carrying out the plan'
+            : part.errorText
           : part.state === 'approval-responded'
             ? part.approval.approved
               ? 'Approved'
@@ -402,6 +481,13 @@ function PlanCard({
     setCommenting(null)
     setDraft('')
     setSendError(null)
+  }
+  async function decide(approvalPart: ApprovalPart, decision: Decision) {
+    setSending(true)
+    setSendError(null)
+    const error = await answerDecision(approvalPart, decision)
+    setSending(false)
+    if (error !== null) setSendError(error)
   }
   async function keepPlanning(approvalPart: ApprovalPart) {
     // A comment typed but not added yet goes too: the user pressed Keep planning with it in view.
@@ -515,6 +601,20 @@ function PlanCard({
           >
             Approve
           </button>
+          <button
+            type="button"
+            className="approve-fresh"
+            data-testid="approve-fresh"
+            disabled={sending || comments.length > 0}
+            title={
+              comments.length > 0
+                ? 'Comments ask for changes: send them with Keep planning, or remove them to approve'
+                : 'Leave plan mode; the plan is carried out from the next step, in a fresh context that holds the plan and the decisions made.'
+            }
+            onClick={() => void decide(part, FRESH_DECISION)}
+          >
+            {FRESH_DECISION}
+          </button>
           <textarea
             aria-label="Feedback"
             data-testid="feedback"
@@ -526,6 +626,20 @@ function PlanCard({
           />
           <button type="button" data-testid="keep-planning" disabled={sending} onClick={() => void keepPlanning(part)}>
             {sending ? 'Sending…' : 'Keep planning'}
+          </button>
+          <button
+            type="button"
+            className="leave"
+            data-testid="leave"
+            disabled={sending || comments.length > 0}
+            title={
+              comments.length > 0
+                ? 'Comments ask for changes: send them with Keep planning, or remove them to leave plan mode'
+                : 'Leave plan mode without carrying out the plan; the model stops and waits.'
+            }
+            onClick={() => void decide(part, LEAVE_DECISION)}
+          >
+            {LEAVE_DECISION}
           </button>
         </div>
       )}
@@ -661,7 +775,7 @@ function Versions({ versions }: { versions: ChatState['versions'] }) {
         <li key={v.version} data-testid="version" data-outcome={v.outcome}>
           <details>
             <summary>
-              v{v.version} · {v.title} <span className="hint">({v.outcome}{v.by === 'policy' ? ', by policy' : ''})</span>
+              v{v.version} · {v.title} <span className="hint">({v.outcome}{v.fresh ? ', fresh context' : ''}{v.by === 'policy' ? ', by policy' : ''})</span>
             </summary>
             <div className="plan-body">
               <PlanMarkdown text={v.plan} />
