@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { createActor } from 'xstate'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
-import { CoverageCollector, chartDefinition, generatePaths, pathName, replayPath, type ModelPath } from './model.js'
+import { TEXT } from './oracle.js'
+import { CoverageCollector, chartDefinition, durablePath, generatePaths, pathName, replayPath, type ModelPath } from './model.js'
 
 /**
  * Model-based tests: every edge of the plan-mode statechart's reachable graph (as the service
@@ -10,7 +11,9 @@ import { CoverageCollector, chartDefinition, generatePaths, pathName, replayPath
  * and checked against the SPEC oracle after every step; then the coverage of the chart's
  * definition by those replays. Headless review policies (R94, R95) are letters of the channel
  * (a policy's approval and dismissal) and durable (`answerReviewByPolicy`, another writer's policy
- * approval) alphabets. Edges where the chart stops with an append in flight are not
+ * approval) alphabets. The channel's and the durable service's reviews offer every decision
+ * (R101): an approval into a fresh context and a leave are letters of both (`answerReview`
+ * told in the result and not; another writer's leave). Edges where the chart stops with an append in flight are not
  * replayable (the service stops the actor under the work): they are left out of the graph and
  * fail a test of their own.
  */
@@ -28,7 +31,7 @@ const paths: ModelPath[] = [...withChannel.paths, ...withoutChannel.paths, ...du
 const coverage = new CoverageCollector()
 let replayed = 0
 
-describe('R1–R64, R78–R81, R94, R95 model-based: paths of the statechart replayed on the service against the oracle', () => {
+describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statechart replayed on the service against the oracle', () => {
   it.each(paths.map((path, i) => [i + 1, pathName(path), path] as const))(
     'path %i: %s',
     async (_i, _name, path) => {
@@ -94,6 +97,35 @@ describe('R1–R64, R78–R81, R94, R95 model-based: paths of the statechart rep
     expect(runs('durable', 'answerReview(approve)', 'another writer approves by policy (R95)', lands)).toBe(true)
   })
 
+  it("R101: the decision letters are replayed up to their records' landing, a fresh approval races a plain one, and a boundary tells an untold leave", () => {
+    // The replays above compare each record with the oracle's byte for byte (`fresh: true`, R101)
+    // and every exit call's, answer's and boundary's result.
+    const runs = (config: ModelPath['config'], ...labels: string[]) =>
+      paths.some((path) => {
+        if (path.config !== config) return false
+        const names = path.letters.map((letter) => letter.label)
+        return names.some((_, i) => labels.every((label, j) => names[i + j] === label))
+      })
+    const lands = 'plan/review append resolves'
+    expect(runs('channel', 'answer approve fresh (R101)', lands)).toBe(true)
+    expect(runs('channel', 'answer leave (R101)', lands)).toBe(true)
+    for (const answer of ['approve fresh (R101)', 'approve fresh, told in result (R101)', 'leave (R101)', 'leave, told in result (R101)']) {
+      expect(runs('durable', `answerReview(${answer})`, lands), answer).toBe(true)
+    }
+    // R80: the plain approval another writer logged first, and this service's fresh one second.
+    expect(runs('durable', 'answerReview(approve fresh (R101))', 'another writer approves', lands)).toBe(true)
+    // R81: boundaries tell an untold leave (the breadth-first graph reaches its states first
+    // through another writer's leave, one step shorter than this service's answer and record).
+    const later = (config: ModelPath['config'], ...labels: string[]) =>
+      paths.some((path) => {
+        if (path.config !== config) return false
+        let next = 0
+        for (const letter of path.letters) if (letter.label === labels[next]) next++
+        return next === labels.length
+      })
+    expect(later('durable', 'another writer leaves (R101)', 'stepBoundary')).toBe(true)
+  })
+
   it('R1–R64: every state and transition of the chart is reached by the generated paths', async () => {
     // Run on its own (a name filter), it replays the paths itself; a failing replay still counts what it reached.
     if (replayed === 0) for (const path of paths) await replayPath(path, coverage).catch(() => {})
@@ -114,5 +146,24 @@ describe('R1–R64, R78–R81, R94, R95 model-based: paths of the statechart rep
     expect(missingTransitions).toEqual([])
     // An allow-listed transition that is reached after all must leave the list.
     expect([...allowed].filter((t) => coverage.transitions.has(t))).toEqual([])
+  })
+})
+
+/**
+ * The three paths on which the model found the chart and the spec apart for R101: the spec now
+ * says what the chart does for the record's key order and for a leave under plan mode entered
+ * again, and the chart was fixed for a fresh approval racing a plain one (it resolved approved).
+ */
+describe('R101: the chart against the oracle on the paths that found the decisions\' bugs', () => {
+  it("R101, R80: an answer approving into a fresh context whose record lands after another writer's plain approval of the review has lost: it rejects as already closed (regression: it resolved approved)", async () => {
+    await replayPath(durablePath(['another writer requests a review', 'answerReview(approve fresh (R101))', 'another writer approves', 'plan/review append resolves']))
+  })
+
+  it('R101, R49: a durable fresh approval told in the result is recorded `…, fresh: true, toldInResult: true`', async () => {
+    await replayPath(durablePath(['another writer requests a review', 'answerReview(approve fresh, told in result (R101))', 'plan/review append resolves']))
+  })
+
+  it('R101, R81: a durable leave not told in the result is not told once plan mode is entered again before the next boundary', async () => {
+    await replayPath(durablePath(['log plan/mode true', 'another writer requests a review', 'answerReview(leave (R101))', 'plan/review append resolves', 'set(true)', 'stepBoundary']))
   })
 })

@@ -21,7 +21,8 @@
  *   may follow; `PLAN_MODE.APPEND_FAILED` only before it was published), never a foreign one;
  * - the log's answers to the held appends, and the channel's answers (`xstate.done.actor.<id>`
  *   with the review's result, as `askReview` computes it): a user's, and a headless policy's
- *   approval and dismissal (`by: 'policy'`, R94);
+ *   approval and dismissal (`by: 'policy'`, R94); the channel's service offers every decision
+ *   (`decisions: 'all'`, R101), so a user also approves into a fresh context or leaves;
  * - the call's abort, and `RELOAD` (a detach) while the actor serves; after it only the work in
  *   flight may finish and the log be heard (`lifecycle.closing`), until the chart says `stopped`
  *   and the service stops the actor (nothing follows: the next call attaches a new one);
@@ -37,7 +38,7 @@
  *
  * The state key is the state value plus the context fields that guards read (K, the decided
  * review outcome and whether a headless policy decided it (R94, R95: the record in flight says
- * so), the deferred selection, the `/plan` run heard and not settled (R86, one command id); for
+ * so) or it is an approval into a fresh context (R101: so does the record), the deferred selection, the `/plan` run heard and not settled (R86, one command id); for
  * durable reviews also the racing record noted, the answer in flight and the outcome left to
  * tell): all finite; never seqs, counters, results, ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
  *
@@ -76,6 +77,13 @@ export const ANSWERS = {
   keep: { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] },
   feedback: { answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: FEEDBACK }] },
 }
+/** R101: the two decisions a service with `decisions: 'all'` adds (the channel's and the durable service's). */
+export const DECISION_ANSWERS = {
+  'approve fresh': { answers: [{ id: 'plan-review', selected: ['Approve in a fresh context'] }] },
+  leave: { answers: [{ id: 'plan-review', selected: ['Leave plan mode'] }] },
+}
+/** The decisions the model's channel and durable services offer (R101); the no-channel one keeps the default. */
+export const MODEL_DECISIONS = 'all' as const
 /** A dismissal: a rejection with code `ASK_CANCELLED` (R46). */
 export const dismissal = () => Object.assign(new Error('the user closed the dialog'), { code: 'ASK_CANCELLED' })
 /** R94: a headless policy's approval, as `headlessReview({ policy: 'approve' })` answers. */
@@ -86,10 +94,12 @@ export const policyDismissal = () =>
 const CHANNEL_FAILURE = 'the review UI crashed'
 
 /** What the ask effect resolves with for each answer (see `askReview`, R44–R46). */
-const REVIEW_OUTPUTS: Record<keyof typeof ANSWERS, ReviewResult> = {
+const REVIEW_OUTPUTS: Record<keyof typeof ANSWERS | keyof typeof DECISION_ANSWERS, ReviewResult> = {
   approve: { outcome: 'approved' },
   keep: { outcome: 'keep-planning', error: keepPlanningMessage(undefined) },
   feedback: { outcome: 'keep-planning', error: keepPlanningMessage(FEEDBACK), feedback: FEEDBACK },
+  'approve fresh': { outcome: 'approved', fresh: true },
+  leave: { outcome: 'left', error: REVIEW_MESSAGES.left },
 }
 
 /** What a step of a path does to the twin. */
@@ -241,6 +251,10 @@ export function alphabet(hasChannel: boolean): Letter[] {
     add('dismiss review by policy (R94)', done({ outcome: 'dismissed', error: REVIEW_MESSAGES.dismissed, by: 'policy' }), (ctx) =>
       ctx.twin.rejectAsk(ctx.twin.openAskIndex(AGENT)!, policyDismissal()),
     )
+    // R101: the service offers every decision: an approval into a fresh context, and a leave.
+    for (const [name, answer] of Object.entries(DECISION_ANSWERS) as [keyof typeof DECISION_ANSWERS, (typeof DECISION_ANSWERS)[keyof typeof DECISION_ANSWERS]][]) {
+      add(`answer ${name} (R101)`, done(REVIEW_OUTPUTS[name]), (ctx) => ctx.twin.answer(ctx.twin.openAskIndex(AGENT)!, answer))
+    }
     add('review channel fails', done({ outcome: 'failed', error: CHANNEL_FAILURE }), (ctx) =>
       ctx.twin.rejectAsk(ctx.twin.openAskIndex(AGENT)!, new Error(CHANNEL_FAILURE)),
     )
@@ -311,10 +325,15 @@ function logLetters(): Letter[] {
  */
 export function stateKey(snapshot: PlanModeSnapshot): string {
   const { told, review, deferredSelection, news, newsKeptPastHeader, heardRuns, deferredDone } = snapshot.context
-  const outcome = (result: { outcome: string; toldInResult?: boolean; by?: string } | null | undefined) =>
+  const outcome = (result: { outcome: string; toldInResult?: boolean; by?: string; fresh?: boolean } | null | undefined) =>
     result == null
       ? null
-      : [result.outcome, ...(result.toldInResult === true ? ['told in result'] : []), ...(result.by === 'policy' ? ['by policy'] : [])].join(', ')
+      : [
+          result.outcome,
+          ...(result.fresh === true ? ['fresh'] : []),
+          ...(result.toldInResult === true ? ['told in result'] : []),
+          ...(result.by === 'policy' ? ['by policy'] : []),
+        ].join(', ')
   return JSON.stringify({
     value: snapshot.value,
     told,
@@ -530,6 +549,11 @@ const graphId = (kind: string) => `graph-${kind}-${++graphIds}`
  * A headless policy (R95) answers like `answerReview`, with `answerReviewByPolicy(approve|stop)`,
  * and another writer's policy approves; a policy's record differs from a user's in `by` alone, so
  * a policy's and a user's approval of one review race (R95: the second in the log lost).
+ *
+ * The service offers every decision (R101): `answerReview` approves into a fresh context or
+ * leaves, told in the result and not, and another writer's user leaves (untold). A fresh
+ * approval's record differs from a plain one's in `fresh` alone, so another writer's plain
+ * approval races it; a leave in flight races an approval.
  */
 export function durableAlphabet(): DurableLetter[] {
   const letters: DurableLetter[] = []
@@ -578,16 +602,25 @@ export function durableAlphabet(): DurableLetter[] {
   )
 
   // R80: the user's answers to the open review, from any process.
-  const answers: [string, (typeof ANSWERS)[keyof typeof ANSWERS], boolean][] = [
+  // R101: the service offers every decision; an approval into a fresh context and a leave are
+  // answered told in the result and not (R81).
+  const answers: [string, (typeof ANSWERS)[keyof typeof ANSWERS] | (typeof DECISION_ANSWERS)[keyof typeof DECISION_ANSWERS], boolean][] = [
     ['approve', ANSWERS.approve, false],
     ['approve, told in result', ANSWERS.approve, true],
     ['keep', ANSWERS.keep, false],
     ['feedback', ANSWERS.feedback, false],
+    ['approve fresh (R101)', DECISION_ANSWERS['approve fresh'], false],
+    ['approve fresh, told in result (R101)', DECISION_ANSWERS['approve fresh'], true],
+    ['leave (R101)', DECISION_ANSWERS.leave, false],
+    ['leave, told in result (R101)', DECISION_ANSWERS.leave, true],
   ]
   for (const [name, answer, toldInResult] of answers) {
     add(
       `answerReview(${name})`,
-      (s) => (operation(s) && openId(s) !== undefined ? [{ type: 'REVIEW.ANSWER', reviewId: openId(s), verdict: readReviewAnswer(answer), toldInResult }] : undefined),
+      (s) =>
+        operation(s) && openId(s) !== undefined
+          ? [{ type: 'REVIEW.ANSWER', reviewId: openId(s), verdict: readReviewAnswer(answer, undefined, MODEL_DECISIONS), toldInResult }]
+          : undefined,
       (ctx) => void ctx.twin.answerReview(AGENT, openReview(ctx).reviewId, answer, { toldInResult }),
     )
   }
@@ -686,11 +719,15 @@ export function durableAlphabet(): DurableLetter[] {
   // the other way round, a user's record racing this service's policy answer, is `another writer
   // approves` above). Its dismissal is left out: it adds about as many paths again (~1,000), and
   // its races differ from a user's approval in the outcome already, not in `by` alone.
-  const closes: [string, 'approved' | 'keep-planning', string | undefined, boolean, boolean][] = [
+  // R101: another process's user leaves plan mode, not told in the result: this service's next
+  // boundary tells it (R81). It closes an awaiting review only (its races would be a
+  // keep-planning's: another outcome than this service's record in flight).
+  const closes: [string, 'approved' | 'keep-planning' | 'left', string | undefined, boolean, boolean][] = [
     ['approves', 'approved', undefined, false, false],
     ['approves, told in result', 'approved', undefined, true, false],
     ['keeps planning', 'keep-planning', OTHER_FEEDBACK, false, false],
     ['approves by policy (R95)', 'approved', undefined, false, true],
+    ['leaves (R101)', 'left', undefined, false, false],
   ]
   for (const [name, outcome, feedback, toldInResult, policy] of closes) {
     const by = policy ? { by: 'policy' as const } : {}
@@ -700,12 +737,20 @@ export function durableAlphabet(): DurableLetter[] {
         if (!hears(s) || openId(s) === undefined) return undefined
         const own = inReview(s, 'recording') ? s.context.review?.result : undefined
         if (!(awaiting(s) && !s.hasTag('appending')) && !own) return undefined
+        if (own && outcome === 'left') return undefined // another writer's leave closes an awaiting review only
+        // R101: an own fresh approval or leave in flight races one record, the plain user's
+        // approval told as it is: what only `fresh` tells apart, or an approval a leave loses to.
+        // (Its races with the other records are an approval's or a keep-planning's, replayed above.)
+        if (own && (own.fresh === true || own.outcome === 'left') && !(outcome === 'approved' && !policy && toldInResult === (own.toldInResult === true))) {
+          return undefined
+        }
         if (
           own &&
           own.outcome === outcome &&
           own.feedback === feedback &&
           (own.toldInResult === true) === toldInResult &&
-          (own.by === 'policy') === policy
+          (own.by === 'policy') === policy &&
+          own.fresh !== true // R101: no other writer approves into a fresh context here
         ) {
           return undefined
         }
@@ -719,6 +764,25 @@ export function durableAlphabet(): DurableLetter[] {
     )
   }
   return letters
+}
+
+/**
+ * The durable path of the letters so labelled, in order, with the state key after each (for a
+ * test that replays one path by name); throws when a letter cannot happen where the path is.
+ */
+export function durablePath(labels: readonly string[]): ModelPath {
+  const letters = durableAlphabet()
+  let s = createActor(planModeMachine).getSnapshot() as PlanModeSnapshot
+  const path: ModelPath = { letters: [], keys: [], config: 'durable' }
+  for (const label of labels) {
+    const letter = letters.find((l) => l.label === label)
+    const events = letter?.eventsIn(s)
+    if (!letter || !events) throw new Error(`${label} cannot happen after ${path.letters.map((l) => l.label).join(' → ') || '(initial)'}`)
+    for (const event of events) s = transition(planModeMachine, s, event as never)[0] as PlanModeSnapshot
+    path.letters.push(letter)
+    path.keys.push(stateKey(s))
+  }
+  return path
 }
 
 /**
@@ -784,6 +848,17 @@ function generateDurablePaths(): GeneratedPaths {
   const racing = (letter: Step) => letter.label.startsWith('plan/review append') || letter.label.startsWith('another writer')
   const recordInFlight = (s: PlanModeSnapshot) =>
     s.matches({ review: { open: 'requesting' } } as never) || s.matches({ review: { open: 'recording' } } as never)
+  /**
+   * R81, R101: what a boundary tells of an untold outcome depends on the outcome, F and P (the
+   * state in force) and K, which the chart's transitions do not all tell apart: each combination
+   * is a target of its own.
+   */
+  const boundaryTargets = (s: PlanModeSnapshot) => {
+    const news = s.context.news
+    if (news == null) return []
+    const { mode, intent } = s.value as Record<string, unknown>
+    return [`boundary telling ${news.outcome} under ${JSON.stringify({ mode, intent, told: s.context.told })}`]
+  }
   let edges = 0
   for (let head = 0; head < queue.length; head++) {
     const key = queue[head]!
@@ -814,6 +889,7 @@ function generateDurablePaths(): GeneratedPaths {
         `${letter.label} in review ${reviewValue(s)}`,
         ...(recordInFlight(s) && racing(letter) ? [`${letter.label} from ${raceKey(s)}`] : []),
         ...(letter.label === 'close timeout expires' ? [`close timeout from ${key}`] : []),
+        ...(letter.label.startsWith('stepBoundary') ? boundaryTargets(s) : []),
       ]
       if (targets.some((t) => !covered.has(t))) {
         for (const t of targets) covered.add(t)
@@ -892,6 +968,8 @@ export async function replayPath(path: ModelPath, coverage?: CoverageCollector):
       agents: [{ id: AGENT }],
       hasChannel: path.config === 'channel',
       ...(path.config === 'durable' ? { reviews: 'durable' as const } : {}),
+      // R101: the channel's and the durable service's reviews offer every decision.
+      ...(path.config === 'no-channel' ? {} : { decisions: MODEL_DECISIONS }),
       defaultFate: 'hold',
       closeTimeoutMs: CLOSE_TIMEOUT_MS,
       ...(coverage ? { inspect: coverage.observer } : {}),

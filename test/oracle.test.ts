@@ -5,13 +5,18 @@ import {
   abortReasonMessage,
   abandonedText,
   badPolicyText,
+  expectedQuestion,
+  foldApprovedPlan,
   foldF,
   foldK,
   foldKept,
   foldOpenTurn,
   foldP,
   headingTitle,
+  newsMessage,
+  newsOfRecord,
   readAnswer,
+  readDecision,
   startsWithHeading,
 } from './oracle.js'
 
@@ -332,5 +337,75 @@ describe('the oracle', () => {
       expect(call.state, own).toEqual({ status: 'rejected', message: 'plan review r1 is already closed (approved); nothing was changed' })
       expect(oracle.get('a'), own).toEqual({ active: true, pending: false }) // the log's first record: an approval
     }
+  })
+
+  it("oracle, R101: with decisions 'all' the question offers R43's two, then the two it adds; one option alone decides, the added labels only when offered", () => {
+    expect(expectedQuestion('# T', 'all').options.map((o) => o.label)).toEqual(['Approve', 'Keep planning', 'Approve in a fresh context', 'Leave plan mode'])
+    expect(expectedQuestion('# T').options.map((o) => o.label)).toEqual(['Approve', 'Keep planning'])
+    const item = (selected: string[], extra: Record<string, unknown> = {}) => ({ answers: [{ id: 'plan-review', selected, ...extra }] })
+    expect(readDecision(item(['Approve in a fresh context']), 'all')).toEqual({ outcome: 'approved', fresh: true })
+    expect(readDecision(item(['Leave plan mode'], { custom: ' ' }), 'all')).toEqual({ outcome: 'left' })
+    expect(readDecision(item(['Approve']), 'all')).toEqual({ outcome: 'approved' })
+    expect(readDecision(item(['Leave plan mode']), 'approve-or-keep')).toEqual({ outcome: 'keep-planning' })
+    expect(readDecision(item(['Approve in a fresh context'], { custom: 'faster' }), 'all')).toEqual({ outcome: 'keep-planning', feedback: 'faster' })
+    expect(readDecision(item(['Leave plan mode'], { comments: [{ quote: 'T', text: 'no' }] }), 'all')).toEqual({ outcome: 'keep-planning' })
+    expect(readDecision(item(['Leave plan mode', 'Approve']), 'all')).toEqual({ outcome: 'keep-planning' })
+  })
+
+  it('oracle, R101: a leave projects and tells K like an approval, is told at a boundary when not told in the result, and is no approved plan; a fresh approval is one', () => {
+    const left = { type: 'plan/review', data: { outcome: 'left', title: 'T', plan: '# T' } }
+    expect(foldK([mode(true), header, left])).toBe(false)
+    expect(foldP([mode(true), left])).toBe(false)
+    expect(foldApprovedPlan([mode(true), left])).toBeNull()
+    expect(newsOfRecord({ outcome: 'left', reviewId: 'r1' })).toEqual({ outcome: 'left' })
+    expect(newsOfRecord({ outcome: 'left', reviewId: 'r1', toldInResult: true })).toBeNull()
+    expect(newsMessage({ outcome: 'left' })).toBe(TEXT.left)
+    const fresh = { type: 'plan/review', data: { outcome: 'approved', title: 'T', plan: '# T', fresh: true } }
+    expect(foldApprovedPlan([mode(true), fresh])).toEqual({ title: 'T', plan: '# T', seq: 2, fresh: true })
+    expect(foldApprovedPlan([mode(true), fresh, mode(false)])).toEqual({ title: 'T', plan: '# T', seq: 2, fresh: true })
+    expect(foldApprovedPlan([mode(true), fresh, mode(false), mode(true)])).toBeNull()
+  })
+
+  it('oracle, R101, R47: a channel leave records left, fails the call with its text, and leaves at the next boundary without a notice; a fresh approval records fresh: true', () => {
+    const planning = () => {
+      const oracle = new PlanModeOracle({ section: 'S', hasChannel: true, decisions: 'all' })
+      oracle.addAgent('a')
+      oracle.set('a', true)
+      oracle.hostAppend('a', 'turn/start', {})
+      oracle.boundary('a')
+      return oracle
+    }
+    const leaving = planning()
+    const call = leaving.execute({ agentId: 'a', args: { plan: '# T' } })
+    leaving.answer(leaving.asks[0]!, { answers: [{ id: 'plan-review', selected: ['Leave plan mode'] }] })
+    expect(call.state).toEqual({ status: 'rejected', message: TEXT.left })
+    expect(JSON.stringify(leaving.log('a').at(-1)!.data)).toBe('{"outcome":"left","title":"T","plan":"# T"}')
+    expect(leaving.get('a')).toEqual({ active: true, pending: false })
+    expect(leaving.boundary('a').state).toEqual({ status: 'resolved', value: { section: '', notices: [] } })
+    const approving = planning()
+    const approved = approving.execute({ agentId: 'a', args: { plan: '# T' } })
+    approving.answer(approving.asks[0]!, { answers: [{ id: 'plan-review', selected: ['Approve in a fresh context'], by: 'policy' }], by: 'policy' })
+    expect(approved.state).toEqual({ status: 'resolved', value: { approved: true } })
+    expect(JSON.stringify(approving.log('a').at(-1)!.data)).toBe('{"outcome":"approved","title":"T","plan":"# T","fresh":true,"by":"policy"}')
+  })
+
+  it("oracle, R101, R81: a durable leave resolves left; untold, the next boundary tells it, with no leaving notice; a fresh approval told in the result ends `fresh: true, toldInResult: true`", () => {
+    const durable = () => {
+      const oracle = new PlanModeOracle({ section: 'S', hasChannel: false, reviews: 'durable', decisions: 'all' })
+      oracle.addAgent('a')
+      oracle.set('a', true)
+      oracle.boundary('a')
+      oracle.execute({ agentId: 'a', args: { plan: '# T' }, reviewId: 'r1' })
+      return oracle
+    }
+    const leaving = durable()
+    expect(leaving.answerReview('a', 'r1', { answers: [{ id: 'plan-review', selected: ['Leave plan mode'] }] }).state).toEqual({ status: 'resolved', value: 'left' })
+    expect(leaving.get('a')).toEqual({ active: true, pending: false })
+    expect(leaving.boundary('a').state).toEqual({ status: 'resolved', value: { section: '', notices: [TEXT.left] } })
+    expect(leaving.boundary('a').state).toEqual({ status: 'resolved', value: { section: '', notices: [] } })
+    const approving = durable()
+    approving.answerReview('a', 'r1', { answers: [{ id: 'plan-review', selected: ['Approve in a fresh context'] }] }, { toldInResult: true })
+    expect(JSON.stringify(approving.log('a').at(-1)!.data)).toBe('{"outcome":"approved","reviewId":"r1","title":"T","plan":"# T","fresh":true,"toldInResult":true}')
+    expect(approving.boundary('a').state).toEqual({ status: 'resolved', value: { section: '', notices: [] } })
   })
 })

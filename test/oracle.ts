@@ -92,6 +92,23 @@
  *   outcome }` once the record landed. A dismissal leaves nothing for a boundary to tell (R81).
  * - Two closing records of one review that differ only in `by` are different outcomes (R95): the
  *   later one lost. Apart from `by`, a policy's approval is a user's (R30, R31, R58, R64).
+ *
+ * The whole set of decisions (R101), for a service created with `decisions: 'all'`:
+ * - The question offers four options (`expectedQuestion`); an answer is read as R44 reads it, one
+ *   option alone with nothing else said: `Approve` consents, `Approve in a fresh context` consents
+ *   into a fresh context, `Leave plan mode` leaves; anything else keeps planning (R45). Without
+ *   `'all'` the two added labels keep planning (`readDecision`).
+ * - A fresh approval is an approval for every rule, recorded with `fresh: true`. Its place in the
+ *   record: R101 puts it after the feedback and comments, before `toldInResult` and `by`. A fresh and a plain approval of one review are different outcomes (R80: the record
+ *   tells them apart by its content, and R102 hands only the fresh one off): the later one lost.
+ * - A leave (`left`) applies R47's state change without consent: K inactive when the call's result
+ *   tells it (a channel review; a durable one told in the result), P leaving when F is active, else
+ *   removed; the exit call fails with `TEXT.left`, `answerReview` resolves `'left'` (the recorded
+ *   outcome, as R80 resolves the others). It projects (R58) and tells K (R31) like an approval.
+ * - A durable leave not told in the result is told at the next boundary with `TEXT.left`, unless plan
+ *   mode is in force again there (R101, as R81 says of an approval). No leaving notice follows it (R101: the leave's flush has "no notice"; R81:
+ *   the message says the mode already); R32's entering notice does, when the user entered plan
+ *   mode again since and K is inactive.
  */
 
 /** A log entry as plan mode sees it (the log assigns `seq`; the oracle compares type and data). */
@@ -211,6 +228,8 @@ export const TEXT = {
   /** R80: `answerReview` with an answer of the wrong shape. */
   malformedAnswer:
     'answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string, comments?: [{ quote, text }] }] }; nothing was changed',
+  /** R101: what a leave fails the exit call with, and what a boundary tells of a durable leave. */
+  left: 'The user left plan mode without carrying out the plan; stop here and wait for their message.',
   /** R94: the message of the `'stop'` policy's rejection (`HEADLESS_STOP_MESSAGE`). */
   headlessStop: "the headless review policy 'stop' dismissed the plan review",
   flushFailed: 'plan-mode: step-boundary flush failed',
@@ -318,10 +337,18 @@ function strayRecords(log: readonly LogEntry[]): Set<number> {
   return stray
 }
 
-/** R31, R81: an approved review told the model it left plan mode: a channel's, or a durable one told in its call's result. */
+/**
+ * R31, R81: an approved review told the model it left plan mode: a channel's, or a durable one told
+ * in its call's result. R101: a leave (`left`) tells K like an approval.
+ */
 function tellsApproval(data: unknown): boolean {
   const record = data as { outcome?: unknown; reviewId?: unknown; toldInResult?: unknown }
-  return record.outcome === 'approved' && (typeof record.reviewId !== 'string' || record.toldInResult === true)
+  return leaves(record.outcome) && (typeof record.reviewId !== 'string' || record.toldInResult === true)
+}
+
+/** R47, R101: the outcomes that leave plan mode: an approval (fresh or not), and a leave. */
+function leaves(outcome: unknown): boolean {
+  return outcome === 'approved' || outcome === 'left'
 }
 
 /** A durable review the log holds open, as `openReview` shows it (R79). */
@@ -336,7 +363,7 @@ export interface OpenReviewExpectation {
 
 /** A durable review's outcome the model has not been told yet (R81). */
 export interface ReviewNewsExpectation {
-  outcome: 'approved' | 'keep-planning' | 'superseded'
+  outcome: 'approved' | 'left' | 'keep-planning' | 'superseded'
   feedback?: string
 }
 
@@ -348,7 +375,7 @@ export interface DurableFold {
   news: ReviewNewsExpectation | null
 }
 
-const CLOSING_OUTCOMES = ['approved', 'keep-planning', 'dismissed', 'failed', 'aborted', 'superseded', 'reloaded']
+const CLOSING_OUTCOMES = ['approved', 'left', 'keep-planning', 'dismissed', 'failed', 'aborted', 'superseded', 'reloaded']
 
 /** A durable review's record: a `plan/review` with a string `reviewId` (R79). */
 function durableRecord(entry: LogEntry): Record<string, unknown> | null {
@@ -359,7 +386,8 @@ function durableRecord(entry: LogEntry): Record<string, unknown> | null {
 
 /**
  * R80: two closing records that cannot be told apart by their content: the same outcome, feedback
- * and telling, and (R95: `by` is part of an outcome) the same decider, a policy or a user.
+ * and telling, (R95: `by` is part of an outcome) the same decider, a policy or a user, and (R101)
+ * both fresh approvals or neither.
  */
 function sameOutcome(first: Record<string, unknown> | null, own: Record<string, unknown>): boolean {
   return (
@@ -367,14 +395,15 @@ function sameOutcome(first: Record<string, unknown> | null, own: Record<string, 
     first.outcome === own.outcome &&
     first.feedback === own.feedback &&
     (first.toldInResult === true) === (own.toldInResult === true) &&
-    (first.by === 'policy') === (own.by === 'policy')
+    (first.by === 'policy') === (own.by === 'policy') &&
+    (first.fresh === true) === (own.fresh === true)
   )
 }
 
 /** R81: what a closing record leaves the next boundary to tell. */
 export function newsOfRecord(data: Record<string, unknown>): ReviewNewsExpectation | null {
   if (data.toldInResult === true) return null
-  if (data.outcome === 'approved' || data.outcome === 'superseded') return { outcome: data.outcome }
+  if (data.outcome === 'approved' || data.outcome === 'left' || data.outcome === 'superseded') return { outcome: data.outcome }
   if (data.outcome !== 'keep-planning') return null
   return typeof data.feedback === 'string' ? { outcome: 'keep-planning', feedback: data.feedback } : { outcome: 'keep-planning' }
 }
@@ -415,6 +444,7 @@ export function foldReviews(log: readonly LogEntry[]): DurableFold {
 /** R81: the text a boundary tells of a durable review's outcome. */
 export function newsMessage(news: ReviewNewsExpectation): string {
   if (news.outcome === 'approved') return TEXT.approvedNews
+  if (news.outcome === 'left') return TEXT.left // R101
   if (news.outcome === 'superseded') return TEXT.superseded
   return news.feedback === undefined ? TEXT.keepPlanning : TEXT.keepPlanningFeedback + news.feedback
 }
@@ -451,9 +481,43 @@ export function foldKept(log: readonly LogEntry[]): boolean | null {
       const selected = runs.get(String(data.commandId))!
       runs.delete(String(data.commandId))
       if (data.kind === 'success') kept = selected
-    } else if (entry.type === 'plan/review' && data.outcome === 'approved') kept = false
+    } else if (entry.type === 'plan/review' && leaves(data.outcome)) kept = false // R58; R101: a leave too
   }
   return kept
+}
+
+/** R98 (R94, R101): the plan approved last, as `approvedPlan` returns it. */
+export interface ApprovedPlanExpectation {
+  title: string
+  plan: string
+  seq: number
+  by?: 'policy'
+  fresh?: true
+}
+
+/**
+ * R98: `{ title, plan, seq, by? }` of the latest `plan/review { outcome: 'approved' }` (R101:
+ * `fresh: true` when it was approved into a fresh context), or null before any approval and once a
+ * `plan/mode { active: true }` follows it. A durable record that closes no open review (a lost
+ * racing answer's) changes nothing (R79, R80). (The oracle's logs start at seq 1.)
+ */
+export function foldApprovedPlan(log: readonly LogEntry[]): ApprovedPlanExpectation | null {
+  let approved: ApprovedPlanExpectation | null = null
+  const stray = strayRecords(log)
+  log.forEach((entry, index) => {
+    const data = (typeof entry.data === 'object' && entry.data !== null ? entry.data : {}) as Record<string, unknown>
+    if (entry.type === 'plan/mode' && data.active === true) approved = null
+    else if (entry.type === 'plan/review' && data.outcome === 'approved' && !stray.has(index)) {
+      approved = {
+        title: String(data.title),
+        plan: String(data.plan),
+        seq: index + 1,
+        ...(data.by === 'policy' ? { by: 'policy' as const } : {}),
+        ...(data.fresh === true ? { fresh: true as const } : {}),
+      }
+    }
+  })
+  return approved
 }
 
 /** R64: P after attach: the kept selection where it differs from F. */
@@ -492,6 +556,43 @@ export function readAnswer(answer: AnswerLike | undefined): { approved: true } |
   return blank ? { approved: false } : { approved: false, feedback: custom! }
 }
 
+/** Which decisions a service's reviews offer (R101). */
+export type Decisions = 'approve-or-keep' | 'all'
+
+
+/** R101: what an answer decides. */
+export type Decision =
+  | { outcome: 'approved'; fresh?: true }
+  | { outcome: 'left' }
+  | { outcome: 'keep-planning'; feedback?: string }
+
+/**
+ * R44, R45, R101: the answer read against the decisions offered: one option alone with nothing
+ * else said (no custom text, no comments) decides; anything else keeps planning, with the
+ * non-blank custom text as feedback. The labels R101 adds are read only when offered. (Comments,
+ * R100, are not modelled beyond this: an item with any makes a keep-planning answer, whose
+ * feedback here is the custom text alone.)
+ */
+export function readDecision(answer: AnswerLike | undefined, decisions: Decisions): Decision {
+  const all = Array.isArray(answer?.answers) ? (answer!.answers as unknown[]) : []
+  const items = all.filter((item) => (item as { id?: unknown } | null)?.id === 'plan-review') as {
+    selected?: unknown
+    custom?: unknown
+    comments?: unknown
+  }[]
+  if (items.length !== 1) return { outcome: 'keep-planning' }
+  const item = items[0]!
+  const custom = typeof item.custom === 'string' ? item.custom : undefined
+  const blank = custom === undefined || custom.trim() === ''
+  const commented = Array.isArray(item.comments) && item.comments.length > 0
+  const selected = Array.isArray(item.selected) ? item.selected : []
+  const only = selected.length === 1 && blank && !commented ? selected[0] : undefined
+  if (only === 'Approve') return { outcome: 'approved' }
+  if (decisions === 'all' && only === 'Approve in a fresh context') return { outcome: 'approved', fresh: true }
+  if (decisions === 'all' && only === 'Leave plan mode') return { outcome: 'left' }
+  return blank ? { outcome: 'keep-planning' } : { outcome: 'keep-planning', feedback: custom! }
+}
+
 /** R46: the message an aborted call fails with. */
 export function abortReasonMessage(reason: unknown): string {
   return reason instanceof Error ? reason.message : TEXT.aborted
@@ -501,18 +602,21 @@ export function abortReasonMessage(reason: unknown): string {
 // The model
 
 interface Settlement {
-  outcome: 'approved' | 'keep-planning' | 'dismissed' | 'failed' | 'aborted' | 'superseded' | 'reloaded'
+  outcome: 'approved' | 'left' | 'keep-planning' | 'dismissed' | 'failed' | 'aborted' | 'superseded' | 'reloaded'
   error?: string
   feedback?: string
   /** R94: a headless policy decided it (an answer or a dismissal that said so). */
   by?: 'policy'
+  /** R101: an approval into a fresh context. */
+  fresh?: true
 }
 
-/** How a durable review is closed by `answerReview` or a policy (R80, R95). */
+/** How a durable review is closed by `answerReview` or a policy (R80, R95, R101). */
 interface DurableVerdict {
-  outcome: 'approved' | 'keep-planning' | 'dismissed'
+  outcome: 'approved' | 'left' | 'keep-planning' | 'dismissed'
   feedback?: string
   by?: 'policy'
+  fresh?: true
 }
 
 interface Review {
@@ -606,6 +710,8 @@ export interface OracleOptions {
   closeTimeoutMs?: number
   /** R78: the service's reviews (default `'channel'`). */
   reviews?: 'channel' | 'durable'
+  /** R101: the decisions the service's reviews offer (default `'approve-or-keep'`). */
+  decisions?: Decisions
 }
 
 /** What a test passes for an exit-tool call. */
@@ -640,6 +746,8 @@ export class PlanModeOracle {
   readonly hasChannel: boolean
   /** R78: every review of the service is durable. */
   readonly durableReviews: boolean
+  /** R101: the decisions the reviews offer. */
+  readonly decisions: Decisions
   readonly closeTimeoutMs: number
   appendFate: (agentId: string, type: string, data: unknown) => AppendFate
   readonly warnings: ExpectedWarning[] = []
@@ -662,6 +770,7 @@ export class PlanModeOracle {
     this.section = options.section
     this.hasChannel = options.hasChannel
     this.durableReviews = options.reviews === 'durable'
+    this.decisions = options.decisions ?? 'approve-or-keep'
     this.closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS
     this.appendFate = options.appendFate ?? (() => ({ kind: 'ok' }))
   }
@@ -889,19 +998,15 @@ export class PlanModeOracle {
   }
 
   /** `answerReview(agent, reviewId, answer, { toldInResult })` (R80, R81; an answer with `by: 'policy'`, R94, R95). */
-  answerReview(agentId: string, reviewId: unknown, answer: unknown, options: { toldInResult?: boolean } = {}): OracleCall<'approved' | 'keep-planning'> {
-    const call = this.call<'approved' | 'keep-planning'>('answer', agentId)
+  answerReview(agentId: string, reviewId: unknown, answer: unknown, options: { toldInResult?: boolean } = {}): OracleCall<'approved' | 'keep-planning' | 'left'> {
+    const call = this.call<'approved' | 'keep-planning' | 'left'>('answer', agentId)
     if (this.failIfDisposed(call)) return call
     if (typeof reviewId !== 'string' || !isWellFormedAnswer(answer)) return this.fail(call, TEXT.malformedAnswer)
     // R44, R45 in the answer's turn: strict consent; anything else keeps planning, with non-blank
-    // custom text as feedback. R94: an answer with `by: 'policy'` is recorded so.
-    const verdict = (): DurableVerdict => {
-      const read = readAnswer(answer as AnswerLike)
-      return read.approved
-        ? { outcome: 'approved', ...byOf(answer) }
-        : { outcome: 'keep-planning', ...(read.feedback !== undefined ? { feedback: read.feedback } : {}), ...byOf(answer) }
-    }
-    this.closeDurable(call, agentId, reviewId, verdict, options.toldInResult === true, (outcome) => outcome as 'approved' | 'keep-planning')
+    // custom text as feedback; R101: the decisions offered. R94: an answer with `by: 'policy'` is
+    // recorded so. R80 resolves the recorded outcome (R101: `'left'` for a leave).
+    const verdict = (): DurableVerdict => ({ ...readDecision(answer as AnswerLike, this.decisions), ...byOf(answer) })
+    this.closeDurable(call, agentId, reviewId, verdict, options.toldInResult === true, (outcome) => outcome as 'approved' | 'keep-planning' | 'left')
     return call
   }
 
@@ -953,14 +1058,18 @@ export class PlanModeOracle {
           return done(() => this.fail(call, message))
         }
         const verdict = verdictOf()
-        // R49: `by: 'policy'` is the record's last key (R94, R95: after `toldInResult`).
+        // R49: `by: 'policy'` is the record's last key (R94, R95: after `toldInResult`); R101:
+        // `fresh: true` after the others, before `by`.
+        const fresh = verdict.fresh === true ? { fresh: true } : {}
+        const told = toldInResult ? { toldInResult: true } : {}
         const data: Record<string, unknown> = {
           outcome: verdict.outcome,
           reviewId,
           title: open.title,
           plan: open.plan,
           ...(verdict.feedback !== undefined ? { feedback: verdict.feedback } : {}),
-          ...(toldInResult ? { toldInResult: true } : {}),
+          ...fresh,
+          ...told,
           ...(verdict.by === 'policy' ? { by: 'policy' } : {}),
         }
         a.durable.inFlight = { reviewId, own: data, first: null }
@@ -984,16 +1093,18 @@ export class PlanModeOracle {
   answer(ask: ExpectedAsk, answer: AnswerLike | undefined): void {
     const a = this.reviewOf(ask)
     if (!a) return
-    const verdict = readAnswer(answer)
+    const verdict = readDecision(answer, this.decisions)
     // R94: an answer that says a policy gave it is recorded so; it settles the call all the same.
     const by = byOf(answer)
     this.answered(
       a,
-      verdict.approved
-        ? { outcome: 'approved', ...by }
-        : verdict.feedback === undefined
-          ? { outcome: 'keep-planning', error: TEXT.keepPlanning, ...by }
-          : { outcome: 'keep-planning', error: TEXT.keepPlanningFeedback + verdict.feedback, feedback: verdict.feedback, ...by },
+      verdict.outcome === 'approved'
+        ? { outcome: 'approved', ...(verdict.fresh ? { fresh: true } : {}), ...by }
+        : verdict.outcome === 'left'
+          ? { outcome: 'left', error: TEXT.left, ...by } // R101
+          : verdict.feedback === undefined
+            ? { outcome: 'keep-planning', error: TEXT.keepPlanning, ...by }
+            : { outcome: 'keep-planning', error: TEXT.keepPlanningFeedback + verdict.feedback, feedback: verdict.feedback, ...by },
     )
   }
 
@@ -1351,7 +1462,7 @@ export class PlanModeOracle {
     a.durable.open = null
     a.durable.closed = { reviewId: record.reviewId as string, outcome: String(record.outcome) }
     a.durable.news = newsOfRecord(record)
-    if (record.outcome !== 'approved') return
+    if (!leaves(record.outcome)) return // R101: a leave applies R47's state change too
     if (record.toldInResult === true) a.K = false
     a.P = this.F(a) ? false : undefined
   }
@@ -1553,10 +1664,15 @@ export class PlanModeOracle {
       const S = this.F(a)
       // R81: a durable review's untold outcome goes first, once; an approval is not told under an
       // active state in force (R32 alone applies), and when told it says the mode already.
-      const news = a.durable.news?.outcome === 'approved' && S ? null : a.durable.news
+      // R81, R101: an approval or a leave is not told under an active state in force (plan mode entered again).
+      const untoldUnderActive = a.durable.news?.outcome === 'approved' || a.durable.news?.outcome === 'left'
+      const news = untoldUnderActive && S ? null : a.durable.news
       a.durable.news = null
       const notices = news ? [newsMessage(news)] : []
-      if (a.K !== undefined && a.K !== S && news?.outcome !== 'approved') notices.push(S ? TEXT.entering : TEXT.leaving)
+      // R81: no leaving notice after an approval's message; R101: nor after a leave's (told under
+      // an active state in force, a leave is followed by R32's entering notice, if any).
+      const saysMode = news?.outcome === 'approved' || (news?.outcome === 'left' && !S)
+      if (a.K !== undefined && a.K !== S && !saysMode) notices.push(S ? TEXT.entering : TEXT.leaving)
       a.K = S
       done({ section: under(S), notices })
     }
@@ -1616,23 +1732,27 @@ export class PlanModeOracle {
   /** R49: the record lands (or its failure is contained), then the call settles (R47). */
   private record(a: Attachment, review: Review, after?: () => void): void {
     const s = review.settlement!
-    // R94: a policy's decision ends with `by: 'policy'`; a user's record has no `by` key.
+    // R94: a policy's decision ends with `by: 'policy'`; a user's record has no `by` key. R101:
+    // a fresh approval's `fresh: true` comes after the rest, before `by`.
     const data = {
       outcome: s.outcome,
       title: review.title,
       plan: review.plan,
       ...(s.feedback !== undefined ? { feedback: s.feedback } : {}),
+      ...(s.fresh === true ? { fresh: true } : {}),
       ...(s.by === 'policy' ? { by: 'policy' } : {}),
     }
     this.append(a, 'plan/review', data, (error) => {
       if (error) this.warnings.push({ message: TEXT.recordFailed, error })
       a.review = null
-      if (s.outcome === 'approved') {
-        // R47: K := inactive; if F is active, P := leaving, else P removed.
+      if (leaves(s.outcome)) {
+        // R47: K := inactive; if F is active, P := leaving, else P removed. R101: a leave too,
+        // without consent: the call fails with its text.
         a.K = false
         if (error) a.toldIsLogged = false
         a.P = this.F(a) ? false : undefined
-        this.settle(review.call, { approved: true })
+        if (s.outcome === 'approved') this.settle(review.call, { approved: true })
+        else this.fail(review.call, s.error!)
       } else {
         this.fail(review.call, s.error!)
       }
@@ -1641,17 +1761,28 @@ export class PlanModeOracle {
   }
 }
 
-/** R43: the one question a review must ask, quoted from SPEC. */
-export function expectedQuestion(plan: string) {
+/** R43: the one question a review must ask, quoted from SPEC; R101: its four options with `decisions: 'all'`. */
+export function expectedQuestion(plan: string, decisions: Decisions = 'approve-or-keep') {
+  const approve = { label: 'Approve', description: 'Leave plan mode; the plan is carried out from the next step.' }
+  const keep = { label: 'Keep planning', description: 'Stay in plan mode; feedback goes back to the model.' }
   return {
     id: 'plan-review',
     header: 'Plan review',
     question: 'Approve this plan and leave plan mode?',
     detail: plan,
-    options: [
-      { label: 'Approve', description: 'Leave plan mode; the plan is carried out from the next step.' },
-      { label: 'Keep planning', description: 'Stay in plan mode; feedback goes back to the model.' },
-    ],
+    // R101: R43's two first, then the two it adds.
+    options:
+      decisions === 'all'
+        ? [
+            approve,
+            keep,
+            {
+              label: 'Approve in a fresh context',
+              description: 'Leave plan mode; the plan is carried out from the next step, in a fresh context that holds the plan and the decisions made.',
+            },
+            { label: 'Leave plan mode', description: 'Leave plan mode without carrying out the plan; the model stops and waits.' },
+          ]
+        : [approve, keep],
     intent: { kind: 'plan-review', approve: 'Approve' },
   }
 }

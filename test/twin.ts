@@ -22,6 +22,7 @@ import {
   PlanModeOracle,
   TEXT,
   expectedQuestion,
+  foldApprovedPlan,
   type AppendFate,
   type ExpectedAsk,
   type LogEntry,
@@ -64,6 +65,8 @@ export interface TwinOptions {
   closeTimeoutMs?: number
   /** R78: the service's reviews (the service's default, `'channel'`, when absent). */
   reviews?: 'channel' | 'durable'
+  /** R101: the decisions the service's reviews offer (the service's default, `'approve-or-keep'`, when absent). */
+  decisions?: 'approve-or-keep' | 'all'
   /**
    * The agents' logs, shared with another twin (two services on one log, like two processes):
    * each agent's log is taken from here instead of made from its seed, and the oracle starts from
@@ -106,6 +109,7 @@ export class Twin {
       hasChannel: options.hasChannel ?? true,
       ...(options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: options.closeTimeoutMs }),
       ...(options.reviews === undefined ? {} : { reviews: options.reviews }),
+      ...(options.decisions === undefined ? {} : { decisions: options.decisions }),
       appendFate: (id) => this.oracleFates.get(id)!.shift() ?? (this.holding ? { kind: 'hold' } : { kind: 'ok' }),
     })
     this.holding = options.defaultFate === 'hold'
@@ -132,6 +136,7 @@ export class Twin {
         ...(this.options.inspect ? { inspect: this.options.inspect } : {}),
         ...(this.options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: this.options.closeTimeoutMs }),
         ...(this.options.reviews === undefined ? {} : { reviews: this.options.reviews }),
+        ...(this.options.decisions === undefined ? {} : { decisions: this.options.decisions }),
       },
     )
   }
@@ -262,7 +267,7 @@ export class Twin {
     return this.pair(label, oracle, sut, controller)
   }
 
-  /** `answerReview` (R80, R81). */
+  /** `answerReview` (R80, R81; R101: `'left'` for a leave). */
   answerReview(id: string, reviewId: string, answer: unknown, options: { toldInResult?: boolean } = {}): PairedCall {
     const label = `answerReview(${id}, ${reviewId}, ${JSON.stringify(answer)}${options.toldInResult ? ', toldInResult' : ''})`
     this.trace.push(label)
@@ -502,6 +507,8 @@ export class Twin {
     this.expectEqual(`R2: get(${id}).active is the fold of the log`, got.active, foldPlanMode(log.events))
     this.expectEqual(`R21: section(${id})`, this.service.section(this.agent(id)), this.oracle.sectionOf(id))
     this.expectEqual(`R79: openReview(${id})`, this.service.openReview(this.agent(id)), this.oracle.openReview(id))
+    // R98, R101: the plan approved last, read from the log (a fresh approval carries `fresh: true`).
+    this.expectEqual(`R98: approvedPlan(${id})`, this.service.approvedPlan(this.agent(id)), foldApprovedPlan(events))
     this.expectEqual(`R62: the actor of ${id} is active`, this.service.actor(this.agent(id)).getSnapshot().status, 'active')
     const steered = this.steered.get(id)!.map((m) => {
       if (typeof m.id !== 'string' || m.role !== 'user' || !isDeepStrictEqual(m.source, { kind: 'user' })) {
@@ -516,7 +523,7 @@ export class Twin {
     this.expectEqual('R43: how many reviews were asked', this.channel.asks.length, this.oracle.asks.length)
     this.channel.asks.forEach((received, i) => {
       const expected: ExpectedAsk = this.oracle.asks[i]!
-      this.expectEqual(`R43: question #${i}`, received.request.questions, [expectedQuestion(expected.plan)])
+      this.expectEqual(`R43, R101: question #${i}`, received.request.questions, [expectedQuestion(expected.plan, this.oracle.decisions)])
       this.expectEqual(`R43: agent of ask #${i}`, received.request.agent.id, expected.agentId)
       if (expected.aborted) this.expectEqual(`R43: the signal of ask #${i} aborted`, received.request.signal.aborted, true)
       else if (!expected.stale) this.expectEqual(`R43: the signal of open ask #${i} is live`, received.request.signal.aborted, false)

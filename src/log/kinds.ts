@@ -369,6 +369,8 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
         ...(typeof data.feedback === 'string' ? { feedback: data.feedback } : {}),
         toldInResult: data.toldInResult === true,
         ...(data.by === 'policy' ? { by: 'policy' as const } : {}),
+        // Part of the outcome: a fresh approval is not the plain one another writer recorded (R80, R101).
+        ...(data.fresh === true ? { fresh: true as const } : {}),
       }
     },
     // A headless policy's decision shows as such: `approved (by policy)` (R94, R95).

@@ -34,7 +34,7 @@ export type PlanModeEvent =
   /** A durable review's request (R79), the chart's own or another process's. */
   | { type: 'LOG.REVIEW_REQUESTED'; review: OpenPlanReview }
   /** A record closing a durable review (R80), the chart's own or another process's. */
-  | { type: 'LOG.REVIEW_CLOSED'; reviewId: string; outcome: ReviewOutcome; feedback?: string; toldInResult: boolean; by?: 'policy' }
+  | { type: 'LOG.REVIEW_CLOSED'; reviewId: string; outcome: ReviewOutcome; feedback?: string; toldInResult: boolean; by?: 'policy'; fresh?: true }
   /** The log's answer to the chart's own appends (sent back by the append effects). */
   | { type: 'PLAN_MODE.APPENDED' }
   | { type: 'PLAN_MODE.APPEND_FAILED'; error: unknown }

@@ -466,12 +466,12 @@ const planModeSetup = setup({
     /** Another process recorded the open review's outcome: it closes with that outcome (R80). */
     adoptOutcome: assign(({ context, event }) => {
       if (event.type !== 'LOG.REVIEW_CLOSED' || context.review === null) return {}
-      return { review: { ...context.review, result: resultOfRecord(event.outcome, event.feedback, event.toldInResult, event.by) } }
+      return { review: { ...context.review, result: resultOfRecord(event.outcome, event.feedback, event.toldInResult, event.by, event.fresh) } }
     }),
     /** The log holds a record of this review while ours is in flight: the first one wins (R80). */
     noteRecorded: assign(({ context, event }) => {
       if (event.type !== 'LOG.REVIEW_CLOSED' || context.review === null || context.review.recorded !== undefined) return {}
-      return { review: { ...context.review, recorded: resultOfRecord(event.outcome, event.feedback, event.toldInResult, event.by) } }
+      return { review: { ...context.review, recorded: resultOfRecord(event.outcome, event.feedback, event.toldInResult, event.by, event.fresh) } }
     }),
     /**
      * An answer's record failed: the answer fails with the log's error, the review stays open (R80),
@@ -511,7 +511,11 @@ const planModeSetup = setup({
       if (review === null || recorded === undefined || own == null) return {}
       // Told in the result or not is part of the outcome: the model hears it once (R81); so is who decided it (R95).
       const same =
-        recorded.outcome === own.outcome && recorded.feedback === own.feedback && recorded.toldInResult === own.toldInResult && recorded.by === own.by
+        recorded.outcome === own.outcome &&
+        recorded.feedback === own.feedback &&
+        recorded.toldInResult === own.toldInResult &&
+        recorded.by === own.by &&
+        recorded.fresh === own.fresh
       if (same) return {}
       return { review: { ...review, result: recorded, lost: true } }
     }),
