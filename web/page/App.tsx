@@ -32,34 +32,10 @@ import {
 import Markdown, { type Components, type ExtraProps } from 'react-markdown'
 import { Chart } from './Chart.js'
 
-/** What `GET /api/chats/:id/state` answers (web/server.ts `ChatState`). */
-interface ChatState {
-  instance: string
-  mode: { active: boolean; pending?: boolean }
-  review: { reviewId: string; title: string; plan: string; callId?: string } | null
-  versions: PlanVersion[]
-  chart: { value: unknown }
-}
-
-/** One plan of the current planning episode (web/server.ts `PlanVersion`, the library's R96 history). */
-interface PlanVersion {
-  version: number
-  title: string
-  plan: string
-  outcome: string
-  feedback?: string
-  by?: 'policy'
-  /** Set when it was approved into a fresh context (R101). */
-  fresh?: true
-  /** For versions after the first: the line diff from the previous version (R97). */
-  diff?: DiffLine[]
-}
-
-/** One line of a plan diff (the library's `PlanDiffLine`). */
-interface DiffLine {
-  kind: 'same' | 'added' | 'removed'
-  text: string
-}
+// The server's answers, as the server types them (type-only imports: nothing of the server or the
+// library is bundled into the page).
+import type { PlanDiffLine as DiffLine } from 'xstate-plan-mode'
+import type { ChatState, PlanVersion } from '../server.js'
 
 /** A `/plan` typed in the composer and what it answered, shown in the conversation. */
 interface CommandNote {
