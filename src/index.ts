@@ -67,7 +67,7 @@ export {
 export { type PlanCommand, type PlanCommandInput } from './plan/command.js'
 export { NOTICE_TEXTS } from './plan/narration.js'
 export type { NoticeKind } from './machines/planMode.events.js'
-export { REVIEW_MESSAGES, APPROVED_NEWS_TEXT, APPROVE_FRESH_LABEL, KEEP_PLANNING_LABEL, LEAVE_LABEL, approvedPlanSection, commentsText, planTitle } from './plan/review.js'
+export { REVIEW_MESSAGES, APPROVED_NEWS_TEXT, APPROVE_FRESH_LABEL, KEEP_PLANNING_LABEL, LEAVE_LABEL, approvedPlanSection, commentsText, planTitle, reviewQuestion } from './plan/review.js'
 export { dueHandoff, handoffText, type PlanHandoff } from './plan/handoff.js'
 export { planModeMachine, type PlanModeContext } from './machines/planMode.machine.js'
 export type { PlanModeEvent } from './machines/planMode.events.js'

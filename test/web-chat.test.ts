@@ -422,6 +422,8 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
       ['keep-planning', 'Keep planning'],
       ['leave', 'Leave plan mode'],
     ])
+    // Their tooltips are the library's descriptions (R101), served with the chat's state.
+    expect(await openCard(page).getByTestId('leave').getAttribute('title')).toBe('Leave plan mode without carrying out the plan; the model stops and waits.')
     // Comments go with Keep planning only (R100): the other decisions wait while one is listed.
     await openCard(page).getByTestId('plan-body').locator('h1').click()
     await openCard(page).getByTestId('comment-text').fill('Name it.')

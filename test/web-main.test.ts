@@ -4,6 +4,7 @@ import { PGlite } from '@electric-sql/pglite'
 import { expect, it } from 'vitest'
 import { offlineChatModel } from '../cli/offline-model.js'
 import { pgliteListen } from '../src/adapters/postgres.js'
+import { reviewQuestion } from '../src/index.js'
 import { SECTION, startWebChat } from '../web/server.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -33,6 +34,8 @@ it('npm run web starts the chat on PGlite with the offline model, prints its URL
       mode: { active: false },
       review: null,
       versions: [],
+      // R101: the review's four options, as the library words them (the card's buttons and tooltips).
+      options: reviewQuestion('', 'all').options,
       chart: { value: { mode: 'inactive', turn: 'idle', review: 'idle', intent: 'logged', lifecycle: 'serving' } },
     })
     const command = await fetch(new URL('/api/chats/first-chat/command', url), { method: 'POST', body: JSON.stringify({ input: '' }) })

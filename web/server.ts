@@ -50,11 +50,13 @@ import {
   REVIEW_MESSAGES,
   planHistory,
   planModeMachine,
+  reviewQuestion,
   type PlanAgent,
   type PlanDiffLine,
   type PlanMode,
   type PlanReviewData,
   type PresentedPlan,
+  type ReviewQuestion,
   type SessionEvent,
   type UserMessage,
 } from 'xstate-plan-mode'
@@ -130,6 +132,8 @@ export interface ChatState {
   instance: string
   mode: { active: boolean; pending?: boolean }
   review: { reviewId: string; title: string; plan: string; callId?: string } | null
+  /** The options a review offers (R43, R101), as the library words them: the card's buttons. */
+  options: ReviewQuestion['options']
   versions: PlanVersion[]
   chart: { value: unknown }
 }
@@ -259,6 +263,9 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     }
   }
 
+  /** The review's options, the same for every chat of this service. */
+  const reviewOptions = reviewQuestion('', planMode.decisions).options
+
   async function state(chatId: string): Promise<ChatState> {
     const agent = await agentOf(chatId)
     const open = planMode.openReview(agent)
@@ -267,6 +274,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       mode: planMode.get(agent),
       review: open === null ? null : { reviewId: open.reviewId, title: open.title, plan: open.plan, ...(open.callId ? { callId: open.callId } : {}) },
       versions: currentVersions(agent.session),
+      options: reviewOptions,
       chart: { value: planMode.actor(agent).getSnapshot().value },
     }
   }

@@ -75,7 +75,10 @@ export function planTitle(plan: string): string | undefined {
   return ANY_HEADING.exec(plan)?.[1]?.trimEnd()
 }
 
-/** The one question a review asks (R43). */
+/**
+ * The one question a review asks (R43, R101), also for hosts that render a durable review
+ * themselves and need its options' labels and descriptions.
+ */
 export function reviewQuestion(plan: string, decisions: ReviewDecisions = 'approve-or-keep'): ReviewQuestion {
   const approve = { label: APPROVE_LABEL, description: 'Leave plan mode; the plan is carried out from the next step.' }
   const keep = { label: KEEP_PLANNING_LABEL, description: 'Stay in plan mode; feedback goes back to the model.' }

@@ -237,6 +237,7 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
   }
 
   return (
+    <ReviewOptionsContext.Provider value={state?.options ?? []}>
     <div className="web-chat">
       <div className="topbar">
         <h1>Plan mode</h1>
@@ -299,6 +300,7 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
         </aside>
       </div>
     </div>
+    </ReviewOptionsContext.Provider>
   )
 }
 
@@ -577,20 +579,13 @@ function PlanCard({
           >
             Approve
           </button>
-          <button
-            type="button"
-            className="approve-fresh"
-            data-testid="approve-fresh"
-            disabled={sending || comments.length > 0}
-            title={
-              comments.length > 0
-                ? 'Comments ask for changes: send them with Keep planning, or remove them to approve'
-                : 'Leave plan mode; the plan is carried out from the next step, in a fresh context that holds the plan and the decisions made.'
-            }
-            onClick={() => void decide(part, FRESH_DECISION)}
-          >
-            {FRESH_DECISION}
-          </button>
+          <DecisionButton
+            label={FRESH_DECISION}
+            testId="approve-fresh"
+            disabled={sending}
+            blockedBy={comments.length > 0 ? 'Comments ask for changes: send them with Keep planning, or remove them to approve' : null}
+            onDecide={() => void decide(part, FRESH_DECISION)}
+          />
           <textarea
             aria-label="Feedback"
             data-testid="feedback"
@@ -603,20 +598,13 @@ function PlanCard({
           <button type="button" data-testid="keep-planning" disabled={sending} onClick={() => void keepPlanning(part)}>
             {sending ? 'Sending…' : 'Keep planning'}
           </button>
-          <button
-            type="button"
-            className="leave"
-            data-testid="leave"
-            disabled={sending || comments.length > 0}
-            title={
-              comments.length > 0
-                ? 'Comments ask for changes: send them with Keep planning, or remove them to leave plan mode'
-                : 'Leave plan mode without carrying out the plan; the model stops and waits.'
-            }
-            onClick={() => void decide(part, LEAVE_DECISION)}
-          >
-            {LEAVE_DECISION}
-          </button>
+          <DecisionButton
+            label={LEAVE_DECISION}
+            testId="leave"
+            disabled={sending}
+            blockedBy={comments.length > 0 ? 'Comments ask for changes: send them with Keep planning, or remove them to leave plan mode' : null}
+            onDecide={() => void decide(part, LEAVE_DECISION)}
+          />
         </div>
       )}
     </article>
@@ -649,6 +637,22 @@ interface LineMarks {
 
 /** Set by an open card's plan: its blocks then name their lines in the plan (`data-line`). */
 const LineMarksContext = createContext<LineMarks | null>(null)
+
+/** The review's options as the library words them (`ChatState.options`, R43, R101): the buttons' tooltips. */
+const ReviewOptionsContext = createContext<ChatState['options']>([])
+
+/**
+ * One of the decisions R101 adds, as a button: its label, the library's description as its
+ * tooltip, and the reason it is disabled (`blockedBy`) in place of the description when it is.
+ */
+function DecisionButton({ label, testId, disabled, blockedBy, onDecide }: { label: Decision; testId: string; disabled: boolean; blockedBy: string | null; onDecide: () => void }) {
+  const description = useContext(ReviewOptionsContext).find((option) => option.label === label)?.description
+  return (
+    <button type="button" className={testId} data-testid={testId} disabled={disabled || blockedBy !== null} title={blockedBy ?? description} onClick={onDecide}>
+      {label}
+    </button>
+  )
+}
 
 /** The blocks a comment can be anchored to: each names the plan's line where it starts. */
 const LINE_TAGS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'p', 'li', 'pre', 'tr', 'blockquote'] as const
