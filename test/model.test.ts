@@ -32,6 +32,15 @@ const coverage = new CoverageCollector()
 let replayed = 0
 
 describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statechart replayed on the service against the oracle', () => {
+  /** Whether some generated path of `config` holds the letters `labels` one after another. */
+  const runs = (config: ModelPath['config'], ...labels: string[]) =>
+    paths.some((path) => {
+      if (path.config !== config) return false
+      const names = path.letters.map((letter) => letter.label)
+      return names.some((_, i) => labels.every((label, j) => names[i + j] === label))
+    })
+  const lands = 'plan/review append resolves'
+
   it.each(paths.map((path, i) => [i + 1, pathName(path), path] as const))(
     'path %i: %s',
     async (_i, _name, path) => {
@@ -79,13 +88,6 @@ describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statecha
   it("R94, R95: the policy letters are replayed up to their records' landing, and a policy's and a user's approval of one review race both ways", () => {
     // The replays above compare each record with the oracle's byte for byte (`by: 'policy'` last);
     // this says that the generated paths hold those landings.
-    const runs = (config: ModelPath['config'], ...labels: string[]) =>
-      paths.some((path) => {
-        if (path.config !== config) return false
-        const names = path.letters.map((letter) => letter.label)
-        return names.some((_, i) => labels.every((label, j) => names[i + j] === label))
-      })
-    const lands = 'plan/review append resolves'
     expect(runs('channel', 'answer approve by policy (R94)', lands)).toBe(true)
     expect(runs('channel', 'dismiss review by policy (R94)', lands)).toBe(true)
     expect(runs('durable', 'answerReviewByPolicy(approve) (R95)', lands)).toBe(true)
@@ -100,13 +102,6 @@ describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statecha
   it("R101: the decision letters are replayed up to their records' landing, a fresh approval races a plain one, and a boundary tells an untold leave", () => {
     // The replays above compare each record with the oracle's byte for byte (`fresh: true`, R101)
     // and every exit call's, answer's and boundary's result.
-    const runs = (config: ModelPath['config'], ...labels: string[]) =>
-      paths.some((path) => {
-        if (path.config !== config) return false
-        const names = path.letters.map((letter) => letter.label)
-        return names.some((_, i) => labels.every((label, j) => names[i + j] === label))
-      })
-    const lands = 'plan/review append resolves'
     expect(runs('channel', 'answer approve fresh (R101)', lands)).toBe(true)
     expect(runs('channel', 'answer leave (R101)', lands)).toBe(true)
     for (const answer of ['approve fresh (R101)', 'approve fresh, told in result (R101)', 'leave (R101)', 'leave, told in result (R101)']) {
