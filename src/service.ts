@@ -40,6 +40,7 @@ import type {
   PlanModeOptions,
   PlanModeState,
   SetOutcome,
+  StepBoundaryOptions,
   StepBoundaryResult,
   UserMessage,
 } from './types.js'
@@ -115,8 +116,12 @@ export interface PlanMode {
   get(agent: PlanAgent): PlanModeState
   /** A user selection (R8–R13); rejects with the log's error when an idle commit fails (R11). */
   set(agent: PlanAgent, active: boolean): Promise<SetOutcome>
-  /** Call once per new step, right before deriving its request (R14–R20, R30–R36). */
-  stepBoundary(agent: PlanAgent, options?: { signal?: AbortSignal }): Promise<StepBoundaryResult>
+  /**
+   * Call once per new step, right before deriving its request (R14–R20, R30–R36). `handoff: true`
+   * says the step's request starts a fresh context whose first message tells the plan approved
+   * into it (`dueHandoff`, R102): the boundary then does not tell that approval itself.
+   */
+  stepBoundary(agent: PlanAgent, options?: StepBoundaryOptions): Promise<StepBoundaryResult>
   /** The section under E, for hosts that assemble before the boundary; `''` without an agent (R21). */
   section(agent?: PlanAgent): string
   /** The always-registered `exit_plan_mode` tool (R40–R52, R79). */
@@ -464,8 +469,8 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   return {
     get: (agent) => planModeState(attachmentOf(agent).snapshot),
     set: async (agent, active) => (await select(agent, active)).outcome,
-    stepBoundary: (agent, { signal } = {}) =>
-      perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true }, (snapshot) => {
+    stepBoundary: (agent, { signal, handoff } = {}) =>
+      perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true, ...(handoff === true ? { handoff } : {}) }, (snapshot) => {
         const { active, notice, news } = resultOf(snapshot, 'boundary')
         return { section: active ? section : '', messages: notice === null && news === null ? [] : narration(news, notice) }
       }),
