@@ -558,15 +558,22 @@ function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent
     }
     const readOnly = isReadOnlyTool(original)
     const call = (toolCallId: string) => ({ tool: name, callId: toolCallId, readOnly })
-    guarded[name] = {
-      ...original,
-      execute: isAsyncGeneratorFunction(execute)
+    // The tool's own fields copied as they are, getters included, without reading them: a getter
+    // of the host's (a `readOnly` that throws, R88) is not run here, and the SDK sees the same
+    // fields, and prototype, as without a guard (R40).
+    const { execute: _execute, ...fields } = Object.getOwnPropertyDescriptors(original)
+    const guardedExecute: PropertyDescriptor = {
+      configurable: true,
+      enumerable: true,
+      writable: true,
+      value: isAsyncGeneratorFunction(execute)
         ? async function* (input: unknown, options: ToolCallOptions) {
             await guard.check(agent, call(options.toolCallId))
             yield* execute.call(original, input, options) as AsyncIterable<unknown>
           }
         : (input: unknown, options: ToolCallOptions) => guard.run(agent, call(options.toolCallId), () => execute.call(original, input, options)),
-    } as Tool
+    }
+    guarded[name] = Object.create(Object.getPrototypeOf(original), { ...fields, execute: guardedExecute }) as Tool
   }
   return guarded as TOOLS
 }
