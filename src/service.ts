@@ -22,6 +22,7 @@ import {
   REVIEW_MESSAGES,
   abortMessage,
   answerClosedMessage,
+  copyAnswer,
   isWellFormedAnswer,
   newsText,
   readReviewAnswer,
@@ -393,11 +394,16 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   /** `answerReview` (R80): its checks, then the chart's decision in the agent's turn. */
   function answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options: AnswerReviewOptions = {}): Promise<'approved' | 'keep-planning' | 'left'> {
     if (disposed) return Promise.reject(new Error(DISPOSED_MESSAGE))
-    // The answer is untrusted: read once, here, into a plain verdict; a getter that throws or
-    // changes its mind never reaches the chart, whose actions must not throw (R62).
+    // The answer is untrusted: copied once, here, into plain data, which is checked and then
+    // decided on (a getter that throws or changes its mind is no data); only the verdict reaches
+    // the chart, whose actions must not throw (R62).
     let verdict: ReviewVerdict
+    let data: unknown
+    let toldInResult: boolean
     try {
-      if (typeof reviewId !== 'string' || !isWellFormedAnswer(answer)) throw new Error(MALFORMED_ANSWER_MESSAGE)
+      data = copyAnswer(answer)
+      toldInResult = options?.toldInResult === true
+      if (typeof reviewId !== 'string' || !isWellFormedAnswer(data)) throw new Error(MALFORMED_ANSWER_MESSAGE)
     } catch {
       return Promise.reject(new Error(MALFORMED_ANSWER_MESSAGE))
     }
@@ -411,11 +417,11 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       return Promise.reject(error) // the agent cannot attach (R61)
     }
     try {
-      verdict = readReviewAnswer(answer, plan, settings.decisions)
+      verdict = readReviewAnswer(data, plan, settings.decisions)
     } catch (error) {
       return Promise.reject(error instanceof ReviewCommentError ? error : new Error(MALFORMED_ANSWER_MESSAGE))
     }
-    return closeDurableReview(agent, reviewId, verdict, options?.toldInResult === true) as Promise<'approved' | 'keep-planning' | 'left'>
+    return closeDurableReview(agent, reviewId, verdict, toldInResult) as Promise<'approved' | 'keep-planning' | 'left'>
   }
 
   /** `answerReviewByPolicy` (R95): the durable review open now, closed by the policy's verdict in the agent's turn. */
