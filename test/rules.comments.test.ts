@@ -114,7 +114,10 @@ describe('R100: comments anchored to the plan', () => {
         const selected = Object.defineProperty([...first!.selected], 0, { enumerable: true, get: () => (reads++ === 0 ? first!.selected[0] : 'Approve') })
         return { answer: { answers: [{ ...first, selected }, ...rest] }, getter: true }
       }
-      if (how === 'proxy') return { answer: new Proxy({ answers }, { get: (t, key) => (key === 'answers' ? [APPROVE_ITEM] : Reflect.get(t, key)) }), getter: false }
+      if (how === 'proxy') {
+        const later = approveLater(answers)
+        return { answer: new Proxy({ answers }, { get: (t, key) => (key === 'answers' ? later() : Reflect.get(t, key)) }), getter: false }
+      }
       if (how === 'toJSON') return { answer: { answers, toJSON: () => ({ answers: [APPROVE_ITEM] }) }, getter: false }
       return { answer: { answers }, getter: false }
     }

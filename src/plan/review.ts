@@ -123,12 +123,20 @@ const MAX_ANSWER_ITEMS = 10_000
 
 const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null
 
-/** `target`'s own data property `key`, read once; a getter is not data. */
+/**
+ * `target`'s own data property `key`, read once (through `[[Get]]`, so that a Proxy's `get` trap
+ * is the answer it gives, once); an inherited one is absent. A getter is not data: the answer
+ * cannot be read. Its getter is called once all the same, so that one that throws fails the
+ * review with its own error, as any unreadable answer does (R46).
+ */
 function dataField(target: object, key: string, path: string): unknown {
   const descriptor = Object.getOwnPropertyDescriptor(target, key)
   if (descriptor === undefined) return undefined
-  if (!('value' in descriptor)) throw new UnreadableAnswerError(`the plan review answer is not plain data (${path} is a getter)`)
-  return descriptor.value
+  if (!('value' in descriptor)) {
+    descriptor.get?.call(target)
+    throw new UnreadableAnswerError(`the plan review answer is not plain data (${path} is a getter)`)
+  }
+  return Reflect.get(target, key)
 }
 
 /** A copy of an answer's array, element by element, each read once through `copy`. */
