@@ -242,6 +242,18 @@ describe('R91: the guard\'s faults are contained', () => {
     })
   }
 
+  it('R91, R73: an append that fails after recordTimeoutMs expired is warned once, for the expiry', async () => {
+    let fail!: (error: Error) => void
+    const late = new Promise((_, reject) => (fail = reject))
+    const { planMode, agent, write, warnings } = setup('block', answeringLog(() => late), { recordTimeoutMs: 20 })
+    await planMode.set(agent, true)
+    await expect(write('c1')).rejects.toThrow(new Error(BLOCKED))
+    fail(new Error('disk full'))
+    await late.catch(() => {})
+    await new Promise((resolve) => setImmediate(resolve)) // the guard's own handler runs after the test's
+    expect(warnings).toEqual([['plan-mode: violation record failed', new Error('the plan/violation record did not settle within 20 ms')]])
+  })
+
   it('R91, R73: an append that never settles is given up after recordTimeoutMs: warned, and the call goes on as decided', async () => {
     for (const action of ['observe', 'block'] as const) {
       const { planMode, agent, write, warnings, types } = setup(action, answeringLog(() => new Promise(() => {})), { recordTimeoutMs: 20 })

@@ -181,7 +181,11 @@ export function createPlanGuard(options: PlanGuardOptions): PlanGuard {
     }
     const landing = new Promise<void>((resolve, reject) => (then as PromiseLike<unknown>['then']).call(appended, () => resolve(), reject))
     return new Promise<void>((resolve, reject) => {
+      let decided = false
+      // Once: an append that lands (or fails) after the bound expired is not reported again.
       const go = (failure?: { error: unknown }) => {
+        if (decided) return
+        decided = true
         clearTimeout(timer)
         try {
           afterRecord(tool, failure)
