@@ -22,6 +22,7 @@ import {
   REVIEW_MESSAGES,
   abortMessage,
   answerClosedMessage,
+  copyAnswer,
   isWellFormedAnswer,
   newsText,
   readReviewAnswer,
@@ -40,6 +41,7 @@ import type {
   PlanModeOptions,
   PlanModeState,
   SetOutcome,
+  StepBoundaryOptions,
   StepBoundaryResult,
   UserMessage,
 } from './types.js'
@@ -115,8 +117,12 @@ export interface PlanMode {
   get(agent: PlanAgent): PlanModeState
   /** A user selection (R8–R13); rejects with the log's error when an idle commit fails (R11). */
   set(agent: PlanAgent, active: boolean): Promise<SetOutcome>
-  /** Call once per new step, right before deriving its request (R14–R20, R30–R36). */
-  stepBoundary(agent: PlanAgent, options?: { signal?: AbortSignal }): Promise<StepBoundaryResult>
+  /**
+   * Call once per new step, right before deriving its request (R14–R20, R30–R36). `handoff: true`
+   * says the step's request starts a fresh context whose first message tells the plan approved
+   * into it (`dueHandoff`, R102): the boundary then does not tell that approval itself.
+   */
+  stepBoundary(agent: PlanAgent, options?: StepBoundaryOptions): Promise<StepBoundaryResult>
   /** The section under E, for hosts that assemble before the boundary; `''` without an agent (R21). */
   section(agent?: PlanAgent): string
   /** The always-registered `exit_plan_mode` tool (R40–R52, R79). */
@@ -388,11 +394,16 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   /** `answerReview` (R80): its checks, then the chart's decision in the agent's turn. */
   function answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options: AnswerReviewOptions = {}): Promise<'approved' | 'keep-planning' | 'left'> {
     if (disposed) return Promise.reject(new Error(DISPOSED_MESSAGE))
-    // The answer is untrusted: read once, here, into a plain verdict; a getter that throws or
-    // changes its mind never reaches the chart, whose actions must not throw (R62).
+    // The answer is untrusted: copied once, here, into plain data, which is checked and then
+    // decided on (a getter that throws or changes its mind is no data); only the verdict reaches
+    // the chart, whose actions must not throw (R62).
     let verdict: ReviewVerdict
+    let data: unknown
+    let toldInResult: boolean
     try {
-      if (typeof reviewId !== 'string' || !isWellFormedAnswer(answer)) throw new Error(MALFORMED_ANSWER_MESSAGE)
+      data = copyAnswer(answer)
+      toldInResult = options?.toldInResult === true
+      if (typeof reviewId !== 'string' || !isWellFormedAnswer(data)) throw new Error(MALFORMED_ANSWER_MESSAGE)
     } catch {
       return Promise.reject(new Error(MALFORMED_ANSWER_MESSAGE))
     }
@@ -406,11 +417,11 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       return Promise.reject(error) // the agent cannot attach (R61)
     }
     try {
-      verdict = readReviewAnswer(answer, plan, settings.decisions)
+      verdict = readReviewAnswer(data, plan, settings.decisions)
     } catch (error) {
       return Promise.reject(error instanceof ReviewCommentError ? error : new Error(MALFORMED_ANSWER_MESSAGE))
     }
-    return closeDurableReview(agent, reviewId, verdict, options?.toldInResult === true) as Promise<'approved' | 'keep-planning' | 'left'>
+    return closeDurableReview(agent, reviewId, verdict, toldInResult) as Promise<'approved' | 'keep-planning' | 'left'>
   }
 
   /** `answerReviewByPolicy` (R95): the durable review open now, closed by the policy's verdict in the agent's turn. */
@@ -464,8 +475,8 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   return {
     get: (agent) => planModeState(attachmentOf(agent).snapshot),
     set: async (agent, active) => (await select(agent, active)).outcome,
-    stepBoundary: (agent, { signal } = {}) =>
-      perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true }, (snapshot) => {
+    stepBoundary: (agent, { signal, handoff } = {}) =>
+      perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true, ...(handoff === true ? { handoff } : {}) }, (snapshot) => {
         const { active, notice, news } = resultOf(snapshot, 'boundary')
         return { section: active ? section : '', messages: notice === null && news === null ? [] : narration(news, notice) }
       }),

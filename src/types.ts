@@ -198,6 +198,17 @@ export interface PlanModeState {
 /** The result of `set` (R8–R10). */
 export type SetOutcome = 'committed' | 'queued' | 'cancelled' | 'noop'
 
+/** Options of `stepBoundary`. */
+export interface StepBoundaryOptions {
+  /** The step's abort signal: aborted, the boundary has no effect (R15). */
+  signal?: AbortSignal
+  /**
+   * The step's request starts a fresh context whose first message tells the plan approved into it
+   * (R102, `dueHandoff`): the boundary does not tell that approval (R81) a second time.
+   */
+  handoff?: boolean
+}
+
 /** What a step boundary hands the host for the step's request (R18, R32). */
 export interface StepBoundaryResult {
   section: string

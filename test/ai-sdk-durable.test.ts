@@ -39,9 +39,18 @@ interface Answered {
  * One chat request of a stateless app: a fresh durable service and a fresh `withPlanMode` over the
  * same session log, one `streamText` call, then the service is disposed (the process ends).
  */
-async function chatRequest(log: SessionLog, model: MockLanguageModelV3, messages: ModelMessage[], secret?: string): Promise<Answered> {
+async function chatRequest(
+  log: SessionLog,
+  model: MockLanguageModelV3,
+  messages: ModelMessage[],
+  secret?: string,
+  decisions?: 'all',
+): Promise<Answered> {
   const warnings: unknown[][] = []
-  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+  const planMode = createPlanMode(
+    { section: SECTION },
+    { reviews: 'durable', logger: { warn: (...args: unknown[]) => warnings.push(args) }, ...(decisions === undefined ? {} : { decisions }) },
+  )
   services.push(planMode)
   const agent: PlanAgent = { id: 'agent-1', session: log }
   const plan = withPlanMode({ planMode, agent, system: SYSTEM })
@@ -73,9 +82,9 @@ function approvalRequests(response: ModelMessage[]) {
 }
 
 /** Request 1: in plan mode, the model presents PLAN; the response ends with the approval request. */
-async function presentPlan(log: SessionLog, secret?: string) {
+async function presentPlan(log: SessionLog, secret?: string, decisions?: 'all') {
   const { model, requests } = scriptedModel([{ toolCalls: [{ name: 'exit_plan_mode', input: { plan: PLAN } }] }, { text: 'Waiting.' }])
-  const { response, failure } = await chatRequest(log, model, [ASKED], secret)
+  const { response, failure } = await chatRequest(log, model, [ASKED], secret, decisions)
   expect(failure).toBeUndefined()
   const [request] = approvalRequests(response)
   if (request === undefined) throw new Error('no tool-approval-request in the response')
@@ -254,6 +263,64 @@ describe('R82: durable reviews through AI SDK 6 tool approval, across requests w
       { toolName: 'exit_plan_mode', output: { type: 'error-text', value: noMatch(request.toolCallId) } },
     ])
     expect(log.events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }, { active: false }])
+  })
+})
+
+describe('R102, R81: a fresh approval answered through answerReview is told once through the AI SDK adapter', () => {
+  const HANDOFF = [
+    'The user approved this plan (v1) to be carried out in a fresh context: the conversation that produced it was set aside. Carry it out, starting now.',
+    `The plan:\n\n${PLAN}`,
+  ].join('\n\n')
+  const APPROVED_NEWS = 'The user approved your plan and plan mode is off; carry out the plan, starting now.'
+
+  /**
+   * Request 1 presents the plan (a durable service offering every decision); another process
+   * answers it `Approve in a fresh context` through `answerReview`; request 2 carries the card as
+   * `settleClosedApprovals` settles it (the call's result `{ approved: true }`).
+   */
+  async function approvedFresh(toldInResult: boolean) {
+    const log = inPlanMode()
+    const { request } = await presentPlan(log, undefined, 'all')
+    const answering = createPlanMode({ section: SECTION }, { reviews: 'durable', decisions: 'all', logger: { warn() {} } })
+    services.push(answering)
+    const agent: PlanAgent = { id: 'agent-1', session: log }
+    const open = answering.openReview(agent)!
+    const answer = { answers: [{ id: 'plan-review', selected: ['Approve in a fresh context'] }] }
+    expect(await answering.answerReview(agent, open.reviewId, answer, toldInResult ? { toldInResult: true } : undefined)).toBe('approved')
+    await answering.dispose()
+    const history: ModelMessage[] = [
+      ASKED,
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: request.toolCallId, toolName: 'exit_plan_mode', input: { plan: PLAN } }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: request.toolCallId, toolName: 'exit_plan_mode', output: { type: 'json', value: { approved: true } } }] },
+    ]
+    const { model, requests } = scriptedModel([{ text: 'Adding the column.' }])
+    const { failure } = await chatRequest(log, model, history, undefined, 'all')
+    expect(failure).toBeUndefined()
+    return { log, requests }
+  }
+
+  it('R102, R81: without toldInResult the first request after the approval gets the handoff message alone, not also the approval news', async () => {
+    const { requests } = await approvedFresh(false)
+    const [step] = requests()
+    expect(step!.userTexts).toEqual([HANDOFF])
+    expect(step!.toolResults).toEqual([])
+  })
+
+  it('R102, R81: with toldInResult the first request after the approval gets the handoff message alone', async () => {
+    const { requests } = await approvedFresh(true)
+    expect(requests()[0]!.userTexts).toEqual([HANDOFF])
+  })
+
+  it('R102, R81: a host that does not hand off (no adapter) is told a fresh approval once, at the next boundary', async () => {
+    const log = inPlanMode()
+    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', decisions: 'all', logger: { warn() {} } })
+    services.push(planMode)
+    const agent: PlanAgent = { id: 'agent-1', session: log }
+    const { reviewId } = (await planMode.exitTool.execute({ plan: PLAN }, { agent })) as { reviewId: string }
+    expect(await planMode.answerReview(agent, reviewId, { answers: [{ id: 'plan-review', selected: ['Approve in a fresh context'] }] })).toBe('approved')
+    const texts = async () => (await planMode.stepBoundary(agent)).messages.map((m) => (m.content[0] as { text: string }).text)
+    expect(await texts()).toEqual([APPROVED_NEWS])
+    expect(await texts()).toEqual([])
   })
 })
 

@@ -121,3 +121,73 @@ describe.each(LOOPS)('R89, R90: a guarded AI SDK agent whose model writes while 
     expect(catalogs[2]).toEqual(catalogs[0])
   })
 })
+
+describe('R88, R89: through withPlanMode, only a tool’s own readOnly keeps it out of the guard', () => {
+  const input = jsonSchema<{ path: string }>({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'] })
+
+  /** A guarded loop in plan mode whose model calls write_file once: what ran, what was recorded, what the model read. */
+  async function writeOnce(action: GuardAction, writeFile: (ran: string[]) => object) {
+    const session = createMemorySessionLog()
+    const planMode = createPlanMode({ section: SECTION })
+    services.push(planMode)
+    const agent: PlanAgent = { id: 'agent-1', session }
+    await planMode.set(agent, true)
+    const ran: string[] = []
+    const plan = withPlanMode({ planMode, agent, tools: { write_file: writeFile(ran) as never }, guard: createPlanGuard({ planMode, action }) })
+    const { model, requests } = scriptedModel([{ toolCalls: [{ name: 'write_file', input: { path: 'a.ts' } }] }, { text: 'Done.' }])
+    await runLoop('streamText', plan, model, [{ role: 'user', content: 'Go.' }], 3)
+    const violations = session.events.filter((e) => e.type === 'plan/violation').map((e) => e.data)
+    return { ran, violations, toolResults: requests()[1]!.toolResults }
+  }
+  const write = (ran: string[]) => ({ description: 'Write a file.', inputSchema: input, execute: async ({ path }: { path: string }) => (ran.push(`write ${path}`), 'written') })
+
+  /** Block: the write does not run, a violation is recorded, the model reads R89's message. */
+  async function expectBlocked(writeFile: (ran: string[]) => object) {
+    const { ran, violations, toolResults } = await writeOnce('block', writeFile)
+    expect(ran).toEqual([])
+    expect(violations).toEqual([{ tool: 'write_file', callId: expect.any(String), action: 'blocked' }])
+    expect(toolResults).toEqual([{ toolName: 'write_file', output: { type: 'error-text', value: BLOCKED } }])
+  }
+
+  it('R88, R89: a tool inheriting readOnly: true (Object.create) is blocked and recorded under block', async () => {
+    await expectBlocked((ran) => Object.assign(Object.create({ readOnly: true }), write(ran)))
+  })
+
+  it('R88, R89: a tool whose readOnly is a class getter is blocked and recorded under block', async () => {
+    class WriteTool {
+      description = 'Write a file.'
+      inputSchema = input
+      constructor(readonly execute: (args: { path: string }) => Promise<string>) {}
+      get readOnly() {
+        return true
+      }
+    }
+    await expectBlocked((ran) => new WriteTool(write(ran).execute))
+  })
+
+  it('R88, R89: with Object.prototype.readOnly set, a plain tool is blocked and recorded under block', async () => {
+    const polluted = Object.prototype as { readOnly?: unknown }
+    try {
+      // Set once the agent is attached (withPlanMode classifies the tools after that): XState's own
+      // snapshot restore walks inherited enumerable keys and cannot attach under this pollution.
+      await expectBlocked((ran) => ((polluted.readOnly = true), write(ran)))
+    } finally {
+      delete polluted.readOnly
+    }
+  })
+
+  it('R88: withPlanMode keeps a tool whose readOnly or annotations getter throws, as side-effecting: blocked under block, recorded and run under observe', async () => {
+    for (const key of ['readOnly', 'annotations']) {
+      const throwing = (ran: string[]) =>
+        Object.defineProperty(write(ran), key, { enumerable: true, get: () => { throw new Error(`no ${key}`) } })
+      await expectBlocked(throwing)
+      const observed = await writeOnce('observe', throwing)
+      expect(observed.ran).toEqual(['write a.ts'])
+      expect(observed.violations).toEqual([{ tool: 'write_file', callId: expect.any(String), action: 'observed' }])
+    }
+  })
+
+  it('R88, R40: a frozen host tool is guarded like any other (its copy takes the guarded execute)', async () => {
+    await expectBlocked((ran) => Object.freeze(write(ran)))
+  })
+})

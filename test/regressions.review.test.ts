@@ -531,3 +531,97 @@ describe('a log that breaks the seq contract (issue "Hardening", fault 4; failed
     expect(warnings).toEqual([])
   })
 })
+
+describe('an answer read once, as plain data (issue #23, defect 15; each failed before its fix)', () => {
+  const MALFORMED =
+    'answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string, comments?: [{ quote, text }] }] }; nothing was changed'
+  const approveItem = { id: 'plan-review', selected: ['Approve'] }
+  /** An answer whose `answers` getter gives `first` on the first read and `later` on every other. */
+  const changing = (first: unknown[], later: unknown[]) => {
+    let reads = 0
+    return { get answers() { return reads++ === 0 ? first : later } }
+  }
+  /** A selection whose only label is a getter: `first` on the first read, `later` after. */
+  const changingLabel = (first: string, later: string) => {
+    let reads = 0
+    return Object.defineProperty([], 0, { enumerable: true, get: () => (reads++ === 0 ? first : later) })
+  }
+
+  /** A durable service's agent in plan mode with its review open. */
+  async function openDurable() {
+    const planMode = createPlanMode({ section: 'S' }, { reviews: 'durable', logger: { warn() {} } })
+    const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
+    const agent: PlanAgent = { id: 'a', session }
+    const { reviewId } = (await planMode.exitTool.execute({ plan: PLAN }, { agent })) as { reviewId: string }
+    const outcomes = () => session.events.filter((e) => e.type === 'plan/review').map((e) => (e.data as { outcome: string }).outcome)
+    return { planMode, agent, reviewId, outcomes }
+  }
+
+  const hostile: [string, () => unknown][] = [
+    ['an answers getter: Keep planning first, then Approve with custom: 42', () => changing([{ id: 'plan-review', selected: ['Keep planning'] }], [{ ...approveItem, custom: 42 }])],
+    ['an answers getter: Approve first, then Approve with custom: 42', () => changing([approveItem], [{ ...approveItem, custom: 42 }])],
+    ['a selected label getter: Keep planning first, then Approve', () => ({ answers: [{ id: 'plan-review', selected: changingLabel('Keep planning', 'Approve') }] })],
+    ['a custom getter: blank first, then feedback', () => ({ answers: [Object.defineProperty({ ...approveItem }, 'custom', { enumerable: true, get: (() => { let n = 0; return () => (n++ === 0 ? ' ' : 'no') })() })] })],
+  ]
+  for (const [what, answer] of hostile) {
+    it(`R80, R44: answerReview refuses ${what} as malformed; nothing is approved and the review stays open`, async () => {
+      const { planMode, agent, reviewId, outcomes } = await openDurable()
+      await expect(planMode.answerReview(agent, reviewId, answer())).rejects.toThrow(new Error(MALFORMED))
+      expect(outcomes()).toEqual(['requested'])
+      expect(planMode.openReview(agent)?.reviewId).toBe(reviewId)
+      expect(planMode.get(agent)).toEqual({ active: true })
+      await planMode.dispose()
+    })
+  }
+
+  it('R80, R44: a Proxy answer is read through its own data once, not through a get trap that answers Approve', async () => {
+    const { planMode, agent, reviewId, outcomes } = await openDurable()
+    const target = { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] }
+    let gets = 0
+    const answer = new Proxy(target, {
+      get: (t, key) => (key === 'answers' && gets++ > 0 ? [{ ...approveItem, custom: 42 }] : Reflect.get(t, key)),
+    })
+    expect(await planMode.answerReview(agent, reviewId, answer)).toBe('keep-planning')
+    expect(outcomes()).toEqual(['requested', 'keep-planning'])
+    await planMode.dispose()
+  })
+
+  /** A channel service's agent in plan mode; its exit call answered with `answer`: the call's outcome and the record. */
+  async function channelAnswer(answer: unknown) {
+    const warnings: unknown[][] = []
+    const planMode = createPlanMode({ section: 'S' }, { review: { ask: async () => answer as ReviewAnswer }, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
+    const agent: PlanAgent = { id: 'a', session }
+    const settled = await planMode.exitTool.execute({ plan: PLAN }, { agent }).then(
+      (value) => ({ value }),
+      (error: Error) => ({ error: error.message }),
+    )
+    const record = session.events.find((e) => e.type === 'plan/review')?.data
+    // The actor goes on working.
+    expect(await planMode.set(agent, false)).toBe('committed')
+    await planMode.dispose()
+    return { settled, record, warnings }
+  }
+
+  it('R44, R46: a channel answer whose answers getter changes between reads is not approved: it cannot be read as data, and the call fails, recorded failed', async () => {
+    const { settled, record } = await channelAnswer(changing([{ id: 'plan-review', selected: ['Keep planning'] }], [{ ...approveItem, custom: 42 }]))
+    expect(settled).toEqual({ error: 'the plan review answer is not plain data (answers is a getter)' })
+    expect(record).toEqual({ outcome: 'failed', title: 'Plan', plan: PLAN })
+  })
+
+  it('R44: a channel answer Approve with a custom that is not a string (custom: 42) is not consent: the user keeps planning', async () => {
+    const { settled, record } = await channelAnswer({ answers: [{ ...approveItem, custom: 42 }] })
+    expect(settled).toEqual({ error: 'The user chose to keep planning; revise the plan and present it again.' })
+    expect(record).toEqual({ outcome: 'keep-planning', title: 'Plan', plan: PLAN })
+  })
+
+  it('R44, R46: a channel answer whose selected label is a getter cannot be read: the call fails with the path of the getter', async () => {
+    const { settled } = await channelAnswer({ answers: [{ id: 'plan-review', selected: changingLabel('Keep planning', 'Approve') }] })
+    expect(settled).toEqual({ error: 'the plan review answer is not plain data (answers[0].selected[0] is a getter)' })
+  })
+
+  it('R44, R46: an answer array too long to be anyone’s answer is not copied (the agent is not held up): the call fails', async () => {
+    const { settled } = await channelAnswer({ answers: new Array(2 ** 32 - 1) })
+    expect(settled).toEqual({ error: 'the plan review answer is too large (answers holds more than 10000 items)' })
+  })
+})

@@ -82,24 +82,63 @@ describe('R100: comments anchored to the plan', () => {
     expect(readme).toContain(told.split('\n').map((line) => `// ${line}`).join('\n').replace('// The user', '// the model reads: The user'))
   })
 
-  it('R100, R44, R101: consent is read from the approving options alone, never from comments or any other option (property)', () => {
+  it('R100, R44, R101: consent is read from the approving options alone, never from comments, any other option, a custom that is not a string, or what a getter, a Proxy or toJSON shows (property)', () => {
     const item = fc.record(
       {
         id: fc.constantFrom('plan-review', 'other'),
         selected: fc.subarray(['Approve', 'Keep planning', 'Approve in a fresh context', 'Leave plan mode']),
-        custom: fc.constantFrom(undefined, '', '  ', 'more tests'),
+        custom: fc.constantFrom<unknown>(undefined, '', '  ', 'more tests', 42, null),
         comments: fc.constantFrom(undefined, [], [ON_BACKUP], [ON_BACKUP, ON_MIGRATE]),
       },
       { requiredKeys: ['id', 'selected'] },
     )
+    const APPROVE_ITEM = { id: 'plan-review', selected: ['Approve'] }
+    // How the answer is handed over: as plain data, or dressed so that a second read would show an approval.
+    const dress = fc.constantFrom('plain', 'answers getter', 'custom getter', 'label getter', 'proxy', 'toJSON')
+    /** The answer `answers` dressed as `how`; `getter` when it carries one (then it is no plain data). */
+    const dressed = (answers: object[], how: string): { answer: unknown; getter: boolean } => {
+      const approveLater = (first: unknown) => {
+        let reads = 0
+        return () => (reads++ === 0 ? first : [APPROVE_ITEM])
+      }
+      if (how === 'answers getter') return { answer: Object.defineProperty({}, 'answers', { enumerable: true, get: approveLater(answers) }), getter: true }
+      if (how === 'custom getter' && answers.length > 0) {
+        const [first, ...rest] = answers as Record<string, unknown>[]
+        let reads = 0
+        const custom = Object.defineProperty({ ...first }, 'custom', { enumerable: true, get: () => (reads++ === 0 ? first!.custom : undefined) })
+        return { answer: { answers: [custom, ...rest] }, getter: true }
+      }
+      if (how === 'label getter' && answers.length > 0 && (answers[0] as { selected: string[] }).selected.length > 0) {
+        const [first, ...rest] = answers as { selected: string[] }[]
+        let reads = 0
+        const selected = Object.defineProperty([...first!.selected], 0, { enumerable: true, get: () => (reads++ === 0 ? first!.selected[0] : 'Approve') })
+        return { answer: { answers: [{ ...first, selected }, ...rest] }, getter: true }
+      }
+      if (how === 'proxy') {
+        const later = approveLater(answers)
+        return { answer: new Proxy({ answers }, { get: (t, key) => (key === 'answers' ? later() : Reflect.get(t, key)) }), getter: false }
+      }
+      if (how === 'toJSON') return { answer: { answers, toJSON: () => ({ answers: [APPROVE_ITEM] }) }, getter: false }
+      return { answer: { answers }, getter: false }
+    }
     fc.assert(
-      fc.property(fc.array(item, { maxLength: 3 }), fc.constantFrom('approve-or-keep' as const, 'all' as const), (answers, decisions) => {
-        const verdict = readReviewAnswer({ answers } as ReviewAnswer, PLAN, decisions)
+      fc.property(fc.array(item, { maxLength: 3 }), fc.constantFrom('approve-or-keep' as const, 'all' as const), dress, (answers, decisions, how) => {
+        const { answer, getter } = dressed(answers, how)
+        let verdict: ReturnType<typeof readReviewAnswer>
+        try {
+          verdict = readReviewAnswer(answer as ReviewAnswer, PLAN, decisions)
+        } catch (error) {
+          // A getter is no data: the answer cannot be read (R46), so it consents to nothing.
+          expect(getter).toBe(true)
+          expect((error as Error).message).toMatch(/^the plan review answer is not plain data \(answers(\[0\]\.(custom|selected\[0\]))? is a getter\)$/)
+          return
+        }
+        expect(getter).toBe(false)
         const own = answers.filter((a) => a.id === 'plan-review')
         const alone =
           own.length === 1 &&
           own[0]!.selected.length === 1 &&
-          (own[0]!.custom === undefined || own[0]!.custom.trim() === '') &&
+          (own[0]!.custom === undefined || (typeof own[0]!.custom === 'string' && own[0]!.custom.trim() === '')) &&
           (own[0]!.comments === undefined || own[0]!.comments.length === 0)
             ? own[0]!.selected[0]
             : undefined
@@ -107,6 +146,7 @@ describe('R100: comments anchored to the plan', () => {
         expect(verdict.outcome === 'approved').toBe(approving)
         expect(verdict.outcome).toBe(approving ? 'approved' : decisions === 'all' && alone === 'Leave plan mode' ? 'left' : 'keep-planning')
       }),
+      { numRuns: 300 },
     )
   })
 })

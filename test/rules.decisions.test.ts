@@ -11,7 +11,7 @@ import {
   type ReviewAnswer,
 } from '../src/index.js'
 import { runLoop, scriptedModel } from './fixtures/ai-sdk-model.js'
-import { createScriptedReview, PLAN, SECTION } from './helpers.js'
+import { createFaultyLog, createScriptedReview, PLAN, SECTION } from './helpers.js'
 
 const TITLE = 'Migrate the database'
 const LEFT = 'The user left plan mode without carrying out the plan; stop here and wait for their message.'
@@ -161,6 +161,38 @@ describe('R102: a plan approved into a fresh context is handed off once', () => 
     await runLoop('generateText', plan, next.model, [...turn.messages, { role: 'user', content: 'Thanks.' }], 1)
     expect(plan.handoff).toBeNull()
     expect(next.requests()[0]!.userTexts).toEqual([text, 'Thanks.'])
+  })
+})
+
+describe('R102, R81: a fresh approval not told in the result is told once: by the handoff, or by the boundary', () => {
+  const APPROVED_NEWS = 'The user approved your plan and plan mode is off; carry out the plan, starting now.'
+  /** A durable service offering every decision; its agent's review answered Approve in a fresh context, not told in the result. */
+  async function approvedFresh() {
+    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', decisions: 'all', logger: { warn() {} } })
+    services.push(planMode)
+    const session = createFaultyLog([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/start', data: {} }])
+    const agent: PlanAgent = { id: 'agent-1', session }
+    const { reviewId } = (await planMode.exitTool.execute({ plan: PLAN }, { agent })) as { reviewId: string }
+    expect(await planMode.answerReview(agent, reviewId, answer('Approve in a fresh context'))).toBe('approved')
+    const texts = async (options: { handoff?: boolean } = {}) =>
+      (await planMode.stepBoundary(agent, options)).messages.map((m) => (m.content[0] as { text: string }).text)
+    return { planMode, agent, session, texts }
+  }
+
+  it('R102, R81: a boundary whose request hands the plan off (handoff: true) tells neither the approval nor a leaving notice', async () => {
+    const { planMode, agent, texts } = await approvedFresh()
+    expect(await texts({ handoff: true })).toEqual([])
+    expect(planMode.get(agent)).toEqual({ active: false })
+    expect(await texts()).toEqual([]) // told: nothing is left for a later boundary
+  })
+
+  it('R102, R19: a boundary with handoff whose flush fails tells nothing and keeps the approval; the next boundary tells it with R81’s text', async () => {
+    const { planMode, agent, session, texts } = await approvedFresh()
+    session.failNext('plan/mode', 'throw')
+    expect(await planMode.stepBoundary(agent, { handoff: true })).toEqual({ section: SECTION, messages: [] })
+    session.append('request/header', { step: 0 }) // that step ran in plan mode: nothing was handed off
+    expect(await texts()).toEqual([APPROVED_NEWS])
+    expect(await texts()).toEqual([])
   })
 })
 

@@ -16,12 +16,12 @@ afterEach(async () => {
 })
 
 /** A service, one agent on a memory log, a guard with `action`, and the warnings its logger got. */
-function setup(action: GuardAction, session: SessionLog = createMemorySessionLog()) {
+function setup(action: GuardAction, session: SessionLog = createMemorySessionLog(), guardOptions: { recordTimeoutMs?: number } = {}) {
   const warnings: unknown[][] = []
   const planMode = createPlanMode({ section: SECTION }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
   services.push(planMode)
   const agent: PlanAgent = { id: 'agent-1', session }
-  const guard = createPlanGuard({ planMode, action, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+  const guard = createPlanGuard({ planMode, action, logger: { warn: (...args: unknown[]) => warnings.push(args) }, ...guardOptions })
   /** A write tool: it logs that it ran, so the log shows what came first. */
   const write = (callId: string) =>
     guard.run(agent, { tool: 'write_file', callId, readOnly: false }, () => {
@@ -46,6 +46,43 @@ describe('R88: the guard is opt-in, configured by the host, and classifies tools
     const write = { description: 'Write.', readOnly: false }
     expect(readOnlyTool(write)).toEqual({ description: 'Write.', readOnly: true })
     expect(write.readOnly).toBe(false) // a copy: the host's tool is untouched
+  })
+
+  it('R88: only the tool\'s own readOnly counts: an inherited one, a class getter and Object.prototype.readOnly leave the tool side-effecting', () => {
+    class ClassTool {
+      get readOnly() {
+        return true
+      }
+    }
+    const polluted = Object.prototype as { readOnly?: unknown }
+    try {
+      polluted.readOnly = true
+      expect(isReadOnlyTool({ description: 'Write.' })).toBe(false)
+    } finally {
+      delete polluted.readOnly
+    }
+    expect(isReadOnlyTool(Object.create({ readOnly: true }))).toBe(false)
+    expect(isReadOnlyTool(new ClassTool())).toBe(false)
+    // The same for MCP's hint: an own readOnlyHint of an own annotations object.
+    expect(isReadOnlyTool(Object.create({ annotations: { readOnlyHint: true } }))).toBe(false)
+    expect(isReadOnlyTool({ annotations: Object.create({ readOnlyHint: true }) })).toBe(false)
+    // An own getter is the tool's own property: read once.
+    let reads = 0
+    const own = Object.defineProperty({}, 'readOnly', { get: () => (reads++, true) })
+    expect(isReadOnlyTool(own)).toBe(true)
+    expect(reads).toBe(1)
+  })
+
+  it('R88: a throwing readOnly or annotations getter makes the tool side-effecting; a call whose readOnly cannot be read is guarded, not thrown', async () => {
+    const throwing = (key: string) => Object.defineProperty({}, key, { get: () => { throw new Error(`no ${key}`) } })
+    expect(isReadOnlyTool(throwing('readOnly'))).toBe(false)
+    expect(isReadOnlyTool(throwing('annotations'))).toBe(false)
+    expect(isReadOnlyTool({ annotations: throwing('readOnlyHint') })).toBe(false)
+    const { planMode, agent, guard, session } = setup('block')
+    await planMode.set(agent, true)
+    const call = Object.defineProperties({}, { tool: { value: 'write_file' }, callId: { value: 'c1' }, readOnly: { get: () => { throw new Error('no readOnly') } } })
+    await expect(guard.run(agent, call as never, () => 'ran')).rejects.toThrow(new Error(BLOCKED))
+    expect(session.events.at(-1)!.data).toEqual({ tool: 'write_file', callId: 'c1', action: 'blocked' })
   })
 
   it('R88: createPlanGuard refuses a missing service and an action other than observe or block, with exact TypeErrors', () => {
@@ -173,6 +210,70 @@ describe('R91: the guard\'s faults are contained', () => {
       expect(warnings).toEqual([['plan-mode: guard could not read the mode', new Error('plan-mode service is disposed')]])
       expect(types()).toEqual(action === 'observe' ? ['tool/ran'] : ['plan/violation'])
     }
+  })
+
+  /** A log whose plan/violation append answers `answer` (anything else is appended as usual). */
+  function answeringLog(answer: () => unknown): SessionLog {
+    const inner = createMemorySessionLog()
+    return {
+      get events() {
+        return inner.events
+      },
+      append: (type, data) => (type === PLAN_VIOLATION_EVENT ? answer() : inner.append(type, data)),
+      subscribe: (listener) => inner.subscribe(listener),
+    } as SessionLog
+  }
+
+  const hostileAnswers: [string, () => unknown, Error][] = [
+    ['a Proxy whose every read throws', () => new Proxy({}, { get: () => { throw new Error('proxy trap') } }), new Error('proxy trap')],
+    ['a thenable whose then getter throws', () => Object.defineProperty({}, 'then', { get: () => { throw new Error('then getter') } }), new Error('then getter')],
+    ['a thenable whose then throws', () => ({ then: () => { throw new Error('then threw') } }), new Error('then threw')],
+  ]
+  for (const [what, answer, error] of hostileAnswers) {
+    it(`R91, R62: an append answering ${what} is a failed record: warned, and the call goes on as decided`, async () => {
+      for (const action of ['observe', 'block'] as const) {
+        const { planMode, agent, write, warnings, types } = setup(action, answeringLog(answer))
+        await planMode.set(agent, true)
+        if (action === 'observe') await expect(write('c1')).resolves.toBe('written')
+        else await expect(write('c1')).rejects.toThrow(new Error(BLOCKED))
+        expect(warnings).toEqual([['plan-mode: violation record failed', error]])
+        expect(types()).toEqual(action === 'observe' ? ['plan/mode', 'tool/ran'] : ['plan/mode'])
+      }
+    })
+  }
+
+  it('R91, R73: an append that fails after recordTimeoutMs expired is warned once, for the expiry', async () => {
+    let fail!: (error: Error) => void
+    const late = new Promise((_, reject) => (fail = reject))
+    const { planMode, agent, write, warnings } = setup('block', answeringLog(() => late), { recordTimeoutMs: 20 })
+    await planMode.set(agent, true)
+    await expect(write('c1')).rejects.toThrow(new Error(BLOCKED))
+    fail(new Error('disk full'))
+    await late.catch(() => {})
+    await new Promise((resolve) => setImmediate(resolve)) // the guard's own handler runs after the test's
+    expect(warnings).toEqual([['plan-mode: violation record failed', new Error('the plan/violation record did not settle within 20 ms')]])
+  })
+
+  it('R91, R73: an append that never settles is given up after recordTimeoutMs: warned, and the call goes on as decided', async () => {
+    for (const action of ['observe', 'block'] as const) {
+      const { planMode, agent, write, warnings, types } = setup(action, answeringLog(() => new Promise(() => {})), { recordTimeoutMs: 20 })
+      await planMode.set(agent, true)
+      if (action === 'observe') await expect(write('c1')).resolves.toBe('written')
+      else await expect(write('c1')).rejects.toThrow(new Error(BLOCKED))
+      expect(warnings).toEqual([['plan-mode: violation record failed', new Error('the plan/violation record did not settle within 20 ms')]])
+      expect(types()).toEqual(action === 'observe' ? ['plan/mode', 'tool/ran'] : ['plan/mode'])
+    }
+  })
+
+  it('R91: recordTimeoutMs is a number of milliseconds from 0 to 2147483647; anything else throws an exact TypeError', () => {
+    const planMode = createPlanMode({ section: SECTION })
+    services.push(planMode)
+    for (const value of [-1, 2147483648, Number.NaN, '20', null]) {
+      expect(() => createPlanGuard({ planMode, action: 'block', recordTimeoutMs: value as never })).toThrow(
+        new TypeError(`plan guard option recordTimeoutMs must be a number of milliseconds from 0 to 2147483647; got ${String(value)}`),
+      )
+    }
+    expect(createPlanGuard({ planMode, action: 'block', recordTimeoutMs: 0 }).action).toBe('block')
   })
 
   it('R91: a logger that throws is ignored', async () => {

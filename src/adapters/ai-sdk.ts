@@ -383,12 +383,19 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       await answerDenials(messages)
     }
     const signal = turnSignal ?? options.abortSignal
-    const boundary = await planMode.stepBoundary(agent, signal ? { signal } : {})
-    // R98, R99, R102: the approved plan, read while one may be carried out (state in force inactive).
-    const approved =
-      boundary.section === '' && (options.pinApprovedPlan === true || planMode.decisions === 'all') ? planMode.approvedPlan(agent) : null
+    const readsApproved = options.pinApprovedPlan === true || planMode.decisions === 'all'
+    // R98, R99, R102: the approved plan, read while one may be carried out: at a step whose state
+    // in force will be inactive (E now, R18). Read before the boundary, which must know whether this
+    // step's request hands a fresh approval off: then the boundary does not tell it too (once).
+    const now = planMode.get(agent)
+    const approvedNow = readsApproved && (now.pending ?? now.active) === false ? planMode.approvedPlan(agent) : undefined
     // Read before this step's header: a fresh approval no request followed yet is handed off now.
-    const due = approved?.fresh === true ? dueHandoff(agent.session.events, approved, episodeBefore(agent.session)) : null
+    const due = approvedNow?.fresh === true ? dueHandoff(agent.session.events, approvedNow, episodeBefore(agent.session)) : null
+    const boundary = await planMode.stepBoundary(agent, { ...(signal ? { signal } : {}), ...(due !== null ? { handoff: true } : {}) })
+    const carriesOut = boundary.section === ''
+    const approved = carriesOut && readsApproved ? (approvedNow !== undefined ? approvedNow : planMode.approvedPlan(agent)) : null
+    // A step whose flush failed runs in plan mode (R19): it hands nothing off, and the boundary told nothing.
+    const handing = carriesOut ? due : null
     // Notices first: the user switched the mode before sending anything that follows it.
     const deliveries = [...boundary.messages.map(toModelMessage), ...outbox.splice(0)]
     try {
@@ -401,11 +408,11 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       throw error
     }
     const allMessages = showDenials(call.inject(messages, deliveries), denied)
-    if (due !== null) {
+    if (handing !== null) {
       // R102: the fresh context starts here: everything before this step's own deliveries is set aside.
-      fresh = { cut: allMessages.length - deliveries.length, seed: { role: 'user', content: [{ type: 'text', text: due.text }] } }
-      handoff = due
-      options.onHandoff?.(due)
+      fresh = { cut: allMessages.length - deliveries.length, seed: { role: 'user', content: [{ type: 'text', text: handing.text }] } }
+      handoff = handing
+      options.onHandoff?.(handing)
     }
     const stepMessages = fresh === null ? allMessages : [fresh.seed, ...allMessages.slice(fresh.cut)]
 
@@ -551,15 +558,22 @@ function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent
     }
     const readOnly = isReadOnlyTool(original)
     const call = (toolCallId: string) => ({ tool: name, callId: toolCallId, readOnly })
-    guarded[name] = {
-      ...original,
-      execute: isAsyncGeneratorFunction(execute)
+    // The tool's own fields copied as they are, getters included, without reading them: a getter
+    // of the host's (a `readOnly` that throws, R88) is not run here, and the SDK sees the same
+    // fields, and prototype, as without a guard (R40).
+    const { execute: _execute, ...fields } = Object.getOwnPropertyDescriptors(original)
+    const guardedExecute: PropertyDescriptor = {
+      configurable: true,
+      enumerable: true,
+      writable: true,
+      value: isAsyncGeneratorFunction(execute)
         ? async function* (input: unknown, options: ToolCallOptions) {
             await guard.check(agent, call(options.toolCallId))
             yield* execute.call(original, input, options) as AsyncIterable<unknown>
           }
         : (input: unknown, options: ToolCallOptions) => guard.run(agent, call(options.toolCallId), () => execute.call(original, input, options)),
-    } as Tool
+    }
+    guarded[name] = Object.create(Object.getPrototypeOf(original), { ...fields, execute: guardedExecute }) as Tool
   }
   return guarded as TOOLS
 }

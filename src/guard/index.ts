@@ -8,6 +8,7 @@
 import { PLAN_VIOLATION_EVENT, type PlanViolationData, type ViolationAction } from '../log/kinds.js'
 import type { PlanMode } from '../service.js'
 import type { PlanAgent, PlanModeLogger } from '../types.js'
+import { ownField } from '../untrusted.js'
 
 export { PLAN_VIOLATION_EVENT, type PlanViolationData, type ViolationAction } from '../log/kinds.js'
 export { foldViolations, type ViolationCounts, type ViolationEntry, type ViolationFold } from '../log/violations.js'
@@ -26,7 +27,18 @@ export interface PlanGuardOptions {
   action: GuardAction
   /** Where contained faults are reported (R91). Default `console`. */
   logger?: PlanModeLogger
+  /**
+   * How long a call waits for its violation record's append, in ms (R91): a log that does not
+   * settle by then is warned about and the call goes on as decided. Default 5000 (R73's default).
+   */
+  recordTimeoutMs?: number
 }
+
+/** The violation record's bounded wait when the host sets none (R91): R73's default. */
+export const DEFAULT_RECORD_TIMEOUT_MS = 5000
+
+/** The longest delay `setTimeout` keeps (2^31 - 1 ms). */
+const MAX_TIMEOUT_MS = 2_147_483_647
 
 /** One tool call, as the guard needs to know it. */
 export interface GuardedCall {
@@ -62,14 +74,16 @@ export function blockedToolMessage(tool: string): string {
 
 /**
  * The host's classification of a tool (R88): its own `readOnly` when that is a boolean, else an
- * MCP tool's `annotations.readOnlyHint === true`; every other tool is side-effecting. A tool whose
- * fields cannot be read (a throwing getter) is side-effecting.
+ * MCP tool's `annotations.readOnlyHint === true` (an own field of its own `annotations`); every
+ * other tool is side-effecting. Only the tool's own fields count, each read once: an inherited
+ * `readOnly` (a prototype, a class getter, a polluted `Object.prototype`) does not, and a tool
+ * whose fields cannot be read (a throwing getter) is side-effecting.
  */
 export function isReadOnlyTool(tool: unknown): boolean {
   try {
-    const { readOnly, annotations } = (tool ?? {}) as { readOnly?: unknown; annotations?: { readOnlyHint?: unknown } | null }
+    const readOnly = ownField(tool, 'readOnly')
     if (typeof readOnly === 'boolean') return readOnly
-    return annotations?.readOnlyHint === true
+    return ownField(ownField(tool, 'annotations'), 'readOnlyHint') === true
   } catch {
     return false
   }
@@ -91,9 +105,13 @@ const ACTIONS: Readonly<Record<GuardAction, ViolationAction>> = { observe: 'obse
  * @throws TypeError `plan guard action must be 'observe' or 'block'; got <JSON>`
  */
 export function createPlanGuard(options: PlanGuardOptions): PlanGuard {
-  const { planMode, action } = options ?? ({} as PlanGuardOptions)
+  const { planMode, action, recordTimeoutMs = DEFAULT_RECORD_TIMEOUT_MS } = options ?? ({} as PlanGuardOptions)
   if (typeof planMode?.get !== 'function') throw new TypeError('plan guard needs a plan-mode service (createPlanMode)')
   if (action !== 'observe' && action !== 'block') throw new TypeError(`plan guard action must be 'observe' or 'block'; got ${JSON.stringify(action) ?? String(action)}`)
+  // setTimeout's own bound: a longer delay would fire at once.
+  if (typeof recordTimeoutMs !== 'number' || !(recordTimeoutMs >= 0 && recordTimeoutMs <= MAX_TIMEOUT_MS)) {
+    throw new TypeError(`plan guard option recordTimeoutMs must be a number of milliseconds from 0 to ${MAX_TIMEOUT_MS}; got ${String(recordTimeoutMs)}`)
+  }
   const logger = options.logger ?? console
   const exitName = planMode.exitTool.name
   const recorded = ACTIONS[action]
@@ -120,31 +138,66 @@ export function createPlanGuard(options: PlanGuardOptions): PlanGuard {
     if (action === 'block') throw new Error(blockedToolMessage(tool))
   }
 
+  /** The host's classification of the call, read once; one that cannot be read is side-effecting (R88). */
+  const isReadOnlyCall = (call: GuardedCall): boolean => {
+    try {
+      return call.readOnly === true
+    } catch {
+      return false
+    }
+  }
+
+  /** The record landed or failed (warned): the call goes on as decided (R91). */
+  const afterRecord = (tool: string, failure?: { error: unknown }) => {
+    if (failure !== undefined) warn('plan-mode: violation record failed', failure.error)
+    refuseIfBlocking(tool)
+  }
+
   /**
    * The decision: `undefined` when the call may run now (a sync log took the record, or nothing
    * needed recording), a promise when the record is on its way; throws when blocked.
    */
   const decide = (agent: PlanAgent, call: GuardedCall): Promise<void> | undefined => {
-    if (call.readOnly || call.tool === exitName || !planModeInForce(agent)) return undefined
-    const data: PlanViolationData = { tool: String(call.tool), callId: String(call.callId), action: recorded }
+    // The call, read once: a getter cannot name one tool to the check and another to the record.
+    const tool = String(call.tool)
+    const callId = String(call.callId)
+    if (isReadOnlyCall(call) || tool === exitName || !planModeInForce(agent)) return undefined
+    const data: PlanViolationData = { tool, callId, action: recorded }
+    // The log's answer is untrusted (R62): its `then` is read once, and a read or a call that
+    // throws is a failed record, never the call's failure.
     let appended: unknown
+    let then: unknown
     try {
       appended = agent.session.append(PLAN_VIOLATION_EVENT, data)
+      then = (appended as { then?: unknown } | null | undefined)?.then
     } catch (error) {
-      warn('plan-mode: violation record failed', error)
-    }
-    // A memory or file log answers at once: no promise hop on the tool's path (R89's cost, §11).
-    if (typeof (appended as PromiseLike<unknown> | undefined)?.then !== 'function') {
-      refuseIfBlocking(data.tool)
+      afterRecord(tool, { error })
       return undefined
     }
-    return Promise.resolve(appended).then(
-      () => refuseIfBlocking(data.tool),
-      (error: unknown) => {
-        warn('plan-mode: violation record failed', error)
-        refuseIfBlocking(data.tool)
-      },
-    )
+    // A memory or file log answers at once: no promise hop on the tool's path (R89's cost, §11).
+    if (typeof then !== 'function') {
+      afterRecord(tool)
+      return undefined
+    }
+    const landing = new Promise<void>((resolve, reject) => (then as PromiseLike<unknown>['then']).call(appended, () => resolve(), reject))
+    return new Promise<void>((resolve, reject) => {
+      let decided = false
+      // Once: an append that lands (or fails) after the bound expired is not reported again.
+      const go = (failure?: { error: unknown }) => {
+        if (decided) return
+        decided = true
+        clearTimeout(timer)
+        try {
+          afterRecord(tool, failure)
+          resolve()
+        } catch (error) {
+          reject(error)
+        }
+      }
+      // R91: bounded like R73: a log that never settles does not hold the call forever.
+      const timer = setTimeout(() => go({ error: new Error(`the plan/violation record did not settle within ${recordTimeoutMs} ms`) }), recordTimeoutMs)
+      landing.then(() => go(), (error: unknown) => go({ error }))
+    })
   }
 
   return {

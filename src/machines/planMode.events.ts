@@ -6,8 +6,11 @@ import type { ReviewVerdict } from '../plan/review.js'
 export type PlanModeEvent =
   /** A user selection (`set`, `/plan`): R8–R13. */
   | { type: 'SELECT'; active: boolean }
-  /** The host is about to derive a new step's request (R14–R20, R32). */
-  | { type: 'STEP_BOUNDARY'; aborted: boolean }
+  /**
+   * The host is about to derive a new step's request (R14–R20, R32); `handoff` when that request
+   * starts a fresh context that tells the plan approved into it (R102).
+   */
+  | { type: 'STEP_BOUNDARY'; aborted: boolean; handoff?: boolean }
   /**
    * `exit_plan_mode` was called with a string plan (R42). The chart checks 3–8 itself over this
    * data: the plan, the calling agent's owner, and whether the service has a review channel.

@@ -64,6 +64,11 @@ export interface PlanModeContext {
   /** This chart's boundary kept `news` after a failed flush: the header of that step told nothing (R81, R19). */
   newsKeptPastHeader?: boolean
   /**
+   * The boundary whose flush is in flight starts a fresh context, which tells the approval (R102):
+   * its narration, when the flush lands, does not tell it again.
+   */
+  handoff?: true
+  /**
    * The logged `/plan` runs heard live whose `command/done` has not come yet, by command id: the
    * selection each one makes (R86). Absent while none is outstanding.
    */
@@ -200,6 +205,8 @@ function boundaryAnswers(active: boolean) {
       { guard: 'isAborted' as const, actions: reportQuietBoundary(active) },
       { guard: and(['hasNoPendingSelection', wasTold(active), 'hasNoNews']), actions: reportQuietBoundary(active) },
       { guard: 'hasNoPendingSelection' as const, actions: narrate(active) },
+      // P is flushed first: the narration waits for the append, and must know of a handoff (R102).
+      { actions: 'noteHandoff' as const },
     ],
     // The boundary's flush landed: F already follows it (the log reported it first), so the mode
     // region answers in the same microstep as the intent region drops P (R16, R18).
@@ -323,14 +330,22 @@ const planModeSetup = setup({
      * The boundary's result under the state in force, telling the model of a switch only when it
      * was told otherwise before (R30, R32, R35, R36); K := the state in force.
      */
-    narrate: assign(({ context }, { active }: { active: boolean }) => {
+    narrate: assign(({ context, event }, { active }: { active: boolean }) => {
       // A durable review's outcome goes first (R81); an approval is not told to a model that the
       // user put back in plan mode, and when told it says plan mode is off, so no leaving notice.
       const news = context.news != null && !(leavesPlanMode(context.news.outcome) && active) ? context.news : null
       const notice: NoticeKind | null =
         context.told !== null && context.told !== active && !leavesPlanMode(news?.outcome) ? (active ? 'entering' : 'leaving') : null
-      return { told: active, news: null, result: { operation: 'boundary' as const, active, notice, news } }
+      // R102: a request that starts a fresh context tells the approval in its first message; the
+      // boundary does not tell it a second time.
+      const handoff = event.type === 'STEP_BOUNDARY' ? event.handoff === true : context.handoff === true
+      const told = handoff && news?.outcome === 'approved' ? null : news
+      return { told: active, news: null, ...(context.handoff ? { handoff: undefined } : {}), result: { operation: 'boundary' as const, active, notice, news: told } }
     }),
+    /** The boundary flushes P first; whether its request hands a plan off is read when the flush lands (R102). */
+    noteHandoff: assign(({ context, event }) =>
+      event.type === 'STEP_BOUNDARY' && event.handoff === true ? { handoff: true as const } : context.handoff ? { handoff: undefined } : {},
+    ),
     /** The boundary's result without telling anything, K unchanged (R15, R19). */
     reportQuietBoundary: assign((_, { active }: { active: boolean }) => ({
       result: { operation: 'boundary' as const, active, notice: null, news: null },

@@ -115,23 +115,97 @@ export type ReviewVerdict = AnswerVerdict | { outcome: 'dismissed'; by: 'policy'
 
 const isBlank = (text: string | undefined) => text === undefined || text.trim() === ''
 
+/** An answer that cannot be read as plain data (R44, R46, R80): a getter, or an array too long to be anyone's answer. */
+export class UnreadableAnswerError extends Error {}
+
+/** The most items an array of an answer holds (R80): copying more would hold the agent up. */
+const MAX_ANSWER_ITEMS = 10_000
+
+const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null
+
 /**
- * Reads an answer (R44, R45, R100): anything but a clean single `Approve` keeps planning, and
- * comments anchored to the plan are never consent. The feedback is what the model is given: the
- * custom text, then the comments (`commentsText`). The answer's `by: 'policy'` is kept (R94); any
- * other `by` is not read.
- * @throws ReviewCommentError when a comment is malformed or, given the plan, quotes what it does not hold.
+ * `target`'s own data property `key`, read once (through `[[Get]]`, so that a Proxy's `get` trap
+ * is the answer it gives, once); an inherited one is absent. A getter is not data: the answer
+ * cannot be read. Its getter is called once all the same, so that one that throws fails the
+ * review with its own error, as any unreadable answer does (R46).
  */
-export function readReviewAnswer(answer: ReviewAnswer | undefined, plan?: string, decisions: ReviewDecisions = 'approve-or-keep'): AnswerVerdict {
-  const by = answer?.by === 'policy' ? ({ by: 'policy' } as const) : {}
-  const items = (Array.isArray(answer?.answers) ? answer.answers : []).filter((item) => item?.id === 'plan-review')
+function dataField(target: object, key: string, path: string): unknown {
+  const descriptor = Object.getOwnPropertyDescriptor(target, key)
+  if (descriptor === undefined) return undefined
+  if (!('value' in descriptor)) {
+    descriptor.get?.call(target)
+    throw new UnreadableAnswerError(`the plan review answer is not plain data (${path} is a getter)`)
+  }
+  return Reflect.get(target, key)
+}
+
+/** A copy of an answer's array, element by element, each read once through `copy`. */
+function copyArray(array: object, path: string, copy: (value: unknown, path: string) => unknown): unknown[] {
+  const length = dataField(array, 'length', `${path}.length`)
+  if (typeof length !== 'number' || !(length <= MAX_ANSWER_ITEMS)) {
+    throw new UnreadableAnswerError(`the plan review answer is too large (${path} holds more than ${MAX_ANSWER_ITEMS} items)`)
+  }
+  const items: unknown[] = []
+  for (let i = 0; i < length; i++) items.push(copy(dataField(array, String(i), `${path}[${i}]`), `${path}[${i}]`))
+  return items
+}
+
+/** Each field an answer's item may carry, copied (R80, R100): anything else is not read. */
+function copyItem(item: unknown, path: string): unknown {
+  if (!isObject(item)) return item
+  const copy: Record<string, unknown> = {}
+  for (const key of ['id', 'selected', 'custom', 'comments'] as const) {
+    const value = dataField(item, key, `${path}.${key}`)
+    if (value === undefined) continue
+    copy[key] = !Array.isArray(value)
+      ? value
+      : key === 'comments'
+        ? copyArray(value, `${path}.comments`, (comment, at) =>
+            isObject(comment) ? { quote: dataField(comment, 'quote', `${at}.quote`), text: dataField(comment, 'text', `${at}.text`) } : comment,
+          )
+        : copyArray(value, `${path}.${key}`, (label) => label)
+  }
+  return copy
+}
+
+/**
+ * An answer as plain data (R44, R80): its own data properties `answers` (copied element by
+ * element) and `by`, each item's `id`, `selected`, `custom` and `comments`, each read exactly
+ * once. What it decides is read from this copy only, so a getter that changes its mind, a Proxy
+ * or a `toJSON` cannot show the checks one answer and the decision another. Anything but an object
+ * is returned as it is (no answer).
+ * @throws UnreadableAnswerError `the plan review answer is not plain data (<path> is a getter)`, or
+ *   `the plan review answer is too large (<path> holds more than 10000 items)`; and what a Proxy's
+ *   trap throws.
+ */
+export function copyAnswer(answer: unknown): unknown {
+  if (!isObject(answer)) return answer
+  const answers = dataField(answer, 'answers', 'answers')
+  const by = dataField(answer, 'by', 'by')
+  return { answers: Array.isArray(answers) ? copyArray(answers, 'answers', copyItem) : answers, ...(by === undefined ? {} : { by }) }
+}
+
+/**
+ * Reads an answer (R44, R45, R100) from its plain copy (`copyAnswer`): anything but a clean single
+ * `Approve` keeps planning, and comments anchored to the plan are never consent. The feedback is
+ * what the model is given: the custom text, then the comments (`commentsText`). The answer's
+ * `by: 'policy'` is kept (R94); any other `by` is not read.
+ * @throws ReviewCommentError when a comment is malformed or, given the plan, quotes what it does not hold.
+ * @throws UnreadableAnswerError (and a Proxy's error) when the answer cannot be read as plain data.
+ */
+export function readReviewAnswer(answer: unknown, plan?: string, decisions: ReviewDecisions = 'approve-or-keep'): AnswerVerdict {
+  const data = copyAnswer(answer) as Partial<Record<'answers' | 'by', unknown>> | undefined
+  const by = data?.by === 'policy' ? ({ by: 'policy' } as const) : {}
+  const items = (Array.isArray(data?.answers) ? (data.answers as unknown[]) : []).filter((item) => (item as { id?: unknown } | null)?.id === 'plan-review')
   if (items.length !== 1) return { outcome: 'keep-planning', ...by }
-  const [item] = items as [ReviewAnswer['answers'][number]]
+  const item = items[0] as Partial<Record<'selected' | 'custom' | 'comments', unknown>>
+  // A custom that is not a string is not "absent or blank" (R44): no consent, and no feedback either.
+  const said = item.custom !== undefined && (typeof item.custom !== 'string' || !isBlank(item.custom))
   const custom = typeof item.custom === 'string' ? item.custom : undefined
   const comments = readComments(item.comments, plan)
   const selected = Array.isArray(item.selected) ? item.selected : []
   // One option alone, nothing else said (R44, R101): the other decisions are read only when offered.
-  const only = selected.length === 1 && isBlank(custom) && comments.length === 0 ? selected[0] : undefined
+  const only = selected.length === 1 && !said && comments.length === 0 ? selected[0] : undefined
   if (only === APPROVE_LABEL) return { outcome: 'approved', ...by }
   if (decisions === 'all' && only === APPROVE_FRESH_LABEL) return { outcome: 'approved', fresh: true, ...by }
   if (decisions === 'all' && only === LEAVE_LABEL) return { outcome: 'left', ...by }
@@ -196,7 +270,10 @@ export function answerClosedMessage(reviewId: string, outcome: string): string {
 export const MALFORMED_ANSWER_MESSAGE =
   "answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string, comments?: [{ quote, text }] }] }; nothing was changed"
 
-/** Whether `answer` has the shape of a `ReviewAnswer` (R80); what it means is R44's and R45's to say. */
+/**
+ * Whether `answer` has the shape of a `ReviewAnswer` (R80); what it means is R44's and R45's to
+ * say. Give it the answer's plain copy (`copyAnswer`), the data the decision is read from.
+ */
 export function isWellFormedAnswer(answer: unknown): answer is ReviewAnswer {
   const answers = (answer as ReviewAnswer | null | undefined)?.answers
   if (typeof answer !== 'object' || answer === null || !Array.isArray(answers)) return false
