@@ -343,7 +343,7 @@ describe('R79: a durable exit call', () => {
     expect(log.events.map((e) => (e.data as { outcome?: string }).outcome ?? e.type)).toEqual(['plan/mode', 'requested'])
   })
 
-  it('R79, R76: a checkpoint@2 carries the open review; a service attached from the checkpoint and the tail sees it', async () => {
+  it('R79, R76: a checkpoint carries the open review; a service attached from the checkpoint and the tail sees it', async () => {
     const store = createMemoryCheckpointStore()
     const h = harness({ options: { checkpoints: store, checkpointEvery: 1 } })
     await planning(h)
@@ -352,16 +352,17 @@ describe('R79: a durable exit call', () => {
     h.log.append('turn/end', {})
     await h.planMode.dispose() // waits for the checkpoint's write
     const checkpoint = store.saved.get('agent-1')!
-    expect(PLAN_CHECKPOINT_VERSION).toBe('xstate-plan-mode/checkpoint@2')
+    expect(PLAN_CHECKPOINT_VERSION).toBe('xstate-plan-mode/checkpoint@3')
     expect(checkpoint).toEqual({
-      version: 'xstate-plan-mode/checkpoint@2',
+      version: 'xstate-plan-mode/checkpoint@3',
       seq: version + 1,
       type: 'turn/end',
       projection: { active: true, runs: {}, kept: null },
       openTurn: false,
       told: true,
       review: { open: { reviewId, title: TITLE, plan: PLAN, version, callId: 'call-1' }, closed: null, news: null },
-      episode: { version: 1, plan: PLAN }, // R96: the request presented v1 of this episode
+      // R96: the request presented v1 of this episode, and its review is still open
+      episode: { version: 1, plan: PLAN, open: [{ reviewId, version: 1 }] },
     })
     h.log.append('turn/start', {})
     const tail = createMemorySessionLog(

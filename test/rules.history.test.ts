@@ -92,7 +92,7 @@ describe('R96, R76: a host that loaded only the tail after a checkpoint numbers 
       { type: 'turn/end', data: {} },
       { type: 'plan/review', data: { outcome: 'approved', title: 'Cache the importer', plan: V2 } },
     ])
-    const checkpoint = createCheckpoint(replayPlanLog(whole.events.slice(0, 3)), whole.events[2]!)
+    const checkpoint = createCheckpoint(replayPlanLog(whole.events.slice(0, 3)), whole.events.slice(0, 3))!
     expect(checkpoint.episode).toEqual({ version: 1, plan: V1 })
     const tail = createMemorySessionLog([whole.events[3]!], { checkpoint })
     expect(episodeBefore(tail)).toEqual({ version: 1, plan: V1 })

@@ -1,5 +1,5 @@
 import type { SessionEvent, SessionLog } from '../types.js'
-import { EMPTY_REVIEW_FOLD, TURN_END_EVENT, latestApprovedPlan, replayPlanLog, replayPlanLogFrom, restorePlanLog, type ApprovedPlan, type PlanEpisode, type PlanLogFold, type PlanLogRestore, type PlanProjectionState, type ReviewFold } from './kinds.js'
+import { EMPTY_REVIEW_FOLD, TURN_END_EVENT, isReviewOutcome, latestApprovedPlan, replayPlanLog, replayPlanLogFrom, requestFollows, restorePlanLog, type ApprovedPlan, type OpenPresentation, type PlanDecision, type PlanEpisode, type PlanLogFold, type PlanLogRestore, type PlanProjectionState, type ReviewFold } from './kinds.js'
 
 /**
  * Checkpoints (docs/spec.md R76): what attach needs of a log up to one seq, so that a host loads
@@ -12,7 +12,7 @@ import { EMPTY_REVIEW_FOLD, TURN_END_EVENT, latestApprovedPlan, replayPlanLog, r
  */
 
 /** The checkpoint format this version writes and reads; changed whenever the fold changes. */
-export const PLAN_CHECKPOINT_VERSION = 'xstate-plan-mode/checkpoint@2'
+export const PLAN_CHECKPOINT_VERSION = 'xstate-plan-mode/checkpoint@3'
 
 /** What attach needs of a log up to and including `seq` (R76). JSON data. */
 export interface PlanCheckpoint {
@@ -34,7 +34,11 @@ export interface PlanCheckpoint {
    * kept still attaches, knowing no approved plan.
    */
   readonly approved?: ApprovedPlan
-  /** The last plan of the current planning episode and its version (R96), when there is one; optional as `approved` is. */
+  /**
+   * The last plan of the current planning episode and its version, with the decisions made on its
+   * versions and its durable presentations still open (R96, R102), when there is one; optional as
+   * `approved` is.
+   */
   readonly episode?: PlanEpisode
 }
 
@@ -49,10 +53,24 @@ export interface CheckpointStore {
   save(agentId: string, checkpoint: PlanCheckpoint): void | Promise<void>
 }
 
-/** The checkpoint of a fold whose last event is `last`. */
-export function createCheckpoint(fold: PlanLogFold, last: SessionEvent): PlanCheckpoint {
+/**
+ * The checkpoint of `fold`, the fold of a log up to and including the last of `events` (which
+ * hold at least the events since the fold's own base), or null where none is made (R76, R102):
+ * while a handoff is due, or while the durable review open was presented before the current
+ * episode began. A handoff reads the approved plan's version and the decisions made on its
+ * episode from the events before the approval, which the checkpoint would cut off; the next
+ * checkpoint due is made instead.
+ */
+export function createCheckpoint(fold: PlanLogFold, events: readonly SessionEvent[]): PlanCheckpoint | null {
+  const last = events.at(-1)
+  if (last === undefined) return null
+  const open = fold.review.open
+  if (open !== null && !fold.episode?.open?.some((presented) => presented.reviewId === open.reviewId)) return null
+  // A handoff due since an approval before these events was told before the checkpoint they follow.
+  const { approved } = fold
+  if (approved?.fresh === true && approved.seq >= events[0]!.seq && !requestFollows(events, approved.seq)) return null
   const checkpoint = { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
-  return { ...checkpoint, ...(fold.approved === null ? {} : { approved: fold.approved }), ...(fold.episode === null ? {} : { episode: fold.episode }) }
+  return { ...checkpoint, ...(approved === null ? {} : { approved }), ...(fold.episode === null ? {} : { episode: fold.episode }) }
 }
 
 const isBooleanOrNull = (value: unknown): value is boolean | null => value === null || typeof value === 'boolean'
@@ -74,8 +92,8 @@ function readReviewFold(value: unknown): ReviewFold | undefined {
   if (typeof fold !== 'object' || fold === null) return undefined
   const { open, closed, news } = fold
   if (open !== null && !(typeof open === 'object' && isString(open?.reviewId) && isString(open.title) && isString(open.plan) && Number.isSafeInteger(open.version) && (open.callId === undefined || isString(open.callId)))) return undefined
-  if (closed !== null && !(typeof closed === 'object' && isString(closed?.reviewId) && isString(closed.outcome))) return undefined
-  if (news !== null && !(typeof news === 'object' && ['approved', 'keep-planning', 'superseded'].includes(news?.outcome as string) && (news.feedback === undefined || isString(news.feedback)))) return undefined
+  if (closed !== null && !(typeof closed === 'object' && isString(closed?.reviewId) && isReviewOutcome(closed.outcome))) return undefined
+  if (news !== null && !(typeof news === 'object' && ['approved', 'left', 'keep-planning', 'superseded'].includes(news?.outcome as string) && (news.feedback === undefined || isString(news.feedback)))) return undefined
   if (open === null && closed === null && news === null) return EMPTY_REVIEW_FOLD
   return Object.freeze({
     open: open && Object.freeze({ reviewId: open.reviewId, title: open.title, plan: open.plan, version: open.version, ...(open.callId === undefined ? {} : { callId: open.callId }) }),
@@ -90,7 +108,8 @@ function readApprovedPlan(value: unknown): ApprovedPlan | null | false {
   const approved = value as ApprovedPlan | null
   if (typeof approved !== 'object' || approved === null || !isString(approved.title) || !isString(approved.plan) || !Number.isSafeInteger(approved.seq)) return false
   const { title, plan, seq } = approved
-  return Object.freeze(approved.by === 'policy' ? { title, plan, seq, by: 'policy' as const } : { title, plan, seq })
+  // Every field a reader reads: `by` (R94) and `fresh` (R101: the host hands the plan off, R102).
+  return Object.freeze({ title, plan, seq, ...(approved.by === 'policy' ? { by: 'policy' as const } : {}), ...(approved.fresh === true ? { fresh: true as const } : {}) })
 }
 
 /** A checked copy of a checkpoint's episode: null when absent, false when it is not one (R96). */
@@ -98,7 +117,37 @@ function readEpisode(value: unknown): PlanEpisode | null | false {
   if (value === undefined) return null
   const episode = value as PlanEpisode | null
   if (typeof episode !== 'object' || episode === null || !Number.isSafeInteger(episode.version) || episode.version < 1 || !isString(episode.plan)) return false
-  return Object.freeze({ version: episode.version, plan: episode.plan })
+  const decisions = readDecisions(episode.decisions, episode.version)
+  const open = readOpenPresentations(episode.open, episode.version)
+  if (decisions === false || open === false) return false
+  return Object.freeze({ version: episode.version, plan: episode.plan, ...(decisions === null ? {} : { decisions }), ...(open === null ? {} : { open }) })
+}
+
+/** A checked copy of an episode's open presentations (R96): null when absent, false when they are not its versions' reviews. */
+function readOpenPresentations(value: unknown, upTo: number): readonly OpenPresentation[] | null | false {
+  if (value === undefined) return null
+  if (!Array.isArray(value) || value.length === 0) return false
+  const open: OpenPresentation[] = []
+  for (const presented of value as unknown[]) {
+    const { reviewId, version } = (presented ?? {}) as Partial<OpenPresentation>
+    if (!isString(reviewId) || typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1 || version > upTo) return false
+    if (open.some((other) => other.reviewId === reviewId)) return false
+    open.push(Object.freeze({ reviewId, version }))
+  }
+  return Object.freeze(open)
+}
+
+/** A checked copy of an episode's decisions (R102): null when absent, false when they are not decisions on its versions. */
+function readDecisions(value: unknown, upTo: number): readonly PlanDecision[] | null | false {
+  if (value === undefined) return null
+  if (!Array.isArray(value) || value.length === 0) return false
+  const decisions: PlanDecision[] = []
+  for (const decision of value as unknown[]) {
+    const { version, feedback } = (decision ?? {}) as Partial<PlanDecision>
+    if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1 || version > upTo || !isString(feedback)) return false
+    decisions.push(Object.freeze({ version, feedback }))
+  }
+  return Object.freeze(decisions)
 }
 
 /**
@@ -277,7 +326,8 @@ export class CheckpointWriter {
     const upTo = end === events.length ? events : events.slice(0, end)
     const fold = this.#base === null ? replayPlanLog(upTo) : replayFromCheckpoint(upTo, this.#base)
     if ('problem' in fold) throw new Error(fold.problem)
-    const checkpoint = createCheckpoint(fold, due)
+    const checkpoint = createCheckpoint(fold, upTo)
+    if (checkpoint === null) return // none is made here (a review open, a handoff due): the next due one
     this.#base = checkpoint
     await this.store.save(agentId, checkpoint)
   }
