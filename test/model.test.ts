@@ -60,10 +60,10 @@ function readers(session: SessionLog, fold: unknown, projection: unknown) {
   const start = episodeBefore(session)
   const history = createPlanHistory(start)
   for (const event of session.events) history.read(event)
-  const approved = approvedPlanOf(session)
+  const approved = approvedPlanOf(session, AGENT)
   return {
     fold,
-    restore: restoreSession(session, warn).restore,
+    restore: restoreSession(session, AGENT, warn).restore,
     approved,
     handoff: dueHandoff(session.events, approved, start),
     plans: history.plans,
@@ -74,29 +74,33 @@ function readers(session: SessionLog, fold: unknown, projection: unknown) {
 
 /**
  * R76: the readers of a checkpoint made after the first `k` events (as the service makes it, then
- * through a store's JSON) and the events after it, against the same readers of the whole log. The
- * history of the tail lists the plans presented after the checkpoint. Returns the difference,
- * undefined when there is none, or null where no checkpoint is made (a review open, a handoff due).
+ * through a store's JSON) and the events a loader loads with it (its own event and those after it),
+ * against the same readers of the whole log. Returns the difference, undefined when there is
+ * none, or null where no checkpoint is made (a handoff due, a review open since before the episode).
  */
 function checkpointReadersDiffer(log: readonly { type: string; data: unknown }[], k: number): string | undefined | null {
   const whole = createMemorySessionLog(log)
   const events = whole.events
-  const made = createCheckpoint(replayPlanLog(events.slice(0, k)), events.slice(0, k))
+  const made = createCheckpoint(AGENT, replayPlanLog(events.slice(0, k)), events.slice(0, k))
   if (made === null) return null
   const checkpoint = JSON.parse(JSON.stringify(made)) as unknown
   let tail: SessionLog
   let restored: unknown
   try {
-    tail = createMemorySessionLog(log.slice(k), { checkpoint })
-    const read = readCheckpoint(checkpoint)
+    tail = createMemorySessionLog(log.slice(k - 1), { checkpoint, agentId: AGENT })
+    const read = readCheckpoint(checkpoint, AGENT)
     restored = 'problem' in read ? read : replayFromCheckpoint(tail.events, read)
   } catch (error) {
     return `the checkpoint after ${k} events cannot be loaded: ${(error as Error).message}`
   }
   const strays = hasStrayApproval(log)
-  const fromTail = readers(tail, restored, strays ? null : tail.events.reduce(planProjection.apply, (checkpoint as { projection: never }).projection))
+  const after = tail.events.filter((event) => event.seq > k)
+  const fromTail = readers(tail, restored, strays ? null : after.reduce(planProjection.apply, (checkpoint as { projection: never }).projection))
   const full = readers(whole, replayPlanLog(events), strays ? null : events.reduce(planProjection.apply, planProjection.init()))
-  const expected = { ...full, plans: full.plans.filter((plan) => plan.seq > k) }
+  // The tail's history lists the plans presented after the checkpoint (all of them when the
+  // loaded events start at seq 1: the whole log, read whole).
+  const begin = tail.events[0]?.seq === 1 ? 0 : k
+  const expected = { ...full, plans: full.plans.filter((plan) => plan.seq > begin) }
   for (const key of Object.keys(expected) as (keyof typeof expected)[]) {
     if (!isDeepStrictEqual(fromTail[key], expected[key])) {
       return `${key} from the checkpoint after ${k} events and the tail:\n  ${JSON.stringify(fromTail[key])}\nfrom the whole log:\n  ${JSON.stringify(expected[key])}`

@@ -188,7 +188,8 @@ describe('R101, R102, R76: a fresh approval read from a checkpoint and the event
     const reload = async () => {
       await planMode.dispose() // waits for the checkpoint's write
       const checkpoint = (await store.load('agent-1')) as { seq: number }
-      const tail = createMemorySessionLog(session.events.slice(checkpoint.seq).map(({ type, data }) => ({ type, data })), { checkpoint })
+      // The checkpoint's own event and those after it.
+      const tail = createMemorySessionLog(session.events.slice(checkpoint.seq - 1).map(({ type, data }) => ({ type, data })), { checkpoint, agentId: 'agent-1' })
       const later = createPlanMode({ section: SECTION }, { decisions: 'all' })
       services.push(later)
       return { later, restarted: { id: 'agent-1', session: tail } as PlanAgent, checkpoint }

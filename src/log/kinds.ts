@@ -178,10 +178,10 @@ function isStrayApproval(review: ReviewFold, data: Record<string, unknown> | und
  * read backwards: the last valid request before it must carry its id, with no closing record of
  * that id in between.
  */
-function isStrayApprovalAt(events: readonly SessionEvent[], index: number, before: ReviewFold | undefined = undefined): boolean {
+function isStrayApprovalAt(events: readonly SessionEvent[], index: number, before: ReviewFold | undefined = undefined, from = 0): boolean {
   const data = payload(events[index]!)
   if (!leavesPlanMode(data?.outcome) || typeof data!.reviewId !== 'string') return false
-  for (let i = index - 1; i >= 0; i--) {
+  for (let i = index - 1; i >= from; i--) {
     const event = events[i]!
     if (event.type !== PLAN_REVIEW_EVENT) continue
     const earlier = payload(event)
@@ -257,6 +257,12 @@ export interface PlanEpisode {
    * closing record settles them, and its feedback is a decision); absent when there is none.
    */
   readonly open?: readonly OpenPresentation[]
+  /**
+   * Set on the episode a checkpoint's readers begin in (`episodeBefore`, R76): the seq of the
+   * event the checkpoint ends at. The events up to it are in the episode already, so readers
+   * that begin in it skip them.
+   */
+  readonly after?: number
 }
 
 /** A durable review's request of the current episode that no record has closed yet (R96). */
@@ -769,18 +775,18 @@ export function requestFollows(events: readonly SessionEvent[], seq: number): bo
 }
 
 /**
- * The approved plan as the end of `events` tells it (R98), read backwards to the last approval
- * or entry into plan mode (a lost answer's approval, R80, is no approval); `undefined` when the
- * events hold neither (the plan then is what the fold before them says: a checkpoint's, or none).
- * `before` is the durable reviews' fold before the first event, when they start after a checkpoint.
+ * The approved plan as `events[from…]` tells it (R98), read backwards to the last approval or
+ * entry into plan mode (a lost answer's approval, R80, is no approval); `undefined` when they hold
+ * neither (the plan then is what the fold before them says: a checkpoint's, or none). `before` is
+ * the durable reviews' fold before `events[from]`, when they start after a checkpoint.
  */
-export function latestApprovedPlan(events: readonly SessionEvent[], before?: ReviewFold): ApprovedPlan | null | undefined {
-  for (let i = events.length - 1; i >= 0; i--) {
+export function latestApprovedPlan(events: readonly SessionEvent[], before?: ReviewFold, from = 0): ApprovedPlan | null | undefined {
+  for (let i = events.length - 1; i >= from; i--) {
     const event = events[i]!
     if (event.type !== PLAN_MODE_EVENT && event.type !== PLAN_REVIEW_EVENT) continue
     const data = payload(event)
     const decides = event.type === PLAN_MODE_EVENT ? data?.active === true : data?.outcome === 'approved' && typeof data.plan === 'string'
-    if (decides && !isStrayApprovalAt(events, i, before)) return approvedAfter(null, event.type, data, event.seq)
+    if (decides && !isStrayApprovalAt(events, i, before, from)) return approvedAfter(null, event.type, data, event.seq)
   }
   return undefined
 }

@@ -47,6 +47,7 @@ function startDecisions(start: PlanEpisode | null, events: readonly SessionEvent
   let settled: PlanEpisode | null = start
   for (let i = 0; i < events.length && settled?.open !== undefined && events[i]!.seq <= seq; i++) {
     const event = events[i]!
+    if (start!.after !== undefined && event.seq <= start!.after) continue // in the start already
     if (event.type !== PLAN_REVIEW_EVENT || typeof event.data !== 'object' || event.data === null) continue
     const data = event.data as Record<string, unknown>
     // A new request under the same id is another presentation: the start's is no longer open.
