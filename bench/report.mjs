@@ -388,7 +388,7 @@ export function render(info, r, targets, profiles) {
     `payloads; built in ${cp.buildSeconds.toFixed(1)} s) and its checkpoint ${cp.tailLength} events back, folded once, untimed, with the`,
     `exported \`replayPlanLog\` (${(cp.checkpointSeconds * 1000).toFixed(0)} ms) into the shape of R76 (seq ${count(cp.checkpoint.seq)}, a \`${cp.checkpoint.type}\`):`,
     '',
-    `- tail: what a stateless host hands over, \`createMemorySessionLog(tail, { checkpoint })\`, the tail the last ${cp.tailLength} events;`,
+    `- tail: what a stateless host hands over, \`createMemorySessionLog(tail, { checkpoint, agentId })\`, the tail the event the checkpoint ends at and the last ${cp.tailLength} events;`,
     `- whole: the same checkpoint on a session holding all ${count(cp.total)} events (seq 1 on); attach still replays only`,
     '  the events after the checkpoint;',
     `- ${cp.tailLength}-event log: the same ${cp.tailLength} events as a log of their own (seq 1 on), no checkpoint.`,

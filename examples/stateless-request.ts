@@ -18,7 +18,7 @@ export interface EventTable {
 
 /**
  * One request of a stateless host (a serverless function): load the agent's checkpoint and only
- * the events after it, serve the request, and let everything go. The service saves a new
+ * the events from the one it ends at, serve the request, and let everything go. The service saves a new
  * checkpoint whenever the agent goes idle after 100 events, so the tail stays short.
  */
 export async function handleRequest<T>(
@@ -41,8 +41,9 @@ async function loadSession(agentId: string, table: EventTable, checkpoints: Chec
   const checkpoint = await Promise.resolve(checkpoints.load(agentId)).catch(() => undefined)
   let memory: SessionLog
   try {
-    const from = (checkpoint as { seq?: number } | undefined)?.seq ?? 0
-    memory = createMemorySessionLog(await table.after(agentId, from), checkpoint === undefined ? {} : { checkpoint })
+    // The event the checkpoint ends at, and those after it: the checkpoint is checked against it.
+    const from = ((checkpoint as { seq?: number } | undefined)?.seq ?? 1) - 1
+    memory = createMemorySessionLog(await table.after(agentId, from), checkpoint === undefined ? {} : { checkpoint, agentId })
   } catch {
     memory = createMemorySessionLog(await table.after(agentId, 0)) // a checkpoint it cannot use: the whole log
   }

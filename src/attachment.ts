@@ -95,7 +95,7 @@ export class Attachment implements PlanModePorts {
     this.agentId = agent.id
     this.#agent = agent
     this.#settings = settings
-    const { restore: fold, base } = restoreSession(agent.session, (message, error) => this.warn(message, error))
+    const { restore: fold, base } = restoreSession(agent.session, agent.id, (message, error) => this.warn(message, error))
     this.#lastSeq = fold.lastSeq
     if (settings.checkpoints) this.#checkpoints = new CheckpointWriter(settings.checkpoints.store, settings.checkpoints.every, base)
     const stored = this.#storedSelection(agent.id)

@@ -55,6 +55,7 @@ export {
   type CheckpointStore,
   type PlanCheckpoint,
 } from './log/checkpoint.js'
+export { eventDigest } from './log/digest.js'
 export {
   EXIT_PLAN_MODE,
   EXIT_PLAN_MODE_DESCRIPTION,

@@ -488,7 +488,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     decisions: settings.decisions,
     approvedPlan(agent) {
       attachmentOf(agent) // after dispose it fails as every call naming an agent does (R60)
-      return approvedPlanOf(agent.session)
+      return approvedPlanOf(agent.session, agent.id)
     },
     command: {
       ...command,

@@ -19,12 +19,13 @@ export interface SessionEvent<Data = unknown> {
 export interface SessionLog {
   /**
    * The log's events, seq one after another (§0): the whole log, or, when `checkpoint` is set,
-   * any suffix of it that holds every event after the checkpoint's seq (R76).
+   * any suffix of it that holds the event the checkpoint ends at and every event after it (R76).
    */
   readonly events: readonly SessionEvent[]
   /**
    * The checkpoint the host loaded for this agent (`CheckpointStore.load`), when it loaded only
-   * the events after it; attach then replays only those (R76). Checked before it is believed.
+   * the events from it on; attach then replays only those after it (R76). Checked before it is
+   * believed: the agent's, and ending at the log's event at its seq.
    */
   readonly checkpoint?: unknown
   append(type: string, data: unknown): SessionEvent | Promise<SessionEvent>
@@ -148,7 +149,7 @@ export interface PlanModeOptions {
   closeTimeoutMs?: number
   /**
    * Where each agent's checkpoints are saved (R76): a host that loads an agent's checkpoint and
-   * only the events after it attaches in O(tail). None by default.
+   * only the events from it on attaches in O(tail). None by default.
    */
   checkpoints?: CheckpointStore
   /** A checkpoint is saved when the agent goes idle after at least this many events (R76). Default 100. */

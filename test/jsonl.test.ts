@@ -308,6 +308,41 @@ describe('loading a damaged file', () => {
     ])
   })
 
+  it('R75: a file holding only "\\n" is cut to empty at open, so the appends acknowledged after it survive a reopen (regression: the reopen refused ":1: empty line")', async () => {
+    await writeFile(logPath, '\n')
+    const logger = quietLogger()
+    const log = await openLog(logPath, { logger })
+    expect(log.events).toEqual([])
+    expect(await readFile(logPath, 'utf8')).toBe('')
+    const [name] = (await readdir(dir)).filter((entry) => entry.startsWith('session.jsonl.torn-'))
+    const savedTo = join(dir, name!)
+    expect(await readFile(savedTo, 'utf8')).toBe('\n')
+    expect(logger.warn.mock.calls).toEqual([[`plan-mode: torn last line cut from ${logPath}`, { line: 1, bytes: 1, savedTo }]])
+    await log.append('turn/start', {})
+    await log.append('plan/mode', { active: true })
+    await log.close()
+
+    const reopened = await openLog(logPath, { logger: quietLogger() })
+    expect(reopened.events).toEqual([
+      { seq: 1, type: 'turn/start', data: {} },
+      { seq: 2, type: 'plan/mode', data: { active: true } },
+    ])
+  })
+
+  it.each([
+    ['two blank lines', '\n\n', ':1: empty line'],
+    ['a blank line, then a torn one', '\n{"seq":1,"ty', ':1: empty line'],
+    ['a blank line between events, then a torn one', `${line(1, 'a', 1)}\n{"seq":2,"ty`, ':2: empty line'],
+    ['a blank line after the events, then another', `${line(1, 'a', 1)}\n\n`, ':2: empty line'],
+  ])('R75: a torn tail that is more than its last line (%s) refuses the open, untouched, so no append is acknowledged that a reopen would refuse', async (_, text, error) => {
+    await writeFile(logPath, text)
+    const logger = quietLogger()
+    expect((await rejection(openJsonlSessionLog(logPath, { logger }))).message).toBe(`${logPath}${error}`)
+    expect(await readFile(logPath, 'utf8')).toBe(text)
+    expect(await readdir(dir)).toEqual(['session.jsonl'])
+    expect(logger.warn).not.toHaveBeenCalled()
+  })
+
   const corrupt: [name: string, lines: string, error: string][] = [
     ['a line that is not JSON', `${good}{oops\n${line(4, 'x', 1)}`, ':3: not valid JSON'],
     ['an empty line', `${line(1, 'a', 1)}\n${line(2, 'b', 1)}`, ':2: empty line'],

@@ -1,8 +1,15 @@
+import { isDeepStrictEqual } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { createActor } from 'xstate'
+import { createMemorySessionLog, planProjection, readCheckpoint, replayFromCheckpoint, replayPlanLog, type SessionEvent, type SessionLog } from '../src/index.js'
+import { approvedPlanOf, createCheckpoint, restoreSession } from '../src/log/checkpoint.js'
+import { createPlanHistory, episodeBefore, planHistory } from '../src/log/history.js'
+import { restorePlanLog } from '../src/log/kinds.js'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
+import { dueHandoff } from '../src/plan/handoff.js'
+import { hasStrayApproval } from './ops.js'
 import { TEXT } from './oracle.js'
-import { CoverageCollector, chartDefinition, durablePath, generatePaths, pathName, replayPath, type ModelPath } from './model.js'
+import { AGENT, CoverageCollector, chartDefinition, durablePath, generatePaths, pathName, replayPath, type ModelPath } from './model.js'
 
 /**
  * Model-based tests: every edge of the plan-mode statechart's reachable graph (as the service
@@ -30,6 +37,77 @@ const durable = generatePaths('durable')
 const paths: ModelPath[] = [...withChannel.paths, ...withoutChannel.paths, ...durable.paths]
 const coverage = new CoverageCollector()
 let replayed = 0
+/** The distinct logs the replays left (type and data of each event), by their JSON. */
+const logs = new Map<string, { type: string; data: unknown }[]>()
+
+/** Keeps the log a replay left, for the readers' check (R76). */
+function keepLog(events: readonly SessionEvent[]): void {
+  const log = events.map(({ type, data }) => ({ type, data }))
+  logs.set(JSON.stringify(log), log)
+}
+
+/**
+ * Everything the log's readers say of a session (R64, R76, R79, R81, R96, R98, R102): the replay's
+ * fold, what attach restores (F, the kept selection and so P, the open turn, K, the open review,
+ * the untold outcome), the approved plan (as `approvedPlan` reads it), the due handoff, the plan
+ * history from where the session's events begin and the version the next plan gets, and the
+ * projection (on logs without a lost answer's approval, which the projection alone cannot tell, R80).
+ */
+function readers(session: SessionLog, fold: unknown, projection: unknown) {
+  const warn = (message: string, error: unknown) => {
+    throw new Error(`${message}: ${String(error)}`)
+  }
+  const start = episodeBefore(session)
+  const history = createPlanHistory(start)
+  for (const event of session.events) history.read(event)
+  const approved = approvedPlanOf(session, AGENT)
+  return {
+    fold,
+    restore: restoreSession(session, AGENT, warn).restore,
+    approved,
+    handoff: dueHandoff(session.events, approved, start),
+    plans: history.plans,
+    next: history.next(),
+    projection,
+  }
+}
+
+/**
+ * R76: the readers of a checkpoint made after the first `k` events (as the service makes it, then
+ * through a store's JSON) and the events a loader loads with it (its own event and those after it),
+ * against the same readers of the whole log. Returns the difference, undefined when there is
+ * none, or null where no checkpoint is made (a handoff due, a review open since before the episode).
+ */
+function checkpointReadersDiffer(log: readonly { type: string; data: unknown }[], k: number): string | undefined | null {
+  const whole = createMemorySessionLog(log)
+  const events = whole.events
+  const made = createCheckpoint(AGENT, replayPlanLog(events.slice(0, k)), events.slice(0, k))
+  if (made === null) return null
+  const checkpoint = JSON.parse(JSON.stringify(made)) as unknown
+  let tail: SessionLog
+  let restored: unknown
+  try {
+    tail = createMemorySessionLog(log.slice(k - 1), { checkpoint, agentId: AGENT })
+    const read = readCheckpoint(checkpoint, AGENT)
+    restored = 'problem' in read ? read : replayFromCheckpoint(tail.events, read)
+  } catch (error) {
+    return `the checkpoint after ${k} events cannot be loaded: ${(error as Error).message}`
+  }
+  const strays = hasStrayApproval(log)
+  const after = tail.events.filter((event) => event.seq > k)
+  const fromTail = readers(tail, restored, strays ? null : after.reduce(planProjection.apply, (checkpoint as { projection: never }).projection))
+  const full = readers(whole, replayPlanLog(events), strays ? null : events.reduce(planProjection.apply, planProjection.init()))
+  // The tail's history lists the plans presented after the checkpoint (all of them when the
+  // loaded events start at seq 1: the whole log, read whole).
+  const begin = tail.events[0]?.seq === 1 ? 0 : k
+  const expected = { ...full, plans: full.plans.filter((plan) => plan.seq > begin) }
+  for (const key of Object.keys(expected) as (keyof typeof expected)[]) {
+    if (!isDeepStrictEqual(fromTail[key], expected[key])) {
+      return `${key} from the checkpoint after ${k} events and the tail:\n  ${JSON.stringify(fromTail[key])}\nfrom the whole log:\n  ${JSON.stringify(expected[key])}`
+    }
+  }
+  return undefined
+}
 
 describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statechart replayed on the service against the oracle', () => {
   /** Whether some generated path of `config` holds the letters `labels` one after another. */
@@ -45,9 +123,29 @@ describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statecha
     'path %i: %s',
     async (_i, _name, path) => {
       replayed++
-      await replayPath(path, coverage)
+      keepLog((await replayPath(path, coverage)).log(AGENT).events)
     },
   )
+
+  it('R76, R64, R96, R98, R102: every reader of a checkpoint at any cut of every log the paths made, and the events after it, says what it says of the whole log', async () => {
+    // Run on its own (a name filter), it replays the paths itself.
+    if (replayed === 0) for (const path of paths) keepLog((await replayPath(path).catch(() => undefined))?.log(AGENT).events ?? [])
+    const failures: string[] = []
+    let cuts = 0
+    let checked = 0
+    for (const log of logs.values()) {
+      for (let k = 1; k <= log.length; k++) {
+        cuts++
+        const problem = checkpointReadersDiffer(log, k)
+        if (problem !== null) checked++
+        if (typeof problem === 'string') failures.push(`${problem}\nlog:\n  ${log.map((e, i) => `${i + 1} ${e.type} ${JSON.stringify(e.data)}`).join('\n  ')}`)
+      }
+    }
+    console.log(`readers from a checkpoint: ${logs.size} distinct logs, ${cuts} cuts, ${checked} with a checkpoint, ${failures.length} differ`)
+    expect(failures.slice(0, 3)).toEqual([])
+    // Most cuts take a checkpoint (none is made while a review is open or a handoff due).
+    expect(checked).toBeGreaterThan(cuts / 2)
+  })
 
   it('R60, R63: the chart never says stopped while an append is still in flight', () => {
     // Such an edge is left out of the graph (the service stops the actor, the oracle lets the

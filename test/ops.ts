@@ -5,7 +5,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import fc from 'fast-check'
 import {
-  PLAN_CHECKPOINT_VERSION,
   createMemorySessionLog,
   createPlanMode,
   foldPlanMode,
@@ -32,6 +31,7 @@ import {
   type LogEntry,
   type OpenReviewExpectation,
 } from './oracle.js'
+import { createCheckpoint } from '../src/log/checkpoint.js'
 import { noticeText, settle } from './sut.js'
 import { SECTION, Twin } from './twin.js'
 
@@ -462,13 +462,15 @@ export function hasStrayApproval(log: readonly LogEntry[]): boolean {
   })
 }
 
-/** The checkpoint a service would save after the first `k` events of `events` (R76; as `checkpoint.test.ts` makes it). */
-export function checkpointAt(events: readonly SessionEvent[], k: number): PlanCheckpoint {
-  const fold = replayPlanLog(events.slice(0, k))
-  const last = events[k - 1]!
-  const checkpoint = { version: PLAN_CHECKPOINT_VERSION, seq: last.seq, type: last.type, projection: fold.projection, openTurn: fold.openTurn, told: fold.told, review: fold.review }
-  // R98, R96: the approved plan and the episode are carried when there is one.
-  return { ...checkpoint, ...(fold.approved === null ? {} : { approved: fold.approved }), ...(fold.episode === null ? {} : { episode: fold.episode }) }
+/** The agent `observeAttach` attaches. */
+const PROBE = 'probe'
+
+/**
+ * The checkpoint the probe agent's service would save after the first `k` events of `events`
+ * (R76), or null where it makes none (a handoff due, a review open since before the episode).
+ */
+export function checkpointAt(events: readonly SessionEvent[], k: number): PlanCheckpoint | null {
+  return createCheckpoint(PROBE, replayPlanLog(events.slice(0, k)), events.slice(0, k))
 }
 
 /** What a fresh durable service attached to a log shows, read through its public calls. */
@@ -491,13 +493,13 @@ export async function observeAttach(session: () => SessionLog): Promise<AttachVi
   const warnings: unknown[][] = []
   const options = { reviews: 'durable' as const, logger: { warn: (...args: unknown[]) => warnings.push(args) } }
   const first = createPlanMode({ section: SECTION }, options)
-  const agent = { id: 'probe', session: session() }
+  const agent = { id: PROBE, session: session() }
   const get = first.get(agent)
   const view = { get, section: first.section(agent), openReview: first.openReview(agent) }
   const { section, messages } = await first.stepBoundary(agent)
   await first.dispose()
   const second = createPlanMode({ section: SECTION }, options)
-  const other = { id: 'probe', session: session() }
+  const other = { id: PROBE, session: session() }
   const outcome = await second.set(other, !(get.pending ?? get.active))
   const select = { outcome, get: second.get(other) }
   await second.dispose()
@@ -567,7 +569,8 @@ export async function checkAttach(events: readonly SessionEvent[], k: number, ex
     same('R58: the replay\'s projection is the projection folded event by event', fold.projection, full.events.reduce(planProjection.apply, planProjection.init()))
   }
   if (checkpoint !== null) {
-    const tail = () => createMemorySessionLog(log.slice(k), { checkpoint })
+    // The loader's events: the checkpoint's own, then those after it.
+    const tail = () => createMemorySessionLog(log.slice(k - 1), { checkpoint, agentId: PROBE })
     const restored = replayFromCheckpoint(tail().events, checkpoint)
     same('R76: the checkpoint and the tail replay as the whole log', restored, fold)
     same('R76, R64, R79, R81: a fresh service on the checkpoint and the tail', await observeAttach(tail), expected)

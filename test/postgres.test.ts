@@ -234,7 +234,11 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     expect(await storeA.checkpoints.load('s1')).toMatchObject({ seq: 8, type: 'turn/end', projection: { active: true } })
     const storeB = await instance(db)
     const tail = await storeB.openSession('s1')
-    expect(tail.events).toEqual([{ seq: 9, type: 'turn/start', data: {} }])
+    // The event the checkpoint ends at (checked against it, R76), and those after it.
+    expect(tail.events).toEqual([
+      { seq: 8, type: 'turn/end', data: {} },
+      { seq: 9, type: 'turn/start', data: {} },
+    ])
     expect(tail.checkpoint).toMatchObject({ seq: 8 })
     const b = service(storeB)
     const agentB: PlanAgent = { id: 's1', session: tail }
@@ -244,6 +248,28 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     const saved = (await storeB.checkpoints.load('s1')) as PlanCheckpoint
     await storeB.checkpoints.save('s1', { ...saved, seq: 3 })
     expect(await storeB.checkpoints.load('s1')).toMatchObject({ seq: 8 })
+  })
+
+  it("R76, R85: openSession loads the whole log when the stored checkpoint is another session's or does not end at the log's event", async () => {
+    const db = await database()
+    const store = await instance(db)
+    const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
+    const writer = service(store, { checkpoints: store.checkpoints, checkpointEvery: 1 })
+    expect(await writer.set(agent, true)).toBe('committed')
+    await agent.session.append('turn/end', { turn: 1 })
+    await writer.dispose() // waits for the checkpoint's write
+    const saved = (await store.checkpoints.load('s1')) as PlanCheckpoint
+    expect(saved).toMatchObject({ agentId: 's1', seq: 2, type: 'turn/end' })
+    // Copied to another session whose log has a turn/end at seq 2 too; and the log of s1 rewritten since.
+    const other = await store.openSession('s2')
+    await other.append('turn/start', {})
+    await other.append('turn/end', { turn: 1 })
+    await store.checkpoints.save('s2', saved)
+    const copied = await (await instance(db)).openSession('s2')
+    expect([copied.checkpoint, copied.events.map((event) => event.seq)]).toEqual([undefined, [1, 2]])
+    await db.query(`UPDATE ${prefix}events SET data = '{"turn": 7}' WHERE session = 's1' AND seq = 2`)
+    const rewritten = await (await instance(db)).openSession('s1')
+    expect([rewritten.checkpoint, rewritten.events.map((event) => event.seq)]).toEqual([undefined, [1, 2]])
   })
 
   it('R85: tables take the prefix; a bad prefix, a closed session and a closed store are refused with exact messages', async () => {

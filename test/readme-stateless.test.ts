@@ -40,13 +40,13 @@ it('R76: the README stateless-host example serves each request from the checkpoi
   expect(table.rows.map((row) => row.seq)).toEqual(Array.from({ length: 123 }, (_, i) => i + 1))
   expect(checkpoints.saved.get('agent-1')).toMatchObject({ seq: 123, type: 'turn/end', projection: { active: true } })
 
-  // Request 2, a fresh process: only the events after the checkpoint are loaded (none).
+  // Request 2, a fresh process: only the event the checkpoint ends at and those after it are loaded (none).
   const state = await handleRequest('agent-1', table, checkpoints, async (planMode, agent) => {
     await agent.session.append('turn/start', {})
     return planMode.get(agent)
   })
   expect(state).toEqual({ active: true })
-  expect(table.loaded.at(-1)).toBe(0)
+  expect(table.loaded.at(-1)).toBe(1)
   expect(table.rows.at(-1)).toEqual({ seq: 124, type: 'turn/start', data: {} })
 
   // Request 3: a checkpoint it cannot use makes it load the whole log.

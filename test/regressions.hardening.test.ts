@@ -3,12 +3,14 @@ import {
   createMemoryCheckpointStore,
   createMemorySessionLog,
   createPlanMode,
+  replayPlanLog,
   type CheckpointStore,
   type PendingStore,
   type PlanAgent,
   type SessionEvent,
   type SessionLog,
 } from '../src/index.js'
+import { createCheckpoint } from '../src/log/checkpoint.js'
 import { createControlledLog, settle, track } from './sut.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -85,9 +87,9 @@ describe('found by a review of the hardening and checkpoint work (each failed be
     expect(warnings).toEqual([])
   })
 
-  it('R74: an append answered with a seq the log had before it began is reported (a log restarted behind a stale checkpoint)', async () => {
+  it('R74: an append answered with a seq the log had before it began is reported (a log whose appends restarted at seq 1 behind its checkpoint)', async () => {
     const warnings: unknown[][] = []
-    // A checkpoint of a 51-event log; the host's log then restarted at seq 1 under the same agent.
+    // A checkpoint of a 51-event log, handed over with its event; the host's log then restarted its appends at seq 1.
     const store = createMemoryCheckpointStore()
     const source = createPlanMode({ section: 'S' }, { checkpoints: store, checkpointEvery: 1, logger: { warn() {} } })
     const long = createMemorySessionLog(Array.from({ length: 50 }, () => ({ type: 'message', data: {} })))
@@ -96,9 +98,7 @@ describe('found by a review of the hardening and checkpoint work (each failed be
     await source.dispose()
     const restarted = createMemorySessionLog()
     const session: SessionLog = {
-      get events() {
-        return restarted.events
-      },
+      events: long.events.slice(50),
       checkpoint: store.saved.get('a'),
       subscribe: (listener) => restarted.subscribe(listener),
       append: async (type, data) => restarted.append(type, data),
@@ -106,6 +106,22 @@ describe('found by a review of the hardening and checkpoint work (each failed be
     const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     await planMode.set({ id: 'a', session }, true).catch(() => {})
     expect(warnings).toContainEqual([SEQ_WARNING, new Error('plan/mode was appended with seq 1, but the log already had seq 51')])
+  })
+
+  it('R76: a log restarted empty behind a checkpoint of its older self is replayed in full (it holds nothing), after the warning', () => {
+    const long = createMemorySessionLog(Array.from({ length: 50 }, () => ({ type: 'message', data: {} })))
+    long.append('turn/end', {})
+    const stale = createCheckpoint('a', replayPlanLog(long.events), long.events)
+    const restarted = createMemorySessionLog()
+    const warnings: unknown[][] = []
+    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    expect(planMode.get({ id: 'a', session: { ...restarted, events: restarted.events, checkpoint: stale } })).toEqual({ active: false })
+    expect(warnings).toEqual([
+      [
+        'plan-mode: checkpoint ignored; the log is replayed in full',
+        new Error('the log does not hold the event the checkpoint ends at (seq 51), which a loader must load with the events after it'),
+      ],
+    ])
   })
 
   it('R77: an agent whose pending-store write failed keeps its pending selection in memory: it does not leave', async () => {

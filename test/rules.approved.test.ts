@@ -81,13 +81,17 @@ describe('R98: the approved plan is state, read from the log', () => {
     const saved = (await checkpoints.load('agent-1')) as PlanCheckpoint
     expect(saved.approved).toEqual({ title: TITLE, plan: PLAN, seq: 3 })
 
+    // A later process loads the checkpoint, the event it ends at (the turn/end) and the events after it.
+    const loaded = [{ type: 'turn/end', data: {} }, { type: 'turn/start', data: {} }]
     const later = createPlanMode({ section: SECTION })
     services.push(later)
-    const tail = createMemorySessionLog([{ type: 'turn/start', data: {} }], { checkpoint: saved })
+    const tail = createMemorySessionLog(loaded, { checkpoint: saved, agentId: 'agent-1' })
     expect(later.approvedPlan({ id: 'agent-1', session: tail })).toEqual({ title: TITLE, plan: PLAN, seq: 3 })
     const { approved: _approved, ...older } = saved
-    const untold = createMemorySessionLog([{ type: 'turn/start', data: {} }], { checkpoint: older })
-    expect(later.approvedPlan({ id: 'agent-2', session: untold })).toBeNull()
+    const untold = createMemorySessionLog(loaded, { checkpoint: older, agentId: 'agent-1' })
+    const another = createPlanMode({ section: SECTION })
+    services.push(another)
+    expect(another.approvedPlan({ id: 'agent-1', session: untold })).toBeNull()
     expect(readCheckpoint({ ...saved, approved: { title: TITLE, plan: 7, seq: 3 } })).toEqual({
       problem: 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)',
     })

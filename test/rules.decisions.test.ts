@@ -2,8 +2,11 @@ import { jsonSchema, tool, type ModelMessage } from 'ai'
 import { afterEach, describe, expect, it } from 'vitest'
 import { withPlanMode } from '../src/adapters/ai-sdk.js'
 import {
+  createMemoryCheckpointStore,
   createMemorySessionLog,
   createPlanMode,
+  dueHandoff,
+  episodeBefore,
   planProjection,
   type PlanAgent,
   type PlanHandoff,
@@ -193,6 +196,62 @@ describe('R102, R81: a fresh approval not told in the result is told once: by th
     session.append('request/header', { step: 0 }) // that step ran in plan mode: nothing was handed off
     expect(await texts()).toEqual([APPROVED_NEWS])
     expect(await texts()).toEqual([])
+  })
+})
+
+describe('R101, R102, R76: a fresh approval read from a checkpoint and the events after it', () => {
+  const V2 = `${PLAN}\n3. Verify.`
+  /** A service with a checkpoint store saving at every turn/end, one agent in plan mode, a turn open. */
+  async function checkpointed() {
+    const store = createMemoryCheckpointStore()
+    const review = createScriptedReview()
+    const planMode = createPlanMode({ section: SECTION }, { review, decisions: 'all', checkpoints: store, checkpointEvery: 1 })
+    services.push(planMode)
+    const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/start', data: {} }])
+    const agent: PlanAgent = { id: 'agent-1', session }
+    const exit = async (given: ReviewAnswer, plan: string) => {
+      const asked = review.requests.length + 1
+      const call = planMode.exitTool.execute({ plan }, { agent }).catch((error: Error) => error.message)
+      await review.untilAsked(asked)
+      review.answer(given)
+      return call
+    }
+    /** A later process: the agent's checkpoint and the events after it (R76), on a new service. */
+    const reload = async () => {
+      await planMode.dispose() // waits for the checkpoint's write
+      const checkpoint = (await store.load('agent-1')) as { seq: number }
+      // The checkpoint's own event and those after it.
+      const tail = createMemorySessionLog(session.events.slice(checkpoint.seq - 1).map(({ type, data }) => ({ type, data })), { checkpoint, agentId: 'agent-1' })
+      const later = createPlanMode({ section: SECTION }, { decisions: 'all' })
+      services.push(later)
+      return { later, restarted: { id: 'agent-1', session: tail } as PlanAgent, checkpoint }
+    }
+    return { planMode, agent, session, exit, reload }
+  }
+
+  it('R101, R98, R76: approvedPlan read from a checkpoint after "Approve in a fresh context" carries fresh: true, as from the whole log (regression: the checkpoint dropped fresh)', async () => {
+    const { planMode, agent, session, exit, reload } = await checkpointed()
+    expect(await exit(answer('Approve in a fresh context'), PLAN)).toEqual({ approved: true })
+    await planMode.stepBoundary(agent) // the leave's flush
+    session.append('request/header', { step: 1 }) // the handoff was made at this request
+    session.append('turn/end', {}) // a checkpoint is due here
+    const whole = planMode.approvedPlan(agent)
+    expect(whole).toEqual({ title: TITLE, plan: PLAN, seq: 3, fresh: true })
+    const { later, restarted, checkpoint } = await reload()
+    expect(checkpoint.seq).toBe(session.events.length)
+    expect(later.approvedPlan(restarted)).toEqual(whole)
+  })
+
+  it('R102, R96, R76: the handoff of a plan approved after a checkpoint tells its version and the decisions made before the checkpoint (regression: v1\'s feedback was lost)', async () => {
+    const { planMode, agent, session, exit, reload } = await checkpointed()
+    expect(await exit(answer('Keep planning', { custom: 'Keep a backup for a week.' }), PLAN)).toBe('The user chose to keep planning; their feedback: Keep a backup for a week.')
+    session.append('turn/end', {}) // a checkpoint is due here: the episode holds v1 and its feedback
+    session.append('turn/start', {})
+    expect(await exit(answer('Approve in a fresh context'), V2)).toEqual({ approved: true })
+    const whole = dueHandoff(session.events, planMode.approvedPlan(agent))
+    expect(whole).toMatchObject({ version: 2, decisions: [{ version: 1, feedback: 'Keep a backup for a week.' }] })
+    const { later, restarted } = await reload()
+    expect(dueHandoff(restarted.session.events, later.approvedPlan(restarted), episodeBefore(restarted.session))).toEqual(whole)
   })
 })
 

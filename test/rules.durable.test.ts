@@ -14,6 +14,7 @@ import {
   type SessionLog,
   type StepBoundaryResult,
 } from '../src/index.js'
+import { eventDigest } from '../src/log/digest.js'
 import { TEXT } from './oracle.js'
 import { APPROVE, KEEP_PLANNING, PLAN, SECTION, createFaultyLog, createScriptedReview, flush, holdingLog, type FaultyLog } from './helpers.js'
 
@@ -343,7 +344,7 @@ describe('R79: a durable exit call', () => {
     expect(log.events.map((e) => (e.data as { outcome?: string }).outcome ?? e.type)).toEqual(['plan/mode', 'requested'])
   })
 
-  it('R79, R76: a checkpoint@2 carries the open review; a service attached from the checkpoint and the tail sees it', async () => {
+  it('R79, R76: a checkpoint carries the open review; a service attached from the checkpoint and the tail sees it', async () => {
     const store = createMemoryCheckpointStore()
     const h = harness({ options: { checkpoints: store, checkpointEvery: 1 } })
     await planning(h)
@@ -352,21 +353,25 @@ describe('R79: a durable exit call', () => {
     h.log.append('turn/end', {})
     await h.planMode.dispose() // waits for the checkpoint's write
     const checkpoint = store.saved.get('agent-1')!
-    expect(PLAN_CHECKPOINT_VERSION).toBe('xstate-plan-mode/checkpoint@2')
+    expect(PLAN_CHECKPOINT_VERSION).toBe('xstate-plan-mode/checkpoint@3')
     expect(checkpoint).toEqual({
-      version: 'xstate-plan-mode/checkpoint@2',
+      version: 'xstate-plan-mode/checkpoint@3',
+      agentId: 'agent-1',
       seq: version + 1,
       type: 'turn/end',
+      digest: eventDigest({ seq: version + 1, type: 'turn/end', data: {} }),
       projection: { active: true, runs: {}, kept: null },
       openTurn: false,
       told: true,
       review: { open: { reviewId, title: TITLE, plan: PLAN, version, callId: 'call-1' }, closed: null, news: null },
-      episode: { version: 1, plan: PLAN }, // R96: the request presented v1 of this episode
+      // R96: the request presented v1 of this episode, and its review is still open
+      episode: { version: 1, plan: PLAN, open: [{ reviewId, version: 1 }] },
     })
     h.log.append('turn/start', {})
+    // The loader's events: the checkpoint's own, then those after it.
     const tail = createMemorySessionLog(
-      h.log.events.slice(checkpoint.seq).map(({ type, data }) => ({ type, data })),
-      { checkpoint: await store.load('agent-1') },
+      h.log.events.slice(checkpoint.seq - 1).map(({ type, data }) => ({ type, data })),
+      { checkpoint: await store.load('agent-1'), agentId: 'agent-1' },
     )
     const agent: PlanAgent = { id: 'agent-1', session: tail }
     const next = durableService()
@@ -389,7 +394,7 @@ describe('R79: a durable exit call', () => {
       closed: { reviewId, outcome: 'keep-planning' },
       news: { outcome: 'keep-planning', feedback: FEEDBACK },
     })
-    const tail = createMemorySessionLog([{ type: 'turn/start', data: {} }], { checkpoint: await store.load('agent-1') })
+    const tail = createMemorySessionLog([{ type: 'turn/end', data: {} }, { type: 'turn/start', data: {} }], { checkpoint: await store.load('agent-1'), agentId: 'agent-1' })
     const agent: PlanAgent = { id: 'agent-1', session: tail }
     const next = durableService()
     await expect(next.answerReview(agent, reviewId, APPROVE)).rejects.toThrow(new Error(alreadyClosed(reviewId, 'keep-planning')))
@@ -408,8 +413,10 @@ describe('R79: a durable exit call', () => {
     const fold = replayPlanLog(full.events.slice(0, 2))
     const { review: _review, ...withoutReview } = {
       version: PLAN_CHECKPOINT_VERSION,
+      agentId: 'agent-1',
       seq: 2,
       type: 'plan/review',
+      digest: eventDigest(full.events[1]!),
       projection: fold.projection,
       openTurn: fold.openTurn,
       told: fold.told,

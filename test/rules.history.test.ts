@@ -92,10 +92,11 @@ describe('R96, R76: a host that loaded only the tail after a checkpoint numbers 
       { type: 'turn/end', data: {} },
       { type: 'plan/review', data: { outcome: 'approved', title: 'Cache the importer', plan: V2 } },
     ])
-    const checkpoint = createCheckpoint(replayPlanLog(whole.events.slice(0, 3)), whole.events[2]!)
+    const checkpoint = createCheckpoint('agent-1', replayPlanLog(whole.events.slice(0, 3)), whole.events.slice(0, 3))!
     expect(checkpoint.episode).toEqual({ version: 1, plan: V1 })
-    const tail = createMemorySessionLog([whole.events[3]!], { checkpoint })
-    expect(episodeBefore(tail)).toEqual({ version: 1, plan: V1 })
+    // The loader's events: the checkpoint's own (seq 3), then those after it.
+    const tail = createMemorySessionLog(whole.events.slice(2), { checkpoint, agentId: 'agent-1' })
+    expect(episodeBefore(tail)).toEqual({ version: 1, plan: V1, after: 3 })
     expect(episodeBefore(whole)).toBeNull()
     expect(planHistory(tail.events, episodeBefore(tail))).toEqual([
       { seq: 4, version: 2, title: 'Cache the importer', plan: V2, outcome: 'approved', previous: V1 },

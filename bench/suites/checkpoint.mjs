@@ -4,8 +4,8 @@
  * first `planMode.get(agent)` on a fresh service (the service is disposed after each sample,
  * untimed, as in the attach suite):
  * - tail: a 1e6-event log loaded from its checkpoint: the session is
- *   `createMemorySessionLog(tail, { checkpoint })`, the tail its last TAIL events and the
- *   checkpoint the fold of the TOTAL − TAIL events before them;
+ *   `createMemorySessionLog(tail, { checkpoint, agentId })`, the tail the event the checkpoint ends
+ *   at and the last TAIL events, and the checkpoint the fold of the TOTAL − TAIL events before them;
  * - whole: the same checkpoint on a session holding the whole 1e6-event log (seq 1 to 1e6): attach
  *   must still replay only the TAIL events after the checkpoint;
  * - short: the same TAIL events as a log of their own (seq 1 to TAIL), no checkpoint: what attach
@@ -13,7 +13,7 @@
  *   lies before it.
  * The log is the realistic mix (bench/log.mjs `realisticEntries`, fresh payloads per event). The
  * checkpoint is built once, untimed, with the library's exported `replayPlanLog` in the shape of
- * R76 (`{ version: PLAN_CHECKPOINT_VERSION, seq, type, projection, openTurn, told, review }`), and each
+ * R76 (`{ version: PLAN_CHECKPOINT_VERSION, agentId, seq, type, digest, projection, openTurn, told, review }`), and each
  * side's state is checked against a full replay before the rounds; a checkpoint the service
  * ignored would warn, and the logger given to every service throws on a warning.
  */
@@ -26,6 +26,9 @@ export const TOTAL = QUICK ? 1e5 : 1e6
 export const TAIL = 100
 const ROUNDS = QUICK ? 3 : 9
 const SAMPLES = QUICK ? 100 : 400
+
+/** The agent every side attaches, whose checkpoint it is. */
+const AGENT = 'agent'
 
 /** A logger that fails the bench on any warning (a checkpoint ignored, a failed write). */
 const STRICT_LOGGER = {
@@ -51,8 +54,10 @@ export function checkpointLogs(lib) {
   const last = events[cut - 1]
   const checkpoint = {
     version: lib.PLAN_CHECKPOINT_VERSION,
+    agentId: AGENT,
     seq: last.seq,
     type: last.type,
+    digest: lib.eventDigest(last),
     projection: fold.projection,
     openTurn: fold.openTurn,
     told: fold.told,
@@ -60,11 +65,13 @@ export function checkpointLogs(lib) {
   }
   const checkpointSeconds = (performance.now() - folded) / 1000
   const tailEntries = events.slice(cut).map(({ type, data }) => ({ type, data }))
+  // What a host loads with the checkpoint: the event it ends at (checked against it), then the tail.
+  const loaded = events.slice(cut - 1).map(({ type, data }) => ({ type, data }))
   return {
     // The whole log with the checkpoint beside it: a host that holds it all and still hands over
     // the checkpoint (the memory log's methods are closures, so a spread copy keeps working).
     whole: { ...full, checkpoint },
-    tail: lib.createMemorySessionLog(tailEntries, { checkpoint }),
+    tail: lib.createMemorySessionLog(loaded, { checkpoint, agentId: AGENT }),
     short: lib.createMemorySessionLog(tailEntries),
     checkpoint,
     buildSeconds,
@@ -82,7 +89,7 @@ export function checkpointLogs(lib) {
 export function checkpointSides(lib, logs, samples) {
   let sink = false
   const side = (session) => {
-    const agent = { id: 'agent', session }
+    const agent = { id: AGENT, session }
     let service = null
     return {
       run: () => {
@@ -104,7 +111,7 @@ export function checkpointSides(lib, logs, samples) {
 async function check(lib, logs) {
   const stateOf = async (session) => {
     const service = lib.createPlanMode({ section: SECTION }, { logger: STRICT_LOGGER })
-    const state = JSON.stringify(service.get({ id: 'agent', session }))
+    const state = JSON.stringify(service.get({ id: AGENT, session }))
     await service.dispose()
     return state
   }

@@ -297,7 +297,10 @@ export function parseJsonlLog(path: string, bytes: Buffer): LoadedLog {
     torn.line = lines.length + 1
   } else if (lines.length > 0 && !parsesAsJson(lines[lines.length - 1]!)) {
     // Complete but garbage: a write the crash left as zeros or a fragment with a newline in it.
-    const start = Math.max(bom, bytes.lastIndexOf(0x0a, length - 2) + 1)
+    // Its line starts after the newline before its own; a file that is one line long (`"\n"`
+    // alone) has none. (`lastIndexOf` reads a negative offset from the end: it must not get one,
+    // or the cut keeps the byte it reports and the next open refuses what was appended after it.)
+    const start = length < 2 ? bom : Math.max(bom, bytes.lastIndexOf(0x0a, length - 2) + 1)
     torn = { bytes: bytes.subarray(start, length), line: lines.length }
     length = start
     lines.pop()

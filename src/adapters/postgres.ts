@@ -10,7 +10,7 @@
  * on a state another instance has already changed. Appends are announced with NOTIFY; every
  * instance LISTENs and reads the rows it has not seen, in order.
  */
-import { readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
+import { checkpointEventProblem, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'
 import type { PendingStore, SessionEvent, SessionLog } from '../types.js'
 
@@ -53,9 +53,9 @@ export interface PostgresPlanStore {
   /** Creates the tables when they are missing (safe to call from every instance at once). */
   migrate(): Promise<void>
   /**
-   * Loads a session: its latest checkpoint and only the events after it (R76), or the whole log
-   * when the checkpoint cannot be used; its pending selection for `pendingStore.get`. Then follows
-   * the appends of every instance.
+   * Loads a session: its latest checkpoint, the event it ends at and the events after it (R76), or
+   * the whole log when the checkpoint cannot be used (another session's, or not ending at its
+   * event); its pending selection for `pendingStore.get`. Then follows the appends of every instance.
    */
   openSession(sessionId: string): Promise<PostgresSessionLog>
   /** P kept in the database (R64): `get` answers what `openSession` loaded. Agent id = session id. */
@@ -268,13 +268,16 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('plan-mode postgres: a session id must be a non-empty string')
       await ensureListening()
       const saved = await db.query(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [sessionId])
-      const read = saved.rows.length === 0 ? undefined : readCheckpoint(saved.rows[0]!.checkpoint)
-      // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76).
-      const checkpoint = read === undefined || 'problem' in read ? undefined : read
-      const { rows } = await db.query(`SELECT seq, type, data FROM ${events} WHERE session = $1 AND seq > $2 ORDER BY seq`, [
-        sessionId,
-        checkpoint?.seq ?? 0,
-      ])
+      const read = saved.rows.length === 0 ? undefined : readCheckpoint(saved.rows[0]!.checkpoint, sessionId)
+      // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76). It is
+      // loaded with the event it ends at, which must be that event (another log's is not).
+      let checkpoint = read === undefined || 'problem' in read ? undefined : read
+      const load = (from: number) => db.query(`SELECT seq, type, data FROM ${events} WHERE session = $1 AND seq >= $2 ORDER BY seq`, [sessionId, from])
+      let { rows } = await load(checkpoint?.seq ?? 1)
+      if (checkpoint !== undefined && checkpointEventProblem(checkpoint, rows[0] && rowEvent(rows[0])) !== undefined) {
+        checkpoint = undefined
+        ;({ rows } = await load(1))
+      }
       const kept = await db.query(`SELECT pending FROM ${pendingTable} WHERE session = $1`, [sessionId])
       const value = kept.rows[0]?.pending
       if (typeof value === 'boolean') pending.set(sessionId, value)

@@ -1,5 +1,5 @@
 import type { SessionEvent, SessionLog } from '../types.js'
-import { loadedCheckpoint } from './checkpoint.js'
+import { checkpointStart } from './checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, presentsPlan, type PlanEpisode, type ReviewOutcome } from './kinds.js'
 
 /** One plan the model presented (R96), as the log tells it. */
@@ -41,7 +41,8 @@ export interface PlanHistoryReader {
  * A reader of a log's plan history (R96). An episode starts at every `plan/mode` record
  * (entering plan mode starts one; leaving it ends it), and the plans presented in it are versions
  * 1, 2, … Records that are not what the library writes are skipped. `start` is the episode the
- * events begin in, for events that start after a checkpoint (`episodeBefore(session)`).
+ * events begin in, for events that start with a checkpoint's (`episodeBefore(session)`): the
+ * events up to its `after` are skipped.
  */
 export function createPlanHistory(start: PlanEpisode | null = null): PlanHistoryReader {
   const plans: PresentedPlan[] = []
@@ -53,6 +54,8 @@ export function createPlanHistory(start: PlanEpisode | null = null): PlanHistory
     plans,
     next: () => ({ version: previous === null ? 1 : previous.version + 1, previous: previous?.plan ?? null }),
     read(event) {
+      // The events up to the checkpoint the start was read from are in it already (R76).
+      if (start?.after !== undefined && event.seq <= start.after) return undefined
       if (event.type === PLAN_MODE_EVENT) {
         previous = null // a new episode
         return undefined
@@ -90,11 +93,13 @@ export function createPlanHistory(start: PlanEpisode | null = null): PlanHistory
 
 /**
  * The episode a session's loaded events begin in (R96): its checkpoint's, when the events start
- * after a checkpoint (R76) that carries one; else null (a whole log begins in none).
+ * with a checkpoint's event (R76) and it carries one, marked `after` its seq (the readers that
+ * begin in it read only the events after that); else null (a whole log begins in none).
  */
 export function episodeBefore(session: SessionLog): PlanEpisode | null {
-  if (session.events[0]?.seq === 1) return null
-  return loadedCheckpoint(session)?.episode ?? null
+  const start = checkpointStart(session)
+  const episode = start?.checkpoint.episode
+  return episode === undefined ? null : { ...episode, after: start!.checkpoint.seq }
 }
 
 /**

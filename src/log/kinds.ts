@@ -106,6 +106,11 @@ export const EMPTY_REVIEW_FOLD: ReviewFold = Object.freeze({ open: null, closed:
 
 const CLOSING_OUTCOMES: ReadonlySet<unknown> = new Set(['approved', 'left', 'keep-planning', 'dismissed', 'failed', 'aborted', 'superseded', 'reloaded'])
 
+/** Whether a value is one of the outcomes that close a review (R49). */
+export function isReviewOutcome(value: unknown): value is ReviewOutcome {
+  return CLOSING_OUTCOMES.has(value)
+}
+
 /** The news a closing record leaves for the next step boundary, or null when it tells nothing (R81). */
 function newsOf(data: Record<string, unknown>): ReviewNews | null {
   if (data.toldInResult === true) return null
@@ -173,10 +178,10 @@ function isStrayApproval(review: ReviewFold, data: Record<string, unknown> | und
  * read backwards: the last valid request before it must carry its id, with no closing record of
  * that id in between.
  */
-function isStrayApprovalAt(events: readonly SessionEvent[], index: number, before: ReviewFold | undefined = undefined): boolean {
+function isStrayApprovalAt(events: readonly SessionEvent[], index: number, before: ReviewFold | undefined = undefined, from = 0): boolean {
   const data = payload(events[index]!)
   if (!leavesPlanMode(data?.outcome) || typeof data!.reviewId !== 'string') return false
-  for (let i = index - 1; i >= 0; i--) {
+  for (let i = index - 1; i >= from; i--) {
     const event = events[i]!
     if (event.type !== PLAN_REVIEW_EVENT) continue
     const earlier = payload(event)
@@ -241,6 +246,36 @@ export interface ApprovedPlan {
 export interface PlanEpisode {
   readonly version: number
   readonly plan: string
+  /**
+   * The keep-planning feedback given on the episode's versions so far, by version (R102: a
+   * handoff's decisions); absent when there is none. A checkpoint carries it, so that a handoff
+   * read from the events after it still tells the decisions made before it.
+   */
+  readonly decisions?: readonly PlanDecision[]
+  /**
+   * The episode's durable presentations whose review no record has closed yet (R96: their first
+   * closing record settles them, and its feedback is a decision); absent when there is none.
+   */
+  readonly open?: readonly OpenPresentation[]
+  /**
+   * Set on the episode a checkpoint's readers begin in (`episodeBefore`, R76): the seq of the
+   * event the checkpoint ends at. The events up to it are in the episode already, so readers
+   * that begin in it skip them.
+   */
+  readonly after?: number
+}
+
+/** A durable review's request of the current episode that no record has closed yet (R96). */
+export interface OpenPresentation {
+  readonly reviewId: string
+  /** The version its plan got. */
+  readonly version: number
+}
+
+/** The feedback the user gave on one version of a plan (R100, R102). */
+export interface PlanDecision {
+  readonly version: number
+  readonly feedback: string
 }
 
 /** How a timeline shows a log event: a tone (its family), a short label and a detail line. */
@@ -519,9 +554,10 @@ export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLo
   if (kind === undefined) return fold
   const data = payload(event)
   if (event.type === PLAN_MODE_EVENT) readPlanModeData(data)
-  if (kind === PLAN_REVIEW_KIND && isStrayApproval(fold.review, data)) return { ...fold, lastSeq: event.seq } // R80
-  const approved = approvedAfter(fold.approved, event.type, data, event.seq)
+  // The history settles a presentation with any first closing record, a lost answer's too (R96).
   const episode = episodeAfter(fold.episode, event.type, data)
+  if (kind === PLAN_REVIEW_KIND && isStrayApproval(fold.review, data)) return { ...fold, episode, lastSeq: event.seq } // R80
+  const approved = approvedAfter(fold.approved, event.type, data, event.seq)
   const told = kind.tells?.(data, fold.projection.active)
   return {
     projection: kind.project === undefined ? fold.projection : kind.project(fold.projection, data),
@@ -558,11 +594,10 @@ export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLog
     if (kind === undefined) continue
     if (kind === PLAN_MODE_KIND) readPlanModeData(event.data) // R61: every plan/mode is checked, not only the last
     const data = event.data as Record<string, unknown> | undefined
+    // The history settles a presentation with any first closing record, a lost answer's too (R96).
+    if (kind === PLAN_MODE_KIND || kind === PLAN_REVIEW_KIND) episode = episodeAfter(episode, event.type, payload(event))
     if (kind === PLAN_REVIEW_KIND && isStrayApproval(review, data)) continue // R80: a lost answer changes nothing
-    if (kind === PLAN_MODE_KIND || kind === PLAN_REVIEW_KIND) {
-      approved = approvedAfter(approved, event.type, payload(event), event.seq)
-      episode = episodeAfter(episode, event.type, payload(event))
-    }
+    if (kind === PLAN_MODE_KIND || kind === PLAN_REVIEW_KIND) approved = approvedAfter(approved, event.type, payload(event), event.seq)
     if (kind.tells !== undefined) told = kind.tells(data, projection.active) ?? told
     if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
     if (kind.project !== undefined) projection = kind.project(projection, data)
@@ -694,26 +729,64 @@ function approvedAfter(approved: ApprovedPlan | null, type: string, data: Record
   return { title, plan: data.plan, seq, ...(data.by === 'policy' ? { by: 'policy' as const } : {}), ...(data.fresh === true ? { fresh: true as const } : {}) }
 }
 
-/** The episode after one event (R96): a `plan/mode` starts a new one, a presented plan is its next version. */
+/**
+ * The episode after one event (R96): a `plan/mode` starts a new one, a presented plan is its next
+ * version, and keep-planning feedback on one of its versions is a decision (R102). A channel
+ * review's record presents and settles at once; a durable review's request presents, and the
+ * first closing record of its id settles it, as `planHistory` reads them.
+ */
 export function episodeAfter(episode: PlanEpisode | null, type: string, data: Record<string, unknown> | undefined): PlanEpisode | null {
   if (type === PLAN_MODE_EVENT) return null
-  if (type !== PLAN_REVIEW_EVENT || !presentsPlan(data)) return episode
-  return { version: (episode?.version ?? 0) + 1, plan: data!.plan as string }
+  if (type !== PLAN_REVIEW_EVENT || data === undefined) return episode
+  const reviewId = typeof data.reviewId === 'string' ? data.reviewId : undefined
+  if (presentsPlan(data)) {
+    const version = (episode?.version ?? 0) + 1
+    const open = (episode?.open ?? []).filter((entry) => entry.reviewId !== reviewId)
+    if (reviewId !== undefined) open.push({ reviewId, version })
+    const decisions = reviewId === undefined ? withDecision(episode?.decisions, version, data.feedback) : episode?.decisions
+    return episodeOf(version, data.plan as string, decisions, open)
+  }
+  const settled = reviewId === undefined || typeof data.outcome !== 'string' ? undefined : episode?.open?.find((entry) => entry.reviewId === reviewId)
+  if (settled === undefined) return episode
+  const open = episode!.open!.filter((entry) => entry !== settled)
+  return episodeOf(episode!.version, episode!.plan, withDecision(episode!.decisions, settled.version, data.feedback), open)
+}
+
+/** `decisions` with the feedback on `version`, in version order (unchanged when there is no feedback). */
+function withDecision(decisions: readonly PlanDecision[] | undefined, version: number, feedback: unknown): readonly PlanDecision[] | undefined {
+  if (typeof feedback !== 'string') return decisions
+  return [...(decisions ?? []), { version, feedback }].sort((a, b) => a.version - b.version)
+}
+
+/** An episode with its optional lists present only when they hold something. */
+function episodeOf(version: number, plan: string, decisions: readonly PlanDecision[] | undefined, open: readonly OpenPresentation[]): PlanEpisode {
+  return { version, plan, ...(decisions === undefined || decisions.length === 0 ? {} : { decisions }), ...(open.length === 0 ? {} : { open }) }
 }
 
 /**
- * The approved plan as the end of `events` tells it (R98), read backwards to the last approval
- * or entry into plan mode (a lost answer's approval, R80, is no approval); `undefined` when the
- * events hold neither (the plan then is what the fold before them says: a checkpoint's, or none).
- * `before` is the durable reviews' fold before the first event, when they start after a checkpoint.
+ * Whether a `request/header` follows the event `seq` in `events`, read from the end (R102: a
+ * handoff is due until a request follows its approval).
  */
-export function latestApprovedPlan(events: readonly SessionEvent[], before?: ReviewFold): ApprovedPlan | null | undefined {
-  for (let i = events.length - 1; i >= 0; i--) {
+export function requestFollows(events: readonly SessionEvent[], seq: number): boolean {
+  for (let i = events.length - 1; i >= 0 && events[i]!.seq > seq; i--) {
+    if (events[i]!.type === REQUEST_HEADER_EVENT) return true
+  }
+  return false
+}
+
+/**
+ * The approved plan as `events[from…]` tells it (R98), read backwards to the last approval or
+ * entry into plan mode (a lost answer's approval, R80, is no approval); `undefined` when they hold
+ * neither (the plan then is what the fold before them says: a checkpoint's, or none). `before` is
+ * the durable reviews' fold before `events[from]`, when they start after a checkpoint.
+ */
+export function latestApprovedPlan(events: readonly SessionEvent[], before?: ReviewFold, from = 0): ApprovedPlan | null | undefined {
+  for (let i = events.length - 1; i >= from; i--) {
     const event = events[i]!
     if (event.type !== PLAN_MODE_EVENT && event.type !== PLAN_REVIEW_EVENT) continue
     const data = payload(event)
     const decides = event.type === PLAN_MODE_EVENT ? data?.active === true : data?.outcome === 'approved' && typeof data.plan === 'string'
-    if (decides && !isStrayApprovalAt(events, i, before)) return approvedAfter(null, event.type, data, event.seq)
+    if (decides && !isStrayApprovalAt(events, i, before, from)) return approvedAfter(null, event.type, data, event.seq)
   }
   return undefined
 }

@@ -1,7 +1,5 @@
-import type { ApprovedPlan } from '../log/kinds.js'
 import { planHistory } from '../log/history.js'
-import { REQUEST_HEADER_EVENT } from '../log/kinds.js'
-import type { PlanEpisode } from '../log/kinds.js'
+import { PLAN_REVIEW_EVENT, episodeAfter, presentsPlan, requestFollows, type ApprovedPlan, type PlanEpisode } from '../log/kinds.js'
 import type { SessionEvent } from '../types.js'
 
 /** What a host receives when the user approves a plan into a fresh context (R102). */
@@ -19,20 +17,44 @@ export interface PlanHandoff {
 /**
  * The handoff due at the next request (R102): when the plan approved last was approved into a
  * fresh context and no `request/header` follows its record (no request has been derived since),
- * the plan, its version and the feedback given on its earlier versions; else null.
+ * the plan, its version and the feedback given on its earlier versions; else null. `start` is the
+ * episode the events begin in (`episodeBefore(session)` for events after a checkpoint, R76): its
+ * versions and their decisions come before the events' own.
  */
 export function dueHandoff(events: readonly SessionEvent[], approved: ApprovedPlan | null, start: PlanEpisode | null = null): PlanHandoff | null {
-  if (approved?.fresh !== true) return null
-  for (let i = events.length - 1; i >= 0 && events[i]!.seq > approved.seq; i--) {
-    if (events[i]!.type === REQUEST_HEADER_EVENT) return null
-  }
+  if (approved?.fresh !== true || requestFollows(events, approved.seq)) return null
   const plans = planHistory(events, start).filter((plan) => plan.seq <= approved.seq)
-  const last = plans.at(-1)
+  // The approved plan is the last one presented up to its approval: among the events, or the start's.
+  const last = plans.at(-1) ?? start
   const version = last?.plan === approved.plan ? last.version : 1
-  const episode = plans.slice(plans.length - version, -1)
-  const decisions = episode.flatMap((plan) => (plan.feedback === undefined ? [] : [{ version: plan.version, feedback: plan.feedback }]))
+  const episode = plans.slice(Math.max(0, plans.length - version), -1)
+  // The episode's versions before the events' own are the start's, with the decisions made on them.
+  const first = version - episode.length
+  const decisions = [
+    ...startDecisions(start, events, approved.seq).filter((decision) => decision.version < first),
+    ...episode.flatMap((plan) => (plan.feedback === undefined ? [] : [{ version: plan.version, feedback: plan.feedback }])),
+  ]
   const handoff = { title: approved.title, plan: approved.plan, version, decisions }
   return { ...handoff, text: handoffText(handoff) }
+}
+
+/**
+ * The decisions made on the versions of `start` (the episode events begin in) up to the event
+ * `seq`: its own, and the feedback of the records in `events` that settle its presentations still
+ * open, each by the first record of its id, as `planHistory` settles them (R96).
+ */
+function startDecisions(start: PlanEpisode | null, events: readonly SessionEvent[], seq: number): { version: number; feedback: string }[] {
+  let settled: PlanEpisode | null = start
+  for (let i = 0; i < events.length && settled?.open !== undefined && events[i]!.seq <= seq; i++) {
+    const event = events[i]!
+    if (start!.after !== undefined && event.seq <= start!.after) continue // in the start already
+    if (event.type !== PLAN_REVIEW_EVENT || typeof event.data !== 'object' || event.data === null) continue
+    const data = event.data as Record<string, unknown>
+    // A new request under the same id is another presentation: the start's is no longer open.
+    if (presentsPlan(data)) settled = { ...settled, open: settled.open.filter((presented) => presented.reviewId !== data.reviewId) }
+    else settled = episodeAfter(settled, event.type, data)
+  }
+  return (settled?.decisions ?? []).map(({ version, feedback }) => ({ version, feedback }))
 }
 
 /**
