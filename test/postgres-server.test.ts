@@ -1,4 +1,5 @@
 import { fork } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -209,4 +210,74 @@ describe('R83–R85: the PostgreSQL adapter on a real server (postgresql-15)', (
     await eventually(() => logB.events.some((e) => (e.data as { n?: number }).n === 3), 'B hears the append made after the restart')
     expect(logB.events.map((e) => e.seq)).toEqual(logA.events.map((e) => e.seq))
   }, 60_000)
+})
+
+/** The parent pid of a process (the 4th field of /proc/<pid>/stat, after the parenthesized name). */
+function parentOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+}
+
+/**
+ * Freezes the whole server: the postmaster (no new connection is answered) and every process it
+ * forked (each backend, listening ones included). Returns the function that thaws it.
+ */
+async function freezeServer(pool: pg.Pool): Promise<() => void> {
+  const { rows } = await pool.query('SELECT pg_backend_pid() AS pid')
+  const postmaster = parentOf(Number(rows[0]!.pid))
+  const children = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return parentOf(pid) === postmaster
+      } catch {
+        return false // gone meanwhile
+      }
+    })
+  const frozen = [postmaster, ...children]
+  for (const pid of frozen) process.kill(pid, 'SIGSTOP')
+  return () => {
+    for (const pid of frozen.reverse()) {
+      try {
+        process.kill(pid, 'SIGCONT')
+      } catch {
+        // gone
+      }
+    }
+  }
+}
+
+describe('#23 on a real server: nothing forged, nothing bricked, nothing hung', () => {
+
+  it('R83: a server down at the first openSession fails it with a clear message; once the server is back, openSession succeeds and follows the other instances', async () => {
+    await instance('l1_') // the tables
+    await server.stop()
+    let stopped = true
+    try {
+      // An instance that starts while the server is down: its first LISTEN fails.
+      const pool = new pg.Pool({ ...server.config, max: 2 })
+      pool.on('error', () => {})
+      const late = createPostgresPlanStore({ db: pool, listen: pgListen(async () => {
+        const client = new pg.Client(server.config)
+        client.on('error', () => {})
+        await client.connect()
+        return client
+      }), prefix: 'l1_' })
+      closers.push(() => pool.end(), () => late.close())
+      await expect(late.openSession('s1')).rejects.toThrow(
+        new Error(`plan-mode postgres: session s1 was not opened: connect ECONNREFUSED 127.0.0.1:${server.port}`),
+      )
+      await server.start()
+      stopped = false
+      const log = await late.openSession('s1')
+      const other = await (await instance('l1_')).store.openSession('s1')
+      await other.append('message', { n: 1 })
+      await eventually(() => log.events.length === 1, 'the late instance hears the other one')
+      expect(log.events).toEqual([{ seq: 1, type: 'message', data: { n: 1 } }])
+    } finally {
+      if (stopped) await server.start()
+    }
+  }, 60_000)
+
 })

@@ -109,9 +109,13 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   let stopListening: Promise<() => Promise<void>> | undefined
   let closed = false
 
-  /** Listening starts with the first session; one LISTEN serves every session of the instance. */
+  /**
+   * Listening starts with the first session; one LISTEN serves every session of the instance. A
+   * LISTEN that failed (the server was down) is forgotten, so the next `openSession` tries again.
+   */
   function ensureListening(): Promise<unknown> {
-    stopListening ??= listen(
+    if (stopListening !== undefined) return stopListening
+    const started = listen(
       channel,
       (payload) => {
         const note = readNotice(payload)
@@ -122,7 +126,11 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         for (const set of sessions.values()) for (const session of set) session.catchUp()
       },
     )
-    return stopListening
+    stopListening = started
+    started.catch(() => {
+      if (stopListening === started) stopListening = undefined
+    })
+    return started
   }
 
   class Session implements PostgresSessionLog {
@@ -265,21 +273,32 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
 
     async openSession(sessionId) {
       if (closed) throw new Error('plan-mode postgres: the store is closed')
-      if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('plan-mode postgres: a session id must be a non-empty string')
-      await ensureListening()
-      const saved = await db.query(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [sessionId])
-      const read = saved.rows.length === 0 ? undefined : readCheckpoint(saved.rows[0]!.checkpoint)
-      // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76).
-      const checkpoint = read === undefined || 'problem' in read ? undefined : read
-      const { rows } = await db.query(`SELECT seq, type, data FROM ${events} WHERE session = $1 AND seq > $2 ORDER BY seq`, [
-        sessionId,
-        checkpoint?.seq ?? 0,
-      ])
-      const kept = await db.query(`SELECT pending FROM ${pendingTable} WHERE session = $1`, [sessionId])
-      const value = kept.rows[0]?.pending
-      if (typeof value === 'boolean') pending.set(sessionId, value)
-      else pending.delete(sessionId)
-      const session = new Session(sessionId, rows.map(rowEvent), checkpoint)
+      checkSessionId(sessionId)
+      const notOpened = (why: string) => new Error(`plan-mode postgres: session ${sessionId} was not opened: ${why}`)
+      let checkpoint: PlanCheckpoint | undefined
+      let loaded: SessionEvent[]
+      try {
+        await ensureListening()
+        const saved = await db.query(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [sessionId])
+        const read = saved.rows.length === 0 ? undefined : readCheckpoint(saved.rows[0]!.checkpoint)
+        // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76).
+        checkpoint = read === undefined || 'problem' in read ? undefined : read
+        const { rows } = await db.query(`SELECT seq, type, data FROM ${events} WHERE session = $1 AND seq > $2 ORDER BY seq`, [
+          sessionId,
+          checkpoint?.seq ?? 0,
+        ])
+        loaded = rows.map(rowEvent)
+        const kept = await db.query(`SELECT pending FROM ${pendingTable} WHERE session = $1`, [sessionId])
+        const value = kept.rows[0]?.pending
+        if (typeof value === 'boolean') pending.set(sessionId, value)
+        else pending.delete(sessionId)
+      } catch (error) {
+        throw notOpened(messageOf(error))
+      }
+      // The log is folded whole or not at all: a hole would make every instance's fold wrong (R74).
+      const missing = firstMissingSeq(loaded, checkpoint?.seq ?? 0)
+      if (missing !== undefined) throw notOpened(`its log has no event at seq ${missing.seq} (the next row has seq ${missing.next})`)
+      const session = new Session(sessionId, loaded, checkpoint)
       let set = sessions.get(sessionId)
       if (set === undefined) sessions.set(sessionId, (set = new Set()))
       set.add(session)
@@ -355,6 +374,31 @@ function readNotice(payload: string): Notice | undefined {
   }
 }
 
+/**
+ * The longest session id, in UTF-8 bytes. A session id is a key of three btree indexes (an index
+ * row holds at most about 2700 bytes) and is carried by every NOTIFY (at most 8000 bytes): as JSON
+ * a byte may take 6 (`\u001f`), so 1024 bytes keep the payload under 6200.
+ */
+export const MAX_SESSION_ID_BYTES = 1024
+
+/** Refuses a session id the tables cannot key: empty, too long, or holding U+0000 (text cannot). */
+function checkSessionId(sessionId: unknown): asserts sessionId is string {
+  if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('plan-mode postgres: a session id must be a non-empty string')
+  const bytes = new TextEncoder().encode(sessionId).length
+  if (bytes > MAX_SESSION_ID_BYTES) throw new TypeError(`plan-mode postgres: a session id must be at most ${MAX_SESSION_ID_BYTES} bytes in UTF-8; got ${bytes}`)
+  if (sessionId.includes('\u0000')) throw new TypeError('plan-mode postgres: a session id must not contain U+0000')
+}
+
+/** The first seq missing from loaded rows that must follow `after` one by one, and the seq of the row found instead. */
+function firstMissingSeq(rows: readonly SessionEvent[], after: number): { seq: number; next: number } | undefined {
+  let expected = after + 1
+  for (const row of rows) {
+    if (row.seq !== expected) return { seq: expected, next: row.seq }
+    expected++
+  }
+  return undefined
+}
+
 /** A row as a log event (pg answers bigint as a string). */
 function rowEvent(row: Record<string, unknown>): SessionEvent {
   return { seq: Number(row.seq), type: String(row.type), data: row.data }
@@ -395,7 +439,12 @@ export function pgListen(connect: () => Promise<PgListenClient>, { retryMs = 200
         }
         timer = setTimeout(retry, retryMs)
       })
-      await next.query(`LISTEN "${channel}"`)
+      try {
+        await next.query(`LISTEN "${channel}"`)
+      } catch (error) {
+        await next.end().catch(() => {}) // connected but not listening: not kept open
+        throw error
+      }
       client = next
     }
     await open()
