@@ -272,6 +272,32 @@ async function rowsOf(db: PGlite, session: string) {
 }
 
 describe('#23 on PGlite: nothing forged, nothing bricked', () => {
+  it('R83: a forged NOTIFY approving the open review is only a hint to read: no review closes, no event is heard, and the next append and a fresh instance agree with the live ones', async () => {
+    const db = await database()
+    const [storeA, storeB] = [await instance(db), await instance(db)]
+    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
+    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
+    const [a, b] = [service(storeA, { reviews: 'durable' }), service(storeB, { reviews: 'durable' })]
+    expect(await a.set(agentA, true)).toBe('committed')
+    const { reviewId } = (await a.exitTool.execute({ plan: PLAN }, { agent: agentA })) as { reviewId: string }
+    await until(() => expect(b.openReview(agentB)).toMatchObject({ reviewId }))
+    const last = agentA.session.events.at(-1)!.seq
+    const heard: number[] = []
+    agentB.session.subscribe((event) => heard.push(event.seq))
+    // Any role that may connect may NOTIFY on the channel: the payload of an approval that no row holds.
+    const forged = ['s1', last + 1, 'plan/review', { outcome: 'approved', reviewId, title: 'Migrate the users table', plan: PLAN }]
+    await db.query('SELECT pg_notify($1, $2)', [`${prefix}events`, JSON.stringify(forged)])
+    const real = await agentA.session.append('message', { text: 'a real row' })
+    await until(() => expect(heard).toContain(real.seq))
+    expect(real.seq).toBe(last + 1)
+    expect(heard).toEqual([last + 1])
+    expect(a.openReview(agentA)).toMatchObject({ reviewId })
+    expect(b.openReview(agentB)).toMatchObject({ reviewId })
+    const rows = await rowsOf(db, 's1')
+    expect(agentA.session.events).toEqual(rows)
+    expect(agentB.session.events).toEqual(rows)
+    expect((await (await instance(db)).openSession('s1')).events).toEqual(rows)
+  })
 
   it('R83: a session id longer than 1024 bytes in UTF-8 is refused at openSession with a short message that does not repeat it', async () => {
     const store = await instance(await database())
@@ -292,6 +318,31 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
   it('R83: a session id holding U+0000 is refused at openSession', async () => {
     const store = await instance(await database())
     await expect(store.openSession('a\u0000b')).rejects.toThrow(new TypeError('plan-mode postgres: a session id must not contain U+0000'))
+  })
+
+  it('R83: data holding U+0000 or a lone surrogate (which jsonb cannot hold) is stored exactly: the append lands, another instance hears it, a fresh one loads it', async () => {
+    const db = await database()
+    const a = await (await instance(db)).openSession('s1')
+    const b = await (await instance(db)).openSession('s1')
+    const data = { text: 'nul \u0000 here', key: { 'k\u0000': ['\ud800 lone', 'pair \ud83d\ude00'] }, literal: '\\u0000 typed' }
+    expect(await a.append('message', data)).toEqual({ seq: 1, type: 'message', data })
+    expect(await a.append('message', { plain: true })).toEqual({ seq: 2, type: 'message', data: { plain: true } })
+    await until(() => expect(b.events).toEqual([{ seq: 1, type: 'message', data }, { seq: 2, type: 'message', data: { plain: true } }]))
+    expect((await (await instance(db)).openSession('s1')).events).toEqual(b.events)
+  })
+
+  it('R83, R84: a durable review answered with feedback holding U+0000 is recorded, and the other instance hears it closed', async () => {
+    const db = await database()
+    const [storeA, storeB] = [await instance(db), await instance(db)]
+    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
+    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
+    const [a, b] = [service(storeA, { reviews: 'durable' }), service(storeB, { reviews: 'durable' })]
+    expect(await a.set(agentA, true)).toBe('committed')
+    const { reviewId } = (await a.exitTool.execute({ plan: PLAN }, { agent: agentA })) as { reviewId: string }
+    const feedback = 'Split step 2\u0000 in two.'
+    expect(await a.answerReview(agentA, reviewId, { answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: feedback }] })).toBe('keep-planning')
+    await until(() => expect(b.openReview(agentB)).toBeNull())
+    expect(agentB.session.events.at(-1)).toMatchObject({ type: 'plan/review', data: { reviewId, outcome: 'keep-planning', feedback } })
   })
 
   it('R83, R74: openSession refuses a session whose rows skip a seq, naming the session and the missing seq', async () => {
