@@ -200,7 +200,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         if (deadline !== undefined && Date.now() >= deadline) throw timedOut()
         if (decides && this.#last >= fixed) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
         if (decides && this.#last + 1 < fixed) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
-        const json = JSON.stringify(data ?? null)
+        const json = JSON.stringify(data ?? null) ?? 'null' // a function or a symbol has no JSON: stored as null
         const stored = storedData(json)
         for (let attempt = 1; ; attempt++) {
           const after = this.#last
@@ -361,6 +361,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       const notOpened = (why: string) => new Error(`plan-mode postgres: session ${sessionId} was not opened: ${why}`)
       let checkpoint: PlanCheckpoint | undefined
       let loaded: SessionEvent[]
+      let keptPending: unknown
       try {
         await ensureListening()
         const saved = await db.query(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [sessionId])
@@ -373,15 +374,15 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         ])
         loaded = rows.map(rowEvent)
         const kept = await db.query(`SELECT pending FROM ${pendingTable} WHERE session = $1`, [sessionId])
-        const value = kept.rows[0]?.pending
-        if (typeof value === 'boolean') pending.set(sessionId, value)
-        else pending.delete(sessionId)
+        keptPending = kept.rows[0]?.pending
       } catch (error) {
         throw notOpened(messageOf(error))
       }
       // The log is folded whole or not at all: a hole would make every instance's fold wrong (R74).
       const missing = firstMissingSeq(loaded, checkpoint?.seq ?? 0)
       if (missing !== undefined) throw notOpened(`its log has no event at seq ${missing.seq} (the next row has seq ${missing.next})`)
+      if (typeof keptPending === 'boolean') pending.set(sessionId, keptPending)
+      else pending.delete(sessionId)
       const session = new Session(sessionId, loaded, checkpoint)
       let set = sessions.get(sessionId)
       if (set === undefined) sessions.set(sessionId, (set = new Set()))
