@@ -1,6 +1,6 @@
 import { PGlite } from '@electric-sql/pglite'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createPostgresPlanStore, isSeqTaken, pgliteListen, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
+import { createPostgresPlanStore, isSeqTaken, pgliteListen, seqTakenMessage, type PgQueryable, type PostgresPlanStore } from '../src/adapters/postgres.js'
 import { createPlanMode, foldPlanMode, type PlanAgent, type PlanCheckpoint, type PlanMode } from '../src/index.js'
 
 /**
@@ -297,6 +297,29 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
     expect(agentA.session.events).toEqual(rows)
     expect(agentB.session.events).toEqual(rows)
     expect((await (await instance(db)).openSession('s1')).events).toEqual(rows)
+  })
+
+  it('R83: a read the database never answers holds the reads after it no longer than appendTimeoutMs: the instance still follows the others', async () => {
+    const db = await database()
+    const a = await (await instance(db)).openSession('s1')
+    let hangNextRead = false
+    const hanging: PgQueryable = {
+      query: (text, params) => {
+        if (hangNextRead && text.startsWith('SELECT seq, type, data')) {
+          hangNextRead = false
+          return new Promise(() => {}) // never answered
+        }
+        return db.query(text, params)
+      },
+      exec: (sql) => db.exec(sql),
+    }
+    const storeB = createPostgresPlanStore({ db: hanging, listen: pgliteListen(db), prefix, appendTimeoutMs: 200 })
+    open.push(storeB)
+    const b = await storeB.openSession('s1')
+    hangNextRead = true // the read after the open is on its way already: the next one hangs
+    await a.append('message', { n: 1 }) // B's read of it hangs
+    await a.append('message', { n: 2 })
+    await until(() => expect(b.events.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }]))
   })
 
   it('R83: a session id longer than 1024 bytes in UTF-8 is refused at openSession with a short message that does not repeat it', async () => {

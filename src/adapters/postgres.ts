@@ -292,7 +292,9 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       this.#reading = (async () => {
         do {
           this.#readAgain = false
-          await this.#read().catch(() => {}) // a failed read is tried again by the next hint
+          // A failed read is tried again by the next hint; one the server does not answer does not
+          // hold the reads after it for longer than an append may take.
+          await within(this.#read(), appendTimeoutMs === undefined ? undefined : Date.now() + appendTimeoutMs).catch(() => {})
         } while (this.#readAgain && !this.#closed)
         this.#reading = undefined
       })()
