@@ -81,3 +81,13 @@ it('R84, R80: a review answer refused five times because another instance append
   const { rows } = await lite.query<{ data: { outcome: string } }>("SELECT data FROM web_events WHERE session = 'answered' AND type = 'plan/review' ORDER BY seq")
   expect(rows.map((row) => row.data.outcome)).toEqual(['requested', 'left'])
 })
+
+it('R83: a /plan whose text holds U+0000 is logged exactly and applied; the demo does not answer 500', async () => {
+  const { post, state } = await contended('nul')
+  const input = 'add a cache\u0000 for the users'
+  const [status, body] = await post('/api/chats/nul/command', { input })
+  expect([status, (body as { kind: string }).kind, (body as { steered?: string }).steered]).toEqual([200, 'success', input])
+  expect((await state()).mode).toEqual({ active: true })
+  const { rows } = await lite.query<{ data: unknown; data_json: unknown }>("SELECT data, data_json FROM web_events WHERE session = 'nul' AND type = 'command/run'")
+  expect(rows.map((row) => row.data_json ?? row.data)).toEqual([{ commandId: expect.any(String), name: 'plan', args: input }])
+})
