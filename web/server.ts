@@ -75,6 +75,13 @@ const SYSTEM = 'You are a coding agent working in a repository. Answer briefly.'
 /** How many chats an instance follows at once (see `agentOf`). */
 const MAX_SESSIONS = 500
 
+/**
+ * How often a `/plan` or a review answer is decided again when another instance appended first
+ * (R84). Each refusal means a row was written meanwhile, and the store grants turns in the order
+ * asked, so a decision on the new state lands unless the chat's log grows on without pause.
+ */
+const DECISION_ATTEMPTS = 50
+
 /** Where `npm run web:build` puts the page. */
 export const PAGE_DIR = fileURLToPath(new URL('./dist/', import.meta.url))
 
@@ -286,15 +293,16 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     const steered: UserMessage[] = []
     const rawInput = body.input
     let result: Awaited<ReturnType<PlanMode['command']['run']>>
+    const commandId = randomUUID() // unique across instances: every instance pairs the run with its done (R86)
+    await agent.session.append(COMMAND_RUN_EVENT, { commandId, name: 'plan', args: rawInput })
     for (let attempt = 1; ; attempt++) {
       steered.length = 0
-      const commandId = randomUUID() // unique across instances: every instance pairs the run with its done (R86)
-      await agent.session.append(COMMAND_RUN_EVENT, { commandId, name: 'plan', args: rawInput })
       result = await planMode.command.run({ agent: { ...agent, steer: (message) => steered.push(message) }, rawInput })
-      await agent.session.append(COMMAND_DONE_EVENT, { commandId, kind: result.kind, text: result.text })
-      // Another instance wrote first (R84): decide again on the log as it is now, as the user would.
-      if (result.kind === 'success' || !isSeqTaken(result.text) || attempt === 3) break
+      // Another instance wrote first (R84): nothing was written, and its rows are taken now; decide
+      // again on the log as it is, as the user would, so a toggle that can be applied is applied.
+      if (result.kind === 'success' || !isSeqTaken(result.text) || attempt === DECISION_ATTEMPTS) break
     }
+    await agent.session.append(COMMAND_DONE_EVENT, { commandId, kind: result.kind, text: result.text })
     const text = steered
       .flatMap((m) => m.content.flatMap((part) => ((part as { type?: unknown }).type === 'text' ? [String((part as { text?: unknown }).text)] : [])))
       .join('\n')
@@ -345,7 +353,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error)
         // Another instance wrote first (R84): nothing was written; answer again on the log as it is now.
-        if (isSeqTaken(error) && attempt < 3) continue
+        if (isSeqTaken(error) && attempt < DECISION_ATTEMPTS) continue
         if (message.startsWith('plan review comment')) throw new HttpError(422, message)
         if (message.startsWith(`plan review ${reviewId} is already closed`) || message.startsWith(`no plan review ${reviewId} is open`)) {
           throw new HttpError(409, message)

@@ -5,10 +5,12 @@
  * here: the host hands over a connection (`pg.Pool`, a `PGlite`), so both stay optional peers.
  *
  * Several instances share one database. The database keeps the seq contract: events are keyed by
- * (session, seq), and an append inserts the seq after the last event its instance has seen, so an
- * instance whose view is stale loses the insert and is told so (R84): a decision is never written
- * on a state another instance has already changed. Appends are announced with NOTIFY; every
- * instance LISTENs and reads the rows it has not seen, in order.
+ * (session, seq), and every append is one call of the function `<prefix>append`, which takes the
+ * session's turn (an advisory lock, first come first served), writes the row after the last one
+ * the table holds and answers the rows the instance had not taken before it. A decision is
+ * written only when nothing was appended since the instance's view (R84); any other event goes
+ * after whatever is there. Appends are announced with NOTIFY, but a notification is only a hint
+ * to read: anyone who can connect may send one, so an instance takes only rows of the table.
  */
 import { checkpointEventProblem, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'
@@ -36,6 +38,11 @@ export interface PostgresPlanStoreOptions {
   listen: PgListen
   /** The prefix of the tables and of the NOTIFY channel (default `plan_mode_`): lower case letters, digits, `_`. */
   prefix?: string
+  /**
+   * How long an append may take from its call until it settles, in ms (R83). Default: the pool's
+   * `query_timeout` when `db` has one (`pg.Pool`), else no limit (PGlite, in-process).
+   */
+  appendTimeoutMs?: number
 }
 
 /** A session log on PostgreSQL: a `SessionLog` that also stops listening (`close`). */
@@ -71,7 +78,10 @@ const PREFIX = /^[a-z_][a-z0-9_]{0,40}$/
 /** The events that record a decision made on the log's state: conditional on the instance's view (R84). */
 const DECISIONS: ReadonlySet<string> = new Set([PLAN_MODE_EVENT, PLAN_REVIEW_EVENT])
 
-/** How often an event that decides nothing is tried at the next free seq before its append fails. */
+/**
+ * How often an event that decides nothing is tried again when a writer that does not take the
+ * session's turn (not this adapter: a hand-made insert, an old version) took its seq first.
+ */
 const MAX_ATTEMPTS = 20
 
 /** PostgreSQL's code for a unique violation: another instance has taken the seq. */
@@ -103,26 +113,39 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   const pendingTable = `${prefix}pending`
   const checkpointTable = `${prefix}checkpoints`
   const channel = `${prefix}events`
+  const appendFunction = `${prefix}append`
+  const appendTimeoutMs = options.appendTimeoutMs ?? queryTimeoutOf(db)
+  if (appendTimeoutMs !== undefined && !(typeof appendTimeoutMs === 'number' && appendTimeoutMs > 0 && Number.isFinite(appendTimeoutMs))) {
+    throw new TypeError(`plan-mode postgres: appendTimeoutMs must be a positive number of milliseconds; got ${String(appendTimeoutMs)}`)
+  }
 
   const sessions = new Map<string, Set<Session>>()
   const pending = new Map<string, boolean>()
   let stopListening: Promise<() => Promise<void>> | undefined
   let closed = false
 
-  /** Listening starts with the first session; one LISTEN serves every session of the instance. */
+  /**
+   * Listening starts with the first session; one LISTEN serves every session of the instance. A
+   * LISTEN that failed (the server was down) is forgotten, so the next `openSession` tries again.
+   */
   function ensureListening(): Promise<unknown> {
-    stopListening ??= listen(
+    if (stopListening !== undefined) return stopListening
+    const started = listen(
       channel,
       (payload) => {
         const note = readNotice(payload)
         if (note === undefined) return
-        for (const session of sessions.get(note.session) ?? []) session.heard(note)
+        for (const session of sessions.get(note.session) ?? []) session.heard(note.seq)
       },
       () => {
         for (const set of sessions.values()) for (const session of set) session.catchUp()
       },
     )
-    return stopListening
+    stopListening = started
+    started.catch(() => {
+      if (stopListening === started) stopListening = undefined
+    })
+    return started
   }
 
   class Session implements PostgresSessionLog {
@@ -131,12 +154,18 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
     readonly #listeners = new Set<(event: SessionEvent) => void>()
     /** The seq of the last event taken (the checkpoint's before any). */
     #last: number
-    /** Appends and catch-ups take turns: each sees the events the one before it took. */
+    /** This instance's appends, one after another in the order they were called. */
     #chain: Promise<unknown> = Promise.resolve()
-    /** This instance's appends not run yet: the seq of the next one comes after theirs. */
+    /** This instance's appends not run yet: the seq of the next decision comes after theirs. */
     #appending = 0
-    /** The seqs this instance is writing now: their NOTIFY is its own, and their answer takes them. */
-    readonly #writing = new Set<number>()
+    /** An append's statement is on its way: its answer brings the rows before its own. */
+    #writing = false
+    /** The highest seq a NOTIFY announced while an append was on its way: read after its answer. */
+    #hinted = 0
+    /** The read of the rows after the last one taken, while it runs. */
+    #reading: Promise<void> | undefined
+    /** A hint came while a read ran: one more read follows it (a burst costs two reads, not one each). */
+    #readAgain = false
     #closed = false
 
     constructor(
@@ -157,40 +186,68 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
     append(type: string, data: unknown): Promise<SessionEvent> {
       // A decision (plan/mode, plan/review) is made on the log as it stands when it is called
       // (with this instance's own appends still on their way): its seq is fixed now, and an event
-      // taken before it runs makes it stale (R84). Any other event decides nothing: it goes after
+      // appended before it runs makes it stale (R84). Any other event decides nothing: it goes after
       // whatever is in the log when its turn comes.
       const decides = DECISIONS.has(type)
       const fixed = this.#last + 1 + this.#appending++
+      // Counted from the call: waiting behind this instance's earlier appends is part of it (R83).
+      const deadline = appendTimeoutMs === undefined ? undefined : Date.now() + appendTimeoutMs
+      const mayNotBeWritten = (why: string) => new Error(`plan-mode postgres: the ${type} event of session ${this.sessionId} may not have been written: ${why}`)
+      const timedOut = () => mayNotBeWritten(`no answer from the database within ${appendTimeoutMs} ms`)
       const run = async (): Promise<SessionEvent> => {
         this.#appending--
-        const json = JSON.stringify(data ?? null)
+        if (this.#closed) throw new Error(`plan-mode postgres: session ${this.sessionId} is closed; the ${type} event was not written`)
+        if (deadline !== undefined && Date.now() >= deadline) throw timedOut()
+        if (decides && this.#last >= fixed) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
+        if (decides && this.#last + 1 < fixed) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
+        const json = JSON.stringify(data ?? null) ?? 'null' // a function or a symbol has no JSON: stored as null
+        const stored = storedData(json)
         for (let attempt = 1; ; attempt++) {
-          if (this.#closed) throw new Error(`plan-mode postgres: session ${this.sessionId} is closed; the ${type} event was not written`)
-          const seq = decides ? fixed : this.#last + 1
-          if (this.#last >= seq) throw new Error(seqTakenMessage(this.sessionId, seq, type))
-          if (this.#last + 1 < seq) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
-          this.#writing.add(seq)
+          const after = this.#last
+          this.#writing = true
+          const statement = query(db, `SELECT * FROM ${appendFunction}($1, $2, $3::jsonb, $4::json, $5, $6)`, [
+            this.sessionId,
+            type,
+            stored.jsonb,
+            stored.json,
+            decides ? fixed : null,
+            after,
+          ])
+          let answer: { rows: unknown } | undefined
+          let failure: unknown
           try {
-            // One statement: the insert and its NOTIFY commit together, or neither does.
-            await db.query(
-              `WITH ins AS (INSERT INTO ${events} (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING seq)
-               SELECT pg_notify($5, $6) FROM ins`,
-              [this.sessionId, seq, type, json, channel, noticeOf(this.sessionId, seq, type, json)],
-            )
+            answer = await within(statement, deadline)
           } catch (error) {
-            if ((error as { code?: unknown } | null)?.code === UNIQUE_VIOLATION) {
-              await this.#read() // the rows it missed, so the next decision is made on them
-              if (!decides && attempt < MAX_ATTEMPTS) continue
-              throw new Error(seqTakenMessage(this.sessionId, seq, type))
-            }
-            throw new Error(`plan-mode postgres: the ${type} event of session ${this.sessionId} may not have been written: ${messageOf(error)}`, { cause: error })
-          } finally {
-            this.#writing.delete(seq)
+            failure = error
           }
-          // A notification may have read the row already; else it is taken here, in order.
-          if (this.#last < seq) this.#take([{ seq, type, data: JSON.parse(json) as unknown }])
-          for (let i = this.events.length - 1; i >= 0 && this.events[i]!.seq >= seq; i--) if (this.events[i]!.seq === seq) return this.events[i]!
-          return { seq, type, data }
+          this.#writing = false
+          let own: number | undefined
+          try {
+            if (answer !== undefined) own = this.#takeAnswer(answer.rows)
+          } catch (error) {
+            failure = error // an answer that is not rows: the row may be there; it is read like another's
+            this.catchUp()
+          }
+          if (this.#hinted > this.#last) this.catchUp()
+          this.#hinted = 0
+          if (failure === DEADLINE) {
+            // It may still commit: its row is then read like another instance's.
+            statement.then(() => this.catchUp(), () => {})
+            throw timedOut()
+          }
+          if (failure !== undefined) {
+            if ((failure as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw mayNotBeWritten(messageOf(failure))
+            // A writer that does not take the session's turn took the seq: an event that decides
+            // nothing goes after it; a decision was made on a view that is stale now.
+            if (!decides && attempt < MAX_ATTEMPTS && (deadline === undefined || Date.now() < deadline)) continue
+            await within(this.#read(), deadline).catch(() => this.catchUp())
+            throw new Error(seqTakenMessage(this.sessionId, decides ? fixed : after + 1, type))
+          }
+          // Refused: the rows appended since the instance's view were taken (its subscribers heard them).
+          if (own === undefined) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
+          this.#take([{ seq: own, type, data: JSON.parse(json) as unknown }])
+          for (let i = this.events.length - 1; i >= 0 && this.events[i]!.seq >= own; i--) if (this.events[i]!.seq === own) return this.events[i]!
+          return { seq: own, type, data }
         }
       }
       const appended = this.#chain.then(run, run)
@@ -199,28 +256,58 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
     }
 
     /**
-     * A NOTIFY: the next event, carried whole, is taken at once; a later one (or one too large to
-     * carry) makes the instance read the rows it has not taken. Its own appends take their rows.
+     * Takes the rows an append's function answered (the rows appended before its own, oldest
+     * first) and returns the seq it wrote, or undefined when it refused a decision.
      */
-    heard(note: Notice): void {
-      if (note.seq <= this.#last || this.#writing.has(note.seq)) return
-      if (note.event !== undefined && note.seq === this.#last + 1) return this.#take([note.event])
-      this.catchUp()
+    #takeAnswer(rows: unknown): number | undefined {
+      if (!Array.isArray(rows)) throw new Error('the database answered no rows')
+      let own: number | undefined
+      const before: SessionEvent[] = []
+      for (const row of rows as Record<string, unknown>[]) {
+        if (row.r_type === null) own = Number(row.r_seq)
+        else before.push(eventOf(row.r_seq, row.r_type, row.r_data, row.r_data_json))
+      }
+      this.#take(before)
+      return own
     }
 
-    /** Reads every row after the last one taken (after a dropped listening connection, too). */
+    /**
+     * A NOTIFY announced `seq`: a hint that rows may follow the last one taken, never an event
+     * (any role that may connect may NOTIFY on the channel). While an append is on its way, its
+     * answer brings the rows before its own; what was announced beyond is read after it.
+     */
+    heard(seq: number): void {
+      if (seq <= this.#last) return
+      if (this.#writing) this.#hinted = Math.max(this.#hinted, seq)
+      else this.catchUp()
+    }
+
+    /** Reads every row after the last one taken (after a hint, a dropped listening connection, an open). */
     catchUp(): void {
-      const read = () => this.#read().catch(() => {}) // a failed read is retried by the next notification
-      this.#chain = this.#chain.then(read, read)
+      if (this.#closed) return
+      if (this.#reading !== undefined) {
+        this.#readAgain = true
+        return
+      }
+      this.#reading = (async () => {
+        do {
+          this.#readAgain = false
+          // A failed read is tried again by the next hint; one the server does not answer does not
+          // hold the reads after it for longer than an append may take.
+          await within(this.#read(), appendTimeoutMs === undefined ? undefined : Date.now() + appendTimeoutMs).catch(() => {})
+        } while (this.#readAgain && !this.#closed)
+        this.#reading = undefined
+      })()
     }
 
     async #read(): Promise<void> {
       if (this.#closed) return
-      const { rows } = await db.query(`SELECT seq, type, data FROM ${events} WHERE session = $1 AND seq > $2 ORDER BY seq`, [
+      const { rows } = await query(db, `SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 AND seq > $2 ORDER BY seq`, [
         this.sessionId,
         this.#last,
       ])
-      this.#take(rows.map(rowEvent))
+      if (!Array.isArray(rows)) throw new Error('the database answered no rows')
+      if (!this.#closed) this.#take(rows.map(rowEvent))
     }
 
     /** Takes events in seq order, each once, and tells the listeners; stops at a gap (R74). */
@@ -255,34 +342,53 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       const sql = `
         SELECT pg_advisory_xact_lock(hashtext('${prefix}migrate'));
         CREATE TABLE IF NOT EXISTS ${events} (
-          session text NOT NULL, seq bigint NOT NULL, type text NOT NULL, data jsonb,
+          session text NOT NULL, seq bigint NOT NULL, type text NOT NULL, data jsonb, data_json json,
           PRIMARY KEY (session, seq));
+        DO $do$ BEGIN
+          -- Tables made before data_json (data jsonb cannot hold U+0000): the column is added, no rewrite.
+          IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${events}'::regclass AND attname = 'data_json' AND NOT attisdropped) THEN
+            ALTER TABLE ${events} ADD COLUMN data_json json;
+          END IF;
+        END $do$;
         CREATE TABLE IF NOT EXISTS ${pendingTable} (session text PRIMARY KEY, pending boolean NOT NULL);
-        CREATE TABLE IF NOT EXISTS ${checkpointTable} (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint jsonb NOT NULL);`
+        CREATE TABLE IF NOT EXISTS ${checkpointTable} (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint jsonb NOT NULL);
+        ${appendFunctionSql(events, appendFunction, channel)}`
       // One round trip, one implicit transaction: the lock keeps concurrent migrations apart.
       await (db.exec ? db.exec(`BEGIN;${sql}COMMIT;`) : db.query(`BEGIN;${sql}COMMIT;`))
     },
 
     async openSession(sessionId) {
       if (closed) throw new Error('plan-mode postgres: the store is closed')
-      if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('plan-mode postgres: a session id must be a non-empty string')
-      await ensureListening()
-      const saved = await db.query(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [sessionId])
-      const read = saved.rows.length === 0 ? undefined : readCheckpoint(saved.rows[0]!.checkpoint, sessionId)
-      // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76). It is
-      // loaded with the event it ends at, which must be that event (another log's is not).
-      let checkpoint = read === undefined || 'problem' in read ? undefined : read
-      const load = (from: number) => db.query(`SELECT seq, type, data FROM ${events} WHERE session = $1 AND seq >= $2 ORDER BY seq`, [sessionId, from])
-      let { rows } = await load(checkpoint?.seq ?? 1)
-      if (checkpoint !== undefined && checkpointEventProblem(checkpoint, rows[0] && rowEvent(rows[0])) !== undefined) {
-        checkpoint = undefined
-        ;({ rows } = await load(1))
+      checkSessionId(sessionId)
+      const notOpened = (why: string) => new Error(`plan-mode postgres: session ${sessionId} was not opened: ${why}`)
+      let checkpoint: PlanCheckpoint | undefined
+      let loaded: SessionEvent[]
+      let keptPending: unknown
+      try {
+        await ensureListening()
+        const saved = await db.query(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [sessionId])
+        const read = saved.rows.length === 0 ? undefined : readCheckpoint(saved.rows[0]!.checkpoint, sessionId)
+        // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76). It is
+        // loaded with the event it ends at, which must be that event (another log's is not).
+        checkpoint = read === undefined || 'problem' in read ? undefined : read
+        const load = async (from: number) =>
+          (await db.query(`SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 AND seq >= $2 ORDER BY seq`, [sessionId, from])).rows.map(rowEvent)
+        loaded = await load(checkpoint?.seq ?? 1)
+        if (checkpoint !== undefined && checkpointEventProblem(checkpoint, loaded[0]) !== undefined) {
+          checkpoint = undefined
+          loaded = await load(1)
+        }
+        const kept = await db.query(`SELECT pending FROM ${pendingTable} WHERE session = $1`, [sessionId])
+        keptPending = kept.rows[0]?.pending
+      } catch (error) {
+        throw notOpened(messageOf(error))
       }
-      const kept = await db.query(`SELECT pending FROM ${pendingTable} WHERE session = $1`, [sessionId])
-      const value = kept.rows[0]?.pending
-      if (typeof value === 'boolean') pending.set(sessionId, value)
+      // The log is folded whole or not at all: a hole would make every instance's fold wrong (R74).
+      const missing = firstMissingSeq(loaded, checkpoint === undefined ? 0 : checkpoint.seq - 1)
+      if (missing !== undefined) throw notOpened(`its log has no event at seq ${missing.seq} (the next row has seq ${missing.next})`)
+      if (typeof keptPending === 'boolean') pending.set(sessionId, keptPending)
       else pending.delete(sessionId)
-      const session = new Session(sessionId, rows.map(rowEvent), checkpoint)
+      const session = new Session(sessionId, loaded, checkpoint)
       let set = sessions.get(sessionId)
       if (set === undefined) sessions.set(sessionId, (set = new Set()))
       set.add(session)
@@ -331,36 +437,145 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   }
 }
 
-/** What a NOTIFY says: the session and seq, and the event itself when it fits the payload. */
+/** What a NOTIFY says: a session may have rows after `seq`. */
 interface Notice {
   session: string
   seq: number
-  event?: SessionEvent
 }
 
-/** PostgreSQL's payload limit is 8000 bytes: a larger event is announced without its data. */
-const MAX_NOTICE = 7900
-
-/** The NOTIFY payload of an append: `[session, seq, type, data]`, or `[session, seq]` for a large event. */
-function noticeOf(session: string, seq: number, type: string, json: string): string {
-  const whole = `[${JSON.stringify(session)},${seq},${JSON.stringify(type)},${json}]`
-  return new TextEncoder().encode(whole).length <= MAX_NOTICE ? whole : JSON.stringify([session, seq])
-}
-
-/** Reads a NOTIFY payload; anything else on the channel is ignored. */
+/**
+ * Reads a NOTIFY payload, `[session, seq]` (an older version's `[session, seq, type, data]` too:
+ * only its session and seq are read); anything else on the channel is ignored.
+ */
 function readNotice(payload: string): Notice | undefined {
   try {
-    const [session, seq, type, data] = JSON.parse(payload) as [unknown, unknown, unknown, unknown]
+    const [session, seq] = JSON.parse(payload) as [unknown, unknown]
     if (typeof session !== 'string' || typeof seq !== 'number' || !Number.isSafeInteger(seq)) return undefined
-    return typeof type === 'string' ? { session, seq, event: { seq, type, data } } : { session, seq }
+    return { session, seq }
   } catch {
     return undefined
   }
 }
 
-/** A row as a log event (pg answers bigint as a string). */
+/**
+ * The function every append calls (R83, R84): it waits for the session's turn (a transaction
+ * lock, granted in the order asked), so each append sees the rows of the one before it; it
+ * writes the row after the last one the table holds (or after `p_after`, the instance's view,
+ * should the table hold less), unless it is a decision (`p_seq`) and something was appended
+ * since; it NOTIFYs `[session, seq]`, and answers the rows after `p_after` it did not write, then
+ * its own seq as a row whose type is null.
+ */
+function appendFunctionSql(events: string, name: string, channel: string): string {
+  return `
+        CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint)
+          RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json) LANGUAGE plpgsql AS $fn$
+        DECLARE
+          next_seq bigint;
+        BEGIN
+          PERFORM pg_advisory_xact_lock(hashtext('${events}'), hashtext(p_session));
+          -- A new snapshot per statement: the rows of the appends that held the turn before are seen.
+          SELECT GREATEST(COALESCE(max(e.seq), 0), p_after) + 1 INTO next_seq FROM ${events} e WHERE e.session = p_session;
+          IF p_seq IS NULL OR p_seq = next_seq THEN
+            INSERT INTO ${events} (session, seq, type, data, data_json) VALUES (p_session, next_seq, p_type, p_data, p_data_json);
+            PERFORM pg_notify('${channel}', json_build_array(p_session, next_seq)::text);
+          ELSE
+            next_seq := NULL;
+          END IF;
+          RETURN QUERY SELECT e.seq, e.type, e.data, e.data_json FROM ${events} e
+            WHERE e.session = p_session AND e.seq > p_after AND (next_seq IS NULL OR e.seq < next_seq) ORDER BY e.seq;
+          IF next_seq IS NOT NULL THEN
+            RETURN QUERY SELECT next_seq, NULL::text, NULL::jsonb, NULL::json;
+          END IF;
+        END $fn$;`
+}
+
+/**
+ * What jsonb cannot hold: U+0000 and lone surrogates, which `JSON.stringify` writes as `\u`
+ * escapes. Such data goes to the `json` column, which keeps the text as it is (a `\\u0000` typed
+ * as text matches too, harmlessly: it is kept exactly there as well).
+ */
+const JSONB_CANNOT_HOLD = /\\u(?:0000|d[89a-f])/i
+
+/** Where an event's JSON is stored: `data` (jsonb) or, when jsonb cannot hold it, `data_json`. */
+function storedData(json: string): { jsonb: string | null; json: string | null } {
+  return JSONB_CANNOT_HOLD.test(json) ? { jsonb: null, json } : { jsonb: json, json: null }
+}
+
+/** A row as a log event: pg answers bigint as a string; `data_json` holds what `data` cannot. */
+function eventOf(seq: unknown, type: unknown, data: unknown, dataJson: unknown): SessionEvent {
+  return { seq: Number(seq), type: String(type), data: dataJson !== null && dataJson !== undefined ? dataJson : data }
+}
+
+/** Runs a query; a port that throws or answers a thenable still gives a promise. */
+function query(db: PgQueryable, text: string, params: unknown[]): Promise<{ rows: unknown }> {
+  return new Promise((resolve, reject) => {
+    try {
+      Promise.resolve(db.query(text, params)).then(resolve, reject)
+    } catch (error) {
+      reject(error)
+    }
+  })
+}
+
+/** The rejection of `within` when the deadline came first. */
+const DEADLINE = Symbol('deadline')
+
+/** `promise`, or a rejection with `DEADLINE` once `deadline` (ms since the epoch) has passed. */
+function within<T>(promise: Promise<T>, deadline: number | undefined): Promise<T> {
+  if (deadline === undefined) return promise
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(DEADLINE), Math.max(0, deadline - Date.now()))
+    promise.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}
+
+/** The `query_timeout` of a `pg.Pool` (its `options`), read without trusting the object. */
+function queryTimeoutOf(db: PgQueryable): number | undefined {
+  try {
+    const value = (db as { options?: { query_timeout?: unknown } }).options?.query_timeout
+    return typeof value === 'number' && value > 0 && Number.isFinite(value) ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The longest session id, in UTF-8 bytes. A session id is a key of three btree indexes (an index
+ * row holds at most about 2700 bytes) and is carried by every NOTIFY (at most 8000 bytes): as JSON
+ * a byte may take 6 (`\u001f`), so 1024 bytes keep the payload under 6200.
+ */
+export const MAX_SESSION_ID_BYTES = 1024
+
+/** Refuses a session id the tables cannot key: empty, too long, or holding U+0000 (text cannot). */
+function checkSessionId(sessionId: unknown): asserts sessionId is string {
+  if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('plan-mode postgres: a session id must be a non-empty string')
+  const bytes = new TextEncoder().encode(sessionId).length
+  if (bytes > MAX_SESSION_ID_BYTES) throw new TypeError(`plan-mode postgres: a session id must be at most ${MAX_SESSION_ID_BYTES} bytes in UTF-8; got ${bytes}`)
+  if (sessionId.includes('\u0000')) throw new TypeError('plan-mode postgres: a session id must not contain U+0000')
+}
+
+/** The first seq missing from loaded rows that must follow `after` one by one, and the seq of the row found instead. */
+function firstMissingSeq(rows: readonly SessionEvent[], after: number): { seq: number; next: number } | undefined {
+  let expected = after + 1
+  for (const row of rows) {
+    if (row.seq !== expected) return { seq: expected, next: row.seq }
+    expected++
+  }
+  return undefined
+}
+
+/** A row of the events table as a log event. */
 function rowEvent(row: Record<string, unknown>): SessionEvent {
-  return { seq: Number(row.seq), type: String(row.type), data: row.data }
+  return eventOf(row.seq, row.type, row.data, row.data_json)
 }
 
 function messageOf(error: unknown): string {
@@ -398,7 +613,12 @@ export function pgListen(connect: () => Promise<PgListenClient>, { retryMs = 200
         }
         timer = setTimeout(retry, retryMs)
       })
-      await next.query(`LISTEN "${channel}"`)
+      try {
+        await next.query(`LISTEN "${channel}"`)
+      } catch (error) {
+        await next.end().catch(() => {}) // connected but not listening: not kept open
+        throw error
+      }
       client = next
     }
     await open()
