@@ -93,7 +93,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     }
     const served: { instance: string; method: string; path: string }[] = []
     const routing: { rule?: (path: string) => string | undefined } = {}
-    proxy = roundRobin(instances, served, routing)
+    proxy = clusterProxy(instances, served, routing)
     await new Promise<void>((resolve, reject) => {
       proxy!.once('error', reject)
       proxy!.listen(options.port ?? 0, '127.0.0.1', resolve)
@@ -153,6 +153,13 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer)
 }
 
+/** What the proxy sends requests to: an instance's name and URL, and its process when it has one (a dead one is skipped). */
+export interface ProxyTarget {
+  readonly name: string
+  readonly url: string
+  readonly child?: ChildProcess
+}
+
 /**
  * The proxy: each request goes to the next instance in turn (or where `routing.rule` says); an
  * instance that refuses the connection (killed) is skipped, the request going to the next one, as
@@ -160,10 +167,10 @@ async function stopChild(child: ChildProcess): Promise<void> {
  * are small JSON), so that it can be sent again; nothing is sent again once an instance answered.
  * A client that goes away takes its upstream request with it.
  */
-function roundRobin(
-  instances: readonly ChatInstance[],
-  served: { instance: string; method: string; path: string }[],
-  routing: { rule?: (path: string) => string | undefined },
+export function clusterProxy(
+  instances: readonly ProxyTarget[],
+  served: { instance: string; method: string; path: string }[] = [],
+  routing: { rule?: (path: string) => string | undefined } = {},
 ): Server {
   let next = 0
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -172,7 +179,7 @@ function roundRobin(
     const body = Buffer.concat(chunks)
     const path = new URL(req.url ?? '/', 'http://proxy').pathname
     const routed = routing.rule?.(path)
-    const pinned = instances.find((i) => i.name === routed && i.child.exitCode === null && i.child.signalCode === null)
+    const pinned = instances.find((i) => i.name === routed && i.child?.exitCode == null && i.child?.signalCode == null)
     const tryInstance = (attempt: number): void => {
       if (attempt >= instances.length) {
         res.writeHead(502, { 'content-type': 'text/plain; charset=utf-8' })
