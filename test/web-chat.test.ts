@@ -45,8 +45,9 @@ afterAll(async () => {
  * another tab of the same browser.
  */
 async function open(chat: string = crypto.randomUUID(), width = 1440, context?: BrowserContext): Promise<{ page: Page; chat: string; errors: string[] }> {
-  const page = context ? await context.newPage() : await browser.newPage({ viewport: { width, height: 900 } })
-  if (context) await page.setViewportSize({ width, height: 900 })
+  const page = await (context ?? (await browser.newContext({ viewport: { width, height: 900 } }))).newPage()
+  await page.setViewportSize({ width, height: 900 })
+  if (context === undefined) page.once('close', () => void page.context().close().catch(() => {})) // the browser goes with its first tab
   const errors: string[] = []
   page.on('pageerror', (error) => errors.push(String(error)))
   page.on('dialog', (dialog) => {
