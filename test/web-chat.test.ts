@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import type { Browser, Locator, Page } from 'playwright-core'
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
 import { build } from 'vite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildPlan } from '../cli/offline-model.js'
@@ -39,9 +39,15 @@ afterAll(async () => {
   await cluster?.close()
 }, 60_000)
 
-/** A new page on a chat of its own (or on `chat`), failing the test on any script error. */
-async function open(chat: string = crypto.randomUUID(), width = 1440): Promise<{ page: Page; chat: string; errors: string[] }> {
-  const page = await browser.newPage({ viewport: { width, height: 900 } })
+/**
+ * A new page on a chat of its own (or on `chat`), failing the test on any script error. Each page
+ * is another browser (a context of its own: its own owner cookie, R113), unless `context` makes it
+ * another tab of the same browser.
+ */
+async function open(chat: string = crypto.randomUUID(), width = 1440, context?: BrowserContext): Promise<{ page: Page; chat: string; errors: string[] }> {
+  const page = await (context ?? (await browser.newContext({ viewport: { width, height: 900 } }))).newPage()
+  await page.setViewportSize({ width, height: 900 })
+  if (context === undefined) page.once('close', () => void page.context().close().catch(() => {})) // the browser goes with its first tab
   const errors: string[] = []
   page.on('pageerror', (error) => errors.push(String(error)))
   page.on('dialog', (dialog) => {
@@ -212,7 +218,7 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
 
   it('two tabs on one chat switching at once leave one consistent log (no repeated plan/mode) and show the same mode', async () => {
     const first = await open()
-    const second = await open(first.chat)
+    const second = await open(first.chat, 1440, first.page.context()) // another tab of the same browser
     const inputs = ['/plan', '/plan off', '/plan', '/plan off', '/plan']
     await Promise.all(
       [first.page, second.page].map(async (page) => {
@@ -331,10 +337,12 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
 
     // The route checks what it is sent: a malformed body is a 400 naming what is wrong; a quote
     // the plan does not hold is refused by the library (R100), a 422 with its message; nothing was changed.
+    // Sent as the page sends it: its Origin and its owner cookie (R113, R114).
+    const owner = (await page.context().cookies(cluster.url)).find((c) => c.name === 'plan_mode_owner')!
     const post = async (payload: unknown) => {
       const response = await fetch(new URL(`/api/chats/${chat}/review`, cluster.url), {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', origin: new URL(cluster.url).origin, cookie: `${owner.name}=${owner.value}` },
         body: typeof payload === 'string' ? payload : JSON.stringify(payload),
       })
       return [response.status, await response.json()]

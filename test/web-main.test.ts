@@ -6,6 +6,7 @@ import { offlineChatModel } from '../cli/offline-model.js'
 import { pgliteListen } from '../src/adapters/postgres.js'
 import { reviewQuestion } from '../src/index.js'
 import { SECTION, startWebChat } from '../web/server.js'
+import { webClient } from './web-client.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -28,7 +29,8 @@ it('npm run web starts the chat on PGlite with the offline model, prints its URL
     })
     expect(line).toMatch(/^web chat: http:\/\/127\.0\.0\.1:\d+\/  \(model: offline \(a scripted model; no network\); log: PGlite, in memory\)$/)
     const url = /http:\/\/\S+/.exec(line)![0]
-    const state = await (await fetch(new URL('/api/chats/first-chat/state', url))).json()
+    const page = webClient(url) // the page's Origin and owner cookie (R113, R114)
+    const state = await (await page.get('/api/chats/first-chat/state')).json()
     expect(state).toEqual({
       instance: 'web',
       mode: { active: false },
@@ -38,10 +40,10 @@ it('npm run web starts the chat on PGlite with the offline model, prints its URL
       options: reviewQuestion('', 'all').options,
       chart: { value: { mode: 'inactive', turn: 'idle', review: 'idle', intent: 'logged', lifecycle: 'serving' } },
     })
-    const command = await fetch(new URL('/api/chats/first-chat/command', url), { method: 'POST', body: JSON.stringify({ input: '' }) })
+    const command = await page.post('/api/chats/first-chat/command', { input: '' })
     expect(await command.json()).toEqual({ kind: 'success', text: 'Plan mode on. Use /plan off to leave.' })
-    expect((await (await fetch(new URL('/api/chats/first-chat/state', url))).json()).mode).toEqual({ active: true })
-    const refused = await fetch(new URL('/api/chats/..%2Fetc/state', url))
+    expect((await (await page.get('/api/chats/first-chat/state')).json()).mode).toEqual({ active: true })
+    const refused = await page.get('/api/chats/..%2Fetc/state')
     expect([refused.status, await refused.json()]).toEqual([400, { error: 'a chat id is 1–100 letters, digits, - or _' }])
   } finally {
     child.kill('SIGKILL')
@@ -54,8 +56,8 @@ it('R100: after Keep planning with comments (POST /api/chats/:id/review), the mo
   await lite.waitReady
   const model = offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 })
   const web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model })
-  const post = (path: string, body: unknown) =>
-    fetch(new URL(path, web.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const page = webClient(web.url) // the page's Origin and owner cookie (R113, R114)
+  const post = page.post
   type Part = { type: string; text?: string; state?: string; approval?: { id?: string; approved?: boolean; reason?: string }; toolCallId?: string }
   type Message = { id: string; role: string; parts: Part[] }
   const quote = 'Add or update the tests that cover it.'
@@ -67,11 +69,11 @@ it('R100: after Keep planning with comments (POST /api/chats/:id/review), the mo
       let messages: Message[] = []
       await expect
         .poll(async () => {
-          messages = ((await (await fetch(new URL(`/api/chats/${chat}`, web.url))).json()) as { messages: Message[] }).messages
+          messages = ((await (await page.get(`/api/chats/${chat}`)).json()) as { messages: Message[] }).messages
           return messages.some((m) => m.parts.some((p) => p.state === 'approval-requested'))
         })
         .toBe(true)
-      const { review } = (await (await fetch(new URL(`/api/chats/${chat}/state`, web.url))).json()) as { review: { reviewId: string; plan: string } }
+      const { review } = (await (await page.get(`/api/chats/${chat}/state`)).json()) as { review: { reviewId: string; plan: string } }
       expect(review.plan).toContain(quote)
       const answered = await post(`/api/chats/${chat}/review`, { reviewId: review.reviewId, feedback: 'Keep it small.', comments: [{ quote, text: 'Cover eviction.' }] })
       const feedback = `Keep it small.\n\nComments on the plan:\n1. On ${JSON.stringify(quote)}: Cover eviction.`
@@ -108,14 +110,14 @@ it('R101, R102: Leave plan mode and Approve in a fresh context through POST /api
   await lite.waitReady
   const model = offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 })
   const web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model })
-  const post = (path: string, body: unknown) =>
-    fetch(new URL(path, web.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const page = webClient(web.url) // the page's Origin and owner cookie (R113, R114)
+  const post = page.post
   type Part = { type: string; text?: string; state?: string; approval?: { id?: string; approved?: boolean; reason?: string }; toolCallId?: string; input?: { plan?: string } }
   type Message = { id: string; role: string; parts: Part[] }
   type Prompt = (typeof model.doStreamCalls)[number]['prompt']
-  const load = async (chat: string) => ((await (await fetch(new URL(`/api/chats/${chat}`, web.url))).json()) as { messages: Message[] }).messages
+  const load = async (chat: string) => ((await (await page.get(`/api/chats/${chat}`)).json()) as { messages: Message[] }).messages
   const state = async (chat: string) =>
-    (await (await fetch(new URL(`/api/chats/${chat}/state`, web.url))).json()) as { mode: { active: boolean; pending?: boolean }; review: { reviewId: string; plan: string } | null; versions: { version: number; outcome: string; fresh?: true }[] }
+    (await (await page.get(`/api/chats/${chat}/state`)).json()) as { mode: { active: boolean; pending?: boolean }; review: { reviewId: string; plan: string } | null; versions: { version: number; outcome: string; fresh?: true }[] }
   /** Sends the chat on and waits for the card of the next review. */
   const untilReview = async (chat: string, messages: Message[]) => {
     await (await post('/api/chat', { id: chat, messages })).text()

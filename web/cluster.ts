@@ -9,9 +9,10 @@
  * `startCluster` is what the browser tests start (test/web-chat.test.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer, request, type ClientRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import { startTestPostgres, type TestPostgres } from '../scripts/local-postgres.js'
+import { BODY_TOO_LARGE, HOST_REFUSED, isLoopbackHost, MAX_BODY } from './requests.js'
 
 /** One instance of the chat: its process and URL. */
 export interface ChatInstance {
@@ -93,7 +94,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     }
     const served: { instance: string; method: string; path: string }[] = []
     const routing: { rule?: (path: string) => string | undefined } = {}
-    proxy = roundRobin(instances, served, routing)
+    proxy = clusterProxy(instances, served, routing)
     await new Promise<void>((resolve, reject) => {
       proxy!.once('error', reject)
       proxy!.listen(options.port ?? 0, '127.0.0.1', resolve)
@@ -153,36 +154,53 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer)
 }
 
+/** What the proxy sends requests to: an instance's name and URL, and its process when it has one (a dead one is skipped). */
+export interface ProxyTarget {
+  readonly name: string
+  readonly url: string
+  readonly child?: ChildProcess
+}
+
 /**
  * The proxy: each request goes to the next instance in turn (or where `routing.rule` says); an
  * instance that refuses the connection (killed) is skipped, the request going to the next one, as
- * a load balancer's health check would do. The request body is read first (the chat's requests
- * are small JSON), so that it can be sent again; nothing is sent again once an instance answered.
- * A client that goes away takes its upstream request with it.
+ * a load balancer's health check would do. It makes the instances' own checks of a request first
+ * (R114), with the same answers: a `Host` that is not a loopback name is a 421, since the `Host`
+ * goes on to the instance unchanged (the instance compares the page's `Origin` with it), and a
+ * body is streamed, never held: it is counted as it passes, and a 413 answers as soon as it
+ * passes the instances' cap (the rest is read and dropped, so that the answer reaches the
+ * client). The body goes out only once an instance took the connection, so a refused connection
+ * can still go to the next instance; nothing is sent again once the body started. A client that
+ * goes away takes its upstream request with it.
  */
-function roundRobin(
-  instances: readonly ChatInstance[],
-  served: { instance: string; method: string; path: string }[],
-  routing: { rule?: (path: string) => string | undefined },
+export function clusterProxy(
+  instances: readonly ProxyTarget[],
+  served: { instance: string; method: string; path: string }[] = [],
+  routing: { rule?: (path: string) => string | undefined } = {},
 ): Server {
   let next = 0
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const chunks: Buffer[] = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    const body = Buffer.concat(chunks)
+  const refuse = (res: ServerResponse, status: number, error: string) => {
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' })
+    res.end(JSON.stringify({ error }))
+  }
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    if (!isLoopbackHost(req.headers.host)) return refuse(res, 421, HOST_REFUSED)
+    if (Number(req.headers['content-length']) > MAX_BODY) return refuse(res, 413, BODY_TOO_LARGE)
     const path = new URL(req.url ?? '/', 'http://proxy').pathname
     const routed = routing.rule?.(path)
-    const pinned = instances.find((i) => i.name === routed && i.child.exitCode === null && i.child.signalCode === null)
+    const pinned = instances.find((i) => i.name === routed && i.child?.exitCode == null && i.child?.signalCode == null)
+    /** Set once the proxy answered the client itself (413), or the client went away: the upstream request's end is no news then. */
+    let answered = false
+    let bodyStarted = false
+    res.on('close', () => {
+      if (!res.writableFinished) answered = true
+    })
     const tryInstance = (attempt: number): void => {
-      if (attempt >= instances.length) {
-        res.writeHead(502, { 'content-type': 'text/plain; charset=utf-8' })
-        res.end('no instance answered')
-        return
-      }
+      if (attempt >= instances.length) return refuse(res, 502, 'no instance answered')
       const instance = pinned ?? instances[next++ % instances.length]!
       const target = new URL(req.url ?? '/', instance.url)
       // No kept-alive sockets: a killed instance's old socket would fail the request it is given.
-      const forward = request(target, { method: req.method, headers: { ...req.headers, host: target.host }, agent: false }, (answer) => {
+      const forward = request(target, { method: req.method, headers: req.headers, agent: false }, (answer) => {
         served.push({ instance: instance.name, method: req.method ?? 'GET', path: target.pathname })
         res.writeHead(answer.statusCode ?? 502, answer.headers)
         answer.pipe(res)
@@ -192,18 +210,40 @@ function roundRobin(
         if (!res.writableFinished) forward.destroy()
       })
       forward.on('error', (error: NodeJS.ErrnoException) => {
-        // No answer from this instance (refused, or reset as it died): the next one. A request an
-        // instance read before it died may so run twice, as behind a load balancer that retries.
-        if (!res.headersSent && pinned === undefined) tryInstance(attempt + 1)
+        if (answered) return
+        // No connection to this instance (refused: it died): the next one, the body still unread.
+        if (!bodyStarted && !res.headersSent && pinned === undefined) tryInstance(attempt + 1)
+        else if (!res.headersSent) refuse(res, 502, 'the instance did not answer')
         else res.destroy(error)
       })
-      forward.end(body)
+      forward.once('socket', (socket) => socket.once('connect', () => streamBody(forward)))
+    }
+    const streamBody = (forward: ClientRequest) => {
+      bodyStarted = true
+      let size = 0
+      const onData = (chunk: Buffer) => {
+        size += chunk.length
+        if (size > MAX_BODY) {
+          req.off('data', onData)
+          req.resume() // the rest is read and dropped
+          answered = true
+          forward.destroy()
+          if (!res.headersSent) refuse(res, 413, BODY_TOO_LARGE)
+          return
+        }
+        if (!forward.write(chunk)) {
+          req.pause()
+          forward.once('drain', () => req.resume())
+        }
+      }
+      req.on('data', onData)
+      req.once('end', () => {
+        if (!answered) forward.end()
+      })
     }
     tryInstance(0)
   }
-  return createServer((req, res) => {
-    handle(req, res).catch(() => res.destroy()) // a client that went away mid-body
-  })
+  return createServer(handle)
 }
 
 // `npm run web:cluster`

@@ -6,7 +6,10 @@
  *   `plan-mode chat` chooses it;
  * - `PORT` (default 5173 for `npm run web`, 0 = a free one), `WEB_INSTANCE` (the name in
  *   responses), `WEB_CHUNK_DELAY_MS` and `WEB_REPLY_DELAY_MS` (the offline model's pace: between
- *   streamed chunks, and before each reply).
+ *   streamed chunks, and before each reply);
+ * - `PLAN_MODE_APPROVAL_SECRET` (at least 32 characters): the deployment's secret that signs
+ *   approvals (R115); without it the first instance on the database generates one and keeps it
+ *   there, for every instance on the database.
  * Prints `web chat: <url>` once it serves, and stops on SIGINT/SIGTERM.
  */
 import { PGlite } from '@electric-sql/pglite'
@@ -47,6 +50,7 @@ const chat = await startWebChat({
   ...(env.WEB_CHUNK_DELAY_MS ? { chunkDelayMs: Number(env.WEB_CHUNK_DELAY_MS) } : {}),
   ...(env.WEB_REPLY_DELAY_MS ? { replyDelayMs: Number(env.WEB_REPLY_DELAY_MS) } : {}),
   port: Number(env.PORT ?? 5173),
+  ...(env.PLAN_MODE_APPROVAL_SECRET ? { approvalSecret: env.PLAN_MODE_APPROVAL_SECRET } : {}),
 })
 const database = env.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : 'PGlite, in memory'
 console.log(`web chat: ${chat.url}  (model: ${choice.label}; log: ${database})`)
