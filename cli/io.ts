@@ -18,8 +18,9 @@ export interface CliIo {
   /** Where `chat` reads the user's lines; defaults to `process.stdin`. */
   stdin?: CliInput
   /**
-   * Stops the long-running modes (`demo --visualize`, `visualize`, `chat`). `bin.ts` aborts it
-   * on SIGTERM, and on Ctrl-C (SIGINT) unless a command took Ctrl-C through `onInterrupt`;
+   * Stops the long-running modes (`demo --visualize`, `visualize`, `chat`), and the reading of a
+   * log (`inspect`, `visualize <file>`). `bin.ts` aborts it, with a {@link CliStopped} reason, on
+   * SIGTERM, and on Ctrl-C (SIGINT) unless a command took Ctrl-C through `onInterrupt` (R118);
    * without one they run until the process ends.
    */
   signal?: AbortSignal
