@@ -1,28 +1,46 @@
 #!/usr/bin/env node
 /**
- * The `plan-mode` executable: runs `main` on the process's arguments. SIGTERM stops the
- * long-running modes; so does Ctrl-C (SIGINT), unless a command took Ctrl-C for itself (`chat`
- * stops its running turn with it).
+ * The `plan-mode` executable: runs `main` on the process's arguments.
+ *
+ * Stopping (R118): a command that holds something to close (`chat`, `demo`, `visualize`) takes
+ * SIGTERM, and Ctrl-C (SIGINT) unless it took Ctrl-C for itself (`chat` stops its running turn
+ * with it), through `io.signal`: it closes and exits with its own code, or 128 + the signal's
+ * number when the stop cut its work short. One that has not closed STOP_GRACE_MS after the stop,
+ * or that is stopped a second time, is ended with 128 + the signal's number. Any other command
+ * (`inspect`) holds nothing to close: the signals keep their default action, which ends it at
+ * once, whatever it is doing.
  */
-import { main } from './main.js'
+import { constants } from 'node:os'
+import { CliStopped, closesOnStop, main } from './main.js'
 
+/** How long a stopped command may take to close: with start-up noise, the process is gone within a second. */
+const STOP_GRACE_MS = 500
+
+const argv = process.argv.slice(2)
 const controller = new AbortController()
 const interruptListeners = new Set<() => void>()
-let interrupted = false
-const stop = () => {
+let stopping = false
+const stop = (signal: 'SIGINT' | 'SIGTERM') => {
+  const code = 128 + constants.signals[signal]
   // A second stop does not wait for a graceful close.
-  if (interrupted) process.exit(130)
-  interrupted = true
-  controller.abort()
+  if (stopping) process.exit(code)
+  stopping = true
+  controller.abort(new CliStopped(signal))
+  // Nothing may keep a stopped process: a close that waits on a port, a read blocked in the kernel.
+  setTimeout(() => process.exit(code), STOP_GRACE_MS).unref()
 }
 const interrupt = () => {
-  if (interruptListeners.size === 0) return stop()
+  if (interruptListeners.size === 0) return stop('SIGINT')
   for (const listener of [...interruptListeners]) listener()
 }
-process.on('SIGINT', interrupt)
-process.on('SIGTERM', stop)
+const terminate = () => stop('SIGTERM')
+const takesSignals = closesOnStop(argv)
+if (takesSignals) {
+  process.on('SIGINT', interrupt)
+  process.on('SIGTERM', terminate)
+}
 
-const code = await main(process.argv.slice(2), {
+const code = await main(argv, {
   stdout: process.stdout,
   stderr: process.stderr,
   stdin: process.stdin,
@@ -32,6 +50,10 @@ const code = await main(process.argv.slice(2), {
     return () => void interruptListeners.delete(listener)
   },
 })
+// Stopped: the command has closed what it could; a handle it could not close must not keep the process.
+if (stopping) process.exit(code)
 process.exitCode = code
-process.off('SIGINT', interrupt)
-process.off('SIGTERM', stop)
+if (takesSignals) {
+  process.off('SIGINT', interrupt)
+  process.off('SIGTERM', terminate)
+}

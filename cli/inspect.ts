@@ -125,7 +125,8 @@ const truncate = (text: string, max: number) => (text.length > max ? `${text.sli
 /** Renders the report as the table, the state and the review history. */
 export function formatReport(report: InspectReport, s: Styles): string {
   const lines: string[] = []
-  const typeWidth = Math.max(4, ...report.events.map((row) => row.type.length))
+  // A loop, not Math.max(...rows): a long log's rows would overflow the stack as arguments.
+  const typeWidth = report.events.reduce((width, row) => Math.max(width, row.type.length), 4)
   const seqWidth = Math.max(3, String(report.at).length)
   lines.push(s.bold(`${'seq'.padStart(seqWidth)}  ${'type'.padEnd(typeWidth)}  F    pending  K    detail`))
   for (const row of report.events) {
@@ -174,7 +175,7 @@ export function formatReport(report: InspectReport, s: Styles): string {
  * @throws CliError for a missing or corrupt file, or a bad `--at`.
  */
 export async function runInspect(options: InspectOptions, io: CliIo): Promise<number> {
-  const loaded = await loadLogFile(options.file)
+  const loaded = await loadLogFile(options.file, io.signal)
   if (loaded.tornLine !== undefined) io.stderr.write(`${options.file}:${loaded.tornLine}: torn last line skipped\n`)
   const report = inspectEvents(options.file, loaded.events, options.at)
   io.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report, options.styles))

@@ -1,4 +1,5 @@
 /** The CLI's plumbing: where output goes, colours, and the one error type that means "exit 2". */
+import { constants } from 'node:os'
 
 /** A stream the CLI writes to (`process.stdout`, or a collector in tests). */
 export interface CliStream {
@@ -17,8 +18,9 @@ export interface CliIo {
   /** Where `chat` reads the user's lines; defaults to `process.stdin`. */
   stdin?: CliInput
   /**
-   * Stops the long-running modes (`demo --visualize`, `visualize`, `chat`). `bin.ts` aborts it
-   * on SIGTERM, and on Ctrl-C (SIGINT) unless a command took Ctrl-C through `onInterrupt`;
+   * Stops the long-running modes (`demo --visualize`, `visualize`, `chat`), and the reading of a
+   * log (`inspect`, `visualize <file>`). `bin.ts` aborts it, with a {@link CliStopped} reason, on
+   * SIGTERM, and on Ctrl-C (SIGINT) unless a command took Ctrl-C through `onInterrupt` (R118);
    * without one they run until the process ends.
    */
   signal?: AbortSignal
@@ -37,6 +39,34 @@ export interface CliIo {
 /** Bad input: `main` prints its message as one line on stderr and returns exit code 2. */
 export class CliError extends Error {
   override readonly name = 'CliError'
+}
+
+/**
+ * Why `bin.ts` aborts `CliIo.signal`: the signal that asked the CLI to stop (R118). A command
+ * whose work the stop cut short (a log still being read) throws it, and `main` exits with
+ * {@link CliStopped.exitCode}.
+ */
+export class CliStopped extends Error {
+  override readonly name = 'CliStopped'
+  constructor(readonly signal: 'SIGINT' | 'SIGTERM') {
+    super(`stopped by ${signal}`)
+  }
+
+  /** 128 + the signal's number, as a shell reports a process the signal ended: 130 for SIGINT, 143 for SIGTERM. */
+  get exitCode(): number {
+    return 128 + constants.signals[this.signal]
+  }
+}
+
+/** The exit code of a command a stop cut short: the {@link CliStopped} one, else 130 (an in-process caller's abort reads as Ctrl-C). */
+export function stoppedExitCode(reason: unknown): number {
+  return reason instanceof CliStopped ? reason.exitCode : 130
+}
+
+/** Lets the event loop run (signals, sockets, timers) before going on, and throws the stop's reason once `signal` has aborted. */
+export async function yieldUnlessStopped(signal: AbortSignal | undefined): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve))
+  signal?.throwIfAborted()
 }
 
 /** The message of any thrown value: an Error's own message, else its string form. */

@@ -4,18 +4,25 @@
  *
  * `loadLogFile` reads a JSONL session log read-only, for `plan-mode inspect` and `plan-mode visualize`.
  * `openJsonlSessionLog` is the writer: it takes the log's lock and cuts a torn last line. A
- * viewer must do neither, so this reader only uses the writer's parser (its checks and its error
- * format `<path>:<line>: <reason>`).
+ * viewer must do neither. It reads the file as a stream, line by line and within bounds (R118),
+ * where the writer's `parseJsonlLog` takes the whole file at once: each line gets the writer's
+ * checks, in the writer's words (`<path>:<line>: <reason>`), and the plan-mode meaning of an
+ * event is the library's (`validatePlanModeEvent`, R61).
  */
-import { mkdtemp, readFile, stat } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { mkdtemp, open, stat, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import type { SessionEvent } from 'xstate-plan-mode'
-import { openJsonlSessionLog, parseJsonlLog, type JsonlSessionLog } from 'xstate-plan-mode/node'
+import { validatePlanModeEvent, type SessionEvent } from 'xstate-plan-mode'
+import { openJsonlSessionLog, type JsonlSessionLog } from 'xstate-plan-mode/node'
 import { CliError } from './io.js'
 
-/** The largest log `inspect` and `visualize` read (they hold it in memory). */
+/** The largest log `inspect` and `visualize` read (they hold its events in memory). */
 const MAX_LOG_BYTES = 2 ** 30
+/** The longest line they read (R118): a longer one is refused once its bytes pass the bound, never held whole. */
+export const MAX_LOG_LINE_BYTES = 16 * 2 ** 20
+/** How much is read at a time. Each read lets the event loop run, so a stop is seen within one. */
+const READ_CHUNK_BYTES = 2 ** 20
 
 /** A log loaded read-only. */
 export interface LoadedLogFile {
@@ -26,22 +33,45 @@ export interface LoadedLogFile {
 }
 
 /**
- * Loads a JSONL session log without writing anything (no lock, no repair). A last line without
- * its newline that is not JSON is a torn write: it is skipped and reported in `tornLine`, as the
- * writer would cut it.
- * @throws CliError `<path>: no such file` when the file is missing, and
+ * Loads a JSONL session log without writing anything (no lock, no repair), reading it in chunks
+ * (R118). A last line without its newline, or a complete last line that is not JSON, is a torn
+ * write: it is skipped and reported in `tornLine`, as the writer would cut it.
+ * @param signal stops the reading: the load rejects with its reason before the next chunk.
+ * @throws CliError `<path>: no such file` when the file is missing, `<path>: not a regular file,
+ *   not a JSONL log` for a FIFO or a device, `<path>:<line>: line longer than 16 MiB`, and
  *   `<path>:<line>: <reason>` for a corrupt line.
  */
-export async function loadLogFile(path: string): Promise<LoadedLogFile> {
-  let bytes: Buffer
+export async function loadLogFile(path: string, signal?: AbortSignal): Promise<LoadedLogFile> {
+  const handle = await openLogFile(path)
   try {
-    // Only a regular file, and at most MAX_LOG_BYTES: a FIFO would block in the kernel and
-    // /dev/zero would grow without end, both deaf to SIGTERM.
+    return await readLogLines(path, handle, signal)
+  } finally {
+    await handle.close().catch(() => {})
+  }
+}
+
+/** Opens a regular file of at most MAX_LOG_BYTES for reading, never waiting on a FIFO. */
+async function openLogFile(path: string): Promise<FileHandle> {
+  // Only a regular file, and at most MAX_LOG_BYTES: a FIFO would block in the kernel and
+  // /dev/zero would grow without end, both deaf to SIGTERM.
+  const notRegular = () => new CliError(`${path}: not a regular file, not a JSONL log`)
+  try {
     const found = await stat(path)
     if (found.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' })
-    if (!found.isFile()) throw new CliError(`${path}: not a regular file, not a JSONL log`)
-    if (found.size > MAX_LOG_BYTES) throw new CliError(`${path}: over ${MAX_LOG_BYTES / 2 ** 30} GiB; too large to read`)
-    bytes = await readFile(path)
+    if (!found.isFile()) throw notRegular()
+    if (found.size > MAX_LOG_BYTES) throw tooLarge(path)
+    // O_NONBLOCK: a FIFO swapped in after the stat opens without waiting for a writer; fstat
+    // checks what was really opened.
+    const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK)
+    const opened = await handle.stat().catch(async (error: unknown) => {
+      await handle.close().catch(() => {})
+      throw error
+    })
+    if (!opened.isFile()) {
+      await handle.close().catch(() => {})
+      throw notRegular()
+    }
+    return handle
   } catch (error) {
     if (error instanceof CliError) throw error
     const code = (error as { code?: unknown }).code
@@ -49,14 +79,112 @@ export async function loadLogFile(path: string): Promise<LoadedLogFile> {
     if (code === 'EISDIR') throw new CliError(`${path}: is a directory, not a JSONL log`)
     throw new CliError(`${path}: ${error instanceof Error ? error.message : String(error)}`)
   }
+}
+
+function tooLarge(path: string): CliError {
+  return new CliError(`${path}: over ${MAX_LOG_BYTES / 2 ** 30} GiB; too large to read`)
+}
+
+/**
+ * The events of an open log, read a chunk at a time. Each complete line is checked once the next
+ * one is known: only the last line may be a torn write (the writer's rule).
+ */
+async function readLogLines(path: string, handle: FileHandle, signal: AbortSignal | undefined): Promise<LoadedLogFile> {
+  const events: SessionEvent[] = []
+  const chunk = Buffer.alloc(READ_CHUNK_BYTES)
+  /** The start of the line being read, copied out of `chunk` (which the next read overwrites). */
+  let partial: Buffer[] = []
+  let partialBytes = 0
+  /** Complete lines so far. */
+  let lines = 0
+  /** The last complete line, not checked yet. */
+  let held: string | undefined
+  let total = 0
+  const tooLong = () => new CliError(`${path}:${lines + 1}: line longer than ${MAX_LOG_LINE_BYTES / 2 ** 20} MiB`)
+  for (;;) {
+    signal?.throwIfAborted()
+    let bytesRead: number
+    try {
+      ;({ bytesRead } = await handle.read(chunk, 0, chunk.length, null))
+    } catch (error) {
+      throw new CliError(`${path}: ${error instanceof Error ? error.message : String(error)}`)
+    }
+    if (bytesRead === 0) break
+    // A UTF-8 byte order mark (an editor may add one) is not part of the first line.
+    let start = total === 0 && bytesRead >= 3 && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0
+    total += bytesRead
+    if (total > MAX_LOG_BYTES) throw tooLarge(path)
+    const read = chunk.subarray(0, bytesRead)
+    for (;;) {
+      // 0x0a never occurs inside a multi-byte UTF-8 sequence, so text lines are byte lines.
+      const end = read.indexOf(0x0a, start)
+      if (end === -1) {
+        partialBytes += bytesRead - start
+        if (partialBytes > MAX_LOG_LINE_BYTES) throw tooLong()
+        partial.push(Buffer.from(read.subarray(start)))
+        break
+      }
+      if (partialBytes + (end - start) > MAX_LOG_LINE_BYTES) throw tooLong()
+      const line = Buffer.concat([...partial, read.subarray(start, end)]).toString('utf8')
+      partial = []
+      partialBytes = 0
+      if (held !== undefined) events.push(readEventLine(path, lines, held))
+      lines++
+      held = line
+      start = end + 1
+    }
+  }
+  let tornLine: number | undefined
+  if (partialBytes > 0) {
+    // The last line has no newline: the writer's crash cut it.
+    tornLine = lines + 1
+    if (held !== undefined) events.push(readEventLine(path, lines, held))
+  } else if (held !== undefined) {
+    // Complete but garbage: a write the crash left as zeros or a fragment with a newline in it.
+    if (parsesAsJson(held)) events.push(readEventLine(path, lines, held))
+    else tornLine = lines
+  }
+  // Bytes and not one event: not a session log at all (not a crash's torn line).
+  if (events.length === 0 && tornLine !== undefined) throw new CliError(`${path}: not a JSONL session log (line 1 is not an event)`)
+  return tornLine !== undefined ? { events, tornLine } : { events }
+}
+
+/**
+ * Line `line` of the log as an event, with the writer's checks (`parseJsonlLog`'s, in its words):
+ * seq 1, 2, … by line, a string `type`, a `data` field, and a valid `plan/mode` (R61).
+ * @throws CliError `<path>:<line>: <reason>`.
+ */
+function readEventLine(path: string, line: number, text: string): SessionEvent {
+  const fail = (reason: string): never => {
+    throw new CliError(`${path}:${line}: ${reason}`)
+  }
+  if (text.trim() === '') fail('empty line')
+  let value: unknown
   try {
-    // The writer's own parser (one home for the format); reading never cuts or locks anything.
-    const { events, torn } = parseJsonlLog(path, bytes)
-    // Bytes and not one event: not a session log at all (not a crash's torn line).
-    if (events.length === 0 && torn) throw new CliError(`${path}: not a JSONL session log (line 1 is not an event)`)
-    return torn ? { events, tornLine: torn.line } : { events }
+    value = JSON.parse(text)
+  } catch {
+    fail('not valid JSON')
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail('expected an event {"seq":n,"type":"...","data":...}')
+  const record = value as Record<string, unknown>
+  if (record.seq !== line) fail(`expected seq ${line}, found ${JSON.stringify(record.seq) ?? 'none'}`)
+  if (typeof record.type !== 'string') fail('"type" must be a string')
+  if (!('data' in record)) fail('"data" is missing')
+  const event: SessionEvent = Object.freeze({ seq: line, type: record.type as string, data: record.data })
+  try {
+    validatePlanModeEvent(event)
   } catch (error) {
-    throw new CliError(error instanceof Error ? error.message : String(error))
+    fail(error instanceof Error ? error.message : String(error))
+  }
+  return event
+}
+
+function parsesAsJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
   }
 }
 

@@ -4,10 +4,10 @@
  */
 import { createRequire } from 'node:module'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { CliError, styles, useColor, type CliIo } from './io.js'
+import { CliError, stoppedExitCode, styles, useColor, type CliIo } from './io.js'
 
 export type { CliIo, CliStream } from './io.js'
-export { CliError } from './io.js'
+export { CliError, CliStopped } from './io.js'
 
 const USAGE = `Usage: plan-mode <command> [options]
 
@@ -115,11 +115,25 @@ const OPTIONS: Record<string, Options> = {
 }
 const POSITIONALS: Record<string, [min: number, max: number]> = { demo: [0, 0], inspect: [1, 1], visualize: [0, 1], chat: [0, 0] }
 
+/** The commands that hold something to close when stopped: a log, a review, a server. */
+const CLOSING_COMMANDS = new Set(['demo', 'visualize', 'chat'])
+
+/**
+ * Whether the command `argv` names closes something when stopped, and so takes SIGTERM and
+ * Ctrl-C through `io.signal` (R118). The others (`inspect`, `--help`, …) hold nothing to close:
+ * the signal's default action ends them at once, whatever they are doing.
+ */
+export function closesOnStop(argv: readonly string[]): boolean {
+  return CLOSING_COMMANDS.has(argv[0] ?? '')
+}
+
 /**
  * Runs the CLI.
  * @param argv the arguments after the program name, e.g. `['inspect', 'session.jsonl']`.
  * @param io where output goes, and the signal that stops the serving modes.
- * @returns the exit code: 0 on success, 2 on bad input (one line on stderr), 1 on a failure.
+ * @returns the exit code: 0 on success, 2 on bad input (one line on stderr), 1 on a failure,
+ *   128 + the signal's number when `io.signal` cut the command's work short (R118: 143 for
+ *   SIGTERM, 130 for Ctrl-C).
  */
 export async function main(argv: string[], io: CliIo): Promise<number> {
   const [command, ...rest] = argv
@@ -194,6 +208,8 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       }
     }
   } catch (error) {
+    // A stop that came while a log was still being read: nothing to report, the work is not done.
+    if (io.signal?.aborted && error === io.signal.reason) return stoppedExitCode(error)
     if (error instanceof CliError) {
       io.stderr.write(`plan-mode: ${error.message}\n`)
       return 2

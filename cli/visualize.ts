@@ -10,7 +10,7 @@ import { createPlanModeInspector } from 'xstate-plan-mode/inspect'
 import { logAgentId } from '../visualizer/log-reading.js'
 import type { Visualizer } from '../visualizer/server.js'
 import { loadLogFile } from './log-file.js'
-import { CliError, untilAborted, type CliIo } from './io.js'
+import { CliError, untilAborted, yieldUnlessStopped, type CliIo } from './io.js'
 
 /**
  * Starts the visualizer server on 127.0.0.1.
@@ -27,6 +27,9 @@ export async function startVisualizer(port: number): Promise<Visualizer> {
   }
 }
 
+/** How many events are replayed between two turns of the event loop. */
+const REPLAY_SLICE = 500
+
 /** Options of {@link runVisualize}. */
 export interface VisualizeOptions {
   file?: string
@@ -38,10 +41,11 @@ export interface VisualizeOptions {
  * to a memory log watched by a plan-mode actor and an inspector: the page gets the chart's
  * moves and every event as a `plan-mode.log` message, through the visualizer's replay transport
  * (no arrival times). The agent is the one the log names (an `agentId` field), else the file.
- * @throws CliError for a missing or corrupt file, or a port in use.
+ * @throws CliError for a missing or corrupt file, or a port in use; the stop's reason when
+ *   `io.signal` aborts while the file is read or replayed.
  */
 export async function runVisualize(options: VisualizeOptions, io: CliIo): Promise<number> {
-  const loaded = options.file === undefined ? undefined : await loadLogFile(options.file)
+  const loaded = options.file === undefined ? undefined : await loadLogFile(options.file, io.signal)
   const visualizer = await startVisualizer(options.port)
   const inspector = createPlanModeInspector(visualizer.replayTransport)
   const planMode = createPlanMode({ section: 'replay' }, { inspect: inspector.inspect, logger: { warn: () => {} } })
@@ -54,7 +58,11 @@ export async function runVisualize(options: VisualizeOptions, io: CliIo): Promis
       // A log that names no agent is shown under its file's name, which says where it came from.
       const agent = { id: named ?? basename(options.file), session }
       inspector.watch(agent, planMode.actor(agent))
-      for (const event of loaded.events) await session.append(event.type, event.data)
+      for (const [i, event] of loaded.events.entries()) {
+        // A long log replays for a while: the event loop runs between slices, so a stop is heard (R118).
+        if (i % REPLAY_SLICE === 0) await yieldUnlessStopped(io.signal)
+        await session.append(event.type, event.data)
+      }
       const as = named === undefined ? `under its file name "${agent.id}" (the log names no agent)` : `as agent "${agent.id}"`
       io.stdout.write(`Replayed ${loaded.events.length} events of ${options.file} ${as}.\n`)
       if (loaded.tornLine !== undefined) io.stderr.write(`${options.file}:${loaded.tornLine}: torn last line skipped\n`)

@@ -4,11 +4,12 @@
  * command a user tries out on their checkout must not be able to change it. Plan mode gates no
  * tool (R52); these are harmless in both modes.
  */
-import { readdir, readFile, realpath, stat } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { jsonSchema, tool } from 'ai'
 
-/** The most bytes `read_file` returns; the rest is cut, with a note saying so. */
+/** The most bytes `read_file` reads and returns; the rest is cut, with a note saying so (R117). */
 export const MAX_READ_BYTES = 64 * 1024
 /** The most entries `list_files` returns. */
 export const MAX_LIST_ENTRIES = 500
@@ -45,6 +46,7 @@ export function workspaceTools(root: string) {
  */
 export async function listFiles(root: string, path: string): Promise<string> {
   const directory = await insideRoot(root, path, 'list_files')
+  // readdir opens with O_DIRECTORY: a FIFO or a device is refused (ENOTDIR) without being opened (R117).
   const entries = await readdir(directory, { withFileTypes: true }).catch((error: unknown) => {
     throw fileError('list_files', path, error)
   })
@@ -57,8 +59,10 @@ export async function listFiles(root: string, path: string): Promise<string> {
 
 /**
  * The text of the file `path` under `root`, cut after {@link MAX_READ_BYTES} with a note; a
- * binary file is named, not shown.
- * @throws Error when `path` leaves `root`, is missing, or is a directory.
+ * binary file is named, not shown (R117). Only a regular file is read, and only its first
+ * MAX_READ_BYTES + 1 bytes: a FIFO would wait for a writer in the kernel, and a huge file would
+ * fill memory before being cut.
+ * @throws Error when `path` leaves `root`, is missing, is a directory or is not a regular file.
  */
 export async function readTextFile(root: string, path: string): Promise<string> {
   if (typeof path !== 'string' || path === '') throw new Error('read_file needs a "path"')
@@ -67,12 +71,38 @@ export async function readTextFile(root: string, path: string): Promise<string> 
     throw fileError('read_file', path, error)
   })
   if (info.isDirectory()) throw new Error(`read_file: "${path}" is a directory; use list_files`)
-  const bytes = await readFile(file).catch((error: unknown) => {
+  if (!info.isFile()) throw notRegularFile(path)
+  // What was checked may be swapped before the open: O_NONBLOCK opens a FIFO without waiting for
+  // a writer, O_NOFOLLOW follows no link swapped in, and fstat checks what was really opened.
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW).catch((error: unknown) => {
     throw fileError('read_file', path, error)
   })
-  if (bytes.subarray(0, 8192).includes(0)) return `(binary file, ${bytes.length} bytes)`
-  if (bytes.length <= MAX_READ_BYTES) return bytes.toString('utf8')
-  return `${bytes.subarray(0, MAX_READ_BYTES).toString('utf8')}\n… (cut: the file has ${bytes.length} bytes)`
+  try {
+    const opened = await handle.stat()
+    if (!opened.isFile()) throw notRegularFile(path)
+    // One byte over the cap tells that there is more to cut.
+    const bytes = await readHead(handle, MAX_READ_BYTES + 1).catch((error: unknown) => {
+      throw fileError('read_file', path, error)
+    })
+    const size = Math.max(opened.size, bytes.length)
+    if (bytes.subarray(0, 8192).includes(0)) return `(binary file, ${size} bytes)`
+    if (bytes.length <= MAX_READ_BYTES) return bytes.toString('utf8')
+    return `${bytes.subarray(0, MAX_READ_BYTES).toString('utf8')}\n… (cut: the file has ${size} bytes)`
+  } finally {
+    await handle.close().catch(() => {})
+  }
+}
+
+/** The first `limit` bytes of an open file (fewer when it is shorter), in one buffer of that size. */
+async function readHead(handle: FileHandle, limit: number): Promise<Buffer> {
+  const buffer = Buffer.alloc(limit)
+  let length = 0
+  while (length < limit) {
+    const { bytesRead } = await handle.read(buffer, length, limit - length, length)
+    if (bytesRead === 0) break
+    length += bytesRead
+  }
+  return buffer.subarray(0, length)
 }
 
 /** The lines of a text: a final line break ends the last line rather than starting another. */
@@ -98,6 +128,10 @@ async function insideRoot(root: string, path: string, toolName: string): Promise
 function isWithin(root: string, path: string): boolean {
   const rel = relative(root, path)
   return rel === '' || (!isAbsolute(rel) && rel !== '..' && !rel.startsWith(`..${sep}`))
+}
+
+function notRegularFile(path: string): Error {
+  return new Error(`read_file: "${path}" is not a regular file`)
 }
 
 function fileError(toolName: string, path: string, error: unknown): Error {

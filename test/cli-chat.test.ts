@@ -4,7 +4,8 @@
  * the working directory is a temp folder with known files. One test runs the real process, one
  * the real OpenAI provider against a fake server on 127.0.0.1.
  */
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
+import { closeSync, constants, openSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
@@ -849,17 +850,19 @@ describe('the review answer', () => {
 })
 
 describe('plan-mode chat as a process', () => {
-  it('runs from the sources with piped stdin: a question, then Ctrl-C (SIGINT) while idle exits 0', async () => {
-    const log = newLog()
+  /** `plan-mode chat --provider offline` from the sources in `cwd`, with piped stdin. */
+  function spawnChat(cwd: string, log: string) {
     const child = spawn(
       process.execPath,
       ['--import', join(REPO, 'visualizer/register.mjs'), join(REPO, 'cli/bin.ts'), 'chat', '--provider', 'offline', '--log', log],
-      { cwd: root, env: { ...process.env, NO_COLOR: '1' }, stdio: ['pipe', 'pipe', 'pipe'] },
+      { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['pipe', 'pipe', 'pipe'] },
     )
     let out = ''
     let err = ''
     child.stdout.on('data', (data) => (out += String(data)))
     child.stderr.on('data', (data) => (err += String(data)))
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+    /** Resolves with the index after `text` once stdout shows it past `from`; the cap only guards a busy machine's start-up. */
     const seen = (text: string, from: number) =>
       new Promise<number>((resolve, reject) => {
         const check = () => {
@@ -869,20 +872,58 @@ describe('plan-mode chat as a process', () => {
           clearTimeout(timer)
           resolve(at + text.length)
         }
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${text}:\n${out}\n${err}`)), 10_000)
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${text}:\n${out}\n${err}`)), 45_000)
         child.stdout.on('data', check)
         check()
       })
-    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve))
-    let at = await seen('you> ', 0)
-    child.stdin.write('What does the report print?\n')
-    await seen('you> ', at)
-    child.kill('SIGINT') // bin.ts hands it to chat, which leaves when idle
-    expect(await exited).toBe(0)
-    expect(err).toBe('')
-    expect(out).toContain('\nyou> What does the report print?\nYou asked: "What does the report print?".')
-    expect(out).toContain(`\ninspect it: npm --prefix ${REPO.replace(/\/$/, '')} run cli -- inspect ${log}\n`)
-  }, 20_000)
+    return { child, exited, seen, out: () => out, err: () => err }
+  }
+
+  it('runs from the sources with piped stdin: a question, then Ctrl-C (SIGINT) while idle exits 0', async () => {
+    const log = newLog()
+    const chat = spawnChat(root, log)
+    try {
+      let at = await chat.seen('you> ', 0)
+      chat.child.stdin.write('What does the report print?\n')
+      await chat.seen('you> ', at)
+      chat.child.kill('SIGINT') // bin.ts hands it to chat, which leaves when idle
+      expect((await chat.exited).code).toBe(0)
+      expect(chat.err()).toBe('')
+      expect(chat.out()).toContain('\nyou> What does the report print?\nYou asked: "What does the report print?".')
+      expect(chat.out()).toContain(`\ninspect it: npm --prefix ${REPO.replace(/\/$/, '')} run cli -- inspect ${log}\n`)
+    } finally {
+      chat.child.kill('SIGKILL')
+    }
+  }, 60_000)
+
+  it('R117, R118: in a directory whose README.md is a FIFO, read_file refuses it at once, and SIGTERM at the review ends the chat (exit 0, log closed)', async () => {
+    const fifoRoot = await mkdtemp(join(tmpdir(), 'plan-mode-chat-fifo-'))
+    execFileSync('mkfifo', [join(fifoRoot, 'README.md')])
+    const log = newLog()
+    const chat = spawnChat(fifoRoot, log)
+    try {
+      const at = await chat.seen('you> ', 0)
+      chat.child.stdin.write('/plan Add a totals row\n')
+      await chat.seen('  ✗ read_file: read_file: "README.md" is not a regular file\n', at)
+      await chat.seen('review [1/2/3/4]> ', at)
+      const sent = performance.now()
+      chat.child.kill('SIGTERM')
+      expect(await chat.exited).toEqual({ code: 0, signal: null })
+      console.info(`chat at its review: ended ${Math.round(performance.now() - sent)} ms after SIGTERM`)
+      // The review settled as reloaded (R60) and the log was closed.
+      expect(chat.out()).toMatch(new RegExp(`\nlog: ${log} \\(\\d+ events\\)\n`))
+      expect((await readLog(log)).filter((event) => event.type === 'plan/review').map((event) => event.data.outcome)).toEqual(['reloaded'])
+    } finally {
+      chat.child.kill('SIGKILL')
+      // Only the code before the fix had it open, blocked until a writer came: let it go.
+      try {
+        closeSync(openSync(join(fifoRoot, 'README.md'), constants.O_WRONLY | constants.O_NONBLOCK))
+      } catch {
+        // nobody reads it
+      }
+      await rm(fifoRoot, { recursive: true, force: true })
+    }
+  }, 60_000)
 })
 
 /** A fake OpenAI chat-completions server: it streams a plan in plan mode, else plain text. */

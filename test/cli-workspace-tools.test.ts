@@ -2,7 +2,9 @@
  * `plan-mode chat`'s host tools: read-only, and confined to the working directory (symbolic
  * links included), with errors the model can act on.
  */
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
+import { execFileSync } from 'node:child_process'
+import { constants, openSync, closeSync } from 'node:fs'
+import { mkdir, mkdtemp, rm, symlink, truncate, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -61,6 +63,59 @@ describe('read_file', () => {
     await expect(readTextFile(root, 'nope.txt')).rejects.toThrow('read_file: no such file or directory "nope.txt"')
     await expect(readTextFile(root, 'src')).rejects.toThrow('read_file: "src" is a directory; use list_files')
     await expect(readTextFile(root, '')).rejects.toThrow('read_file needs a "path"')
+  })
+})
+
+describe('read_file and list_files: only regular files, read with a bound (R117)', () => {
+  let special: string
+  beforeAll(async () => {
+    special = join(base, 'special')
+    await mkdir(special)
+    execFileSync('mkfifo', [join(special, 'README.md')])
+    await symlink(join(special, 'README.md'), join(special, 'pipe-link'))
+  })
+
+  /**
+   * Opens the FIFO for writing and closes it again: a reader blocked in open() or read() wakes up
+   * at end of file. Only there for the code before the fix, so that its blocked read does not
+   * outlive the test; it fails (ENXIO) when nobody reads, which is what the fixed code leaves.
+   */
+  const releaseFifo = (fifo: string) => {
+    try {
+      closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK))
+    } catch {
+      // nobody had it open for reading
+    }
+  }
+
+  it('R117: read_file refuses a FIFO with an exact message instead of waiting for a writer', async () => {
+    try {
+      await expect(readTextFile(special, 'README.md')).rejects.toThrow(new Error('read_file: "README.md" is not a regular file'))
+      await expect(readTextFile(special, 'pipe-link')).rejects.toThrow(new Error('read_file: "pipe-link" is not a regular file'))
+    } finally {
+      releaseFifo(join(special, 'README.md'))
+    }
+  })
+
+  it('R117: list_files of a FIFO answers at once that it is not a directory', async () => {
+    try {
+      await expect(listFiles(special, 'README.md')).rejects.toThrow(new Error('list_files: "README.md" is not a directory'))
+    } finally {
+      releaseFifo(join(special, 'README.md'))
+    }
+  })
+
+  it('R117: read_file of a 1 GiB (sparse) file reads its first 64 KiB only, not the whole file', async () => {
+    const file = join(special, 'huge.log')
+    await writeFile(file, 'y'.repeat(MAX_READ_BYTES * 2))
+    await truncate(file, 2 ** 30)
+    const before = process.memoryUsage()
+    const text = await readTextFile(special, 'huge.log')
+    const after = process.memoryUsage()
+    expect(text).toBe(`${'y'.repeat(MAX_READ_BYTES)}\n… (cut: the file has ${2 ** 30} bytes)`)
+    // Reading the whole file took a 1 GiB buffer; the bound is a 64 KiB one.
+    expect(after.arrayBuffers - before.arrayBuffers).toBeLessThan(64 * 2 ** 20)
+    expect(after.rss - before.rss).toBeLessThan(256 * 2 ** 20)
   })
 })
 

@@ -2,14 +2,17 @@
  * The `plan-mode` CLI, run in-process through `main`: the demo's arc and timeline, `inspect` on
  * the log it wrote, `visualize`, and bad input (one line on stderr, exit code 2).
  */
-import { execFile, execFileSync } from 'node:child_process'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { createWriteStream } from 'node:fs'
+import { mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
+import { loadLogFile } from '../cli/log-file.js'
 import { main, type CliIo } from '../cli/main.js'
+import { parseJsonlLog } from '../src/node.js'
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url))
 
@@ -247,9 +250,71 @@ describe('plan-mode inspect', () => {
     expect(report.violations).toEqual({ observed: 0, blocked: 0, byTool: {}, entries: [] })
   })
 
+  it('R118: prints the table of a log of 300 000 events (the widths are not an argument list that overflows the stack)', async () => {
+    const file = join(dir, 'many-events.jsonl')
+    await writeFile(file, Array.from({ length: 300_000 }, (_, i) => `{"seq":${i + 1},"type":"n","data":{}}\n`).join(''))
+    const result = await run(['inspect', file, '--no-color'])
+    expect(result.stderr).toBe('')
+    expect(result.code).toBe(0)
+    expect(result.lines[0]).toBe('   seq  type  F    pending  K    detail')
+    expect(result.lines[300_000]).toBe('300000  n     off           -')
+  })
+
   it('reads the log without taking its writer lock', async () => {
     await run(['inspect', log])
     await expect(readFile(`${log}.lock`)).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+})
+
+describe('reading a log as a stream (R118)', () => {
+  /** What the writer's parser, reading the whole file at once, makes of it: the events and the torn line, or the error. */
+  function byTheWriter(path: string, bytes: Buffer) {
+    try {
+      const { events, torn } = parseJsonlLog(path, bytes)
+      if (events.length === 0 && torn) return { error: `${path}: not a JSONL session log (line 1 is not an event)` }
+      return { events, tornLine: torn?.line }
+    } catch (error) {
+      return { error: (error as Error).message }
+    }
+  }
+  async function byTheReader(path: string) {
+    try {
+      const { events, tornLine } = await loadLogFile(path)
+      return { events, tornLine }
+    } catch (error) {
+      return { error: (error as Error).message }
+    }
+  }
+
+  it("R118: the streaming reader reads every log as the writer's parser does: the same events, torn line and errors", async () => {
+    const event = (seq: number, type = 'note', data: unknown = {}) => JSON.stringify({ seq, type, data })
+    // Lines of about 300 KiB with multi-byte characters: lines and characters straddle the 1 MiB reads.
+    const wide = (seq: number) => event(seq, 'note', { text: `${'é'.repeat(100_000)}€${'x'.repeat(seq)}` })
+    const logs: Record<string, string | Buffer> = {
+      valid: `${event(1, 'turn/start')}\n${event(2, 'plan/mode', { active: true })}\n${event(3, 'turn/end')}\n`,
+      bom: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`${event(1)}\n${event(2)}\n`)]),
+      'torn, no newline': `${event(1)}\n${event(2)}\n{"seq":3,"ty`,
+      'torn, JSON without its newline': `${event(1)}\n${event(2)}`,
+      'torn, complete garbage': `${event(1)}\n\u0000\u0000\u0000\n`,
+      'garbage inside': `${event(1)}\nnot json\n${event(3)}\n`,
+      'empty line inside': `${event(1)}\n\n${event(3)}\n`,
+      'wrong seq': `${event(1)}\n${event(5)}\n${event(3)}\n`,
+      'type not a string': `${event(1)}\n{"seq":2,"type":7,"data":{}}\n${event(3)}\n`,
+      'data missing': `${event(1)}\n{"seq":2,"type":"x"}\n${event(3)}\n`,
+      'an array': `${event(1)}\n[2]\n${event(3)}\n`,
+      'invalid plan/mode': `${event(1)}\n${event(2, 'plan/mode', { active: 'yes' })}\n${event(3)}\n`,
+      'only garbage': 'hello\n',
+      'only a newline': '\n',
+      empty: '',
+      wide: `${Array.from({ length: 12 }, (_, i) => wide(i + 1)).join('\n')}\n`,
+      'wide, torn': `${Array.from({ length: 7 }, (_, i) => wide(i + 1)).join('\n')}\n${wide(8).slice(0, 150_001)}`,
+    }
+    for (const [name, content] of Object.entries(logs)) {
+      const path = join(dir, `stream-${name.replace(/\W+/g, '-')}.jsonl`)
+      const bytes = Buffer.from(content)
+      await writeFile(path, bytes)
+      expect({ name, ...(await byTheReader(path)) }).toEqual({ name, ...byTheWriter(path, bytes) })
+    }
   })
 })
 
@@ -291,6 +356,21 @@ describe('bad input: one line on stderr, exit code 2', () => {
     const fifo = join(dir, 'pipe')
     execFileSync('mkfifo', [fifo])
     await bad(['inspect', fifo], `plan-mode: ${fifo}: not a regular file, not a JSONL log`)
+  })
+
+  it('R118: a line longer than 16 MiB is refused with its line number, by inspect and by visualize', async () => {
+    const file = join(dir, 'long-line.jsonl')
+    // A valid event, just too long: the bound is on reading, not on what the line says.
+    const long = JSON.stringify({ seq: 2, type: 'note', data: { text: 'x'.repeat(16 * 2 ** 20) } })
+    await writeFile(file, `{"seq":1,"type":"turn/start","data":{}}\n${long}\n{"seq":3,"type":"turn/end","data":{}}\n`)
+    await bad(['inspect', file], `plan-mode: ${file}:2: line longer than 16 MiB`)
+    await bad(['visualize', file, '--port', '0'], `plan-mode: ${file}:2: line longer than 16 MiB`)
+  })
+
+  it('R118: an over-long last line without its newline is refused too, not skipped as torn', async () => {
+    const file = join(dir, 'long-torn.jsonl')
+    await writeFile(file, `{"seq":1,"type":"turn/start","data":{}}\n${'y'.repeat(16 * 2 ** 20 + 1)}`)
+    await bad(['inspect', file], `plan-mode: ${file}:2: line longer than 16 MiB`)
   })
 
   it('inspect of a text file that is not a session log', async () => {
@@ -395,6 +475,136 @@ describe('serving', () => {
     controller.abort()
     expect(await done).toBe(0)
   })
+})
+
+/** The CLI as a user runs it: `node --import visualizer/register.mjs cli/bin.ts …` (`npm run cli`). */
+const REPO = fileURLToPath(new URL('..', import.meta.url))
+interface CliProcess {
+  child: ChildProcess
+  out(): string
+  err(): string
+  /** How the process ended: its exit code, or the signal that ended it. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  /** Resolves when stdout has shown `text`. */
+  seen(text: string): Promise<void>
+}
+function spawnCli(args: string[], options: { cwd?: string } = {}): CliProcess {
+  const child = spawn(process.execPath, ['--import', join(REPO, 'visualizer/register.mjs'), join(REPO, 'cli/bin.ts'), ...args], {
+    cwd: options.cwd ?? REPO,
+    env: { ...process.env, NO_COLOR: '1' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  let out = ''
+  let err = ''
+  child.stdout!.on('data', (data) => (out += String(data)))
+  child.stderr!.on('data', (data) => (err += String(data)))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  const seen = (text: string) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!out.includes(text)) return
+        child.stdout!.off('data', check)
+        resolve()
+      }
+      child.stdout!.on('data', check)
+      void exited.then(() => reject(new Error(`exited before printing ${JSON.stringify(text)}:\n${out}\n${err}`)))
+      check()
+    })
+  return { child, out: () => out, err: () => err, exited, seen }
+}
+
+/**
+ * Resolves once the process has `file` open (Linux: a link in /proc/<pid>/fd); rejects if it
+ * exits first. Polls: the kernel tells no one else when a file is opened.
+ */
+async function whenOpened(cli: CliProcess, file: string): Promise<void> {
+  let exited = false
+  void cli.exited.then(() => (exited = true))
+  for (;;) {
+    if (exited) throw new Error(`exited before opening ${file}:\n${cli.out().slice(0, 2000)}\n${cli.err()}`)
+    const fds = await readdir(`/proc/${cli.child.pid}/fd`).catch(() => [] as string[])
+    for (const fd of fds) if ((await readlink(`/proc/${cli.child.pid}/fd/${fd}`).catch(() => '')) === file) return
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+/** A valid session log of about `mb` MiB, in lines of some 350 bytes. */
+async function writeLargeLog(file: string, mb: number): Promise<void> {
+  const out = createWriteStream(file)
+  const text = 'z'.repeat(300)
+  let seq = 0
+  for (let written = 0; written < mb * 2 ** 20; ) {
+    const lines: string[] = []
+    for (let i = 0; i < 1000; i++) lines.push(JSON.stringify({ seq: ++seq, type: 'note', data: { text } }))
+    const chunk = `${lines.join('\n')}\n`
+    written += chunk.length
+    if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()))
+  }
+  await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())))
+}
+
+describe('stopping: SIGTERM ends every command within a second (R118)', () => {
+  let large: string
+  beforeAll(async () => {
+    large = join(dir, 'large.jsonl')
+    await writeLargeLog(large, 24)
+  })
+
+  /** Sends SIGTERM and waits for the end; reports how long it took (the cap is a safety net, not the assertion). */
+  async function terminate(cli: CliProcess, what: string) {
+    const sent = performance.now()
+    cli.child.kill('SIGTERM')
+    const ended = await cli.exited
+    console.info(`${what}: ended ${Math.round(performance.now() - sent)} ms after SIGTERM`)
+    return ended
+  }
+
+  it('R118: inspect is ended by SIGTERM while it reads a large log, and prints no report', async () => {
+    const cli = spawnCli(['inspect', large])
+    try {
+      await whenOpened(cli, large)
+      const ended = await terminate(cli, 'inspect while reading')
+      expect(ended).toEqual({ code: null, signal: 'SIGTERM' })
+      expect(cli.out()).toBe('')
+    } finally {
+      cli.child.kill('SIGKILL')
+    }
+  }, 60_000)
+
+  it('R118: visualize stops at SIGTERM while it reads a large log: exit code 143, nothing served', async () => {
+    const cli = spawnCli(['visualize', large, '--port', '0'])
+    try {
+      await whenOpened(cli, large)
+      const ended = await terminate(cli, 'visualize while reading')
+      expect(ended).toEqual({ code: 143, signal: null })
+      expect(cli.out()).toBe('')
+      expect(cli.err()).toBe('')
+    } finally {
+      cli.child.kill('SIGKILL')
+    }
+  }, 60_000)
+
+  it('R118: visualize serving stops at SIGTERM: it closes and exits 0', async () => {
+    const cli = spawnCli(['visualize', log, '--port', '0'])
+    try {
+      await cli.seen('Ctrl-C to stop.\n')
+      const ended = await terminate(cli, 'visualize while serving')
+      expect(ended).toEqual({ code: 0, signal: null })
+    } finally {
+      cli.child.kill('SIGKILL')
+    }
+  }, 60_000)
+
+  it('R118: a command that has not closed 0.5 s after SIGTERM is ended with exit code 143 (demo waiting out a --delay)', async () => {
+    const cli = spawnCli(['demo', '--delay', '60000', '--no-color', '--log', join(dir, 'delayed.jsonl')])
+    try {
+      await cli.seen('── turn 1: default mode ──\n')
+      const ended = await terminate(cli, 'demo in a delay')
+      expect(ended).toEqual({ code: 143, signal: null })
+    } finally {
+      cli.child.kill('SIGKILL')
+    }
+  }, 60_000)
 })
 
 describe('the visualizer script', () => {

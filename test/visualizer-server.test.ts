@@ -14,6 +14,7 @@ import { createMemorySessionLog, createPlanMode, planModeMachine, type PlanAgent
 import { chartModel, layoutChart, type ElkLayout } from '../visualizer/client/chart.js'
 import { VisualizerModel, describeLogEvent, lineQuote, storyOf, summarize } from '../visualizer/client/model.js'
 import type { ServerMessage, WireItem } from '../visualizer/client/protocol.js'
+import { createRetainedHistory } from '../visualizer/history.js'
 import { createLogReader, eventTime, logAgentId } from '../visualizer/log-reading.js'
 import { parseViewerMessage, start, type Visualizer } from '../visualizer/server.js'
 
@@ -372,6 +373,110 @@ describe('visualizer server: the inspection hub', () => {
     expect(again.port).toBe(port)
     expect(again.url).toBe(`http://127.0.0.1:${port}/`)
     await again.close()
+  })
+})
+
+describe('visualizer server: bounded memory (R119)', () => {
+  const actor = (i: number): InspectionMessage =>
+    ({ type: '@xstate.actor', sessionId: `flood:${i}`, name: `flood-${i}`, definition: JSON.stringify({ id: `flood-${i}`, states: {} }), snapshot: { value: 'idle' } }) as unknown as InspectionMessage
+  const logEvent = (agentId: string, seq: number, text = ''): InspectionMessage => ({ type: 'plan-mode.log', agentId, event: { seq, type: 'note', data: { text } } })
+
+  it('R119: the retained history keeps the newest messages and definitions within their own bounds, and says what it dropped', () => {
+    const history = createRetainedHistory({ maxMessages: 3, maxDefinitions: 2, maxBytes: 1_000 })
+    // seq 1, 4, 7, … 100 000 are definitions: they outlive the messages around them, within their own bound.
+    for (let seq = 1; seq <= 100_000; seq++) history.add(seq, `{"n":${seq}}`, seq % 3 === 1)
+    const seqs = (entries: { seq: number }[]) => entries.map((entry) => entry.seq)
+    expect(seqs(history.after(0, Infinity, Infinity))).toEqual([99_996, 99_997, 99_998, 99_999, 100_000])
+    expect({ size: history.size, bytes: history.bytes, dropped: history.dropped, highestDroppedSeq: history.highestDroppedSeq }).toEqual({
+      size: 5,
+      bytes: 4 * '{"n":99996}'.length + '{"n":100000}'.length,
+      dropped: 99_995,
+      highestDroppedSeq: 99_995,
+    })
+    // What a page has not had yet, in frames of at most so many items and bytes (the first whatever its size).
+    expect(seqs(history.after(99_997, 10, Infinity))).toEqual([99_998, 99_999, 100_000])
+    expect(seqs(history.after(0, 2, Infinity))).toEqual([99_996, 99_997])
+    expect(seqs(history.after(0, Infinity, 12))).toEqual([99_996])
+    expect(seqs(history.after(0, Infinity, 0))).toEqual([99_996])
+    expect(history.after(100_000, 10, Infinity)).toEqual([])
+  })
+
+  it('R119: the retained history keeps its bytes within the bound: other messages go first, then definitions', () => {
+    const history = createRetainedHistory({ maxMessages: 100, maxDefinitions: 100, maxBytes: 30 })
+    history.add(1, 'd'.repeat(10), true)
+    history.add(2, 'm'.repeat(10), false)
+    history.add(3, 'm'.repeat(10), false)
+    history.add(4, 'm'.repeat(10), false)
+    expect(history.after(0, Infinity, Infinity).map((entry) => entry.seq)).toEqual([1, 3, 4])
+    history.add(5, 'd'.repeat(25), true)
+    expect(history.after(0, Infinity, Infinity).map((entry) => entry.seq)).toEqual([5])
+    expect({ bytes: history.bytes, dropped: history.dropped, highestDroppedSeq: history.highestDroppedSeq }).toEqual({ bytes: 25, dropped: 4, highestDroppedSeq: 4 })
+  })
+
+  it('R119: 20 000 actor definitions: a page that connects late gets the newest 1 000 and hears how many earlier messages were dropped', async () => {
+    const server = await start({ port: 0 })
+    try {
+      for (let i = 1; i <= 20_000; i++) server.transport.send(actor(i))
+      server.transport.send(logEvent('after-the-flood', 1))
+      const page = await viewer(server.port)
+      await expect.poll(() => page.items.some((item) => item.message.type === 'plan-mode.log'), { timeout: 15_000 }).toBe(true)
+      const definitions = page.items.filter((item) => item.message.type === '@xstate.actor')
+      expect(definitions).toHaveLength(1_000)
+      expect(definitions[0]!.seq).toBe(19_001)
+      expect(page.items).toHaveLength(1_001)
+      expect(page.messages[0]).toEqual({ kind: 'hello', demo: false, dropped: 19_000 })
+      page.ws.close()
+    } finally {
+      await server.close()
+    }
+  })
+
+  it('R119: a page that stops reading is closed with 1013 "fell behind; reconnect" once what it has not had is dropped, and its socket does not hold what it was sent', async () => {
+    const server = await start({ port: 0, maxMessages: 200 })
+    try {
+      const page = await viewer(server.port)
+      await expect.poll(() => page.messages.length).toBeGreaterThan(0)
+      const closed = new Promise<{ code: number; reason: string }>((resolve) => page.ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })))
+      // The page stops reading: what the server sends piles up in its socket.
+      const socket = (page.ws as unknown as { _socket: import('node:net').Socket })._socket
+      socket.pause()
+      const text = 'm'.repeat(64 * 1024)
+      const pushed = 2_000
+      for (let seq = 1; seq <= pushed; seq++) {
+        server.transport.send(logEvent('firehose', seq, text))
+        // Lets the server flush to its pages, as it would between an agent's messages.
+        if (seq % 20 === 0) await new Promise((resolve) => setImmediate(resolve))
+      }
+      socket.resume()
+      const received = await Promise.race([
+        closed,
+        expect.poll(() => page.items.some((item) => item.message.type === 'plan-mode.log' && item.message.event.seq === pushed), { timeout: 30_000 }).toBe(true).then(() => 'got everything'),
+      ])
+      expect(received).toEqual({ code: 1013, reason: 'fell behind; reconnect' })
+      // What the page gets after it reads again is what the server held for it: all of it was 125 MiB;
+      // the server sends a page little more than 1 MiB ahead of what its socket took.
+      console.info(`a page that stopped reading while ${pushed} messages of 64 KiB came was sent ${(socket.bytesRead / 2 ** 20).toFixed(1)} MiB`)
+      expect(socket.bytesRead).toBeLessThan(32 * 2 ** 20)
+      expect(page.items.length).toBeLessThan(pushed)
+    } finally {
+      await server.close()
+    }
+  })
+
+  it('R119: a page that reads gets everything in order, also when far more is sent than its socket takes at once', async () => {
+    const server = await start({ port: 0 })
+    try {
+      const page = await viewer(server.port)
+      await expect.poll(() => page.messages.length).toBeGreaterThan(0)
+      const text = 'r'.repeat(16 * 1024)
+      for (let seq = 1; seq <= 1_000; seq++) server.transport.send(logEvent('reader', seq, text))
+      await expect.poll(() => page.items.length, { timeout: 15_000 }).toBe(1_000)
+      expect(page.items.map((item) => item.seq)).toEqual(Array.from({ length: 1_000 }, (_, i) => i + 1))
+      expect(page.ws.readyState).toBe(WebSocket.OPEN)
+      page.ws.close()
+    } finally {
+      await server.close()
+    }
   })
 })
 

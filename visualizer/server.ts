@@ -6,9 +6,11 @@
  *   build step.
  * - `ws://…/inspect` receives inspection messages (the Stately protocol plus `plan-mode.agent` and
  *   `plan-mode.log`, see `xstate-plan-mode/inspect`) from any number of agents' inspectors.
- * - `ws://…/view` hands the page everything received so far, then every new message; each log
+ * - `ws://…/view` hands the page everything kept so far, then every new message; each log
  *   event comes with the library's reading of it (`log-reading.ts`), so the page shows what
- *   plan mode reads in the log without a second definition of it.
+ *   plan mode reads in the log without a second definition of it. What is kept is bounded
+ *   (`history.ts`, R119), and a page is sent only a little more than its socket has taken: one
+ *   that falls behind what is kept is closed, and reconnects.
  *
  * It binds 127.0.0.1 only, answers only requests addressed to that host (a DNS-rebinding page
  * cannot reach it), refuses WebSocket connections from any other web origin, and is read-only:
@@ -27,6 +29,7 @@ import type { RawData } from 'ws'
 import type { InspectionMessage, InspectionTransport } from 'xstate-plan-mode/inspect'
 import type { DemoComment, DemoCommand, ServerMessage, ViewerMessage, WireItem } from './client/protocol.js'
 import type { DemoAgent, DemoOptions } from './demo.js'
+import { createRetainedHistory } from './history.js'
 import { createLogReader } from './log-reading.js'
 
 /** Options of {@link start}. */
@@ -39,8 +42,12 @@ export interface VisualizerOptions {
    * (R101): Approve, Approve in a fresh context, Keep planning, Leave plan mode.
    */
   demo?: boolean | DemoOptions
-  /** Most messages kept for late pages; actor definitions and agent links are always kept. Default 50 000. */
+  /** Most messages kept for late pages, actor definitions and agent links not counted (R119). Default 50 000. */
   maxMessages?: number
+  /** Most actor definitions and agent links (`@xstate.actor`, `plan-mode.agent`) kept (R119). Default 1 000. */
+  maxDefinitions?: number
+  /** Most bytes of the kept messages' JSON, definitions counted (R119). Default 64 MiB. */
+  maxBytes?: number
 }
 
 /** A running visualizer. */
@@ -73,6 +80,13 @@ const PREBUILT_DIR = fileURLToPath(new URL('./visualizer-client/', import.meta.u
 const elkPath = () => createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js')
 const MESSAGE_TYPES = new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot', 'plan-mode.agent', 'plan-mode.log'])
 const DEMO_COMMANDS = new Set<DemoCommand>(['/plan', '/plan off', 'approve', 'approve-fresh', 'keep-planning', 'leave'])
+/** What a page may have waiting in its socket before it is sent more (R119). */
+const VIEWER_HIGH_WATER = 2 ** 20
+/** The most items and bytes of one frame to a page (one larger item goes alone). */
+const FRAME_ITEMS = 2000
+const FRAME_BYTES = 2 ** 20
+/** How a page that fell behind what is kept is closed (R119): 1013 is "try again later". */
+const FELL_BEHIND = { code: 1013, reason: 'fell behind; reconnect' } as const
 /** The most comments one Keep planning carries, and the longest comment text (the page's box takes 2000). */
 const MAX_COMMENTS = 100
 const MAX_COMMENT_CHARS = 4000
@@ -83,46 +97,76 @@ const MAX_COMMENT_CHARS = 4000
  * @throws when the port is taken.
  */
 export async function start(options: VisualizerOptions = {}): Promise<Visualizer> {
-  const maxMessages = options.maxMessages ?? 50_000
-  const items: WireItem[] = []
+  const history = createRetainedHistory({
+    maxMessages: options.maxMessages ?? 50_000,
+    maxDefinitions: options.maxDefinitions ?? 1_000,
+    maxBytes: options.maxBytes ?? 64 * 2 ** 20,
+  })
   let seq = 0
-  let pending: WireItem[] = []
   let flushScheduled = false
-  const viewers = new Set<WebSocket>()
+  const viewers = new Set<Viewer>()
   let port = 0
   let demo: DemoAgent | undefined
   let closing: Promise<void> | undefined
   const logReader = createLogReader()
 
-  const send = (ws: WebSocket, message: ServerMessage) => {
-    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message))
+  /**
+   * Sends the page what it has not had yet, while less than VIEWER_HIGH_WATER waits in its socket;
+   * each frame's write calls it again. A page that has not had a message that is no longer kept
+   * has fallen behind: it is closed, and reconnects to start again from what is kept.
+   */
+  const pump = (viewer: Viewer) => {
+    const { ws } = viewer
+    if (ws.readyState !== WebSocket.OPEN || !viewers.has(viewer)) return
+    if (history.highestDroppedSeq > Math.max(viewer.sentUpTo, viewer.missedUpTo)) {
+      viewers.delete(viewer)
+      ws.close(FELL_BEHIND.code, FELL_BEHIND.reason)
+      return
+    }
+    const again = () => pump(viewer)
+    while (ws.bufferedAmount < VIEWER_HIGH_WATER) {
+      if (viewer.status !== undefined) {
+        ws.send(viewer.status, again)
+        viewer.status = undefined
+        continue
+      }
+      const entries = history.after(viewer.sentUpTo, FRAME_ITEMS, FRAME_BYTES)
+      if (entries.length === 0) return
+      viewer.sentUpTo = entries[entries.length - 1]!.seq
+      ws.send(`{"kind":"messages","items":[${entries.map((entry) => entry.json).join(',')}]}`, again)
+    }
   }
-  const broadcast = (message: ServerMessage) => {
-    for (const viewer of viewers) send(viewer, message)
+  /** The demo's status is a state, not an event: a page that has not taken the last one gets only the newest. */
+  const broadcastStatus = (message: ServerMessage) => {
+    const json = JSON.stringify(message)
+    for (const viewer of viewers) {
+      viewer.status = json
+      pump(viewer)
+    }
   }
   // Messages come in bursts (one event is an event, a snapshot and log lines): pages get them
   // in one frame per burst.
   const flush = () => {
     flushScheduled = false
-    const batch = pending
-    pending = []
-    if (batch.length > 0) broadcast({ kind: 'messages', items: batch })
+    for (const viewer of [...viewers]) pump(viewer)
   }
   const ingest = (message: InspectionMessage, replayed = false) => {
     if (closing) return
     const item: WireItem = {
-      seq: ++seq,
+      seq: seq + 1,
       ...(replayed ? {} : { at: Date.now() }),
       message,
       ...(message.type === 'plan-mode.log' ? { log: logReader.read(message.agentId, message.event) } : {}),
     }
-    items.push(item)
-    if (items.length > maxMessages) {
-      // Definitions and links are what every later message is read against: they stay.
-      const index = items.findIndex((old) => old.message.type !== '@xstate.actor' && old.message.type !== 'plan-mode.agent')
-      if (index >= 0) items.splice(index, 1)
+    let json: string
+    try {
+      json = JSON.stringify(item)
+    } catch {
+      // An in-process message JSON cannot carry (a BigInt, a cycle): no page could read it.
+      return
     }
-    pending.push(item)
+    seq++
+    history.add(item.seq, json, message.type === '@xstate.actor' || message.type === 'plan-mode.agent')
     if (!flushScheduled) {
       flushScheduled = true
       setImmediate(flush)
@@ -202,13 +246,15 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
 
   viewServer.on('connection', (ws: WebSocket) => {
     ws.on('error', () => {})
-    viewers.add(ws)
-    ws.on('close', () => viewers.delete(ws))
-    send(ws, { kind: 'hello', demo: demo !== undefined })
-    // Everything so far, in slices, so a long history does not make one giant frame.
-    const history = items.slice()
-    for (let i = 0; i < history.length; i += 2000) send(ws, { kind: 'messages', items: history.slice(i, i + 2000) })
-    if (demo) send(ws, demo.status())
+    // What was dropped before the page came is not its loss: the hello tells how much it is.
+    const viewer: Viewer = { ws, sentUpTo: 0, missedUpTo: history.highestDroppedSeq }
+    viewers.add(viewer)
+    ws.on('close', () => viewers.delete(viewer))
+    const hello: ServerMessage = { kind: 'hello', demo: demo !== undefined, ...(history.dropped > 0 ? { dropped: history.dropped } : {}) }
+    ws.send(JSON.stringify(hello))
+    if (demo) viewer.status = JSON.stringify(demo.status())
+    // Everything kept so far, in frames, as fast as the page takes them.
+    pump(viewer)
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (isBinary || !demo) return
       const command = parseViewerMessage(data.toString())
@@ -227,7 +273,7 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
 
   if (options.demo) {
     const { startDemo } = await import('./demo.js')
-    demo = startDemo({ ingest: (message) => ingest(message), onStatus: (status) => broadcast(status) }, options.demo === true ? {} : options.demo)
+    demo = startDemo({ ingest: (message) => ingest(message), onStatus: (status) => broadcastStatus(status) }, options.demo === true ? {} : options.demo)
   }
 
   return {
@@ -250,6 +296,17 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
       return closing
     },
   }
+}
+
+/** A page's `/view` connection and how far it has been sent. */
+interface Viewer {
+  ws: WebSocket
+  /** The seq of the last message sent to it. */
+  sentUpTo: number
+  /** The highest seq dropped before it connected: it never had those, and was told so. */
+  missedUpTo: number
+  /** The demo's newest status, not sent yet. */
+  status?: string
 }
 
 function refuse(socket: Socket, status: number, text: string): void {

@@ -451,6 +451,8 @@ function receive(message: ServerMessage): void {
     case 'hello':
       ui.demo.hidden = !message.demo
       ui.access.textContent = message.demo ? 'demo: the buttons drive a simulated agent' : 'read-only'
+      // The server keeps a bounded history (R119): say that the timeline starts later than the agents did.
+      if (message.dropped) ui.connection.textContent = `live · ${message.dropped} earlier messages not kept`
       return
     case 'messages':
       for (const item of message.items) model.ingest(item)
@@ -495,7 +497,7 @@ function connect(): void {
     ui.connection.textContent = 'disconnected'
     ui.connection.className = 'badge closed'
     setTimeout(() => {
-      // The server replays its whole history to a new connection: start from a clean model.
+      // The server replays what it keeps to a new connection: start from a clean model.
       model = new VisualizerModel()
       connect()
     }, reconnectDelay)
