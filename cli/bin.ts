@@ -2,7 +2,7 @@
 /**
  * The `plan-mode` executable: runs `main` on the process's arguments.
  *
- * Stopping (R118): a command that holds something to close (`chat`, `demo`, `visualize`) takes
+ * Stopping (R108): a command that holds something to close (`chat`, `demo`, `visualize`) takes
  * SIGTERM, and Ctrl-C (SIGINT) unless it took Ctrl-C for itself (`chat` stops its running turn
  * with it), through `io.signal`: it closes and exits with its own code, or 128 + the signal's
  * number when the stop cut its work short. One that has not closed STOP_GRACE_MS after the stop,

@@ -20,7 +20,7 @@ export interface CliIo {
   /**
    * Stops the long-running modes (`demo --visualize`, `visualize`, `chat`), and the reading of a
    * log (`inspect`, `visualize <file>`). `bin.ts` aborts it, with a {@link CliStopped} reason, on
-   * SIGTERM, and on Ctrl-C (SIGINT) unless a command took Ctrl-C through `onInterrupt` (R118);
+   * SIGTERM, and on Ctrl-C (SIGINT) unless a command took Ctrl-C through `onInterrupt` (R108);
    * without one they run until the process ends.
    */
   signal?: AbortSignal
@@ -42,7 +42,7 @@ export class CliError extends Error {
 }
 
 /**
- * Why `bin.ts` aborts `CliIo.signal`: the signal that asked the CLI to stop (R118). A command
+ * Why `bin.ts` aborts `CliIo.signal`: the signal that asked the CLI to stop (R108). A command
  * whose work the stop cut short (a log still being read) throws it, and `main` exits with
  * {@link CliStopped.exitCode}.
  */

@@ -4,7 +4,7 @@
  *
  * `loadLogFile` reads a JSONL session log read-only, for `plan-mode inspect` and `plan-mode visualize`.
  * `openJsonlSessionLog` is the writer: it takes the log's lock and cuts a torn last line. A
- * viewer must do neither. It reads the file as a stream, line by line and within bounds (R118),
+ * viewer must do neither. It reads the file as a stream, line by line and within bounds (R108),
  * where the writer's `parseJsonlLog` takes the whole file at once: each line gets the writer's
  * checks, in the writer's words (`<path>:<line>: <reason>`), and the plan-mode meaning of an
  * event is the library's (`validatePlanModeEvent`, R61).
@@ -19,7 +19,7 @@ import { CliError } from './io.js'
 
 /** The largest log `inspect` and `visualize` read (they hold its events in memory). */
 const MAX_LOG_BYTES = 2 ** 30
-/** The longest line they read (R118): a longer one is refused once its bytes pass the bound, never held whole. */
+/** The longest line they read (R108): a longer one is refused once its bytes pass the bound, never held whole. */
 export const MAX_LOG_LINE_BYTES = 16 * 2 ** 20
 /** How much is read at a time. Each read lets the event loop run, so a stop is seen within one. */
 const READ_CHUNK_BYTES = 2 ** 20
@@ -34,7 +34,7 @@ export interface LoadedLogFile {
 
 /**
  * Loads a JSONL session log without writing anything (no lock, no repair), reading it in chunks
- * (R118). A last line without its newline, or a complete last line that is not JSON, is a torn
+ * (R108). A last line without its newline, or a complete last line that is not JSON, is a torn
  * write: it is skipped and reported in `tornLine`, as the writer would cut it.
  * @param signal stops the reading: the load rejects with its reason before the next chunk.
  * @throws CliError `<path>: no such file` when the file is missing, `<path>: not a regular file,

@@ -120,7 +120,7 @@ const CLOSING_COMMANDS = new Set(['demo', 'visualize', 'chat'])
 
 /**
  * Whether the command `argv` names closes something when stopped, and so takes SIGTERM and
- * Ctrl-C through `io.signal` (R118). The others (`inspect`, `--help`, …) hold nothing to close:
+ * Ctrl-C through `io.signal` (R108). The others (`inspect`, `--help`, …) hold nothing to close:
  * the signal's default action ends them at once, whatever they are doing.
  */
 export function closesOnStop(argv: readonly string[]): boolean {
@@ -132,7 +132,7 @@ export function closesOnStop(argv: readonly string[]): boolean {
  * @param argv the arguments after the program name, e.g. `['inspect', 'session.jsonl']`.
  * @param io where output goes, and the signal that stops the serving modes.
  * @returns the exit code: 0 on success, 2 on bad input (one line on stderr), 1 on a failure,
- *   128 + the signal's number when `io.signal` cut the command's work short (R118: 143 for
+ *   128 + the signal's number when `io.signal` cut the command's work short (R108: 143 for
  *   SIGTERM, 130 for Ctrl-C).
  */
 export async function main(argv: string[], io: CliIo): Promise<number> {

@@ -59,7 +59,7 @@ export async function runVisualize(options: VisualizeOptions, io: CliIo): Promis
       const agent = { id: named ?? basename(options.file), session }
       inspector.watch(agent, planMode.actor(agent))
       for (const [i, event] of loaded.events.entries()) {
-        // A long log replays for a while: the event loop runs between slices, so a stop is heard (R118).
+        // A long log replays for a while: the event loop runs between slices, so a stop is heard (R108).
         if (i % REPLAY_SLICE === 0) await yieldUnlessStopped(io.signal)
         await session.append(event.type, event.data)
       }

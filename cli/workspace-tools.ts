@@ -9,7 +9,7 @@ import { open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { jsonSchema, tool } from 'ai'
 
-/** The most bytes `read_file` reads and returns; the rest is cut, with a note saying so (R117). */
+/** The most bytes `read_file` reads and returns; the rest is cut, with a note saying so (R107). */
 export const MAX_READ_BYTES = 64 * 1024
 /** The most entries `list_files` returns. */
 export const MAX_LIST_ENTRIES = 500
@@ -46,7 +46,7 @@ export function workspaceTools(root: string) {
  */
 export async function listFiles(root: string, path: string): Promise<string> {
   const directory = await insideRoot(root, path, 'list_files')
-  // readdir opens with O_DIRECTORY: a FIFO or a device is refused (ENOTDIR) without being opened (R117).
+  // readdir opens with O_DIRECTORY: a FIFO or a device is refused (ENOTDIR) without being opened (R107).
   const entries = await readdir(directory, { withFileTypes: true }).catch((error: unknown) => {
     throw fileError('list_files', path, error)
   })
@@ -59,7 +59,7 @@ export async function listFiles(root: string, path: string): Promise<string> {
 
 /**
  * The text of the file `path` under `root`, cut after {@link MAX_READ_BYTES} with a note; a
- * binary file is named, not shown (R117). Only a regular file is read, and only its first
+ * binary file is named, not shown (R107). Only a regular file is read, and only its first
  * MAX_READ_BYTES + 1 bytes: a FIFO would wait for a writer in the kernel, and a huge file would
  * fill memory before being cut.
  * @throws Error when `path` leaves `root`, is missing, is a directory or is not a regular file.

@@ -896,7 +896,7 @@ describe('plan-mode chat as a process', () => {
     }
   }, 60_000)
 
-  it('R117, R118: in a directory whose README.md is a FIFO, read_file refuses it at once, and SIGTERM at the review ends the chat (exit 0, log closed)', async () => {
+  it('R107, R108: in a directory whose README.md is a FIFO, read_file refuses it at once, and SIGTERM at the review ends the chat (exit 0, log closed)', async () => {
     const fifoRoot = await mkdtemp(join(tmpdir(), 'plan-mode-chat-fifo-'))
     execFileSync('mkfifo', [join(fifoRoot, 'README.md')])
     const log = newLog()

@@ -66,7 +66,7 @@ describe('read_file', () => {
   })
 })
 
-describe('read_file and list_files: only regular files, read with a bound (R117)', () => {
+describe('read_file and list_files: only regular files, read with a bound (R107)', () => {
   let special: string
   beforeAll(async () => {
     special = join(base, 'special')
@@ -88,7 +88,7 @@ describe('read_file and list_files: only regular files, read with a bound (R117)
     }
   }
 
-  it('R117: read_file refuses a FIFO with an exact message instead of waiting for a writer', async () => {
+  it('R107: read_file refuses a FIFO with an exact message instead of waiting for a writer', async () => {
     try {
       await expect(readTextFile(special, 'README.md')).rejects.toThrow(new Error('read_file: "README.md" is not a regular file'))
       await expect(readTextFile(special, 'pipe-link')).rejects.toThrow(new Error('read_file: "pipe-link" is not a regular file'))
@@ -97,7 +97,7 @@ describe('read_file and list_files: only regular files, read with a bound (R117)
     }
   })
 
-  it('R117: list_files of a FIFO answers at once that it is not a directory', async () => {
+  it('R107: list_files of a FIFO answers at once that it is not a directory', async () => {
     try {
       await expect(listFiles(special, 'README.md')).rejects.toThrow(new Error('list_files: "README.md" is not a directory'))
     } finally {
@@ -105,7 +105,7 @@ describe('read_file and list_files: only regular files, read with a bound (R117)
     }
   })
 
-  it('R117: read_file of a 1 GiB (sparse) file reads its first 64 KiB only, not the whole file', async () => {
+  it('R107: read_file of a 1 GiB (sparse) file reads its first 64 KiB only, not the whole file', async () => {
     const file = join(special, 'huge.log')
     await writeFile(file, 'y'.repeat(MAX_READ_BYTES * 2))
     await truncate(file, 2 ** 30)

@@ -250,7 +250,7 @@ describe('plan-mode inspect', () => {
     expect(report.violations).toEqual({ observed: 0, blocked: 0, byTool: {}, entries: [] })
   })
 
-  it('R118: prints the table of a log of 300 000 events (the widths are not an argument list that overflows the stack)', async () => {
+  it('R108: prints the table of a log of 300 000 events (the widths are not an argument list that overflows the stack)', async () => {
     const file = join(dir, 'many-events.jsonl')
     await writeFile(file, Array.from({ length: 300_000 }, (_, i) => `{"seq":${i + 1},"type":"n","data":{}}\n`).join(''))
     const result = await run(['inspect', file, '--no-color'])
@@ -266,7 +266,7 @@ describe('plan-mode inspect', () => {
   })
 })
 
-describe('reading a log as a stream (R118)', () => {
+describe('reading a log as a stream (R108)', () => {
   /** What the writer's parser, reading the whole file at once, makes of it: the events and the torn line, or the error. */
   function byTheWriter(path: string, bytes: Buffer) {
     try {
@@ -286,7 +286,7 @@ describe('reading a log as a stream (R118)', () => {
     }
   }
 
-  it("R118: the streaming reader reads every log as the writer's parser does: the same events, torn line and errors", async () => {
+  it("R108: the streaming reader reads every log as the writer's parser does: the same events, torn line and errors", async () => {
     const event = (seq: number, type = 'note', data: unknown = {}) => JSON.stringify({ seq, type, data })
     // Lines of about 300 KiB with multi-byte characters: lines and characters straddle the 1 MiB reads.
     const wide = (seq: number) => event(seq, 'note', { text: `${'é'.repeat(100_000)}€${'x'.repeat(seq)}` })
@@ -358,7 +358,7 @@ describe('bad input: one line on stderr, exit code 2', () => {
     await bad(['inspect', fifo], `plan-mode: ${fifo}: not a regular file, not a JSONL log`)
   })
 
-  it('R118: a line longer than 16 MiB is refused with its line number, by inspect and by visualize', async () => {
+  it('R108: a line longer than 16 MiB is refused with its line number, by inspect and by visualize', async () => {
     const file = join(dir, 'long-line.jsonl')
     // A valid event, just too long: the bound is on reading, not on what the line says.
     const long = JSON.stringify({ seq: 2, type: 'note', data: { text: 'x'.repeat(16 * 2 ** 20) } })
@@ -367,7 +367,7 @@ describe('bad input: one line on stderr, exit code 2', () => {
     await bad(['visualize', file, '--port', '0'], `plan-mode: ${file}:2: line longer than 16 MiB`)
   })
 
-  it('R118: an over-long last line without its newline is refused too, not skipped as torn', async () => {
+  it('R108: an over-long last line without its newline is refused too, not skipped as torn', async () => {
     const file = join(dir, 'long-torn.jsonl')
     await writeFile(file, `{"seq":1,"type":"turn/start","data":{}}\n${'y'.repeat(16 * 2 ** 20 + 1)}`)
     await bad(['inspect', file], `plan-mode: ${file}:2: line longer than 16 MiB`)
@@ -543,7 +543,7 @@ async function writeLargeLog(file: string, mb: number): Promise<void> {
   await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())))
 }
 
-describe('stopping: SIGTERM ends every command within a second (R118)', () => {
+describe('stopping: SIGTERM ends every command within a second (R108)', () => {
   let large: string
   beforeAll(async () => {
     large = join(dir, 'large.jsonl')
@@ -559,7 +559,7 @@ describe('stopping: SIGTERM ends every command within a second (R118)', () => {
     return ended
   }
 
-  it('R118: inspect is ended by SIGTERM while it reads a large log, and prints no report', async () => {
+  it('R108: inspect is ended by SIGTERM while it reads a large log, and prints no report', async () => {
     const cli = spawnCli(['inspect', large])
     try {
       await whenOpened(cli, large)
@@ -571,7 +571,7 @@ describe('stopping: SIGTERM ends every command within a second (R118)', () => {
     }
   }, 60_000)
 
-  it('R118: visualize stops at SIGTERM while it reads a large log: exit code 143, nothing served', async () => {
+  it('R108: visualize stops at SIGTERM while it reads a large log: exit code 143, nothing served', async () => {
     const cli = spawnCli(['visualize', large, '--port', '0'])
     try {
       await whenOpened(cli, large)
@@ -584,7 +584,7 @@ describe('stopping: SIGTERM ends every command within a second (R118)', () => {
     }
   }, 60_000)
 
-  it('R118: visualize serving stops at SIGTERM: it closes and exits 0', async () => {
+  it('R108: visualize serving stops at SIGTERM: it closes and exits 0', async () => {
     const cli = spawnCli(['visualize', log, '--port', '0'])
     try {
       await cli.seen('Ctrl-C to stop.\n')
@@ -595,7 +595,7 @@ describe('stopping: SIGTERM ends every command within a second (R118)', () => {
     }
   }, 60_000)
 
-  it('R118: a command that has not closed 0.5 s after SIGTERM is ended with exit code 143 (demo waiting out a --delay)', async () => {
+  it('R108: a command that has not closed 0.5 s after SIGTERM is ended with exit code 143 (demo waiting out a --delay)', async () => {
     const cli = spawnCli(['demo', '--delay', '60000', '--no-color', '--log', join(dir, 'delayed.jsonl')])
     try {
       await cli.seen('── turn 1: default mode ──\n')

@@ -376,12 +376,12 @@ describe('visualizer server: the inspection hub', () => {
   })
 })
 
-describe('visualizer server: bounded memory (R119)', () => {
+describe('visualizer server: bounded memory (R109)', () => {
   const actor = (i: number): InspectionMessage =>
     ({ type: '@xstate.actor', sessionId: `flood:${i}`, name: `flood-${i}`, definition: JSON.stringify({ id: `flood-${i}`, states: {} }), snapshot: { value: 'idle' } }) as unknown as InspectionMessage
   const logEvent = (agentId: string, seq: number, text = ''): InspectionMessage => ({ type: 'plan-mode.log', agentId, event: { seq, type: 'note', data: { text } } })
 
-  it('R119: the retained history keeps the newest messages and definitions within their own bounds, and says what it dropped', () => {
+  it('R109: the retained history keeps the newest messages and definitions within their own bounds, and says what it dropped', () => {
     const history = createRetainedHistory({ maxMessages: 3, maxDefinitions: 2, maxBytes: 1_000 })
     // seq 1, 4, 7, … 100 000 are definitions: they outlive the messages around them, within their own bound.
     for (let seq = 1; seq <= 100_000; seq++) history.add(seq, `{"n":${seq}}`, seq % 3 === 1)
@@ -401,7 +401,7 @@ describe('visualizer server: bounded memory (R119)', () => {
     expect(history.after(100_000, 10, Infinity)).toEqual([])
   })
 
-  it('R119: the retained history keeps its bytes within the bound: other messages go first, then definitions', () => {
+  it('R109: the retained history keeps its bytes within the bound: other messages go first, then definitions', () => {
     const history = createRetainedHistory({ maxMessages: 100, maxDefinitions: 100, maxBytes: 30 })
     history.add(1, 'd'.repeat(10), true)
     history.add(2, 'm'.repeat(10), false)
@@ -413,7 +413,7 @@ describe('visualizer server: bounded memory (R119)', () => {
     expect({ bytes: history.bytes, dropped: history.dropped, highestDroppedSeq: history.highestDroppedSeq }).toEqual({ bytes: 25, dropped: 4, highestDroppedSeq: 4 })
   })
 
-  it('R119: 20 000 actor definitions: a page that connects late gets the newest 1 000 and hears how many earlier messages were dropped', async () => {
+  it('R109: 20 000 actor definitions: a page that connects late gets the newest 1 000 and hears how many earlier messages were dropped', async () => {
     const server = await start({ port: 0 })
     try {
       for (let i = 1; i <= 20_000; i++) server.transport.send(actor(i))
@@ -431,7 +431,7 @@ describe('visualizer server: bounded memory (R119)', () => {
     }
   })
 
-  it('R119: a page that stops reading is closed with 1013 "fell behind; reconnect" once what it has not had is dropped, and its socket does not hold what it was sent', async () => {
+  it('R109: a page that stops reading is closed with 1013 "fell behind; reconnect" once what it has not had is dropped, and its socket does not hold what it was sent', async () => {
     const server = await start({ port: 0, maxMessages: 200 })
     try {
       const page = await viewer(server.port)
@@ -463,7 +463,7 @@ describe('visualizer server: bounded memory (R119)', () => {
     }
   })
 
-  it('R119: a page that reads gets everything in order, also when far more is sent than its socket takes at once', async () => {
+  it('R109: a page that reads gets everything in order, also when far more is sent than its socket takes at once', async () => {
     const server = await start({ port: 0 })
     try {
       const page = await viewer(server.port)

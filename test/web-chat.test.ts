@@ -41,7 +41,7 @@ afterAll(async () => {
 
 /**
  * A new page on a chat of its own (or on `chat`), failing the test on any script error. Each page
- * is another browser (a context of its own: its own owner cookie, R113), unless `context` makes it
+ * is another browser (a context of its own: its own owner cookie, R103), unless `context` makes it
  * another tab of the same browser.
  */
 async function open(chat: string = crypto.randomUUID(), width = 1440, context?: BrowserContext): Promise<{ page: Page; chat: string; errors: string[] }> {
@@ -337,7 +337,7 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
 
     // The route checks what it is sent: a malformed body is a 400 naming what is wrong; a quote
     // the plan does not hold is refused by the library (R100), a 422 with its message; nothing was changed.
-    // Sent as the page sends it: its Origin and its owner cookie (R113, R114).
+    // Sent as the page sends it: its Origin and its owner cookie (R103, R104).
     const owner = (await page.context().cookies(cluster.url)).find((c) => c.name === 'plan_mode_owner')!
     const post = async (payload: unknown) => {
       const response = await fetch(new URL(`/api/chats/${chat}/review`, cluster.url), {

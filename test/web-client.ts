@@ -1,7 +1,7 @@
 /**
  * A browser on the web chat's page, for tests that talk to its server with plain `fetch`: it sends
- * the page's own `Origin` with every request and keeps the owner cookie the server sets (R113,
- * R114), as the page's same-origin requests do.
+ * the page's own `Origin` with every request and keeps the owner cookie the server sets (R103,
+ * R104), as the page's same-origin requests do.
  */
 export function webClient(base: string, { cookie: initial }: { cookie?: string } = {}) {
   let cookie = initial

@@ -29,7 +29,7 @@ it('npm run web starts the chat on PGlite with the offline model, prints its URL
     })
     expect(line).toMatch(/^web chat: http:\/\/127\.0\.0\.1:\d+\/  \(model: offline \(a scripted model; no network\); log: PGlite, in memory\)$/)
     const url = /http:\/\/\S+/.exec(line)![0]
-    const page = webClient(url) // the page's Origin and owner cookie (R113, R114)
+    const page = webClient(url) // the page's Origin and owner cookie (R103, R104)
     const state = await (await page.get('/api/chats/first-chat/state')).json()
     expect(state).toEqual({
       instance: 'web',
@@ -56,7 +56,7 @@ it('R100: after Keep planning with comments (POST /api/chats/:id/review), the mo
   await lite.waitReady
   const model = offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 })
   const web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model })
-  const page = webClient(web.url) // the page's Origin and owner cookie (R113, R114)
+  const page = webClient(web.url) // the page's Origin and owner cookie (R103, R104)
   const post = page.post
   type Part = { type: string; text?: string; state?: string; approval?: { id?: string; approved?: boolean; reason?: string }; toolCallId?: string }
   type Message = { id: string; role: string; parts: Part[] }
@@ -110,7 +110,7 @@ it('R101, R102: Leave plan mode and Approve in a fresh context through POST /api
   await lite.waitReady
   const model = offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 })
   const web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model })
-  const page = webClient(web.url) // the page's Origin and owner cookie (R113, R114)
+  const page = webClient(web.url) // the page's Origin and owner cookie (R103, R104)
   const post = page.post
   type Part = { type: string; text?: string; state?: string; approval?: { id?: string; approved?: boolean; reason?: string }; toolCallId?: string; input?: { plan?: string } }
   type Message = { id: string; role: string; parts: Part[] }

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest'
 import { createPostgresPlanStore, pgliteListen, type PgQueryable, type PostgresSessionLog } from '../src/adapters/postgres.js'
 import { createPlanMode, REVIEW_MESSAGES, type PlanAgent } from '../src/index.js'
 import { SECTION, startWebChat } from '../web/server.js'
+import { webClient } from './web-client.js'
 
 /**
  * The web demo on a database another instance writes to as well (R84): a decision it makes on a
@@ -47,11 +48,13 @@ async function contended(chat: string) {
   await store.migrate()
   closers.push(() => store.close())
   other = await store.openSession(chat)
+  // One browser: the page's Origin and the owner cookie its first request gets (R103, R104).
+  const browser = webClient(web.url)
   const post = async (path: string, body: unknown) => {
-    const response = await fetch(new URL(path, web.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    const response = await browser.post(path, body)
     return [response.status, await response.json()] as const
   }
-  const state = async () => (await (await fetch(new URL(`/api/chats/${chat}/state`, web.url))).json()) as { mode: unknown; review: { reviewId: string } | null }
+  const state = async () => (await (await browser.get(`/api/chats/${chat}/state`)).json()) as { mode: unknown; review: { reviewId: string } | null }
   return { store, other, firstWrites, post, state }
 }
 

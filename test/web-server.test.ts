@@ -14,7 +14,7 @@ import { webClient, type WebClient } from './web-client.js'
  * The web chat's server at the HTTP level, as an attacker meets it (#23, defects 16–18): plain
  * `fetch` and `http.request` to an instance on 127.0.0.1 (PGlite, the offline model at full
  * speed), and to the cluster's proxy in front of it. A "browser" here is a cookie jar of one
- * cookie (the owner cookie the server sets, R113) and the page's own Origin (`webClient`).
+ * cookie (the owner cookie the server sets, R103) and the page's own Origin (`webClient`).
  */
 
 type Part = { type: string; text?: string; state?: string; toolCallId?: string; input?: unknown; approval?: { id: string; approved?: boolean; reason?: string; signature?: string } }
@@ -110,8 +110,8 @@ function rawRequest(url: string, path: string, headers: Record<string, string>):
   })
 }
 
-describe('R113: a chat is the browser\'s that created it', () => {
-  it('R113: a browser\'s first request on a chat sets a random owner cookie, HttpOnly and SameSite=Strict; the chat\'s row keeps only its hash', async () => {
+describe('R103: a chat is the browser\'s that created it', () => {
+  it('R103: a browser\'s first request on a chat sets a random owner cookie, HttpOnly and SameSite=Strict; the chat\'s row keeps only its hash', async () => {
     const chat = randomUUID()
     const response = await fetch(new URL(`/api/chats/${chat}`, web.url), { headers: { origin: new URL(web.url).origin } })
     expect(response.status).toBe(200)
@@ -125,7 +125,7 @@ describe('R113: a chat is the browser\'s that created it', () => {
     expect([again.status, again.headers.getSetCookie()]).toEqual([200, []])
   }, 60_000)
 
-  it('R113: another browser cannot read a chat: its messages and its state answer 404 no such chat, with or without a cookie of its own', async () => {
+  it('R103: another browser cannot read a chat: its messages and its state answer 404 no such chat, with or without a cookie of its own', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()
     await planUpToReview(owner, chat)
@@ -137,7 +137,7 @@ describe('R113: a chat is the browser\'s that created it', () => {
     }
   }, 60_000)
 
-  it('R113: another browser cannot act on a chat: answering its review, a /plan in it and a chat request answer 404 no such chat, and its log does not change', async () => {
+  it('R103: another browser cannot act on a chat: answering its review, a /plan in it and a chat request answer 404 no such chat, and its log does not change', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()
     const { messages, review } = await planUpToReview(owner, chat)
@@ -151,8 +151,8 @@ describe('R113: a chat is the browser\'s that created it', () => {
   }, 60_000)
 })
 
-describe('R114: what a request must be', () => {
-  it('R114: a cross-site POST is refused with 403 cross-site request refused (text/plain with Origin http://evil.example or null, or no Origin), even with the owner\'s cookie; the review stays open and plan mode on', async () => {
+describe('R104: what a request must be', () => {
+  it('R104: a cross-site POST is refused with 403 cross-site request refused (text/plain with Origin http://evil.example or null, or no Origin), even with the owner\'s cookie; the review stays open and plan mode on', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()
     const { review } = await planUpToReview(owner, chat)
@@ -177,7 +177,7 @@ describe('R114: what a request must be', () => {
     expect((await openReviewOf(owner, chat))?.reviewId).toBe(review.reviewId)
   }, 60_000)
 
-  it('R114: a JSON route takes only application/json: a text/plain body from the page\'s own origin answers 415 and changes nothing', async () => {
+  it('R104: a JSON route takes only application/json: a text/plain body from the page\'s own origin answers 415 and changes nothing', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()
     await planUpToReview(owner, chat)
@@ -187,7 +187,7 @@ describe('R114: what a request must be', () => {
     expect(await logOf(lite, chat)).toEqual(before)
   }, 60_000)
 
-  it('R114: malformed UI messages answer 400 naming what is wrong, never 500', async () => {
+  it('R104: malformed UI messages answer 400 naming what is wrong, never 500', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()
     const refused = { error: 'messages must be an array of AI SDK UI messages ({ id, role, parts })' }
@@ -204,7 +204,7 @@ describe('R114: what a request must be', () => {
     expect(answers).toEqual(malformed.map((messages) => [messages, 400, refused]))
   }, 60_000)
 
-  it('R114: a JSON body nested 100,000 levels deep answers 400, never 500', async () => {
+  it('R104: a JSON body nested 100,000 levels deep answers 400, never 500', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()
     const deep = '['.repeat(100_000) + ']'.repeat(100_000)
@@ -214,7 +214,7 @@ describe('R114: what a request must be', () => {
   }, 60_000)
 })
 
-describe('R114: the cluster proxy checks what an instance checks', () => {
+describe('R104: the cluster proxy checks what an instance checks', () => {
   let proxy: Server | undefined
   let proxyUrl = ''
   beforeAll(async () => {
@@ -227,13 +227,13 @@ describe('R114: the cluster proxy checks what an instance checks', () => {
     await new Promise<void>((resolve) => (proxy ? proxy.close(() => resolve()) : resolve()))
   })
 
-  it('R114: through the proxy, Host: evil.example answers 421, as the instance alone does (DNS rebinding)', async () => {
+  it('R104: through the proxy, Host: evil.example answers 421, as the instance alone does (DNS rebinding)', async () => {
     const refused = [421, { error: 'this server answers only to 127.0.0.1 and localhost' }]
     expect(await rawRequest(web.url, '/api/chart', { host: 'evil.example' })).toEqual(refused)
     expect(await rawRequest(proxyUrl, '/api/chart', { host: 'evil.example' })).toEqual(refused)
   }, 30_000)
 
-  it('R114: the proxy streams a body and answers 413 once it passes the 4 MiB cap, before the client has sent it all (it does not buffer)', async () => {
+  it('R104: the proxy streams a body and answers 413 once it passes the 4 MiB cap, before the client has sent it all (it does not buffer)', async () => {
     const req = httpRequest(new URL('/api/chat', proxyUrl), {
       method: 'POST',
       agent: false,
@@ -265,8 +265,8 @@ describe('R114: the cluster proxy checks what an instance checks', () => {
   }, 60_000)
 })
 
-describe('R115: approvals are signed by the server, per chat', () => {
-  it('R115: an approval the client made up (an approval id it chose, unsigned) approves nothing: the review stays open and its card stays saved, waiting', async () => {
+describe('R105: approvals are signed by the server, per chat', () => {
+  it('R105: an approval the client made up (an approval id it chose, unsigned) approves nothing: the review stays open and its card stays saved, waiting', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()
     const { messages, review } = await planUpToReview(owner, chat)
@@ -283,7 +283,7 @@ describe('R115: approvals are signed by the server, per chat', () => {
     expect(cardOf(await savedMessages(owner, chat), review.callId)?.state).toBe('approval-requested')
   }, 60_000)
 
-  it('R115: the card\'s own approval, signed by the server, approves the plan', async () => {
+  it('R105: the card\'s own approval, signed by the server, approves the plan', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()
     const { messages, review } = await planUpToReview(owner, chat)
@@ -325,7 +325,7 @@ describe('R115: approvals are signed by the server, per chat', () => {
       await db?.close()
     })
 
-    it('R115: an approval signed in another chat approves nothing, though both exit calls have the same id', async () => {
+    it('R105: an approval signed in another chat approves nothing, though both exit calls have the same id', async () => {
       const owner = browser(sameIds.url)
       const [first, second] = [randomUUID(), randomUUID()]
       const signed = await planUpToReview(owner, first, 'add a cache')
@@ -347,8 +347,8 @@ describe('R115: approvals are signed by the server, per chat', () => {
   })
 })
 
-describe('R116: one request at a time per chat, and the open review\'s card is never lost', () => {
-  it('R116: twelve concurrent requests on one chat while its review is open: one is answered, the eleven others refused with 409, and the open review\'s card stays in the saved messages', async () => {
+describe('R106: one request at a time per chat, and the open review\'s card is never lost', () => {
+  it('R106: twelve concurrent requests on one chat while its review is open: one is answered, the eleven others refused with 409, and the open review\'s card stays in the saved messages', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()
     const { messages } = await planUpToReview(owner, chat)
@@ -364,7 +364,7 @@ describe('R116: one request at a time per chat, and the open review\'s card is n
     expect(cardOf(await savedMessages(owner, chat), review!.callId)?.state).toBe('approval-requested')
   }, 120_000)
 
-  it('R116: a request from a tab that lacks the open review\'s card (opened before the plan) is refused with 409, and the card stays saved', async () => {
+  it('R106: a request from a tab that lacks the open review\'s card (opened before the plan) is refused with 409, and the card stays saved', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()
     const { messages, review } = await planUpToReview(owner, chat)

@@ -1,6 +1,6 @@
 /**
  * What the visualizer's server keeps of the messages it received, for pages that connect late
- * and pages that have not had everything yet (R119). Bounded three ways: a number of messages, a
+ * and pages that have not had everything yet (R109). Bounded three ways: a number of messages, a
  * number of definitions (`@xstate.actor` and `plan-mode.agent`: what every later message of an
  * actor or agent is read against, so they are kept apart and outlive the messages around them),
  * and the bytes of their JSON. Over a bound the oldest go, other messages before definitions.

@@ -9,7 +9,7 @@
  * - `ws://…/view` hands the page everything kept so far, then every new message; each log
  *   event comes with the library's reading of it (`log-reading.ts`), so the page shows what
  *   plan mode reads in the log without a second definition of it. What is kept is bounded
- *   (`history.ts`, R119), and a page is sent only a little more than its socket has taken: one
+ *   (`history.ts`, R109), and a page is sent only a little more than its socket has taken: one
  *   that falls behind what is kept is closed, and reconnects.
  *
  * It binds 127.0.0.1 only, answers only requests addressed to that host (a DNS-rebinding page
@@ -42,11 +42,11 @@ export interface VisualizerOptions {
    * (R101): Approve, Approve in a fresh context, Keep planning, Leave plan mode.
    */
   demo?: boolean | DemoOptions
-  /** Most messages kept for late pages, actor definitions and agent links not counted (R119). Default 50 000. */
+  /** Most messages kept for late pages, actor definitions and agent links not counted (R109). Default 50 000. */
   maxMessages?: number
-  /** Most actor definitions and agent links (`@xstate.actor`, `plan-mode.agent`) kept (R119). Default 1 000. */
+  /** Most actor definitions and agent links (`@xstate.actor`, `plan-mode.agent`) kept (R109). Default 1 000. */
   maxDefinitions?: number
-  /** Most bytes of the kept messages' JSON, definitions counted (R119). Default 64 MiB. */
+  /** Most bytes of the kept messages' JSON, definitions counted (R109). Default 64 MiB. */
   maxBytes?: number
 }
 
@@ -80,12 +80,12 @@ const PREBUILT_DIR = fileURLToPath(new URL('./visualizer-client/', import.meta.u
 const elkPath = () => createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js')
 const MESSAGE_TYPES = new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot', 'plan-mode.agent', 'plan-mode.log'])
 const DEMO_COMMANDS = new Set<DemoCommand>(['/plan', '/plan off', 'approve', 'approve-fresh', 'keep-planning', 'leave'])
-/** What a page may have waiting in its socket before it is sent more (R119). */
+/** What a page may have waiting in its socket before it is sent more (R109). */
 const VIEWER_HIGH_WATER = 2 ** 20
 /** The most items and bytes of one frame to a page (one larger item goes alone). */
 const FRAME_ITEMS = 2000
 const FRAME_BYTES = 2 ** 20
-/** How a page that fell behind what is kept is closed (R119): 1013 is "try again later". */
+/** How a page that fell behind what is kept is closed (R109): 1013 is "try again later". */
 const FELL_BEHIND = { code: 1013, reason: 'fell behind; reconnect' } as const
 /** The most comments one Keep planning carries, and the longest comment text (the page's box takes 2000). */
 const MAX_COMMENTS = 100

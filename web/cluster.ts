@@ -165,7 +165,7 @@ export interface ProxyTarget {
  * The proxy: each request goes to the next instance in turn (or where `routing.rule` says); an
  * instance that refuses the connection (killed) is skipped, the request going to the next one, as
  * a load balancer's health check would do. It makes the instances' own checks of a request first
- * (R114), with the same answers: a `Host` that is not a loopback name is a 421, since the `Host`
+ * (R104), with the same answers: a `Host` that is not a loopback name is a 421, since the `Host`
  * goes on to the instance unchanged (the instance compares the page's `Origin` with it), and a
  * body is streamed, never held: it is counted as it passes, and a 413 answers as soon as it
  * passes the instances' cap (the rest is read and dropped, so that the answer reaches the

@@ -8,7 +8,7 @@
  *   responses), `WEB_CHUNK_DELAY_MS` and `WEB_REPLY_DELAY_MS` (the offline model's pace: between
  *   streamed chunks, and before each reply);
  * - `PLAN_MODE_APPROVAL_SECRET` (at least 32 characters): the deployment's secret that signs
- *   approvals (R115); without it the first instance on the database generates one and keeps it
+ *   approvals (R105); without it the first instance on the database generates one and keeps it
  *   there, for every instance on the database.
  * Prints `web chat: <url>` once it serves, and stops on SIGINT/SIGTERM.
  */

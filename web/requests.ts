@@ -1,5 +1,5 @@
 /**
- * What the web chat takes from a request (R114), in one place for its instances (`web/server.ts`)
+ * What the web chat takes from a request (R104), in one place for its instances (`web/server.ts`)
  * and the cluster's proxy in front of them (`web/cluster.ts`): a request one refuses, the other
  * refuses too, with the same status and text.
  */

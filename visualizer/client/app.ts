@@ -451,7 +451,7 @@ function receive(message: ServerMessage): void {
     case 'hello':
       ui.demo.hidden = !message.demo
       ui.access.textContent = message.demo ? 'demo: the buttons drive a simulated agent' : 'read-only'
-      // The server keeps a bounded history (R119): say that the timeline starts later than the agents did.
+      // The server keeps a bounded history (R109): say that the timeline starts later than the agents did.
       if (message.dropped) ui.connection.textContent = `live · ${message.dropped} earlier messages not kept`
       return
     case 'messages':

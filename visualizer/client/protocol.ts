@@ -1,7 +1,7 @@
 /**
  * The wire between the visualizer server and its page (`/view` WebSocket). Producers (agents'
  * inspectors) speak the inspection protocol on `/inspect`; the server numbers what it receives
- * and hands it to every page, replaying what it keeps (R119) to a page that connects late.
+ * and hands it to every page, replaying what it keeps (R109) to a page that connects late.
  */
 import type { PlanDiffLine, PlanLogLine } from 'xstate-plan-mode'
 import type { InspectionMessage } from 'xstate-plan-mode/inspect'
@@ -109,7 +109,7 @@ export interface DemoComment {
 
 /** Server → page. */
 export type ServerMessage =
-  /** First on every connection; `dropped`: how many earlier messages the server no longer keeps (R119). */
+  /** First on every connection; `dropped`: how many earlier messages the server no longer keeps (R109). */
   | { kind: 'hello'; demo: boolean; dropped?: number }
   | { kind: 'messages'; items: WireItem[] }
   /**
