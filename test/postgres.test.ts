@@ -394,6 +394,27 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
     expect(agentB.session.events.at(-1)).toMatchObject({ type: 'plan/review', data: { reviewId, outcome: 'keep-planning', feedback } })
   })
 
+  it('R83, R85: a checkpoint whose plan holds U+0000 is saved and loaded exactly (regression: jsonb refused it; every save of the session warned)', async () => {
+    const db = await database()
+    // A table made before checkpoints were kept as json: migrate changes its type.
+    await db.exec(`CREATE TABLE ${prefix}checkpoints (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint jsonb NOT NULL)`)
+    const store = await instance(db)
+    const warnings: unknown[][] = []
+    const planMode = service(store, { checkpoints: store.checkpoints, checkpointEvery: 1, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
+    expect(await planMode.set(agent, true)).toBe('committed')
+    const plan = '# Nul\u0000 plan\n\n1. Keep the \u0000 byte.'
+    const { reviewId } = (await service(store, { reviews: 'durable' }).exitTool.execute({ plan }, { agent })) as { reviewId: string }
+    await agent.session.append('turn/start', {})
+    await agent.session.append('turn/end', {}) // a checkpoint is due here; it holds the open review's plan
+    await planMode.dispose() // waits for the checkpoint's write
+    expect(warnings).toEqual([])
+    const saved = (await store.checkpoints.load('s1')) as { seq: number; review: { open: { reviewId: string; plan: string } } }
+    expect(saved).toMatchObject({ seq: 4, review: { open: { reviewId, plan } } })
+    const reopened = await (await instance(db)).openSession('s1')
+    expect(reopened.checkpoint).toEqual(saved)
+  })
+
   it('R83, R74: openSession refuses a session whose rows skip a seq, naming the session and the missing seq', async () => {
     const db = await database()
     await instance(db)

@@ -214,6 +214,21 @@ describe('R104: what a request must be', () => {
   }, 60_000)
 })
 
+describe('R83: text holding U+0000 in the web chat', () => {
+  it('R83: a chat message holding U+0000 is answered and saved exactly, never a 500 (jsonb cannot hold it)', async () => {
+    const owner = browser(web.url)
+    const chat = randomUUID()
+    const text = 'what is in\u0000 the README?'
+    const response = await owner.post('/api/chat', { id: chat, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text }] }] })
+    const [status, body] = await answer(response)
+    expect(status).toBe(200)
+    expect(chunksOf(body as string).filter((chunk) => chunk.type === 'error')).toEqual([])
+    const saved = await savedMessages(owner, chat)
+    expect(saved[0]).toMatchObject({ id: 'u1', role: 'user', parts: [{ type: 'text', text }] })
+    expect(saved.length).toBeGreaterThan(1) // the answer was saved too
+  }, 60_000)
+})
+
 describe('R104: the cluster proxy checks what an instance checks', () => {
   let proxy: Server | undefined
   let proxyUrl = ''

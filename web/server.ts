@@ -182,13 +182,17 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const model = options.model ?? offlineChatModel({ section: SECTION, chunkDelayMs, replyDelayMs: options.replyDelayMs ?? chunkDelayMs })
   const store = createPostgresPlanStore({ db, listen, prefix: 'web_' })
   await store.migrate()
-  await db.query('CREATE TABLE IF NOT EXISTS web_chats (id text PRIMARY KEY, messages jsonb NOT NULL)')
+  // `json`, not `jsonb`: the messages are kept as the text they are, and jsonb cannot hold U+0000
+  // (a user may type it; R83 stores the log's events exactly for the same reason).
+  await db.query('CREATE TABLE IF NOT EXISTS web_chats (id text PRIMARY KEY, messages json NOT NULL)')
+  await db.query('ALTER TABLE web_chats ALTER COLUMN messages TYPE json USING messages::json')
   // R103: the hash of the owner cookie of the browser that first used the chat. R106: the request
   // that holds the chat's turn, and until when (a lease, so that a crashed instance's turn ends).
   await db.query('ALTER TABLE web_chats ADD COLUMN IF NOT EXISTS owner text, ADD COLUMN IF NOT EXISTS turn text, ADD COLUMN IF NOT EXISTS turn_until timestamptz')
   const approvalSecret = await deploymentSecret(db, options.approvalSecret)
   // Where each chat's model context starts after a handoff (R102): see `contextOf`.
-  await db.query('CREATE TABLE IF NOT EXISTS web_contexts (id text PRIMARY KEY, context jsonb NOT NULL)')
+  await db.query('CREATE TABLE IF NOT EXISTS web_contexts (id text PRIMARY KEY, context json NOT NULL)')
+  await db.query('ALTER TABLE web_contexts ALTER COLUMN context TYPE json USING context::json')
   // The whole set of decisions (R101): Approve, Approve in a fresh context, Keep planning, Leave plan mode.
   const planMode = createPlanMode(
     { section: SECTION },
@@ -240,7 +244,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     let known = owners.get(chatId)
     if (known === undefined) {
       const { rows } = await db.query(
-        "INSERT INTO web_chats (id, messages, owner) VALUES ($1, '[]'::jsonb, $2) ON CONFLICT (id) DO UPDATE SET owner = COALESCE(web_chats.owner, excluded.owner) RETURNING owner",
+        "INSERT INTO web_chats (id, messages, owner) VALUES ($1, '[]'::json, $2) ON CONFLICT (id) DO UPDATE SET owner = COALESCE(web_chats.owner, excluded.owner) RETURNING owner",
         [chatId, owner],
       )
       const stored: unknown = rows[0]?.owner
@@ -273,14 +277,14 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     return {
       saved: await savedMessagesOf(rows[0]?.messages),
       async save(messages) {
-        if (held) await db.query('UPDATE web_chats SET messages = $3::jsonb WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)])
+        if (held) await db.query('UPDATE web_chats SET messages = $3::json WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)])
       },
       async end(messages) {
         if (!held) return
         clearInterval(renew) // a turn not given back (the database failed) ends with its lease
         await (messages === undefined
           ? db.query('UPDATE web_chats SET turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token])
-          : db.query('UPDATE web_chats SET messages = $3::jsonb, turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)]))
+          : db.query('UPDATE web_chats SET messages = $3::json, turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)]))
         held = false
       },
     }
@@ -315,7 +319,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     return freshContextOf(rows[0]?.context)
   }
   const saveContext = (chatId: string, context: FreshContext) =>
-    db.query('INSERT INTO web_contexts (id, context) VALUES ($1, $2::jsonb) ON CONFLICT (id) DO UPDATE SET context = excluded.context', [
+    db.query('INSERT INTO web_contexts (id, context) VALUES ($1, $2::json) ON CONFLICT (id) DO UPDATE SET context = excluded.context', [
       chatId,
       JSON.stringify(context),
     ])

@@ -351,7 +351,14 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           END IF;
         END $do$;
         CREATE TABLE IF NOT EXISTS ${pendingTable} (session text PRIMARY KEY, pending boolean NOT NULL);
-        CREATE TABLE IF NOT EXISTS ${checkpointTable} (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint jsonb NOT NULL);
+        CREATE TABLE IF NOT EXISTS ${checkpointTable} (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint json NOT NULL);
+        DO $do$ BEGIN
+          -- A checkpoint holds plans, which may hold U+0000: json keeps its text, jsonb refuses it.
+          -- A table made when it was jsonb (one small row per session) is changed once.
+          IF (SELECT atttypid FROM pg_attribute WHERE attrelid = '${checkpointTable}'::regclass AND attname = 'checkpoint' AND NOT attisdropped) = 'jsonb'::regtype THEN
+            ALTER TABLE ${checkpointTable} ALTER COLUMN checkpoint TYPE json USING checkpoint::json;
+          END IF;
+        END $do$;
         ${appendFunctionSql(events, appendFunction, channel)}`
       // One round trip, one implicit transaction: the lock keeps concurrent migrations apart.
       await (db.exec ? db.exec(`BEGIN;${sql}COMMIT;`) : db.query(`BEGIN;${sql}COMMIT;`))
@@ -420,7 +427,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       async save(agentId, checkpoint) {
         // Two instances may save at once: the newer checkpoint stays.
         await db.query(
-          `INSERT INTO ${checkpointTable} (session, seq, checkpoint) VALUES ($1, $2, $3::jsonb)
+          `INSERT INTO ${checkpointTable} (session, seq, checkpoint) VALUES ($1, $2, $3::json)
            ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, checkpoint = excluded.checkpoint
            WHERE ${checkpointTable}.seq < excluded.seq`,
           [agentId, checkpoint.seq, JSON.stringify(checkpoint)],
