@@ -7,22 +7,11 @@ import { planModeMachine } from './machines/planMode.machine.js'
 import { restoreSnapshot } from './machines/planMode.restore.js'
 import { isAppending, isStopped, type PlanModeSnapshot } from './machines/planMode.view.js'
 import { reviewQuestion, type ReviewDecisions } from './plan/review.js'
+import { waitAtMost } from './timeouts.js'
 import type { PendingStore, PlanAgent, PlanModeLogger, ReviewAnswer, ReviewChannel, SessionEvent } from './types.js'
 
 /** One agent's plan-mode actor. */
 export type PlanModeActor = Actor<typeof planModeMachine>
-
-/** Resolves when `promise` settles or `ms` have passed, whichever comes first; never rejects. */
-export function waitAtMost(ms: number, promise: Promise<unknown>): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms)
-    const done = () => {
-      clearTimeout(timer)
-      resolve(true)
-    }
-    promise.then(done, done)
-  })
-}
 
 /** Reported when a reload or detach stops waiting for the store writes (R73). */
 export function storeAbandonedMessage(closeTimeout: number): string {

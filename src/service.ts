@@ -1,5 +1,6 @@
 import type { InspectionEvent, Observer } from 'xstate'
-import { Attachment, DISPOSED_MESSAGE, resultOf, waitAtMost, type AttachmentSettings, type PlanModeActor } from './attachment.js'
+import { Attachment, DISPOSED_MESSAGE, resultOf, type AttachmentSettings, type PlanModeActor } from './attachment.js'
+import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from './timeouts.js'
 import { resolveConfig } from './config.js'
 import { createTurns } from './turns.js'
 import { DEFAULT_CLOSE_TIMEOUT_MS } from './machines/planMode.machine.js'
@@ -54,14 +55,10 @@ const SET_NEEDS_BOOLEAN = 'plan mode set(agent, active) needs a boolean active'
 /** An operation called before `dispose` whose turn had not come fails with this (R60). */
 export const DISPOSED_BEFORE_TURN_MESSAGE = "plan-mode service was disposed before this call's turn came; nothing was done"
 
-/** The longest delay `setTimeout` keeps (2^31 - 1 ms, about 24.8 days). */
-const MAX_TIMEOUT_MS = 2_147_483_647
-
 /** The close timeout of R73, checked: a number of milliseconds from 0 to `MAX_TIMEOUT_MS`. */
 function closeTimeoutOf(value: unknown): number {
   if (value === undefined) return DEFAULT_CLOSE_TIMEOUT_MS
-  // setTimeout's own bound: a longer delay would fire at once.
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_TIMEOUT_MS) {
+  if (!isTimeoutMs(value)) {
     throw new TypeError(`plan mode option closeTimeoutMs must be a number of milliseconds from 0 to ${MAX_TIMEOUT_MS}; got ${String(value)}`)
   }
   return value

@@ -187,6 +187,15 @@ describe('R88, R89: through withPlanMode, only a tool’s own readOnly keeps it 
     }
   })
 
+  it('R88: a tool whose execute getter throws does not make withPlanMode throw: its call is guarded, blocked under block, and fails with the getter\'s error under observe (regression: withPlanMode threw)', async () => {
+    const throwingExecute = () =>
+      Object.defineProperty({ description: 'Write a file.', inputSchema: input }, 'execute', { enumerable: true, get: () => { throw new Error('no execute') } })
+    await expectBlocked(throwingExecute)
+    const observed = await writeOnce('observe', throwingExecute)
+    expect(observed.violations).toEqual([{ tool: 'write_file', callId: expect.any(String), action: 'observed' }])
+    expect(observed.toolResults).toEqual([{ toolName: 'write_file', output: { type: 'error-text', value: 'no execute' } }])
+  })
+
   it('R88, R40: a frozen host tool is guarded like any other (its copy takes the guarded execute)', async () => {
     await expectBlocked((ran) => Object.freeze(write(ran)))
   })

@@ -364,9 +364,26 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
     await until(() => expect(b.events).toEqual([{ seq: 1, type: 'message', data: { n: 1 } }]))
   })
 
+  it('R83: appendTimeoutMs is a number of milliseconds from 1 to 2147483647; anything else throws an exact TypeError (regression: 3e9 made every append time out at once)', () => {
+    const make = (appendTimeoutMs: unknown) => () => createPostgresPlanStore({ db: shared, listen: pgliteListen(shared), appendTimeoutMs } as never)
+    for (const bad of [0, -1, 3e9, Number.POSITIVE_INFINITY, Number.NaN, '500']) {
+      expect(make(bad)).toThrow(new TypeError(`plan-mode postgres: appendTimeoutMs must be a number of milliseconds from 1 to 2147483647; got ${String(bad)}`))
+    }
+    for (const good of [1, 500, 2_147_483_647, undefined]) expect(make(good)).not.toThrow()
+  })
+
   it('R83: a session id holding U+0000 is refused at openSession', async () => {
     const store = await instance(await database())
     await expect(store.openSession('a\u0000b')).rejects.toThrow(new TypeError('plan-mode postgres: a session id must not contain U+0000'))
+  })
+
+  it('R83: a session id holding a lone surrogate is refused at openSession (regression: PostgreSQL stored it as U+FFFD, so chat-\\uD800 read the log of chat-\\uDC00)', async () => {
+    const db = await database()
+    const store = await instance(db)
+    const refused = new TypeError('plan-mode postgres: a session id must be well-formed UTF-16 (no lone surrogate)')
+    await expect(store.openSession('chat-\uDC00')).rejects.toThrow(refused)
+    await expect(store.openSession('\uD800chat')).rejects.toThrow(refused)
+    expect((await store.openSession('chat-\uD83D\uDE00')).events).toEqual([]) // a pair is a character
   })
 
   it('R83: data holding U+0000 or a lone surrogate (which jsonb cannot hold) is stored exactly: the append lands, another instance hears it, a fresh one loads it', async () => {

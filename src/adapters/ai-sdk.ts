@@ -551,7 +551,16 @@ function describeValue(value: unknown): string {
 function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent: PlanAgent): TOOLS {
   const guarded: ToolSet = {}
   for (const [name, original] of Object.entries(tools)) {
-    const execute = original.execute
+    // A host's `execute` getter that throws (R88) is read again when the call runs, after the
+    // guard decided: the call fails with its error then, never `withPlanMode` now.
+    let execute: unknown
+    try {
+      execute = original.execute
+    } catch {
+      execute = function (this: Tool, input: unknown, options: ToolCallOptions) {
+        return (this.execute as (input: unknown, options: ToolCallOptions) => unknown)(input, options)
+      }
+    }
     if (typeof execute !== 'function') {
       guarded[name] = original
       continue

@@ -14,6 +14,7 @@
  */
 import { checkpointEventProblem, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'
+import { isTimeoutMs, MAX_TIMEOUT_MS } from '../timeouts.js'
 import type { PendingStore, SessionEvent, SessionLog } from '../types.js'
 
 /** What the adapter needs of a connection: `pg.Pool`, `pg.Client` and `PGlite` all have it. */
@@ -115,8 +116,8 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   const channel = `${prefix}events`
   const appendFunction = `${prefix}append`
   const appendTimeoutMs = options.appendTimeoutMs ?? queryTimeoutOf(db)
-  if (appendTimeoutMs !== undefined && !(typeof appendTimeoutMs === 'number' && appendTimeoutMs > 0 && Number.isFinite(appendTimeoutMs))) {
-    throw new TypeError(`plan-mode postgres: appendTimeoutMs must be a positive number of milliseconds; got ${String(appendTimeoutMs)}`)
+  if (appendTimeoutMs !== undefined && !(isTimeoutMs(appendTimeoutMs) && appendTimeoutMs > 0)) {
+    throw new TypeError(`plan-mode postgres: appendTimeoutMs must be a number of milliseconds from 1 to ${MAX_TIMEOUT_MS}; got ${String(appendTimeoutMs)}`)
   }
 
   const sessions = new Map<string, Set<Session>>()
@@ -549,7 +550,7 @@ function within<T>(promise: Promise<T>, deadline: number | undefined): Promise<T
 function queryTimeoutOf(db: PgQueryable): number | undefined {
   try {
     const value = (db as { options?: { query_timeout?: unknown } }).options?.query_timeout
-    return typeof value === 'number' && value > 0 && Number.isFinite(value) ? value : undefined
+    return isTimeoutMs(value) && value > 0 ? value : undefined
   } catch {
     return undefined
   }
@@ -568,6 +569,8 @@ function checkSessionId(sessionId: unknown): asserts sessionId is string {
   const bytes = new TextEncoder().encode(sessionId).length
   if (bytes > MAX_SESSION_ID_BYTES) throw new TypeError(`plan-mode postgres: a session id must be at most ${MAX_SESSION_ID_BYTES} bytes in UTF-8; got ${bytes}`)
   if (sessionId.includes('\u0000')) throw new TypeError('plan-mode postgres: a session id must not contain U+0000')
+  // PostgreSQL stores a lone surrogate as U+FFFD: two ids that differ only there would share one log.
+  if (/\p{Cs}/u.test(sessionId)) throw new TypeError('plan-mode postgres: a session id must be well-formed UTF-16 (no lone surrogate)')
 }
 
 /** The first seq missing from loaded rows that must follow `after` one by one, and the seq of the row found instead. */

@@ -8,6 +8,7 @@
 import { PLAN_VIOLATION_EVENT, type PlanViolationData, type ViolationAction } from '../log/kinds.js'
 import type { PlanMode } from '../service.js'
 import type { PlanAgent, PlanModeLogger } from '../types.js'
+import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from '../timeouts.js'
 import { ownField } from '../untrusted.js'
 
 export { PLAN_VIOLATION_EVENT, type PlanViolationData, type ViolationAction } from '../log/kinds.js'
@@ -36,9 +37,6 @@ export interface PlanGuardOptions {
 
 /** The violation record's bounded wait when the host sets none (R91): R73's default. */
 export const DEFAULT_RECORD_TIMEOUT_MS = 5000
-
-/** The longest delay `setTimeout` keeps (2^31 - 1 ms). */
-const MAX_TIMEOUT_MS = 2_147_483_647
 
 /** One tool call, as the guard needs to know it. */
 export interface GuardedCall {
@@ -108,8 +106,7 @@ export function createPlanGuard(options: PlanGuardOptions): PlanGuard {
   const { planMode, action, recordTimeoutMs = DEFAULT_RECORD_TIMEOUT_MS } = options ?? ({} as PlanGuardOptions)
   if (typeof planMode?.get !== 'function') throw new TypeError('plan guard needs a plan-mode service (createPlanMode)')
   if (action !== 'observe' && action !== 'block') throw new TypeError(`plan guard action must be 'observe' or 'block'; got ${JSON.stringify(action) ?? String(action)}`)
-  // setTimeout's own bound: a longer delay would fire at once.
-  if (typeof recordTimeoutMs !== 'number' || !(recordTimeoutMs >= 0 && recordTimeoutMs <= MAX_TIMEOUT_MS)) {
+  if (!isTimeoutMs(recordTimeoutMs)) {
     throw new TypeError(`plan guard option recordTimeoutMs must be a number of milliseconds from 0 to ${MAX_TIMEOUT_MS}; got ${String(recordTimeoutMs)}`)
   }
   const logger = options.logger ?? console
@@ -179,25 +176,20 @@ export function createPlanGuard(options: PlanGuardOptions): PlanGuard {
       afterRecord(tool)
       return undefined
     }
-    const landing = new Promise<void>((resolve, reject) => (then as PromiseLike<unknown>['then']).call(appended, () => resolve(), reject))
-    return new Promise<void>((resolve, reject) => {
-      let decided = false
-      // Once: an append that lands (or fails) after the bound expired is not reported again.
-      const go = (failure?: { error: unknown }) => {
-        if (decided) return
-        decided = true
-        clearTimeout(timer)
-        try {
-          afterRecord(tool, failure)
-          resolve()
-        } catch (error) {
-          reject(error)
-        }
+    let failure: { error: unknown } | undefined
+    const landing = new Promise<void>((resolve) => {
+      const failed = (error: unknown) => resolve(void (failure = { error }))
+      try {
+        ;(then as PromiseLike<unknown>['then']).call(appended, () => resolve(), failed)
+      } catch (error) {
+        failed(error) // a `then` that throws is a failed record
       }
-      // R91: bounded like R73: a log that never settles does not hold the call forever.
-      const timer = setTimeout(() => go({ error: new Error(`the plan/violation record did not settle within ${recordTimeoutMs} ms`) }), recordTimeoutMs)
-      landing.then(() => go(), (error: unknown) => go({ error }))
     })
+    // R91: bounded like R73: a log that never settles does not hold the call forever, and one that
+    // lands (or fails) after the bound expired is not reported a second time.
+    return waitAtMost(recordTimeoutMs, landing).then((settled) =>
+      afterRecord(tool, settled ? failure : { error: new Error(`the plan/violation record did not settle within ${recordTimeoutMs} ms`) }),
+    )
   }
 
   return {
