@@ -272,6 +272,31 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     expect([rewritten.checkpoint, rewritten.events.map((event) => event.seq)]).toEqual([undefined, [1, 2]])
   })
 
+  it('R85, R76: a save replaces a stored checkpoint that no loader can use, whatever its seq (regression: an @2 one, another agent\'s, or one past the log\'s end kept every later checkpoint out)', async () => {
+    const db = await database()
+    const store = await instance(db)
+    const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
+    const writer = service(store, { checkpoints: store.checkpoints, checkpointEvery: 1 })
+    expect(await writer.set(agent, true)).toBe('committed')
+    await agent.session.append('turn/end', {})
+    await writer.dispose()
+    const saved = (await store.checkpoints.load('s1')) as PlanCheckpoint
+    expect(saved).toMatchObject({ seq: 2 })
+    const unusable = [
+      { ...saved, version: 'xstate-plan-mode/checkpoint@2', seq: 90 },
+      { ...saved, agentId: 's9', seq: 90 },
+      { ...saved, seq: 90 }, // the log holds no event at seq 90 (it was deleted and made again)
+    ]
+    for (const stored of unusable) {
+      await db.query(`UPDATE ${prefix}checkpoints SET seq = $2, checkpoint = $3::json WHERE session = $1`, ['s1', stored.seq, JSON.stringify(stored)])
+      await store.checkpoints.save('s1', saved)
+      expect(await store.checkpoints.load('s1')).toEqual(saved)
+    }
+    // A usable newer one is still kept.
+    await store.checkpoints.save('s1', { ...saved, seq: 1 })
+    expect(await store.checkpoints.load('s1')).toEqual(saved)
+  })
+
   it('R85: tables take the prefix; a bad prefix, a closed session and a closed store are refused with exact messages', async () => {
     const db = await database()
     const store = await instance(db, 'acme_plan_')

@@ -83,7 +83,7 @@ describe('R97: what changed between versions is a line diff from the diff librar
 })
 
 describe('R96, R76: a host that loaded only the tail after a checkpoint numbers on', () => {
-  it('R96, R76: the checkpoint carries the episode; episodeBefore gives it for a tail, planHistory continues with v2 and its diff from v1', async () => {
+  it('R96, R76: the checkpoint carries the episode; episodeBefore gives it for a tail (the agent\'s own only, given its id), planHistory continues with v2 and its diff from v1', async () => {
     const { createCheckpoint } = await import('../src/log/checkpoint.js')
     const { replayPlanLog } = await import('../src/log/kinds.js')
     const whole = createMemorySessionLog([
@@ -101,6 +101,10 @@ describe('R96, R76: a host that loaded only the tail after a checkpoint numbers 
     expect(planHistory(tail.events, episodeBefore(tail))).toEqual([
       { seq: 4, version: 2, title: 'Cache the importer', plan: V2, outcome: 'approved', previous: V1 },
     ])
+    // A session handed another agent's checkpoint: given the agent's id, none is used (regression: it was).
+    const misrouted = { ...tail, events: tail.events, checkpoint }
+    expect(episodeBefore(misrouted, 'agent-2')).toBeNull()
+    expect(episodeBefore(misrouted, 'agent-1')).toEqual({ version: 1, plan: V1, after: 3 })
     expect(readCheckpoint({ ...checkpoint, episode: { version: 0, plan: V1 } })).toEqual({
       problem: 'the checkpoint holds no valid fold (projection, openTurn, told, review, approved, episode)',
     })

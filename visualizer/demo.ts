@@ -137,7 +137,7 @@ export function startDemo(
             return
           }
           // R102: a plan approved into a fresh context is handed off at the first request after its approval.
-          const handoff = dueHandoff(session.events, planMode.approvedPlan(agent), episodeBefore(session))
+          const handoff = dueHandoff(session.events, planMode.approvedPlan(agent), episodeBefore(session, agent.id))
           if (handoff !== null) {
             // The step's request starts a fresh context: one message holding the plan and the decisions.
             session.append('message', { role: 'user', text: handoff.text, handoff: { version: handoff.version, decisions: handoff.decisions.length } })

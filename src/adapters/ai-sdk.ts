@@ -390,7 +390,7 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
     const now = planMode.get(agent)
     const approvedNow = readsApproved && (now.pending ?? now.active) === false ? planMode.approvedPlan(agent) : undefined
     // Read before this step's header: a fresh approval no request followed yet is handed off now.
-    const due = approvedNow?.fresh === true ? dueHandoff(agent.session.events, approvedNow, episodeBefore(agent.session)) : null
+    const due = approvedNow?.fresh === true ? dueHandoff(agent.session.events, approvedNow, episodeBefore(agent.session, agent.id)) : null
     const boundary = await planMode.stepBoundary(agent, { ...(signal ? { signal } : {}), ...(due !== null ? { handoff: true } : {}) })
     const carriesOut = boundary.section === ''
     const approved = carriesOut && readsApproved ? (approvedNow !== undefined ? approvedNow : planMode.approvedPlan(agent)) : null

@@ -12,7 +12,7 @@
  * after whatever is there. Appends are announced with NOTIFY, but a notification is only a hint
  * to read: anyone who can connect may send one, so an instance takes only rows of the table.
  */
-import { checkpointEventProblem, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
+import { checkpointEventProblem, PLAN_CHECKPOINT_VERSION, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'
 import { isTimeoutMs, MAX_TIMEOUT_MS } from '../timeouts.js'
 import type { PendingStore, SessionEvent, SessionLog } from '../types.js'
@@ -426,12 +426,18 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         return rows[0]?.checkpoint
       },
       async save(agentId, checkpoint) {
-        // Two instances may save at once: the newer checkpoint stays.
+        // Two instances may save at once: the newer checkpoint stays. One no loader can use (of an
+        // older version, of another agent, past the end of a log made again) stays no matter its
+        // seq, or it would keep every later checkpoint out (R76, R85).
+        const stored = `${checkpointTable}.checkpoint`
         await db.query(
           `INSERT INTO ${checkpointTable} (session, seq, checkpoint) VALUES ($1, $2, $3::json)
            ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, checkpoint = excluded.checkpoint
-           WHERE ${checkpointTable}.seq < excluded.seq`,
-          [agentId, checkpoint.seq, JSON.stringify(checkpoint)],
+           WHERE ${checkpointTable}.seq < excluded.seq
+              OR (${stored} ->> 'version') IS DISTINCT FROM $4
+              OR (${stored} ->> 'agentId') IS DISTINCT FROM $1
+              OR NOT EXISTS (SELECT 1 FROM ${events} WHERE session = $1 AND seq = ${checkpointTable}.seq)`,
+          [agentId, checkpoint.seq, JSON.stringify(checkpoint), PLAN_CHECKPOINT_VERSION],
         )
       },
     },

@@ -94,10 +94,11 @@ export function createPlanHistory(start: PlanEpisode | null = null): PlanHistory
 /**
  * The episode a session's loaded events begin in (R96): its checkpoint's, when the events start
  * with a checkpoint's event (R76) and it carries one, marked `after` its seq (the readers that
- * begin in it read only the events after that); else null (a whole log begins in none).
+ * begin in it read only the events after that); else null (a whole log begins in none). The
+ * checkpoint is checked as attach checks it; give the agent's id to check that it is that agent's.
  */
-export function episodeBefore(session: SessionLog): PlanEpisode | null {
-  const start = checkpointStart(session)
+export function episodeBefore(session: SessionLog, agentId?: string): PlanEpisode | null {
+  const start = checkpointStart(session, agentId)
   const episode = start?.checkpoint.episode
   return episode === undefined ? null : { ...episode, after: start!.checkpoint.seq }
 }
