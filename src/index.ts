@@ -36,6 +36,8 @@ export {
   type PlanReviewData,
   type ApprovedPlan,
   type PlanEpisode,
+  type PlanDecision,
+  type OpenPresentation,
   type PlanViolationData,
   type ViolationAction,
   type ReviewOutcome,

@@ -36,7 +36,7 @@ export interface PlanGuardOptions {
 }
 
 /** The violation record's bounded wait when the host sets none (R91): R73's default. */
-export const DEFAULT_RECORD_TIMEOUT_MS = 5000
+const DEFAULT_RECORD_TIMEOUT_MS = 5000
 
 /** One tool call, as the guard needs to know it. */
 export interface GuardedCall {
