@@ -5,16 +5,17 @@
  * `loadLogFile` reads a JSONL session log read-only, for `plan-mode inspect` and `plan-mode visualize`.
  * `openJsonlSessionLog` is the writer: it takes the log's lock and cuts a torn last line. A
  * viewer must do neither. It reads the file as a stream, line by line and within bounds (R108),
- * where the writer's `parseJsonlLog` takes the whole file at once: each line gets the writer's
- * checks, in the writer's words (`<path>:<line>: <reason>`), and the plan-mode meaning of an
- * event is the library's (`validatePlanModeEvent`, R61).
+ * where the writer's `parseJsonlLog` takes the whole file at once: each line is read by the
+ * library's own line reader (`readJsonlLogLine`: the writer's checks, in its words
+ * `<path>:<line>: <reason>`, R61) and a torn last line is told by the library's rule
+ * (`isTornLastLine`), so the two cannot drift apart.
  */
 import { constants } from 'node:fs'
 import { mkdtemp, open, stat, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { validatePlanModeEvent, type SessionEvent } from 'xstate-plan-mode'
-import { openJsonlSessionLog, type JsonlSessionLog } from 'xstate-plan-mode/node'
+import type { SessionEvent } from 'xstate-plan-mode'
+import { isTornLastLine, openJsonlSessionLog, readJsonlLogLine, type JsonlSessionLog } from 'xstate-plan-mode/node'
 import { CliError } from './io.js'
 
 /** The largest log `inspect` and `visualize` read (they hold its events in memory). */
@@ -141,8 +142,8 @@ async function readLogLines(path: string, handle: FileHandle, signal: AbortSigna
     if (held !== undefined) events.push(readEventLine(path, lines, held))
   } else if (held !== undefined) {
     // Complete but garbage: a write the crash left as zeros or a fragment with a newline in it.
-    if (parsesAsJson(held)) events.push(readEventLine(path, lines, held))
-    else tornLine = lines
+    if (isTornLastLine(held)) tornLine = lines
+    else events.push(readEventLine(path, lines, held))
   }
   // Bytes and not one event: not a session log at all (not a crash's torn line).
   if (events.length === 0 && tornLine !== undefined) throw new CliError(`${path}: not a JSONL session log (line 1 is not an event)`)
@@ -150,41 +151,14 @@ async function readLogLines(path: string, handle: FileHandle, signal: AbortSigna
 }
 
 /**
- * Line `line` of the log as an event, with the writer's checks (`parseJsonlLog`'s, in its words):
- * seq 1, 2, … by line, a string `type`, a `data` field, and a valid `plan/mode` (R61).
+ * Line `line` of the log as an event, read by the library's line reader (the writer's checks).
  * @throws CliError `<path>:<line>: <reason>`.
  */
 function readEventLine(path: string, line: number, text: string): SessionEvent {
-  const fail = (reason: string): never => {
-    throw new CliError(`${path}:${line}: ${reason}`)
-  }
-  if (text.trim() === '') fail('empty line')
-  let value: unknown
   try {
-    value = JSON.parse(text)
-  } catch {
-    fail('not valid JSON')
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail('expected an event {"seq":n,"type":"...","data":...}')
-  const record = value as Record<string, unknown>
-  if (record.seq !== line) fail(`expected seq ${line}, found ${JSON.stringify(record.seq) ?? 'none'}`)
-  if (typeof record.type !== 'string') fail('"type" must be a string')
-  if (!('data' in record)) fail('"data" is missing')
-  const event: SessionEvent = Object.freeze({ seq: line, type: record.type as string, data: record.data })
-  try {
-    validatePlanModeEvent(event)
+    return readJsonlLogLine(path, line, text)
   } catch (error) {
-    fail(error instanceof Error ? error.message : String(error))
-  }
-  return event
-}
-
-function parsesAsJson(text: string): boolean {
-  try {
-    JSON.parse(text)
-    return true
-  } catch {
-    return false
+    throw new CliError(error instanceof Error ? error.message : String(error))
   }
 }
 

@@ -127,6 +127,21 @@ export function closesOnStop(argv: readonly string[]): boolean {
   return CLOSING_COMMANDS.has(argv[0] ?? '')
 }
 
+/** How long a stopped command may take to close by default (R108): with start-up noise, the process is gone within a second. */
+export const DEFAULT_STOP_GRACE_MS = 500
+
+/**
+ * How long a stopped command may take to close before it is ended with 128 + the signal's
+ * number (R108): `PLAN_MODE_STOP_GRACE_MS` in `env` (an integer 0..2147483647, the longest
+ * timer Node keeps), else {@link DEFAULT_STOP_GRACE_MS}. A slow machine, or a test running
+ * beside others, gives it more.
+ * @throws CliError `PLAN_MODE_STOP_GRACE_MS must be an integer 0..2147483647, not "<value>"`.
+ */
+export function stopGraceMs(env: Record<string, string | undefined>): number {
+  const value = env.PLAN_MODE_STOP_GRACE_MS
+  return value === undefined ? DEFAULT_STOP_GRACE_MS : integer('PLAN_MODE_STOP_GRACE_MS', value, 0, 2 ** 31 - 1)
+}
+
 /**
  * Runs the CLI.
  * @param argv the arguments after the program name, e.g. `['inspect', 'session.jsonl']`.
@@ -162,6 +177,8 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
       io.stdout.write(HELP[command]!)
       return 0
     }
+    // bin.ts gives a stopped command this long to close: a bad value is refused before anything starts (R108).
+    if (closesOnStop(argv)) stopGraceMs(io.env ?? process.env)
     const [min, max] = POSITIONALS[command]!
     if (positionals.length < min) throw new CliError(`${command}: missing <file.jsonl> (see plan-mode ${command} --help)`)
     if (positionals.length > max) throw new CliError(`${command}: unexpected argument "${positionals[max]}"`)

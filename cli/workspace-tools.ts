@@ -74,8 +74,9 @@ export async function readTextFile(root: string, path: string): Promise<string> 
   if (!info.isFile()) throw notRegularFile(path)
   // What was checked may be swapped before the open: O_NONBLOCK opens a FIFO without waiting for
   // a writer, O_NOFOLLOW follows no link swapped in, and fstat checks what was really opened.
+  // (A link that was there at the check was resolved by insideRoot: `file` names its target.)
   const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW).catch((error: unknown) => {
-    throw fileError('read_file', path, error)
+    throw SWAPPED_IN_AT_OPEN.has(errorCode(error) ?? '') ? notRegularFile(path) : fileError('read_file', path, error)
   })
   try {
     const opened = await handle.stat()
@@ -130,12 +131,23 @@ function isWithin(root: string, path: string): boolean {
   return rel === '' || (!isAbsolute(rel) && rel !== '..' && !rel.startsWith(`..${sep}`))
 }
 
+/**
+ * What open() answers for a path that was a regular file at the check and is something else now:
+ * a symbolic link (ELOOP, refused by O_NOFOLLOW) or a socket or a device without a driver (ENXIO).
+ */
+const SWAPPED_IN_AT_OPEN = new Set(['ELOOP', 'ENXIO'])
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? code : undefined
+}
+
 function notRegularFile(path: string): Error {
   return new Error(`read_file: "${path}" is not a regular file`)
 }
 
 function fileError(toolName: string, path: string, error: unknown): Error {
-  const code = (error as { code?: unknown } | null)?.code
+  const code = errorCode(error)
   if (code === 'ENOENT') return new Error(`${toolName}: no such file or directory "${path}"`)
   if (code === 'ENOTDIR') return new Error(`${toolName}: "${path}" is not a directory`)
   return new Error(`${toolName}: "${path}": ${error instanceof Error ? error.message : String(error)}`)

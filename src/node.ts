@@ -5,6 +5,8 @@
 export {
   openJsonlSessionLog,
   parseJsonlLog,
+  readJsonlLogLine,
+  isTornLastLine,
   type LoadedLog,
   type JsonlSessionLog,
   type JsonlSessionLogOptions,

@@ -850,12 +850,15 @@ describe('the review answer', () => {
 })
 
 describe('plan-mode chat as a process', () => {
-  /** `plan-mode chat --provider offline` from the sources in `cwd`, with piped stdin. */
+  /**
+   * `plan-mode chat --provider offline` from the sources in `cwd`, with piped stdin. A stop gets a
+   * generous grace (R108): on a busy machine closing may take longer than the default 0.5 s.
+   */
   function spawnChat(cwd: string, log: string) {
     const child = spawn(
       process.execPath,
       ['--import', join(REPO, 'visualizer/register.mjs'), join(REPO, 'cli/bin.ts'), 'chat', '--provider', 'offline', '--log', log],
-      { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['pipe', 'pipe', 'pipe'] },
+      { cwd, env: { ...process.env, NO_COLOR: '1', PLAN_MODE_STOP_GRACE_MS: '30000' }, stdio: ['pipe', 'pipe', 'pipe'] },
     )
     let out = ''
     let err = ''

@@ -488,10 +488,10 @@ interface CliProcess {
   /** Resolves when stdout has shown `text`. */
   seen(text: string): Promise<void>
 }
-function spawnCli(args: string[], options: { cwd?: string } = {}): CliProcess {
+function spawnCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliProcess {
   const child = spawn(process.execPath, ['--import', join(REPO, 'visualizer/register.mjs'), join(REPO, 'cli/bin.ts'), ...args], {
     cwd: options.cwd ?? REPO,
-    env: { ...process.env, NO_COLOR: '1' },
+    env: { ...process.env, NO_COLOR: '1', ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
   let out = ''
@@ -543,6 +543,27 @@ async function writeLargeLog(file: string, mb: number): Promise<void> {
   await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())))
 }
 
+/** The grace a test gives a stopped command to close (R108): far more than a busy machine needs. */
+const GENEROUS_GRACE_MS = '30000'
+
+/**
+ * A module for `--import` that makes every HTTP server of the process `delayMs` slow to close
+ * (its close callback waits): a close that outlasts the grace, as on a loaded machine.
+ */
+async function slowCloseModule(delayMs: number): Promise<string> {
+  const file = join(dir, `slow-close-${delayMs}.mjs`)
+  await writeFile(
+    file,
+    `import { Server } from 'node:http'
+const close = Server.prototype.close
+Server.prototype.close = function (callback) {
+  return close.call(this, (...args) => setTimeout(() => callback?.(...args), ${delayMs}))
+}
+`,
+  )
+  return file
+}
+
 describe('stopping: SIGTERM ends every command within a second (R108)', () => {
   let large: string
   beforeAll(async () => {
@@ -585,13 +606,57 @@ describe('stopping: SIGTERM ends every command within a second (R108)', () => {
   }, 60_000)
 
   it('R108: visualize serving stops at SIGTERM: it closes and exits 0', async () => {
-    const cli = spawnCli(['visualize', log, '--port', '0'])
+    // A generous grace: on a busy machine closing may take longer than the default 0.5 s.
+    const cli = spawnCli(['visualize', log, '--port', '0'], { env: { PLAN_MODE_STOP_GRACE_MS: GENEROUS_GRACE_MS } })
     try {
       await cli.seen('Ctrl-C to stop.\n')
       const ended = await terminate(cli, 'visualize while serving')
       expect(ended).toEqual({ code: 0, signal: null })
     } finally {
       cli.child.kill('SIGKILL')
+    }
+  }, 60_000)
+
+  it('R108: a close that outlasts the default 0.5 s still exits 0 when PLAN_MODE_STOP_GRACE_MS gives it the time (visualize, its server 1.5 s slow to close)', async () => {
+    const cli = spawnCli(['visualize', '--port', '0'], { env: { NODE_OPTIONS: `--import=${await slowCloseModule(1500)}`, PLAN_MODE_STOP_GRACE_MS: GENEROUS_GRACE_MS } })
+    try {
+      await cli.seen('Ctrl-C to stop.\n')
+      const ended = await terminate(cli, 'visualize slow to close, generous grace')
+      expect(ended).toEqual({ code: 0, signal: null })
+    } finally {
+      cli.child.kill('SIGKILL')
+    }
+  }, 60_000)
+
+  it('R108: a command that has not closed PLAN_MODE_STOP_GRACE_MS after SIGTERM is ended with exit code 143 (visualize, its server slow to close, a grace of 50 ms)', async () => {
+    const cli = spawnCli(['visualize', '--port', '0'], { env: { NODE_OPTIONS: `--import=${await slowCloseModule(60_000)}`, PLAN_MODE_STOP_GRACE_MS: '50' } })
+    try {
+      await cli.seen('Ctrl-C to stop.\n')
+      const ended = await terminate(cli, 'visualize slow to close, 50 ms grace')
+      expect(ended).toEqual({ code: 143, signal: null })
+      expect(cli.err()).toBe('')
+    } finally {
+      cli.child.kill('SIGKILL')
+    }
+  }, 60_000)
+
+  it('R108: a PLAN_MODE_STOP_GRACE_MS that is not an integer 0..2147483647 is refused: one line, exit code 2, nothing served', async () => {
+    for (const value of ['soon', '-1', '1.5', '2147483648']) {
+      const cli = spawnCli(['visualize', '--port', '0'], { env: { PLAN_MODE_STOP_GRACE_MS: value } })
+      try {
+        // The code before the fix ignored it and served: the race ends the wait either way.
+        await Promise.race([cli.exited, cli.seen('Ctrl-C to stop.\n').catch(() => {})])
+        cli.child.kill('SIGKILL')
+        expect({ value, ...(await cli.exited), stderr: cli.err(), stdout: cli.out() }).toEqual({
+          value,
+          code: 2,
+          signal: null,
+          stderr: `plan-mode: PLAN_MODE_STOP_GRACE_MS must be an integer 0..2147483647, not "${value}"\n`,
+          stdout: '',
+        })
+      } finally {
+        cli.child.kill('SIGKILL')
+      }
     }
   }, 60_000)
 

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { openJsonlSessionLog, type JsonlSessionLog } from '../src/adapters/jsonl.js'
+import { isTornLastLine, readJsonlLogLine } from '../src/node.js'
 import type { SessionEvent } from '../src/types.js'
 import { buildForChild } from './fixtures/build.js'
 
@@ -388,6 +389,56 @@ describe('loading a damaged file', () => {
     expect(await readFile(logPath)).toEqual(bytes)
     expect(await readdir(dir)).toEqual(['session.jsonl'])
     expect(logger.warn).not.toHaveBeenCalled()
+  })
+})
+
+describe('one reading of a log line, for every reader (R75, R108)', () => {
+  /** The error line `line` of `log.jsonl` holding `text` fails with, or the event it is. */
+  const read = (line: number, text: string) => {
+    try {
+      return readJsonlLogLine('log.jsonl', line, text)
+    } catch (error) {
+      return (error as Error).message
+    }
+  }
+
+  it('R75, R108: readJsonlLogLine, which parseJsonlLog and the CLI\'s streaming reader share, reads a line as its event, frozen', () => {
+    const event = readJsonlLogLine('log.jsonl', 2, '{"seq":2,"type":"plan/mode","data":{"active":true},"extra":1}')
+    expect(event).toEqual({ seq: 2, type: 'plan/mode', data: { active: true } })
+    expect(Object.isFrozen(event)).toBe(true)
+  })
+
+  it('R75, R108: readJsonlLogLine names what is wrong with a line as <path>:<line>: <reason>', () => {
+    expect([
+      read(3, '  '),
+      read(3, '{"seq":3,'),
+      read(3, '[3]'),
+      read(3, 'null'),
+      read(3, '{"seq":4,"type":"x","data":{}}'),
+      read(3, '{"type":"x","data":{}}'),
+      read(3, '{"seq":3,"type":7,"data":{}}'),
+      read(3, '{"seq":3,"type":"x"}'),
+    ]).toEqual([
+      'log.jsonl:3: empty line',
+      'log.jsonl:3: not valid JSON',
+      'log.jsonl:3: expected an event {"seq":n,"type":"...","data":...}',
+      'log.jsonl:3: expected an event {"seq":n,"type":"...","data":...}',
+      'log.jsonl:3: expected seq 3, found 4',
+      'log.jsonl:3: expected seq 3, found none',
+      'log.jsonl:3: "type" must be a string',
+      'log.jsonl:3: "data" is missing',
+    ])
+    expect(read(3, '{"seq":3,"type":"plan/mode","data":{"active":"yes"}}')).toBe('log.jsonl:3: plan/mode carries invalid active state "yes"; expected a boolean')
+  })
+
+  it('R75, R108: isTornLastLine: a complete last line is a torn write when it is not JSON at all', () => {
+    expect([isTornLastLine(''), isTornLastLine('\u0000\u0000'), isTornLastLine('{"seq":3,"ty'), isTornLastLine('[1]'), isTornLastLine('{"seq":9}')]).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ])
   })
 })
 

@@ -295,7 +295,7 @@ export function parseJsonlLog(path: string, bytes: Buffer): LoadedLog {
   lines.pop() // the empty string after the last newline
   if (torn) {
     torn.line = lines.length + 1
-  } else if (lines.length > 0 && !parsesAsJson(lines[lines.length - 1]!)) {
+  } else if (lines.length > 0 && isTornLastLine(lines[lines.length - 1]!)) {
     // Complete but garbage: a write the crash left as zeros or a fragment with a newline in it.
     // Its line starts after the newline before its own; a file that is one line long (`"\n"`
     // alone) has none. (`lastIndexOf` reads a negative offset from the end: it must not get one,
@@ -307,39 +307,54 @@ export function parseJsonlLog(path: string, bytes: Buffer): LoadedLog {
   }
 
   const events: SessionEvent[] = []
-  for (let i = 0; i < lines.length; i++) {
-    const fail = (reason: string, cause?: unknown): never => {
-      throw new Error(`${path}:${i + 1}: ${reason}`, cause === undefined ? undefined : { cause })
-    }
-    const line = lines[i]!
-    if (line.trim() === '') fail('empty line')
-    let value: unknown
-    try {
-      value = JSON.parse(line)
-    } catch (error) {
-      fail('not valid JSON', error)
-    }
-    if (!isRecord(value)) return fail('expected an event {"seq":n,"type":"...","data":...}')
-    if (value.seq !== i + 1) fail(`expected seq ${i + 1}, found ${JSON.stringify(value.seq) ?? 'none'}`)
-    if (typeof value.type !== 'string') fail('"type" must be a string')
-    if (!('data' in value)) fail('"data" is missing')
-    const event: SessionEvent = Object.freeze({ seq: i + 1, type: value.type as string, data: value.data })
-    try {
-      validatePlanModeEvent(event)
-    } catch (error) {
-      fail(error instanceof Error ? error.message : String(error), error)
-    }
-    events.push(event)
-  }
+  for (let i = 0; i < lines.length; i++) events.push(readJsonlLogLine(path, i + 1, lines[i]!))
   return torn ? { events, length, torn } : { events, length }
 }
 
-function parsesAsJson(text: string): boolean {
+/**
+ * Line `line` (1-based) of a JSONL session log, read as its event with the checks every reader of
+ * the format makes: a JSON object, `seq` equal to the line number, a string `type`, a `data`
+ * field, and a valid `plan/mode` (R61). The one home of those checks and their words:
+ * `parseJsonlLog` reads each line with it, and so does a reader that streams a log a chunk at a
+ * time (`plan-mode inspect`, R108), so both read every log alike.
+ * @returns the event, frozen, without the line's other fields.
+ * @throws Error `<path>:<line>: <reason>` (the JSON or R61 error as its `cause`).
+ */
+export function readJsonlLogLine(path: string, line: number, text: string): SessionEvent {
+  const fail = (reason: string, cause?: unknown): never => {
+    throw new Error(`${path}:${line}: ${reason}`, cause === undefined ? undefined : { cause })
+  }
+  if (text.trim() === '') fail('empty line')
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (error) {
+    fail('not valid JSON', error)
+  }
+  if (!isRecord(value)) return fail('expected an event {"seq":n,"type":"...","data":...}')
+  if (value.seq !== line) fail(`expected seq ${line}, found ${JSON.stringify(value.seq) ?? 'none'}`)
+  if (typeof value.type !== 'string') fail('"type" must be a string')
+  if (!('data' in value)) fail('"data" is missing')
+  const event: SessionEvent = Object.freeze({ seq: line, type: value.type as string, data: value.data })
+  try {
+    validatePlanModeEvent(event)
+  } catch (error) {
+    fail(error instanceof Error ? error.message : String(error), error)
+  }
+  return event
+}
+
+/**
+ * Whether the complete last line of a log (its newline seen) is a crash's torn write rather than
+ * a corrupt event: it is not JSON at all (zeros, a fragment with a newline in it, an empty line).
+ * Only the last line may be torn; a last line without its newline is torn whatever it holds (R75).
+ */
+export function isTornLastLine(text: string): boolean {
   try {
     JSON.parse(text)
-    return true
-  } catch {
     return false
+  } catch {
+    return true
   }
 }
 
