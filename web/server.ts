@@ -273,19 +273,21 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       db.query(`UPDATE web_chats SET turn_until = now() + ${TURN_LEASE} WHERE id = $1 AND turn = $2`, [chatId, token]).catch(() => {})
     }, TURN_RENEW_MS)
     renew.unref()
-    let held = true
+    /** The turn's one ending, once asked for: set at once, so a second call cannot end it otherwise. */
+    let ending: Promise<void> | undefined
     return {
       saved: await savedMessagesOf(rows[0]?.messages),
       async save(messages) {
-        if (held) await db.query('UPDATE web_chats SET messages = $3::json WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)])
+        if (ending === undefined) await db.query('UPDATE web_chats SET messages = $3::json WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)])
       },
-      async end(messages) {
-        if (!held) return
-        clearInterval(renew) // a turn not given back (the database failed) ends with its lease
-        await (messages === undefined
-          ? db.query('UPDATE web_chats SET turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token])
-          : db.query('UPDATE web_chats SET messages = $3::json, turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)]))
-        held = false
+      end(messages) {
+        ending ??= (async () => {
+          clearInterval(renew) // a turn not given back (the database failed) ends with its lease
+          await (messages === undefined
+            ? db.query('UPDATE web_chats SET turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token])
+            : db.query('UPDATE web_chats SET messages = $3::json, turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)]))
+        })()
+        return ending
       },
     }
   }
@@ -329,7 +331,8 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    * is taken (R106), and the request must keep every card the saved messages hold waiting
    * (R106). The request's messages are saved once the SDK has taken them (its first step starts:
    * after it checked the approvals' signatures, R105), so a refused approval saves nothing; the
-   * messages with the answer are saved as the turn ends.
+   * messages with the answer are saved as the turn ends, by the stream's `onFinish`, also when the
+   * client went away mid-answer: the request waits for it, at most as long as a lease lasts.
    */
   async function chat(body: { id?: unknown; messages?: unknown }, owner: string, res: ServerResponse, signal: AbortSignal): Promise<void> {
     const chatId = chatIdOf(body.id)
@@ -345,6 +348,8 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       endTurn = undefined
       await ending?.().catch(() => {})
     }
+    /** Settles once the stream's `onFinish` has ended the turn: set once the stream is made. */
+    let finished: Promise<void> | undefined
     try {
       const agent = await agentOf(chatId)
       await catchUp(chatId, agent.session)
@@ -385,24 +390,35 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
         // R105: the SDK signs each approval request with the chat's key and refuses an approval it did not sign.
         experimental_toolApprovalSecret: approvalKeyOf(approvalSecret, chatId),
       })
+      let finish!: () => void
+      const onFinished = new Promise<void>((resolve) => (finish = resolve))
       const response = result.toUIMessageStreamResponse({
         originalMessages: messages,
         headers: { 'x-plan-mode-instance': instance },
         onFinish: async ({ messages: all, responseMessage, isContinuation }) => {
-          await end()
-          // R102: the model's later requests start from the fresh context this call began.
-          if (handoffStep !== undefined && plan.handoff !== null) {
-            const before = isContinuation ? (messages.at(-1)?.parts.length ?? 0) : 0
-            const part = before + stepStart(responseMessage.parts.slice(before), handoffStep)
-            await saveContext(chatId, { messageId: responseMessage.id, part, text: plan.handoff.text }).catch(() => {})
+          try {
+            await end()
+            // R102: the model's later requests start from the fresh context this call began.
+            if (handoffStep !== undefined && plan.handoff !== null) {
+              const before = isContinuation ? (messages.at(-1)?.parts.length ?? 0) : 0
+              const part = before + stepStart(responseMessage.parts.slice(before), handoffStep)
+              await saveContext(chatId, { messageId: responseMessage.id, part, text: plan.handoff.text }).catch(() => {})
+            }
+            // The last thing the turn does: the next request of the chat sees these messages.
+            await turn.end(taken ? all : undefined).catch(() => {})
+          } finally {
+            finish()
           }
-          // The last thing the turn does: the next request of the chat sees these messages.
-          await turn.end(taken ? all : undefined).catch(() => {})
         },
         onError: (error) => (error instanceof Error ? error.message : String(error)),
       })
+      finished = onFinished
       await send(res, response)
     } finally {
+      // Once the stream is made, its onFinish ends the turn, saving what was answered (a review
+      // card among it), also after the client went away (R106): ending it here first would give
+      // the turn back without the answer. A stream that never finishes is given up on after a lease.
+      if (finished !== undefined) await settledOrAfter(finished, TURN_LEASE_MS)
       await end()
       await turn.end().catch(() => {})
     }
@@ -743,8 +759,21 @@ const TURN_TAKEN = 'Another answer is being written in this chat; wait for it to
 const CARD_LOST = 'This chat changed in another tab: reload the page to answer the open plan review.'
 
 /** How long a request holds its chat's turn without renewing it (R106), and how often it renews it. */
-const TURN_LEASE = "interval '30 seconds'"
+const TURN_LEASE_MS = 30_000
+const TURN_LEASE = `interval '${TURN_LEASE_MS / 1000} seconds'`
 const TURN_RENEW_MS = 10_000
+
+/** Resolves once `promise` has settled, or after `ms`, whichever comes first; never rejects. */
+function settledOrAfter(promise: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    const done = () => {
+      clearTimeout(timer)
+      resolve()
+    }
+    promise.then(done, done)
+  })
+}
 
 /** How long a request waits for this instance to hear what the database holds (`catchUp`). */
 const CATCH_UP_MS = 2_000
@@ -758,7 +787,10 @@ interface ChatTurn {
   readonly saved: ChatMessages
   /** Saves the chat's messages, while the turn is held (a save after it was lost is dropped). */
   save(messages: ChatMessages): Promise<void>
-  /** Ends the turn, saving `messages` in the same statement when given; once it has, later calls do nothing. */
+  /**
+   * Ends the turn, saving `messages` in the same statement when given. The first call decides
+   * (at once, before it awaits anything); later calls get that same ending.
+   */
   end(messages?: ChatMessages): Promise<void>
 }
 
@@ -881,7 +913,12 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body))
 }
 
-/** Writes a fetch `Response` (the UI message stream) to Node's response. */
+/**
+ * Writes a fetch `Response` (the UI message stream) to Node's response; resolves once the
+ * response is closed. When the client went away first, the rest of the stream is read and
+ * dropped, so that it runs to its end (its `onFinish` saves the answer, R106) instead of stalling
+ * on a buffer nobody reads.
+ */
 async function send(res: ServerResponse, response: Response): Promise<void> {
   const headers: Record<string, string> = {}
   response.headers.forEach((value, name) => (headers[name] = value))
@@ -890,7 +927,11 @@ async function send(res: ServerResponse, response: Response): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     const body = Readable.fromWeb(response.body as never)
     body.on('error', reject)
-    res.on('close', resolve)
+    res.on('close', () => {
+      body.unpipe(res)
+      body.resume()
+      resolve()
+    })
     body.pipe(res)
   })
 }
