@@ -5,7 +5,7 @@ import { PGlite } from '@electric-sql/pglite'
 import { wrapLanguageModel, type LanguageModel } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { offlineChatModel } from '../cli/offline-model.js'
-import { pgliteListen } from '../src/adapters/postgres.js'
+import { pgliteListen, type PgListen } from '../src/adapters/postgres.js'
 import { clusterProxy } from '../web/cluster.js'
 import { SECTION, startWebChat, type WebChat } from '../web/server.js'
 import { webClient, type WebClient } from './web-client.js'
@@ -551,5 +551,40 @@ describe('R106: a client that goes away while megabytes of the answer are on the
       turn: await turnOf(chat),
     })
     await expect.poll(saved, { timeout: 30_000, interval: 50 }).toEqual({ roles: ['user', 'assistant'], turn: null })
+  }, 60_000)
+})
+
+describe('R106: a request decides on the rows the database holds, whether or not its instance heard of them', () => {
+  /** An instance whose listening connection hears no NOTIFY (every hint lost, as while it reconnects). */
+  let deaf: WebChat
+  beforeAll(async () => {
+    const hearsNothing: PgListen = async () => async () => {}
+    deaf = await startWebChat({ db: lite, listen: hearsNothing, instance: 'deaf', model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }) })
+  }, 60_000)
+  afterAll(async () => {
+    await deaf?.close()
+  })
+
+  it('R106: a review left on another instance, whose NOTIFY this instance never heard: the page\'s next request here, its card settled as left, is answered, not refused', async () => {
+    const owner = browser(deaf.url)
+    const chat = randomUUID()
+    const { messages, review } = await planUpToReview(owner, chat)
+    // Another tab of the browser, on the other instance, leaves plan mode through the card.
+    const otherTab = webClient(web.url, { cookie: owner.cookie! })
+    const left = await answer(await otherTab.post(`/api/chats/${chat}/review`, { reviewId: review.reviewId, decision: 'Leave plan mode' }))
+    expect(left[0]).toBe(200)
+    const { text } = left[1] as { text: string }
+    // The page settles the card as the answer says and sends the chat on; this request lands here.
+    const settled = messages.map((m) => ({
+      ...m,
+      parts: m.parts.map((p) => {
+        if (p.toolCallId !== review.callId) return p
+        const { approval: _approval, ...rest } = p
+        return { ...rest, state: 'output-error', errorText: text }
+      }),
+    }))
+    const [status, body] = await answer(await owner.post('/api/chat', { id: chat, messages: settled }))
+    expect([status, typeof body === 'string' ? chunksOf(body).filter((c) => c.type === 'error') : body]).toEqual([200, []])
+    expect(cardOf(await savedMessages(owner, chat), review.callId)).toMatchObject({ state: 'output-error', errorText: text })
   }, 60_000)
 })

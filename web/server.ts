@@ -206,7 +206,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    * detached first), to be opened again from the database when its chat comes back.
    */
   const sessions = new Map<string, Promise<PostgresSessionLog>>()
-  const agentOf = async (chatId: string): Promise<PlanAgent> => {
+  const agentOf = async (chatId: string): Promise<PlanAgent & { session: PostgresSessionLog }> => {
     let session = sessions.get(chatId)
     if (session === undefined) {
       session = store.openSession(chatId)
@@ -292,30 +292,6 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     }
   }
 
-  /**
-   * Waits (at most `CATCH_UP_MS`) until this instance's session has every event the database held
-   * when asked, so that a request decides on what the requests before it, on any instance, wrote
-   * (a review another instance closed a moment ago is closed here too).
-   */
-  async function catchUp(chatId: string, session: PlanAgent['session']): Promise<void> {
-    const { rows } = await db.query('SELECT max(seq) AS seq FROM web_events WHERE session = $1', [chatId])
-    const head = Number(rows[0]?.seq ?? -1)
-    const seen = () => (session.events.at(-1)?.seq ?? -1) >= head
-    if (!Number.isInteger(head) || seen()) return
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        stop()
-        clearTimeout(timer)
-        resolve()
-      }
-      const stop = session.subscribe(() => {
-        if (seen()) done()
-      })
-      const timer = setTimeout(done, CATCH_UP_MS)
-      if (seen()) done()
-    })
-  }
-
   const loadContext = async (chatId: string): Promise<FreshContext | null> => {
     const { rows } = await db.query('SELECT context FROM web_contexts WHERE id = $1', [chatId])
     return freshContextOf(rows[0]?.context)
@@ -352,7 +328,10 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     let finished: Promise<void> | undefined
     try {
       const agent = await agentOf(chatId)
-      await catchUp(chatId, agent.session)
+      // R106: decide on the log as the database holds it, what the requests before this one wrote
+      // on any instance (a review closed there a moment ago is closed here too), whether or not
+      // this instance heard their NOTIFY.
+      await agent.session.catchUp()
       const plan = withPlanMode({ planMode, agent, system: SYSTEM, tools, abortSignal: signal })
       // A card whose review a /plan closed meanwhile gets its result (R87); one still open waits for the user.
       const messages = plan.settleClosedApprovals(checked.data as ChatMessages)
@@ -774,9 +753,6 @@ function settledOrAfter(promise: Promise<unknown>, ms: number): Promise<void> {
     promise.then(done, done)
   })
 }
-
-/** How long a request waits for this instance to hear what the database holds (`catchUp`). */
-const CATCH_UP_MS = 2_000
 
 /** How many chats' owners an instance remembers. */
 const MAX_OWNERS_KNOWN = 10_000
