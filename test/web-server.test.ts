@@ -125,6 +125,27 @@ describe('R103: a chat is the browser\'s that created it', () => {
     expect([again.status, again.headers.getSetCookie()]).toEqual([200, []])
   }, 60_000)
 
+  it('R103: the page\'s load (GET /) and the chart (GET /api/chart) give a fresh browser its owner cookie, before any chat request', async () => {
+    for (const path of ['/', '/api/chart']) {
+      const response = await fetch(new URL(path, web.url))
+      await response.arrayBuffer()
+      expect([path, response.headers.getSetCookie().map((cookie) => cookie.replace(/=[A-Za-z0-9_-]{43};/, '=<id>;'))]).toEqual([
+        path,
+        ['plan_mode_owner=<id>; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000'],
+      ])
+    }
+  }, 60_000)
+
+  it('R103: two tabs of a browser that loaded the page, whose first chat requests run at once, have one owner: both chats stay theirs', async () => {
+    const tabs = browser(web.url)
+    await (await tabs.get('/')).arrayBuffer() // the page's load
+    const [first, second] = [randomUUID(), randomUUID()]
+    await Promise.all([first, second].map(async (chat) => (await tabs.get(`/api/chats/${chat}`)).arrayBuffer()))
+    const statuses = []
+    for (const chat of [first, second]) statuses.push((await tabs.get(`/api/chats/${chat}`)).status)
+    expect(statuses).toEqual([200, 200])
+  }, 60_000)
+
   it('R103: another browser cannot read a chat: its messages and its state answer 404 no such chat, with or without a cookie of its own', async () => {
     const owner = browser(web.url)
     const chat = randomUUID()

@@ -536,11 +536,14 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     // R104: loopback names only (DNS rebinding); a request that changes anything comes from this server's own page.
     if (!isLoopbackHost(req.headers.host)) throw new HttpError(421, HOST_REFUSED)
     if (req.method !== 'GET' && req.method !== 'HEAD' && !isSameOrigin(req)) throw new HttpError(403, CROSS_SITE_REFUSED)
+    // R103: every answer gives a browser without an owner cookie its owner, the page's load first,
+    // so that the requests its tabs then send at once all speak for that one owner.
+    const owner = ownerOf(req, res)
     const url = new URL(req.url ?? '/', 'http://localhost')
     const path = url.pathname
     if (req.method === 'POST' && path === '/api/chat') {
       const body = await readJson(req)
-      return chat(body, ownerOf(req, res), res, signal)
+      return chat(body, owner, res, signal)
     }
     if (req.method === 'GET' && path === '/api/chart') return json(res, 200, definition)
     const match = /^\/api\/chats\/([^/]+)(\/state|\/command|\/review)?$/.exec(path)
@@ -548,7 +551,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     const writes = req.method === 'POST' && (match?.[2] === '/command' || match?.[2] === '/review')
     if (match && (reads || writes)) {
       const chatId = chatIdOf(match[1]!) // ids are plain: nothing to decode
-      await checkOwner(chatId, ownerOf(req, res)) // R103
+      await checkOwner(chatId, owner) // R103
       if (match[2] === undefined) return json(res, 200, { messages: await loadMessages(chatId) })
       if (match[2] === '/state') return json(res, 200, await state(chatId))
       if (match[2] === '/command') return json(res, 200, await command(chatId, await readJson(req)))
