@@ -182,17 +182,8 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const model = options.model ?? offlineChatModel({ section: SECTION, chunkDelayMs, replyDelayMs: options.replyDelayMs ?? chunkDelayMs })
   const store = createPostgresPlanStore({ db, listen, prefix: 'web_' })
   await store.migrate()
-  // `json`, not `jsonb`: the messages are kept as the text they are, and jsonb cannot hold U+0000
-  // (a user may type it; R83 stores the log's events exactly for the same reason).
-  await db.query('CREATE TABLE IF NOT EXISTS web_chats (id text PRIMARY KEY, messages json NOT NULL)')
-  await db.query('ALTER TABLE web_chats ALTER COLUMN messages TYPE json USING messages::json')
-  // R103: the hash of the owner cookie of the browser that first used the chat. R106: the request
-  // that holds the chat's turn, and until when (a lease, so that a crashed instance's turn ends).
-  await db.query('ALTER TABLE web_chats ADD COLUMN IF NOT EXISTS owner text, ADD COLUMN IF NOT EXISTS turn text, ADD COLUMN IF NOT EXISTS turn_until timestamptz')
+  await migrateChatTables(db)
   const approvalSecret = await deploymentSecret(db, options.approvalSecret)
-  // Where each chat's model context starts after a handoff (R102): see `contextOf`.
-  await db.query('CREATE TABLE IF NOT EXISTS web_contexts (id text PRIMARY KEY, context json NOT NULL)')
-  await db.query('ALTER TABLE web_contexts ALTER COLUMN context TYPE json USING context::json')
   // The whole set of decisions (R101): Approve, Approve in a fresh context, Keep planning, Leave plan mode.
   const planMode = createPlanMode(
     { section: SECTION },
@@ -820,6 +811,37 @@ function ownerOf(req: IncomingMessage, res: ServerResponse): string {
     res.setHeader('set-cookie', `${OWNER_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000`)
   }
   return createHash('sha256').update(id).digest('hex')
+}
+
+/**
+ * Makes the demo's own tables as it needs them, altering one only when it lacks what it needs:
+ * an ALTER TABLE locks the table against every other instance's requests (ACCESS EXCLUSIVE), even
+ * when it has nothing to change, and an instance starts while others serve (R106).
+ * - `web_chats (id, messages json, owner, turn, turn_until)`: each chat's saved UI messages; the
+ *   hash of the owner cookie of the browser that first used it (R103); the request that holds
+ *   its turn, and until when (a lease, so that a crashed instance's turn ends, R106).
+ * - `web_contexts (id, context json)`: where each chat's model context starts after a handoff
+ *   (R102, see `contextOf`).
+ * `json`, not `jsonb`: the text is kept as it is, and jsonb cannot hold U+0000 (a user may type
+ * it; R83 stores the log's events exactly for the same reason). A column made `jsonb` by an older
+ * version is changed once.
+ */
+async function migrateChatTables(db: PgQueryable): Promise<void> {
+  await db.query('CREATE TABLE IF NOT EXISTS web_chats (id text PRIMARY KEY, messages json NOT NULL, owner text, turn text, turn_until timestamptz)')
+  await db.query('CREATE TABLE IF NOT EXISTS web_contexts (id text PRIMARY KEY, context json NOT NULL)')
+  const columnType = (table: string, column: string) =>
+    `(SELECT atttypid FROM pg_attribute WHERE attrelid = '${table}'::regclass AND attname = '${column}' AND NOT attisdropped)`
+  await db.query(`DO $do$ BEGIN
+    IF ${columnType('web_chats', 'messages')} = 'jsonb'::regtype THEN
+      ALTER TABLE web_chats ALTER COLUMN messages TYPE json USING messages::json;
+    END IF;
+    IF ${columnType('web_chats', 'owner')} IS NULL OR ${columnType('web_chats', 'turn')} IS NULL OR ${columnType('web_chats', 'turn_until')} IS NULL THEN
+      ALTER TABLE web_chats ADD COLUMN IF NOT EXISTS owner text, ADD COLUMN IF NOT EXISTS turn text, ADD COLUMN IF NOT EXISTS turn_until timestamptz;
+    END IF;
+    IF ${columnType('web_contexts', 'context')} = 'jsonb'::regtype THEN
+      ALTER TABLE web_contexts ALTER COLUMN context TYPE json USING context::json;
+    END IF;
+  END $do$`)
 }
 
 /**
