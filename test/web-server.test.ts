@@ -5,7 +5,7 @@ import { PGlite } from '@electric-sql/pglite'
 import { wrapLanguageModel, type LanguageModel } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { offlineChatModel } from '../cli/offline-model.js'
-import { pgliteListen, type PgListen } from '../src/adapters/postgres.js'
+import { pgliteListen, type PgListen, type PgQueryable } from '../src/adapters/postgres.js'
 import { clusterProxy } from '../web/cluster.js'
 import { SECTION, startWebChat, type WebChat } from '../web/server.js'
 import { webClient, type WebClient } from './web-client.js'
@@ -381,6 +381,20 @@ describe('R105: approvals are signed by the server, per chat', () => {
       expect((await openReviewOf(owner, second))?.reviewId).toBe(review.reviewId)
     }, 60_000)
   })
+})
+
+describe('R105: the deployment\'s approval secret', () => {
+  it('R105: an approval secret shorter than 32 characters: startWebChat rejects with TypeError(\'the approval secret must be at least 32 characters\') before it touches the database', async () => {
+    const statements: string[] = []
+    const watched: PgQueryable = {
+      query: (text, params) => (statements.push(text), lite.query(text, params)),
+      exec: (sql) => (statements.push(sql), lite.exec(sql)),
+    }
+    const started = startWebChat({ db: watched, listen: pgliteListen(lite), instance: 'short-secret', approvalSecret: 'x'.repeat(31) })
+    await expect(started).rejects.toThrow(new TypeError('the approval secret must be at least 32 characters'))
+    await expect(started).rejects.toBeInstanceOf(TypeError)
+    expect(statements).toEqual([])
+  }, 60_000)
 })
 
 describe('R106: one request at a time per chat, and the open review\'s card is never lost', () => {
