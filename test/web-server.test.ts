@@ -5,7 +5,7 @@ import { PGlite } from '@electric-sql/pglite'
 import { wrapLanguageModel, type LanguageModel } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { offlineChatModel } from '../cli/offline-model.js'
-import { pgliteListen } from '../src/adapters/postgres.js'
+import { pgliteListen, type PgListen, type PgQueryable } from '../src/adapters/postgres.js'
 import { clusterProxy } from '../web/cluster.js'
 import { SECTION, startWebChat, type WebChat } from '../web/server.js'
 import { webClient, type WebClient } from './web-client.js'
@@ -123,6 +123,27 @@ describe('R103: a chat is the browser\'s that created it', () => {
     // The same browser is the owner from then on.
     const again = await fetch(new URL(`/api/chats/${chat}/state`, web.url), { headers: { cookie: `plan_mode_owner=${id}` } })
     expect([again.status, again.headers.getSetCookie()]).toEqual([200, []])
+  }, 60_000)
+
+  it('R103: the page\'s load (GET /) and the chart (GET /api/chart) give a fresh browser its owner cookie, before any chat request', async () => {
+    for (const path of ['/', '/api/chart']) {
+      const response = await fetch(new URL(path, web.url))
+      await response.arrayBuffer()
+      expect([path, response.headers.getSetCookie().map((cookie) => cookie.replace(/=[A-Za-z0-9_-]{43};/, '=<id>;'))]).toEqual([
+        path,
+        ['plan_mode_owner=<id>; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000'],
+      ])
+    }
+  }, 60_000)
+
+  it('R103: two tabs of a browser that loaded the page, whose first chat requests run at once, have one owner: both chats stay theirs', async () => {
+    const tabs = browser(web.url)
+    await (await tabs.get('/')).arrayBuffer() // the page's load
+    const [first, second] = [randomUUID(), randomUUID()]
+    await Promise.all([first, second].map(async (chat) => (await tabs.get(`/api/chats/${chat}`)).arrayBuffer()))
+    const statuses = []
+    for (const chat of [first, second]) statuses.push((await tabs.get(`/api/chats/${chat}`)).status)
+    expect(statuses).toEqual([200, 200])
   }, 60_000)
 
   it('R103: another browser cannot read a chat: its messages and its state answer 404 no such chat, with or without a cookie of its own', async () => {
@@ -362,6 +383,20 @@ describe('R105: approvals are signed by the server, per chat', () => {
   })
 })
 
+describe('R105: the deployment\'s approval secret', () => {
+  it('R105: an approval secret shorter than 32 characters: startWebChat rejects with TypeError(\'the approval secret must be at least 32 characters\') before it touches the database', async () => {
+    const statements: string[] = []
+    const watched: PgQueryable = {
+      query: (text, params) => (statements.push(text), lite.query(text, params)),
+      exec: (sql) => (statements.push(sql), lite.exec(sql)),
+    }
+    const started = startWebChat({ db: watched, listen: pgliteListen(lite), instance: 'short-secret', approvalSecret: 'x'.repeat(31) })
+    await expect(started).rejects.toThrow(new TypeError('the approval secret must be at least 32 characters'))
+    await expect(started).rejects.toBeInstanceOf(TypeError)
+    expect(statements).toEqual([])
+  }, 60_000)
+})
+
 describe('R106: one request at a time per chat, and the open review\'s card is never lost', () => {
   it('R106: twelve concurrent requests on one chat while its review is open: one is answered, the eleven others refused with 409, and the open review\'s card stays in the saved messages', async () => {
     const owner = browser(web.url)
@@ -389,3 +424,202 @@ describe('R106: one request at a time per chat, and the open review\'s card is n
   }, 60_000)
 })
 
+
+/**
+ * The offline model at full speed, made to stall right after the first chunk `stall.after` picks,
+ * until its request is aborted (then its stream fails with the abort, as a provider's fetch
+ * does): a client can go away mid-answer at a point the test knows.
+ */
+const stall: { after: (chunk: { type: string; toolName?: string }) => boolean } = { after: () => false }
+const stallingModel: LanguageModel = wrapLanguageModel({
+  model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }),
+  middleware: {
+    specificationVersion: 'v3',
+    wrapStream: async ({ doStream, params }) => {
+      const { stream, ...rest } = await doStream()
+      let stalled = false
+      const stalling = stream.pipeThrough(
+        new TransformStream({
+          async transform(chunk, controller) {
+            controller.enqueue(chunk)
+            if (stalled || !stall.after(chunk as { type: string; toolName?: string })) return
+            stalled = true
+            const signal = params.abortSignal
+            const reason = await new Promise<unknown>((resolve) => {
+              if (signal?.aborted) resolve(signal.reason)
+              else signal?.addEventListener('abort', () => resolve(signal.reason), { once: true })
+            })
+            controller.error(reason)
+          },
+        }),
+      )
+      return { stream: stalling, ...rest }
+    },
+  },
+})
+
+type Chunk = { type: string; delta?: string; toolCallId?: string; approvalId?: string; errorText?: string }
+
+/**
+ * `POST /api/chat` from `who`, read as it streams until `until` picks a chunk; then the client goes
+ * away (its fetch aborted, the connection closed). The chunks it read.
+ */
+async function leaveMidStream(who: Browser, base: string, body: unknown, until: (chunk: Chunk) => boolean): Promise<Chunk[]> {
+  const client = new AbortController()
+  const response = await fetch(new URL('/api/chat', base), {
+    method: 'POST',
+    headers: { origin: new URL(base).origin, 'content-type': 'application/json', ...(who.cookie ? { cookie: who.cookie } : {}) },
+    body: JSON.stringify(body),
+    signal: client.signal,
+  })
+  const chunks: Chunk[] = []
+  try {
+    expect(response.status).toBe(200)
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+    let buffered = ''
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) throw new Error(`the stream ended before the chunk awaited; it held ${JSON.stringify(chunks)}`)
+      const lines = (buffered + value).split('\n')
+      buffered = lines.pop()!
+      for (const line of lines) {
+        if (!line.startsWith('data: ') || line === 'data: [DONE]') continue
+        chunks.push(JSON.parse(line.slice(6)) as Chunk)
+        if (until(chunks.at(-1)!)) return chunks
+      }
+    }
+  } finally {
+    client.abort()
+  }
+}
+
+/** Who holds the chat's turn (R106): null once the request that took it gave it back. */
+const turnOf = async (chat: string) => (await lite.query<{ turn: string | null }>('SELECT turn FROM web_chats WHERE id = $1', [chat])).rows[0]?.turn
+
+describe('R106: a client that goes away mid-answer', () => {
+  let stalling: WebChat
+  beforeAll(async () => {
+    stalling = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'stalling', model: stallingModel })
+  }, 60_000)
+  afterAll(async () => {
+    await stalling?.close()
+  })
+
+  it('R106: a client that goes away mid-answer: the answer streamed until then is saved with the request\'s messages, in the statement that gives the turn back', async () => {
+    stall.after = (chunk) => chunk.type === 'text-delta'
+    const owner = browser(stalling.url)
+    const chat = randomUUID()
+    await owner.get(`/api/chats/${chat}`) // the page loads the chat (and the browser gets its owner cookie)
+    const chunks = await leaveMidStream(owner, stalling.url, { id: chat, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'what is in the README?' }] }] }, (chunk) => chunk.type === 'text-delta')
+    const streamed = chunks.flatMap((chunk) => (chunk.type === 'text-delta' ? [chunk.delta] : [])).join('')
+    expect(streamed).not.toBe('')
+    const saved = async () => ({
+      messages: (await savedMessages(owner, chat)).map((m) => [m.role, m.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('')]),
+      turn: await turnOf(chat),
+    })
+    await expect.poll(saved, { timeout: 30_000, interval: 50 }).toEqual({ messages: [['user', 'what is in the README?'], ['assistant', streamed]], turn: null })
+  }, 60_000)
+
+  it('R106: a client that goes away after the review\'s approval request: the card is saved waiting, and the review is answered through it', async () => {
+    stall.after = (chunk) => chunk.type === 'tool-call' && chunk.toolName === 'exit_plan_mode'
+    const owner = browser(stalling.url)
+    const chat = randomUUID()
+    const { steered } = (await (await owner.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).json()) as { steered: string }
+    const chunks = await leaveMidStream(owner, stalling.url, { id: chat, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: steered }] }] }, (chunk) => chunk.type === 'tool-approval-request')
+    const { toolCallId, approvalId } = chunks.at(-1)!
+    let messages: Message[] = []
+    await expect
+      .poll(async () => {
+        messages = await savedMessages(owner, chat)
+        const card = cardOf(messages, toolCallId)
+        return { card: card && { state: card.state, approvalId: card.approval?.id }, turn: await turnOf(chat) }
+      }, { timeout: 30_000, interval: 50 })
+      .toEqual({ card: { state: 'approval-requested', approvalId }, turn: null })
+    const review = await openReviewOf(owner, chat)
+    expect(review?.callId).toBe(toolCallId)
+    const text = await (await owner.post('/api/chat', { id: chat, messages: answered(messages, { approved: true }) })).text()
+    expect(chunksOf(text).filter((c) => c.type === 'error')).toEqual([])
+    expect((await closingRecords(lite, chat, review!.reviewId)).map((e) => e.data.outcome)).toEqual(['approved'])
+  }, 60_000)
+})
+
+describe('R106: a client that goes away while megabytes of the answer are on their way', () => {
+  /** The offline model, whose first text comes as 16 deltas of 1 MiB: more than any buffer between it and the client holds. */
+  const flooding: LanguageModel = wrapLanguageModel({
+    model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }),
+    middleware: {
+      specificationVersion: 'v3',
+      wrapStream: async ({ doStream }) => {
+        const { stream, ...rest } = await doStream()
+        let flooded = false
+        const flooding = stream.pipeThrough(
+          new TransformStream({
+            transform(chunk, controller) {
+              const part = chunk as { type: string; id?: string }
+              if (part.type === 'text-delta' && !flooded) {
+                flooded = true
+                for (let i = 0; i < 16; i++) controller.enqueue({ type: 'text-delta', id: part.id, delta: 'x'.repeat(1 << 20) } as never)
+              }
+              controller.enqueue(chunk)
+            },
+          }),
+        )
+        return { stream: flooding, ...rest }
+      },
+    },
+  })
+  let flooded: WebChat
+  beforeAll(async () => {
+    flooded = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'flooded', model: flooding })
+  }, 60_000)
+  afterAll(async () => {
+    await flooded?.close()
+  })
+
+  it('R106: a client that reads the first megabyte of the answer and goes away: the answer streamed until then is saved and the turn given back', async () => {
+    const owner = browser(flooded.url)
+    const chat = randomUUID()
+    await owner.get(`/api/chats/${chat}`) // the page loads the chat (and the browser gets its owner cookie)
+    await leaveMidStream(owner, flooded.url, { id: chat, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'what is in the README?' }] }] }, (chunk) => chunk.type === 'text-delta')
+    const saved = async () => ({
+      roles: (await savedMessages(owner, chat)).map((m) => m.role),
+      turn: await turnOf(chat),
+    })
+    await expect.poll(saved, { timeout: 30_000, interval: 50 }).toEqual({ roles: ['user', 'assistant'], turn: null })
+  }, 60_000)
+})
+
+describe('R106: a request decides on the rows the database holds, whether or not its instance heard of them', () => {
+  /** An instance whose listening connection hears no NOTIFY (every hint lost, as while it reconnects). */
+  let deaf: WebChat
+  beforeAll(async () => {
+    const hearsNothing: PgListen = async () => async () => {}
+    deaf = await startWebChat({ db: lite, listen: hearsNothing, instance: 'deaf', model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }) })
+  }, 60_000)
+  afterAll(async () => {
+    await deaf?.close()
+  })
+
+  it('R106: a review left on another instance, whose NOTIFY this instance never heard: the page\'s next request here, its card settled as left, is answered, not refused', async () => {
+    const owner = browser(deaf.url)
+    const chat = randomUUID()
+    const { messages, review } = await planUpToReview(owner, chat)
+    // Another tab of the browser, on the other instance, leaves plan mode through the card.
+    const otherTab = webClient(web.url, { cookie: owner.cookie! })
+    const left = await answer(await otherTab.post(`/api/chats/${chat}/review`, { reviewId: review.reviewId, decision: 'Leave plan mode' }))
+    expect(left[0]).toBe(200)
+    const { text } = left[1] as { text: string }
+    // The page settles the card as the answer says and sends the chat on; this request lands here.
+    const settled = messages.map((m) => ({
+      ...m,
+      parts: m.parts.map((p) => {
+        if (p.toolCallId !== review.callId) return p
+        const { approval: _approval, ...rest } = p
+        return { ...rest, state: 'output-error', errorText: text }
+      }),
+    }))
+    const [status, body] = await answer(await owner.post('/api/chat', { id: chat, messages: settled }))
+    expect([status, typeof body === 'string' ? chunksOf(body).filter((c) => c.type === 'error') : body]).toEqual([200, []])
+    expect(cardOf(await savedMessages(owner, chat), review.callId)).toMatchObject({ state: 'output-error', errorText: text })
+  }, 60_000)
+})

@@ -52,6 +52,14 @@ export interface PostgresSessionLog extends SessionLog {
   readonly sessionId: string
   /** Resolves once the row is committed (R83); rejects when it is not written (R84). */
   append(type: string, data: unknown): Promise<SessionEvent>
+  /**
+   * Reads the rows the table holds after the last one the session has taken, and tells its
+   * subscribers of each (R83); resolves once it has. A caller that must decide on the log as the
+   * database holds it awaits this first: a NOTIFY is only a hint, and one may be lost (while the
+   * listening connection reconnects). Rejects with `plan-mode postgres: session <id> could not
+   * read its log: <why>` when that read fails or gets no answer within `appendTimeoutMs`.
+   */
+  catchUp(): Promise<void>
   /** Stops following other instances' appends; the log takes no more appends. */
   close(): Promise<void>
 }
@@ -163,8 +171,8 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
     #writing = false
     /** The highest seq a NOTIFY announced while an append was on its way: read after its answer. */
     #hinted = 0
-    /** The read of the rows after the last one taken, while it runs. */
-    #reading: Promise<void> | undefined
+    /** The reads of the rows after the last one taken, while they run: settles with the last one's failure, if any. */
+    #reading: Promise<{ failure?: unknown }> | undefined
     /** A hint came while a read ran: one more read follows it (a burst costs two reads, not one each). */
     #readAgain = false
     #closed = false
@@ -283,22 +291,37 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       else this.catchUp()
     }
 
-    /** Reads every row after the last one taken (after a hint, a dropped listening connection, an open). */
-    catchUp(): void {
-      if (this.#closed) return
+    /**
+     * Reads every row after the last one taken (after a hint, a dropped listening connection, an
+     * open, or for a caller), once the read running now, if any, has ended. The store's own calls
+     * do not wait for it: a failed read is tried again by the next hint.
+     */
+    catchUp(): Promise<void> {
+      if (this.#closed) return Promise.resolve()
       if (this.#reading !== undefined) {
         this.#readAgain = true
-        return
+      } else {
+        this.#reading = (async () => {
+          let outcome: { failure?: unknown }
+          do {
+            this.#readAgain = false
+            // One the server does not answer does not hold the reads after it for longer than an append may take.
+            outcome = await within(this.#read(), appendTimeoutMs === undefined ? undefined : Date.now() + appendTimeoutMs).then(
+              () => ({}),
+              (failure: unknown) => ({ failure }),
+            )
+          } while (this.#readAgain && !this.#closed)
+          this.#reading = undefined
+          return outcome
+        })()
       }
-      this.#reading = (async () => {
-        do {
-          this.#readAgain = false
-          // A failed read is tried again by the next hint; one the server does not answer does not
-          // hold the reads after it for longer than an append may take.
-          await within(this.#read(), appendTimeoutMs === undefined ? undefined : Date.now() + appendTimeoutMs).catch(() => {})
-        } while (this.#readAgain && !this.#closed)
-        this.#reading = undefined
-      })()
+      const caughtUp = this.#reading.then((outcome) => {
+        if (!('failure' in outcome)) return
+        const why = outcome.failure === DEADLINE ? `no answer from the database within ${appendTimeoutMs} ms` : messageOf(outcome.failure)
+        throw new Error(`plan-mode postgres: session ${this.sessionId} could not read its log: ${why}`)
+      })
+      caughtUp.catch(() => {}) // awaited by a caller, or not at all (a hint)
+      return caughtUp
     }
 
     async #read(): Promise<void> {
