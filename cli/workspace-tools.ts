@@ -5,7 +5,7 @@
  * tool (R52); these are harmless in both modes.
  */
 import { constants } from 'node:fs'
-import { open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises'
+import { lstat, open, readdir, readlink, realpath, stat, type FileHandle } from 'node:fs/promises'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { jsonSchema, tool } from 'ai'
 
@@ -45,11 +45,18 @@ export function workspaceTools(root: string) {
  * @throws Error when `path` leaves `root`, is missing, or is not a directory.
  */
 export async function listFiles(root: string, path: string): Promise<string> {
-  const directory = await insideRoot(root, path, 'list_files')
-  // readdir opens with O_DIRECTORY: a FIFO or a device is refused (ENOTDIR) without being opened (R107).
-  const entries = await readdir(directory, { withFileTypes: true }).catch((error: unknown) => {
+  const checked = await insideRoot(root, path, 'list_files')
+  // O_DIRECTORY refuses a FIFO or a device (ENOTDIR) without opening it (R107).
+  const handle = await open(checked.real, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK).catch((error: unknown) => {
     throw fileError('list_files', path, error)
   })
+  const entries = await confineOpened(handle, checked, path, 'list_files')
+    .then((listable) =>
+      readdir(listable, { withFileTypes: true }).catch((error: unknown) => {
+        throw fileError('list_files', path, error)
+      }),
+    )
+    .finally(() => handle.close().catch(() => {}))
   const names = entries.map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name)).sort()
   if (names.length === 0) return '(empty directory)'
   const shown = names.slice(0, MAX_LIST_ENTRIES)
@@ -66,7 +73,8 @@ export async function listFiles(root: string, path: string): Promise<string> {
  */
 export async function readTextFile(root: string, path: string): Promise<string> {
   if (typeof path !== 'string' || path === '') throw new Error('read_file needs a "path"')
-  const file = await insideRoot(root, path, 'read_file')
+  const checked = await insideRoot(root, path, 'read_file')
+  const file = checked.real
   const info = await stat(file).catch((error: unknown) => {
     throw fileError('read_file', path, error)
   })
@@ -79,6 +87,7 @@ export async function readTextFile(root: string, path: string): Promise<string> 
     throw SWAPPED_IN_AT_OPEN.has(errorCode(error) ?? '') ? notRegularFile(path) : fileError('read_file', path, error)
   })
   try {
+    await confineOpened(handle, checked, path, 'read_file')
     const opened = await handle.stat()
     if (!opened.isFile()) throw notRegularFile(path)
     // One byte over the cap tells that there is more to cut.
@@ -112,18 +121,52 @@ export function countLines(text: string): number {
   return text.split('\n').length - (text.endsWith('\n') ? 1 : 0)
 }
 
+/** A path checked to be inside the working directory: both with symbolic links resolved. */
+interface CheckedPath {
+  readonly realRoot: string
+  readonly real: string
+}
+
 /**
  * `path` resolved under `root`, symbolic links followed, refused when it ends up outside.
  * A missing path is resolved without following links, so the caller reports it as missing.
+ * Only a check of the path: what an open of it finds is checked again by {@link confineOpened}.
  */
-async function insideRoot(root: string, path: string, toolName: string): Promise<string> {
+async function insideRoot(root: string, path: string, toolName: string): Promise<CheckedPath> {
   const realRoot = await realpath(root)
   const resolved = resolve(realRoot, path)
   const real = await realpath(resolved).catch(() => resolved)
-  if (!isWithin(realRoot, resolved) || !isWithin(realRoot, real)) {
-    throw new Error(`${toolName}: "${path}" is outside the working directory`)
+  if (!isWithin(realRoot, resolved) || !isWithin(realRoot, real)) throw outsideError(toolName, path)
+  return { realRoot, real }
+}
+
+/**
+ * Refuses what `handle` opened unless it is inside the working directory, and returns the path
+ * to read it again by (a directory's entries). A directory of the checked path can be swapped
+ * for a link to outside between the check and the open, and the open follows it (R107), so what
+ * was opened is checked, not the path. Linux names an open file's real place in
+ * /proc/self/fd/<fd>, and opening that path reaches the same file. Where there is no /proc, the
+ * checked path, resolved again after the open, must be inside and name the opened file (device
+ * and inode): that narrows the race but cannot close it (a swap back and forth timed around these
+ * checks passes), as Node has no openat() to walk the path from the root's descriptor.
+ */
+async function confineOpened(handle: FileHandle, checked: CheckedPath, path: string, toolName: string): Promise<string> {
+  const byDescriptor = `/proc/self/fd/${handle.fd}`
+  const opened = await readlink(byDescriptor).catch(() => undefined)
+  if (opened !== undefined) {
+    if (!isAbsolute(opened) || !isWithin(checked.realRoot, opened)) throw outsideError(toolName, path)
+    return byDescriptor
   }
-  return real
+  if (!(await stillNamesOpened(handle, checked))) throw outsideError(toolName, path)
+  return checked.real
+}
+
+/** Whether `checked.real`, resolved again, is inside the working directory and is the file `handle` opened. */
+async function stillNamesOpened(handle: FileHandle, checked: CheckedPath): Promise<boolean> {
+  const real = await realpath(checked.real).catch(() => undefined)
+  if (real === undefined || !isWithin(checked.realRoot, real)) return false
+  const [opened, named] = await Promise.all([handle.stat(), lstat(real)]).catch(() => [undefined, undefined])
+  return opened !== undefined && named !== undefined && opened.dev === named.dev && opened.ino === named.ino
 }
 
 function isWithin(root: string, path: string): boolean {
@@ -140,6 +183,10 @@ const SWAPPED_IN_AT_OPEN = new Set(['ELOOP', 'ENXIO'])
 function errorCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code
   return typeof code === 'string' ? code : undefined
+}
+
+function outsideError(toolName: string, path: string): Error {
+  return new Error(`${toolName}: "${path}" is outside the working directory`)
 }
 
 function notRegularFile(path: string): Error {

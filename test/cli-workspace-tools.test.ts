@@ -2,9 +2,9 @@
  * `plan-mode chat`'s host tools: read-only, and confined to the working directory (symbolic
  * links included), with errors the model can act on.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { constants, openSync, closeSync, readFileSync } from 'node:fs'
-import { mkdir, mkdtemp, rm, symlink, truncate, writeFile } from 'node:fs/promises'
+import { lstat, mkdir, mkdtemp, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,24 +12,41 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { MAX_READ_BYTES, countLines, listFiles, readTextFile } from '../cli/workspace-tools.js'
 
 /**
- * What runs before read_file's next open(), once: a test swaps what the path names there, between
- * the check (stat) and the open, as another process could. Unset, open() is Node's own.
+ * What runs before the tools' next open() or readdir() (which opens a directory), once: a test
+ * swaps what the path names there, between the check and the open, as another process could.
+ * Unset, open() and readdir() are Node's own.
  */
 const beforeNextOpen = vi.hoisted(() => ({ swap: undefined as undefined | (() => Promise<void>) }))
+/** Set, readlink() of /proc/self/fd/<fd> fails as on a system without /proc (macOS). */
+const withoutProc = vi.hoisted(() => ({ on: false }))
 vi.mock('node:fs/promises', async (importOriginal) => {
   const actual = await importOriginal<typeof import('node:fs/promises')>()
+  const runSwap = async () => {
+    const swap = beforeNextOpen.swap
+    beforeNextOpen.swap = undefined
+    await swap?.()
+  }
   return {
     ...actual,
     open: async (...args: Parameters<typeof actual.open>) => {
-      const swap = beforeNextOpen.swap
-      beforeNextOpen.swap = undefined
-      await swap?.()
+      await runSwap()
       return actual.open(...args)
+    },
+    readdir: async (...args: Parameters<typeof actual.readdir>) => {
+      await runSwap()
+      return actual.readdir(...args)
+    },
+    readlink: async (...args: Parameters<typeof actual.readlink>) => {
+      if (withoutProc.on && String(args[0]).startsWith('/proc/self/fd/')) {
+        throw Object.assign(new Error(`ENOENT: no such file or directory, readlink '${String(args[0])}'`), { code: 'ENOENT' })
+      }
+      return actual.readlink(...args)
     },
   }
 })
 afterEach(() => {
   beforeNextOpen.swap = undefined
+  withoutProc.on = false
 })
 
 let base: string
@@ -173,6 +190,112 @@ describe('read_file and list_files: only regular files, read with a bound (R107)
     }
   })
 })
+
+describe('read_file and list_files: a directory of the path swapped for a link to outside (R107)', () => {
+  const secret = 'SECRET outside the working directory'
+  let swapRoot: string
+  let sub: string
+  let outside: string
+  beforeAll(async () => {
+    swapRoot = join(base, 'swap-root')
+    sub = join(swapRoot, 'sub')
+    outside = join(base, 'swap-outside')
+    await mkdir(sub, { recursive: true })
+    await mkdir(outside)
+    await writeFile(join(sub, 'notes.txt'), 'inside')
+    await writeFile(join(outside, 'notes.txt'), secret)
+    await writeFile(join(outside, 'only-outside.txt'), secret)
+  })
+
+  /** Swaps `sub` for a link to the outside directory (as another process could), undone after the test. */
+  const swapSubForLinkToOutside = async () => {
+    await rename(sub, `${sub}-real`)
+    await symlink(outside, sub)
+  }
+  afterEach(async () => {
+    if ((await lstat(sub)).isSymbolicLink()) {
+      await rm(sub)
+      await rename(`${sub}-real`, sub)
+    }
+  })
+
+  it('R107: read_file refuses as outside the working directory a file opened through a parent directory swapped for a link after the check', async () => {
+    let swapped = false
+    beforeNextOpen.swap = async () => {
+      await swapSubForLinkToOutside()
+      swapped = true
+    }
+    await expect(readTextFile(swapRoot, 'sub/notes.txt')).rejects.toThrow(new Error('read_file: "sub/notes.txt" is outside the working directory'))
+    expect(swapped).toBe(true)
+  })
+
+  it('R107: list_files refuses as outside the working directory a directory swapped for a link after the check', async () => {
+    let swapped = false
+    beforeNextOpen.swap = async () => {
+      await swapSubForLinkToOutside()
+      swapped = true
+    }
+    await expect(listFiles(swapRoot, 'sub')).rejects.toThrow(new Error('list_files: "sub" is outside the working directory'))
+    expect(swapped).toBe(true)
+  })
+
+  it('R107: without /proc, read_file refuses as outside the working directory a file opened through a parent directory swapped for a link after the check', async () => {
+    withoutProc.on = true
+    let swapped = false
+    beforeNextOpen.swap = async () => {
+      await swapSubForLinkToOutside()
+      swapped = true
+    }
+    await expect(readTextFile(swapRoot, 'sub/notes.txt')).rejects.toThrow(new Error('read_file: "sub/notes.txt" is outside the working directory'))
+    expect(swapped).toBe(true)
+    expect(await readTextFile(root, 'README.md')).toBe('# Hi\n')
+    expect(await listFiles(root, 'src')).toBe('a.ts')
+  })
+
+  it('R107: read_file never returns a file outside the working directory while another process swaps a directory of its path for a link and back, as fast as it can', async () => {
+    const link = join(swapRoot, 'link')
+    await symlink(outside, link)
+    // Another process swaps `sub` for the link to outside and back, each swap one rename (atomic).
+    // Killed, it leaves them mid-swap: the test puts them back below.
+    const flipper = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const fs = require('fs'); const r = ${JSON.stringify(swapRoot)};
+         for (;;) { fs.renameSync(r + '/sub', r + '/real'); fs.renameSync(r + '/link', r + '/sub'); fs.renameSync(r + '/sub', r + '/link'); fs.renameSync(r + '/real', r + '/sub') }`,
+      ],
+      { stdio: 'ignore' },
+    )
+    const seen = new Set<string>()
+    try {
+      for (let i = 0; i < 20_000 && !seen.has(secret); i++) {
+        try {
+          seen.add(await readTextFile(swapRoot, 'sub/notes.txt'))
+        } catch (error) {
+          seen.add(`refused: ${(error as Error).message}`)
+        }
+      }
+    } finally {
+      if (flipper.exitCode === null && flipper.signalCode === null) {
+        const exited = new Promise((resolve) => flipper.once('exit', resolve))
+        flipper.kill('SIGKILL')
+        await exited
+      }
+      await restoreAfterFlipper(swapRoot)
+    }
+    console.info(`read_file under a swapping parent answered: ${[...seen].join(' | ')}`)
+    expect(seen.has(secret)).toBe(false)
+    expect(seen.has('inside')).toBe(true)
+  }, 120_000)
+})
+
+/** Puts the real directory back at `sub` and removes the link, wherever the killed flipper left them. */
+async function restoreAfterFlipper(swapRoot: string): Promise<void> {
+  const at = (name: string) => lstat(join(swapRoot, name)).then((info) => (info.isSymbolicLink() ? 'link' : 'dir'), () => 'none')
+  if ((await at('sub')) === 'link') await rename(join(swapRoot, 'sub'), join(swapRoot, 'link'))
+  if ((await at('real')) === 'dir') await rename(join(swapRoot, 'real'), join(swapRoot, 'sub'))
+  await rm(join(swapRoot, 'link'))
+}
 
 /**
  * The bytes this process has read through read()-family system calls so far (Linux's
