@@ -550,6 +550,9 @@ function describeValue(value: unknown): string {
  */
 function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent: PlanAgent): TOOLS {
   const guarded: ToolSet = {}
+  // Defined, never assigned: a host tool named `__proto__` would set the set's prototype and
+  // leave the catalog (R40).
+  const keep = (name: string, tool: Tool) => Object.defineProperty(guarded, name, { configurable: true, enumerable: true, writable: true, value: tool })
   for (const [name, original] of Object.entries(tools)) {
     // A host's `execute` getter that throws (R88) is read again when the call runs, after the
     // guard decided: the call fails with its error then, never `withPlanMode` now.
@@ -562,7 +565,7 @@ function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent
       }
     }
     if (typeof execute !== 'function') {
-      guarded[name] = original
+      keep(name, original)
       continue
     }
     const readOnly = isReadOnlyTool(original)
@@ -582,7 +585,7 @@ function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent
           }
         : (input: unknown, options: ToolCallOptions) => guard.run(agent, call(options.toolCallId), () => execute.call(original, input, options)),
     }
-    guarded[name] = Object.create(Object.getPrototypeOf(original), { ...fields, execute: guardedExecute }) as Tool
+    keep(name, Object.create(Object.getPrototypeOf(original), { ...fields, execute: guardedExecute }) as Tool)
   }
   return guarded as TOOLS
 }
