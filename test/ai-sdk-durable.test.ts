@@ -1,5 +1,4 @@
-import { InvalidToolApprovalSignatureError, stepCountIs, streamText, type ModelMessage } from 'ai'
-import type { MockLanguageModelV3 } from 'ai/test'
+import { InvalidToolApprovalSignatureError, generateText, stepCountIs, streamText, wrapLanguageModel, type LanguageModel, type ModelMessage } from 'ai'
 import { afterEach, describe, expect, it } from 'vitest'
 import { withPlanMode } from '../src/adapters/ai-sdk.js'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type PlanMode, type SessionLog } from '../src/index.js'
@@ -41,10 +40,11 @@ interface Answered {
  */
 async function chatRequest(
   log: SessionLog,
-  model: MockLanguageModelV3,
+  model: LanguageModel,
   messages: ModelMessage[],
   secret?: string,
   decisions?: 'all',
+  loop: 'streamText' | 'generateText' = 'streamText',
 ): Promise<Answered> {
   const warnings: unknown[][] = []
   const planMode = createPlanMode(
@@ -56,6 +56,11 @@ async function chatRequest(
   const plan = withPlanMode({ planMode, agent, system: SYSTEM })
   let failure: unknown
   const response = await plan.runTurn(async () => {
+    if (loop === 'generateText') {
+      const settings = { model, messages, tools: plan.tools, prepareStep: plan.prepareStep, stopWhen: stepCountIs(5) }
+      const result = await generateText(secret === undefined ? settings : { ...settings, experimental_toolApprovalSecret: secret }).catch((error: unknown) => void (failure = error))
+      return result === undefined ? [] : plan.transcript(result.response.messages)
+    }
     const result = streamText({
       model,
       messages,
@@ -266,6 +271,140 @@ describe('R82: durable reviews through AI SDK 6 tool approval, across requests w
   })
 })
 
+describe('R82: an approval approves exactly the plan its call presented (issue #23: consent forged through one toolCallId)', () => {
+  const DANGEROUS = '# Clean up\n\n1. Delete every backup.'
+  const REVISED = '# Migrate the users table\n\n1. Add the column.\n2. Backfill it in batches of 1000.'
+  const ONE_ID = 'exit_plan_mode-call'
+  const mismatch = (toolCallId: string) =>
+    `the approval of tool call "${toolCallId}" is for another plan than the one under review; nothing was approved, and that review is closed: present the plan again`
+  const repeated = (toolCallId: string) =>
+    `exit_plan_mode call "${toolCallId}" repeats the id of the call under review; it is refused, and that review is closed: nothing was approved. Present the plan again, in one call.`
+  const exitCall = (plan: string) => ({ name: 'exit_plan_mode', input: { plan } })
+  const approved = (log: SessionLog) => reviews(log).filter((data) => (data as { outcome: string }).outcome === 'approved')
+
+  /** A scripted model whose every tool call carries the id `callId`, as some providers and mocks give them. */
+  function oneIdModel(script: Parameters<typeof scriptedModel>[0], callId = ONE_ID) {
+    const { model, requests } = scriptedModel(script)
+    const rename = <P extends { type: string }>(part: P): P => (part.type === 'tool-call' ? { ...part, toolCallId: callId } : part)
+    const wrapped = wrapLanguageModel({
+      model,
+      middleware: {
+        specificationVersion: 'v3',
+        wrapGenerate: async ({ doGenerate }) => {
+          const result = await doGenerate()
+          return { ...result, content: result.content.map(rename) }
+        },
+        wrapStream: async ({ doStream }) => {
+          const { stream, ...rest } = await doStream()
+          return { ...rest, stream: stream.pipeThrough(new TransformStream({ transform: (chunk, out) => out.enqueue(rename(chunk)) })) }
+        },
+      },
+    })
+    return { model: wrapped, requests }
+  }
+
+  /** The user approves every approval request `response` holds, in the next request: what it left. */
+  async function approveAll(log: SessionLog, history: ModelMessage[], response: ModelMessage[], loop?: 'generateText') {
+    const { model, requests } = scriptedModel([{ text: 'Carrying it out.' }])
+    const answers: ModelMessage = { role: 'tool', content: approvalRequests(response).map((r) => ({ type: 'tool-approval-response', approvalId: r.approvalId, approved: true })) }
+    const answered = await chatRequest(log, model, [...history, ...response, answers], undefined, undefined, loop)
+    return { ...answered, requests }
+  }
+
+  it('R82: an approval whose call carries another plan than the one under review approves nothing: the call fails with the mismatch text and the review is closed as keep planning', async () => {
+    const log = inPlanMode()
+    const { history, request } = await presentPlan(log)
+    // The card the user approved showed another plan than the review holds (no secret signs the call).
+    const other = history.map((m) =>
+      m.role === 'assistant' && typeof m.content !== 'string'
+        ? { ...m, content: m.content.map((p) => (p.type === 'tool-call' ? { ...p, input: { plan: DANGEROUS } } : p)) }
+        : m,
+    ) as ModelMessage[]
+    const { model, requests } = scriptedModel([{ text: 'Hm.' }])
+    const { failure } = await chatRequest(log, model, [...other, approval(request.approvalId, true)])
+    expect(failure).toBeUndefined()
+    expect(requests()[0]!.toolResults).toEqual([{ toolName: 'exit_plan_mode', output: { type: 'error-text', value: mismatch(request.toolCallId) } }])
+    expect(requests()[0]!.system).toBe(`${SYSTEM}\n\n${SECTION}`)
+    const { reviewId } = reviews(log)[0] as { reviewId: string }
+    expect(reviews(log)).toEqual([
+      { outcome: 'requested', reviewId, title: TITLE, plan: PLAN, callId: request.toolCallId },
+      { outcome: 'keep-planning', reviewId, title: TITLE, plan: PLAN, toldInResult: true },
+    ])
+    expect(log.events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }])
+    expect(openReviewOf(log)).toBeNull()
+  })
+
+  for (const loop of ['streamText', 'generateText'] as const) {
+    it(`R82: a second exit_plan_mode call with the id of the call under review, in the same step, is refused and the review is closed as keep planning; approving the card approves nothing (${loop})`, async () => {
+      const log = inPlanMode()
+      // The first call's plan opens the review; the second, under the same id, is the one a card would show.
+      const { model } = oneIdModel([{ toolCalls: [exitCall(DANGEROUS), exitCall(PLAN)] }, { text: 'Waiting.' }], 'exit-1')
+      const first = await chatRequest(log, model, [ASKED], undefined, undefined, loop)
+      expect(first.failure).toBeUndefined()
+      const { failure } = await approveAll(log, [ASKED], first.response, loop === 'generateText' ? loop : undefined)
+      expect(failure).toBeUndefined()
+      expect(approved(log)).toEqual([])
+      const reviewId = (reviews(log)[0] as { reviewId: string }).reviewId
+      expect(reviews(log)).toEqual([
+        { outcome: 'requested', reviewId, title: 'Clean up', plan: DANGEROUS, callId: 'exit-1' },
+        { outcome: 'keep-planning', reviewId, title: 'Clean up', plan: DANGEROUS, toldInResult: true },
+      ])
+      expect(log.events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }])
+    })
+  }
+
+  it('R82: the refused second call of a step tells the model why, in its result (streamText)', async () => {
+    const log = inPlanMode()
+    const { model, requests } = oneIdModel([{ toolCalls: [exitCall(DANGEROUS), exitCall(PLAN)] }, { text: 'Waiting.' }], 'exit-1')
+    const { response } = await chatRequest(log, model, [ASKED])
+    const results = response.flatMap((m) => (m.role === 'tool' ? m.content : []))
+    expect(results).toContainEqual(expect.objectContaining({ type: 'tool-result', toolCallId: 'exit-1', output: { type: 'error-text', value: repeated('exit-1') } }))
+    expect(requests()).toHaveLength(1) // the loop stopped for the first call's approval request
+  })
+
+  it('R82: a call in a later request that repeats the id of the call under review is refused and closes that review; approving its card approves nothing', async () => {
+    const log = inPlanMode()
+    const first = oneIdModel([{ toolCalls: [exitCall(PLAN)] }])
+    await chatRequest(log, first.model, [ASKED])
+    // The user writes instead of answering the card (a host that keeps only the texts); the model
+    // presents a revision under the same id.
+    const history: ModelMessage[] = [ASKED, { role: 'user', content: [{ type: 'text', text: 'Also drop the old index.' }] }]
+    const second = oneIdModel([{ toolCalls: [exitCall(REVISED)] }, { text: 'I will present it again.' }])
+    const revised = await chatRequest(log, second.model, history)
+    expect(revised.failure).toBeUndefined()
+    await approveAll(log, history, revised.response)
+    expect(approved(log)).toEqual([])
+    expect(second.requests()[1]!.toolResults.at(-1)).toEqual({ toolName: 'exit_plan_mode', output: { type: 'error-text', value: repeated(ONE_ID) } })
+    const reviewId = (reviews(log)[0] as { reviewId: string }).reviewId
+    expect(reviews(log)).toEqual([
+      { outcome: 'requested', reviewId, title: TITLE, plan: PLAN, callId: ONE_ID },
+      { outcome: 'keep-planning', reviewId, title: TITLE, plan: PLAN, toldInResult: true },
+    ])
+  })
+
+  it('R82: a model that gives every call the same id gets a new review for its revised plan after Keep planning, and the approval approves the revised plan', async () => {
+    const log = inPlanMode()
+    const first = oneIdModel([{ toolCalls: [exitCall(PLAN)] }])
+    const presented = await chatRequest(log, first.model, [ASKED])
+    const [card] = approvalRequests(presented.response)
+    const history = [ASKED, ...presented.response, approval(card!.approvalId, false, REASON)]
+    const second = oneIdModel([{ toolCalls: [exitCall(REVISED)] }, { text: 'Waiting.' }])
+    const revised = await chatRequest(log, second.model, history)
+    expect(revised.failure).toBeUndefined()
+    const [firstId, secondId] = reviews(log).filter((d) => (d as { outcome: string }).outcome === 'requested').map((d) => (d as { reviewId: string }).reviewId)
+    expect(reviews(log)).toEqual([
+      { outcome: 'requested', reviewId: firstId, title: TITLE, plan: PLAN, callId: ONE_ID },
+      { outcome: 'keep-planning', reviewId: firstId, title: TITLE, plan: PLAN, feedback: REASON, toldInResult: true },
+      { outcome: 'requested', reviewId: secondId, title: TITLE, plan: REVISED, callId: ONE_ID },
+    ])
+    expect(approvalRequests(revised.response)).toEqual([expect.objectContaining({ toolCallId: ONE_ID })])
+    const { failure, requests } = await approveAll(log, history, revised.response)
+    expect(failure).toBeUndefined()
+    expect(requests()[0]!.toolResults.at(-1)).toEqual({ toolName: 'exit_plan_mode', output: { type: 'text', value: RESULT_TEXT } })
+    expect(approved(log)).toEqual([{ outcome: 'approved', reviewId: secondId, title: TITLE, plan: REVISED, toldInResult: true }])
+  })
+})
+
 describe('R102, R81: a fresh approval answered through answerReview is told once through the AI SDK adapter', () => {
   const HANDOFF = [
     'The user approved this plan (v1) to be carried out in a fresh context: the conversation that produced it was set aside. Carry it out, starting now.',
@@ -350,6 +489,16 @@ describe('R87: settleClosedApprovals gives a useChat host’s unanswered cards t
       { type: 'text', text: 'Here is my plan.' },
       { type: 'tool-exit_plan_mode', toolCallId: 'call-1', state: 'output-error', input: { plan: PLAN }, errorText: 'The user changed the plan mode directly; the review is closed.' },
     ])
+    await planMode.dispose()
+  })
+
+  it('R87: with one call id for every call, the card of the open review stays as it is although an earlier review of that id is closed', async () => {
+    const { planMode, agent, plan } = await planning()
+    const first = (await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })) as { reviewId: string }
+    expect(await planMode.answerReview(agent, first.reviewId, { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] })).toBe('keep-planning')
+    await planMode.exitTool.execute({ plan: `${PLAN}\n3. Drop the old column.` }, { agent, callId: 'call-1' })
+    const open = [assistant(card('call-1'))]
+    expect(plan.settleClosedApprovals(open)).toBe(open)
     await planMode.dispose()
   })
 

@@ -196,7 +196,89 @@ describe('R88, R89: through withPlanMode, only a tool’s own readOnly keeps it 
     expect(observed.toolResults).toEqual([{ toolName: 'write_file', output: { type: 'error-text', value: 'no execute' } }])
   })
 
+  it('R88: a tool whose execute getter hands out a new function on each read is blocked, and none of them runs', async () => {
+    let reads = 0
+    await expectBlocked((ran) =>
+      Object.defineProperty({ description: 'Write a file.', inputSchema: input }, 'execute', {
+        enumerable: true,
+        get: () => {
+          const read = reads++
+          return async () => (ran.push(`execute #${read}`), 'written')
+        },
+      }),
+    )
+  })
+
+  it('R88: a Proxy tool that answers readOnly: true to a get but has no own readOnly is side-effecting: blocked under block', async () => {
+    await expectBlocked((ran) => new Proxy(write(ran), { get: (target, key) => (key === 'readOnly' ? true : Reflect.get(target, key)) }))
+  })
+
+  it('R88, R89: a streaming tool whose execute is a Proxy of an async generator is blocked before its first value', async () => {
+    await expectBlocked((ran) => ({
+      description: 'Write a file.',
+      inputSchema: input,
+      execute: new Proxy(async function* ({ path }: { path: string }) {
+        ran.push(`write ${path}`)
+        yield 'written'
+      }, {}),
+    }))
+  })
+
+  it('R88: a tool whose execute is inherited from its class is guarded: blocked under block', async () => {
+    class WriteTool {
+      description = 'Write a file.'
+      inputSchema = input
+      constructor(private readonly ran: string[]) {}
+      async execute({ path }: { path: string }) {
+        this.ran.push(`write ${path}`)
+        return 'written'
+      }
+    }
+    await expectBlocked((ran) => new WriteTool(ran))
+  })
+
   it('R88, R40: a frozen host tool is guarded like any other (its copy takes the guarded execute)', async () => {
     await expectBlocked((ran) => Object.freeze(write(ran)))
+  })
+})
+
+describe('R40, R88: a host tool named "__proto__" (issue #23)', () => {
+  const input = jsonSchema<{ path: string }>({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'] })
+
+  /** A tool set whose one tool is an own property named `__proto__`, as `JSON.parse` or a registry keyed by name makes it. */
+  function protoNamedTools(ran: string[]): ToolSet {
+    const tools = JSON.parse('{"__proto__": {"description": "A tool with an odd name."}}') as ToolSet
+    Object.assign(Object.getOwnPropertyDescriptor(tools, '__proto__')!.value as object, {
+      inputSchema: input,
+      execute: async ({ path }: { path: string }) => (ran.push(`ran ${path}`), 'done'),
+    })
+    return tools
+  }
+
+  /** One loop in plan mode whose model calls `__proto__` once: the catalog the model saw, what ran, what it read. */
+  async function callProtoTool(action: GuardAction | undefined) {
+    const session = createMemorySessionLog()
+    const planMode = createPlanMode({ section: SECTION })
+    services.push(planMode)
+    const agent: PlanAgent = { id: 'agent-1', session }
+    await planMode.set(agent, true)
+    const ran: string[] = []
+    const guard = action === undefined ? undefined : createPlanGuard({ planMode, action })
+    const plan = withPlanMode({ planMode, agent, tools: protoNamedTools(ran), ...(guard ? { guard } : {}) })
+    const { model, requests } = scriptedModel([{ toolCalls: [{ name: '__proto__', input: { path: 'a.ts' } }] }, { text: 'Done.' }])
+    await runLoop('streamText', plan, model, [{ role: 'user', content: 'Go.' }], 3)
+    return { toolNames: requests()[0]!.toolNames, toolResults: requests()[1]?.toolResults, ran, ownKeys: Object.keys(plan.tools) }
+  }
+
+  it('R40, R88: with a guard, a host tool named "__proto__" stays in the catalog, as it is without one, and its call is blocked under block', async () => {
+    const unguarded = await callProtoTool(undefined)
+    const guarded = await callProtoTool('block')
+    expect(guarded.ownKeys).toEqual(['__proto__', 'exit_plan_mode'])
+    expect(guarded.toolNames).toEqual(unguarded.toolNames)
+    expect(guarded.toolNames).toEqual(['__proto__', 'exit_plan_mode'])
+    expect(guarded.ran).toEqual([])
+    expect(guarded.toolResults).toEqual([
+      { toolName: '__proto__', output: { type: 'error-text', value: '__proto__ is not available in plan mode; present your plan with exit_plan_mode first.' } },
+    ])
   })
 })

@@ -9,8 +9,9 @@ import {
   type ChatTransport,
   type LanguageModel,
   type UIMessage,
+  wrapLanguageModel,
 } from 'ai'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { withPlanMode } from '../src/adapters/ai-sdk.js'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type SessionLog } from '../src/index.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
@@ -64,16 +65,16 @@ function route(log: SessionLog, model: () => LanguageModel): ChatTransport<UIMes
         experimental_toolApprovalSecret: SECRET,
         onFinish: () => plan.endTurn().then(() => planMode.dispose()),
       })
-      return result.toUIMessageStream()
+      // The refusals' texts reach the card (the SDK's default masks every error).
+      return result.toUIMessageStream({ onError: (error) => (error instanceof Error ? error.message : String(error)) })
     },
     reconnectToStream: async () => null,
   }
 }
 
-/** Waits until the chat is idle again (the automatic follow-up request included). */
+/** Waits until the chat is idle again (the automatic follow-up request included); the cap is a safety net. */
 async function settled(chat: TestChat): Promise<void> {
-  for (let i = 0; i < 200 && chat.status !== 'ready'; i++) await new Promise((resolve) => setTimeout(resolve, 5))
-  expect(chat.status).toBe('ready')
+  await vi.waitFor(() => expect(chat.status).toBe('ready'), { timeout: 30_000, interval: 5 })
 }
 
 /** The approval request of the chat's exit_plan_mode call, as the UI renders it. */
@@ -133,6 +134,106 @@ describe('R82: a useChat client (AbstractChat) on a serverless route, a fresh se
       outcome: 'keep-planning',
       feedback: 'Backfill in batches.',
       toldInResult: true,
+    })
+  })
+})
+
+describe('R82: a useChat card approves exactly the plan it shows (issue #23: consent forged through one toolCallId)', () => {
+  const DANGEROUS = '# Clean up\n\n1. Delete every backup.'
+  const REVISED = '# Migrate the users table\n\n1. Add the column.\n2. Backfill it in batches of 1000.'
+  const exitCall = (plan: string) => ({ name: 'exit_plan_mode', input: { plan } })
+
+  /** A scripted model whose every tool call carries the id `callId`, as some providers and mocks give them. */
+  function oneIdModel(script: Parameters<typeof scriptedModel>[0], callId: string) {
+    const { model, requests } = scriptedModel(script)
+    const wrapped = wrapLanguageModel({
+      model,
+      middleware: {
+        specificationVersion: 'v3',
+        wrapStream: async ({ doStream }) => {
+          const { stream, ...rest } = await doStream()
+          const renamed = new TransformStream<typeof stream extends ReadableStream<infer C> ? C : never>({
+            transform: (chunk, out) => out.enqueue(chunk.type === 'tool-call' ? { ...chunk, toolCallId: callId } : chunk),
+          })
+          return { ...rest, stream: stream.pipeThrough(renamed) }
+        },
+      },
+    })
+    return { model: wrapped, requests }
+  }
+
+  /** The exit_plan_mode cards of the chat as the UI renders them: state, the plan shown, the error text. */
+  const cards = (chat: TestChat) =>
+    chat.all
+      .flatMap((m) => m.parts)
+      .filter((p) => p.type === 'tool-exit_plan_mode')
+      .map((p) => {
+        const part = p as { state: string; input?: { plan?: string }; errorText?: string; approval?: { id: string } }
+        return { state: part.state, plan: part.input?.plan, ...(part.errorText === undefined ? {} : { errorText: part.errorText }) }
+      })
+  const outcomes = (log: SessionLog) => log.events.filter((e) => e.type === 'plan/review').map((e) => e.data as { outcome: string; plan: string })
+
+  /** The user approves every card that waits, as the UI offers it. */
+  async function approveWaiting(chat: TestChat) {
+    for (const part of chat.all.flatMap((m) => m.parts)) {
+      const card = part as { type: string; state?: string; approval?: { id: string } }
+      if (card.type === 'tool-exit_plan_mode' && card.state === 'approval-requested') await chat.addToolApprovalResponse({ id: card.approval!.id, approved: true })
+    }
+    await settled(chat)
+  }
+
+  it('R82: two exit_plan_mode calls with one id in one step: the card never approves the first call\'s plan it does not show; the second call is refused and the review closed', async () => {
+    const log = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
+    const first = oneIdModel([{ toolCalls: [exitCall(DANGEROUS), exitCall(PLAN)] }, { text: 'Waiting.' }], 'exit-1')
+    const later = scriptedModel([{ text: 'Carrying it out.' }])
+    const models = [first.model, later.model]
+    const chat = new TestChat(route(log, () => models.shift()!))
+
+    await chat.sendMessage({ text: 'Plan the migration.' })
+    await settled(chat)
+    const shown = cards(chat).map((card) => card.plan)
+    await approveWaiting(chat)
+    // Whatever the log approved, the user saw on the card they approved: here, nothing is approved.
+    expect(outcomes(log).filter((r) => r.outcome === 'approved').map((r) => r.plan)).toEqual([])
+    expect(shown).toEqual([PLAN])
+    expect(outcomes(log).map((r) => [r.outcome, r.plan])).toEqual([
+      ['requested', DANGEROUS],
+      ['keep-planning', DANGEROUS],
+    ])
+    expect(cards(chat)).toEqual([
+      {
+        state: 'output-error',
+        plan: PLAN,
+        errorText: 'exit_plan_mode call "exit-1" repeats the id of the call under review; it is refused, and that review is closed: nothing was approved. Present the plan again, in one call.',
+      },
+    ])
+  })
+
+  it('R82: a model that gives every call the same id: after Keep planning its revised plan is under review, its card waits, and Approve approves the revised plan', async () => {
+    const log = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
+    const first = oneIdModel([{ toolCalls: [exitCall(PLAN)] }], 'exit_plan_mode-call')
+    const second = oneIdModel([{ toolCalls: [exitCall(REVISED)] }], 'exit_plan_mode-call')
+    const third = scriptedModel([{ text: 'Migrating now.' }])
+    const models = [first.model, second.model, third.model]
+    const chat = new TestChat(route(log, () => models.shift()!))
+
+    await chat.sendMessage({ text: 'Plan the migration.' })
+    await settled(chat)
+    const card = chat.all.flatMap((m) => m.parts).find((p) => p.type === 'tool-exit_plan_mode') as { approval: { id: string } }
+    await chat.addToolApprovalResponse({ id: card.approval.id, approved: false, reason: 'Backfill in batches.' })
+    await settled(chat)
+    expect(outcomes(log).map((r) => [r.outcome, r.plan])).toEqual([
+      ['requested', PLAN],
+      ['keep-planning', PLAN],
+      ['requested', REVISED],
+    ])
+    expect(cards(chat).filter((c) => c.state === 'approval-requested')).toEqual([{ state: 'approval-requested', plan: REVISED }])
+
+    await approveWaiting(chat)
+    expect(outcomes(log).filter((r) => r.outcome === 'approved').map((r) => r.plan)).toEqual([REVISED])
+    expect(third.requests()[0]!.toolResults.at(-1)).toEqual({
+      toolName: 'exit_plan_mode',
+      output: { type: 'text', value: 'Plan approved — plan mode exited; carry out the plan starting with your next step.' },
     })
   })
 })

@@ -624,4 +624,51 @@ describe('an answer read once, as plain data (issue #23, defect 15; each failed 
     const { settled } = await channelAnswer({ answers: new Array(2 ** 32 - 1) })
     expect(settled).toEqual({ error: 'the plan review answer is too large (answers holds more than 10000 items)' })
   })
+
+  // Hostile answers to a durable review (held when #23 was filed; pinned so that they stay held).
+  const approve = (item: Record<string, unknown>) => ({ answers: [{ ...approveItem, ...item }] })
+  const hostileApprovals: [string, () => unknown, 'keep-planning' | 'refused'][] = [
+    ['an id that is a String object', () => ({ answers: [{ id: new String('plan-review'), selected: ['Approve'] }] }), 'refused'],
+    ['an Approve that is a String object', () => ({ answers: [{ id: 'plan-review', selected: [new String('Approve')] }] }), 'refused'],
+    ['a sparse selected [ , Approve ]', () => ({ answers: [{ id: 'plan-review', selected: [, 'Approve'] }] }), 'refused'], // eslint-disable-line no-sparse-arrays
+    ['a selected array-like object', () => ({ answers: [{ id: 'plan-review', selected: { 0: 'Approve', length: 1 } }] }), 'refused'],
+    ['a hole before the item', () => ({ answers: [, approveItem] }), 'refused'], // eslint-disable-line no-sparse-arrays
+    ['custom: null', () => approve({ custom: null }), 'refused'],
+    ['a custom that is a String object of spaces', () => approve({ custom: new String('  ') }), 'refused'],
+    ['an inherited selected', () => ({ answers: [Object.assign(Object.create({ selected: ['Approve'] }), { id: 'plan-review' })] }), 'refused'],
+    ['Approve with an extra selection', () => ({ answers: [{ id: 'plan-review', selected: ['Approve', 'Keep planning'] }] }), 'keep-planning'],
+    ['two plan-review items that both approve', () => ({ answers: [approveItem, approveItem] }), 'keep-planning'],
+    ['Approve with a comment', () => approve({ comments: [{ quote: '1. a', text: 'no' }] }), 'keep-planning'],
+    [
+      'a Proxy item whose selected reads Keep planning once and Approve after',
+      () => {
+        let reads = 0
+        return { answers: [new Proxy({ id: 'plan-review', selected: ['Keep planning'] }, { get: (t, k) => (k === 'selected' && reads++ > 0 ? ['Approve'] : Reflect.get(t, k)) })] }
+      },
+      'keep-planning',
+    ],
+    ['a toJSON that says Approve', () => ({ answers: [], toJSON: () => ({ answers: [approveItem] }) }), 'keep-planning'],
+  ]
+  for (const [what, answer, expected] of hostileApprovals) {
+    it(`R44, R80: answerReview with ${what} approves nothing: ${expected === 'refused' ? 'refused as malformed, the review stays open' : 'the user keeps planning'}`, async () => {
+      const { planMode, agent, reviewId, outcomes } = await openDurable()
+      if (expected === 'refused') {
+        await expect(planMode.answerReview(agent, reviewId, answer())).rejects.toThrow(new Error(MALFORMED))
+        expect(outcomes()).toEqual(['requested'])
+        expect(planMode.openReview(agent)?.reviewId).toBe(reviewId)
+      } else {
+        expect(await planMode.answerReview(agent, reviewId, answer())).toBe('keep-planning')
+        expect(outcomes()).toEqual(['requested', 'keep-planning'])
+      }
+      expect(planMode.get(agent)).toEqual({ active: true })
+      await planMode.dispose()
+    })
+  }
+
+  it('R44, R80: answerReview with a plain Approve approves (the control of the hostile answers above)', async () => {
+    const { planMode, agent, reviewId, outcomes } = await openDurable()
+    expect(await planMode.answerReview(agent, reviewId, approve({}))).toBe('approved')
+    expect(outcomes()).toEqual(['requested', 'approved'])
+    await planMode.dispose()
+  })
 })

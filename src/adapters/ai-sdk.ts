@@ -44,7 +44,7 @@ import { dueHandoff, type PlanHandoff } from '../plan/handoff.js'
 import { episodeBefore } from '../log/history.js'
 import { isReadOnlyTool, type PlanGuard } from '../guard/index.js'
 import type { PlanMode } from '../service.js'
-import type { PlanAgent, UserMessage } from '../types.js'
+import type { OpenReviewView, PlanAgent, UserMessage } from '../types.js'
 
 /**
  * The `exit_plan_mode` tool as an AI SDK tool: input `{ plan }`, output `{ approved: true }` (or,
@@ -211,9 +211,15 @@ export function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent): ExitPlan
  * opens the review for a new call (the request is logged with the call's id) and asks for the
  * user's approval; the SDK ends the response with the `tool-approval-request`. In a later request,
  * perhaps another process, the client's approval makes the SDK run `execute`, which answers the
- * review bound to that call (Approve, told in this result); a denial is answered Keep planning by
- * `prepareStep` (see `answerDenials`). A call the core refuses (R42) needs no approval: its
- * `execute` fails with the refusal, as in a channel service.
+ * review bound to that call (Approve, told in this result) when the approved call's plan is the
+ * one under review; a denial is answered Keep planning by `prepareStep` (see `answerDenials`). A
+ * call the core refuses (R42) needs no approval: its `execute` fails with the refusal, as in a
+ * channel service.
+ *
+ * A card shows its call's input and answers by the call's id, and the SDK and the UI keep one
+ * call per id: so an approval is consent only for the plan its call carries, and a new call that
+ * repeats the id of the call under review (in the same step, or a model that reuses ids) is
+ * refused and closes that review, since its card can no longer tell which plan it shows.
  */
 function durableExitTool(
   planMode: PlanMode,
@@ -221,31 +227,55 @@ function durableExitTool(
   base: Pick<ExitPlanModeAiTool, 'description' | 'inputSchema'>,
 ): ExitPlanModeAiTool {
   const { exitTool } = planMode
-  /** Calls the core refused while the SDK asked whether they need approval, by call id. */
+  /** Calls refused while the SDK asked whether they need approval, by call id: `execute` fails with it. */
   const refused = new Map<string, unknown>()
+
+  /**
+   * Closes the open review as Keep planning, told in the result (R44: what is not consent keeps
+   * planning), so that no review waits for a card that cannot answer it. The error the call fails
+   * with: `text`, or the log's error when the record could not be appended (the review stays open).
+   */
+  async function closeWithoutConsent(open: OpenReviewView, text: string): Promise<Error> {
+    try {
+      await planMode.answerReview(agent, open.reviewId, KEEP_PLANNING_ANSWER, { toldInResult: true })
+      return new Error(text)
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error))
+    }
+  }
+
   return tool<{ plan: string }, ExitToolResult>({
     ...base,
     async needsApproval(input, { toolCallId, messages }) {
-      // The SDK asks again when the approval comes back: that call's review is already open.
-      if (planMode.openReview(agent)?.callId === toolCallId || holdsToolCall(messages, toolCallId)) return true
+      // The SDK asks again for an approved call before it runs it: `execute` decides whether it is consent.
+      if (isApprovedCallRecheck(messages, toolCallId)) {
+        refused.delete(toolCallId)
+        return true
+      }
+      const open = planMode.openReview(agent)
+      if (open !== null && open.callId === toolCallId) {
+        refused.set(toolCallId, await closeWithoutConsent(open, approvalRefusal.repeatedId(toolCallId)))
+        return false
+      }
       try {
         await exitTool.execute(input, { agent, callId: toolCallId })
+        refused.delete(toolCallId)
         return true
       } catch (error) {
         refused.set(toolCallId, error)
         return false
       }
     },
-    async execute(_input, { toolCallId }) {
+    async execute(input, { toolCallId }) {
       const refusal = refused.get(toolCallId)
       if (refusal !== undefined) {
         refused.delete(toolCallId)
         throw refusal
       }
       const open = planMode.openReview(agent)
-      if (open === null || open.callId !== toolCallId) {
-        throw new Error(`the approval of tool call "${toolCallId}" matches no open plan review; nothing was approved`)
-      }
+      if (open === null || open.callId !== toolCallId) throw new Error(approvalRefusal.noMatch(toolCallId))
+      // The user approved the card of this call, which shows the call's plan: consent to that plan only.
+      if (planOf(input) !== open.plan) throw await closeWithoutConsent(open, approvalRefusal.otherPlan(toolCallId))
       await planMode.answerReview(agent, open.reviewId, APPROVE_ANSWER, { toldInResult: true })
       return { approved: true }
     },
@@ -256,13 +286,43 @@ function durableExitTool(
 /** The answer an approval in the SDK stands for (R44). */
 const APPROVE_ANSWER = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
 
-/** Whether `messages` already hold the model's call `toolCallId` (the SDK re-checks an approved call). */
-function holdsToolCall(messages: readonly ModelMessage[], toolCallId: string): boolean {
+/** The answer that closes a review nobody could consent to (R44, R82). */
+const KEEP_PLANNING_ANSWER = { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] }
+
+/** What a durable exit call fails with when its approval is not consent (R82). */
+const approvalRefusal = {
+  noMatch: (toolCallId: string) => `the approval of tool call "${toolCallId}" matches no open plan review; nothing was approved`,
+  otherPlan: (toolCallId: string) =>
+    `the approval of tool call "${toolCallId}" is for another plan than the one under review; nothing was approved, and that review is closed: present the plan again`,
+  repeatedId: (toolCallId: string) =>
+    `exit_plan_mode call "${toolCallId}" repeats the id of the call under review; it is refused, and that review is closed: nothing was approved. Present the plan again, in one call.`,
+}
+
+/** The `plan` of an exit call's input, read once; undefined when it is not a string or cannot be read. */
+function planOf(input: unknown): string | undefined {
+  try {
+    const plan = (input as { plan?: unknown } | null | undefined)?.plan
+    return typeof plan === 'string' ? plan : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Whether the SDK is checking an approved call again before it runs it: the request's last
+ * message approves an approval request of `toolCallId` and holds no result for it (how the SDK
+ * collects the approvals it acts on). A model's new call that reuses an id of the history is not.
+ */
+function isApprovedCallRecheck(messages: readonly ModelMessage[], toolCallId: string): boolean {
+  const last = messages.at(-1)
+  if (last?.role !== 'tool') return false
+  if (last.content.some((part) => part.type === 'tool-result' && part.toolCallId === toolCallId)) return false
+  const approvedIds = new Set(last.content.flatMap((part) => (part.type === 'tool-approval-response' && part.approved ? [part.approvalId] : [])))
   return messages.some(
     (message) =>
       message.role === 'assistant' &&
       typeof message.content !== 'string' &&
-      message.content.some((part) => part.type === 'tool-call' && part.toolCallId === toolCallId),
+      message.content.some((part) => part.type === 'tool-approval-request' && part.toolCallId === toolCallId && approvedIds.has(part.approvalId)),
   )
 }
 
@@ -550,6 +610,9 @@ function describeValue(value: unknown): string {
  */
 function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent: PlanAgent): TOOLS {
   const guarded: ToolSet = {}
+  // Defined, never assigned: a host tool named `__proto__` would set the set's prototype and
+  // leave the catalog (R40).
+  const keep = (name: string, tool: Tool) => Object.defineProperty(guarded, name, { configurable: true, enumerable: true, writable: true, value: tool })
   for (const [name, original] of Object.entries(tools)) {
     // A host's `execute` getter that throws (R88) is read again when the call runs, after the
     // guard decided: the call fails with its error then, never `withPlanMode` now.
@@ -562,7 +625,7 @@ function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent
       }
     }
     if (typeof execute !== 'function') {
-      guarded[name] = original
+      keep(name, original)
       continue
     }
     const readOnly = isReadOnlyTool(original)
@@ -582,7 +645,7 @@ function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent
           }
         : (input: unknown, options: ToolCallOptions) => guard.run(agent, call(options.toolCallId), () => execute.call(original, input, options)),
     }
-    guarded[name] = Object.create(Object.getPrototypeOf(original), { ...fields, execute: guardedExecute }) as Tool
+    keep(name, Object.create(Object.getPrototypeOf(original), { ...fields, execute: guardedExecute }) as Tool)
   }
   return guarded as TOOLS
 }
