@@ -272,7 +272,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     expect([rewritten.checkpoint, rewritten.events.map((event) => event.seq)]).toEqual([undefined, [1, 2]])
   })
 
-  it('R85, R76: a save replaces a stored checkpoint that no loader can use, whatever its seq (regression: an @2 one, another agent\'s, or one past the log\'s end kept every later checkpoint out)', async () => {
+  it('R85, R76: a save replaces a stored checkpoint that no loader can use, whatever its seq (regression: an @2 one or another agent\'s kept every later checkpoint out; one past the log\'s end cannot be stored, the checkpoint goes with its event)', async () => {
     const db = await database()
     const store = await instance(db)
     const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
@@ -282,10 +282,11 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     await writer.dispose()
     const saved = (await store.checkpoints.load('s1')) as PlanCheckpoint
     expect(saved).toMatchObject({ seq: 2 })
+    await agent.session.append('message', {})
+    await agent.session.append('message', {}) // seq 4: the stored one below is newer than the save
     const unusable = [
-      { ...saved, version: 'xstate-plan-mode/checkpoint@2', seq: 90 },
-      { ...saved, agentId: 's9', seq: 90 },
-      { ...saved, seq: 90 }, // the log holds no event at seq 90 (it was deleted and made again)
+      { ...saved, version: 'xstate-plan-mode/checkpoint@2', seq: 4 },
+      { ...saved, agentId: 's9', seq: 4 },
     ]
     for (const stored of unusable) {
       await db.query(`UPDATE ${prefix}checkpoints SET seq = $2, checkpoint = $3::json WHERE session = $1`, ['s1', stored.seq, JSON.stringify(stored)])
@@ -294,6 +295,9 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     }
     // A usable newer one is still kept.
     await store.checkpoints.save('s1', { ...saved, seq: 1 })
+    expect(await store.checkpoints.load('s1')).toEqual(saved)
+    // None is stored at a seq the log does not hold.
+    await expect(store.checkpoints.save('s1', { ...saved, seq: 90 })).rejects.toThrow(/foreign key/)
     expect(await store.checkpoints.load('s1')).toEqual(saved)
   })
 
@@ -482,4 +486,75 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
       new Error('plan-mode postgres: session s1 was not opened: its log has no event at seq 4 (the next row has seq 5)'),
     )
   })
+})
+
+describe('#23 on PGlite: a checkpoint holds only for the rows it was cut from', () => {
+  const OLD_PLAN = '# Drop the users table\n\n1. DROP TABLE users.'
+  const NEW_PLAN = '# Add an index\n\n1. CREATE INDEX.'
+
+  it("R76, R85: after an operator deletes a session's rows, the new log of that session is not read through the old log's checkpoint (regression: its turn/end {} at the same seq had the same digest: plan mode read off, the open review was gone, the old plan read approved)", async () => {
+    const db = await database()
+    const checkpointing = (store: PostgresPlanStore) => service(store, { reviews: 'durable', checkpoints: store.checkpoints, checkpointEvery: 1 })
+    // The old log: plan mode on, a plan approved and left, the turn ended; its checkpoint at that turn/end.
+    const first = await instance(db)
+    const agent: PlanAgent = { id: 's1', session: await first.openSession('s1') }
+    const old = checkpointing(first)
+    expect(await old.set(agent, true)).toBe('committed') // 1
+    await agent.session.append('turn/start', {}) // 2
+    const { reviewId } = (await old.exitTool.execute({ plan: OLD_PLAN }, { agent })) as { reviewId: string } // 3
+    expect(await old.answerReview(agent, reviewId, APPROVE)).toBe('approved') // 4
+    await old.stepBoundary(agent) // 5: plan/mode false
+    await agent.session.append('turn/end', {}) // 6, as withPlanMode's endTurn logs it
+    await old.dispose() // waits for the checkpoint's write
+    expect(await first.checkpoints.load('s1')).toMatchObject({ seq: 6, type: 'turn/end', projection: { active: false }, approved: { plan: OLD_PLAN } })
+
+    // The operator deletes the session's rows; the session starts again, grows to seq 6 and ends a turn there.
+    await db.query(`DELETE FROM ${prefix}events WHERE session = 's1'`)
+    const second = await instance(db)
+    const again: PlanAgent = { id: 's1', session: await second.openSession('s1') }
+    expect(again.session.events).toEqual([])
+    const now = checkpointing(second)
+    expect(await now.set(again, true)).toBe('committed') // 1
+    await again.session.append('turn/start', {}) // 2
+    const fresh = (await now.exitTool.execute({ plan: NEW_PLAN }, { agent: again })) as { reviewId: string } // 3
+    await again.session.append('message', { text: 'waiting for the user' }) // 4
+    await again.session.append('message', { text: 'still waiting' }) // 5
+    await again.session.append('turn/end', {}) // 6: the seq of the old checkpoint's event, and the same event
+    await now.dispose()
+
+    // A restart reads the new log (through the new log's checkpoint, the only one the store may hold).
+    const third = await instance(db)
+    const reloaded: PlanAgent = { id: 's1', session: await third.openSession('s1') }
+    const after = service(third, { reviews: 'durable' })
+    expect(reloaded.session.checkpoint).toMatchObject({ seq: 6, projection: { active: true }, review: { open: { reviewId: fresh.reviewId } } })
+    expect({
+      mode: after.get(reloaded),
+      openReview: after.openReview(reloaded)?.reviewId ?? null,
+      approvedPlan: after.approvedPlan(reloaded)?.plan ?? null,
+    }).toEqual({ mode: { active: true }, openReview: fresh.reviewId, approvedPlan: null })
+  })
+
+  it("R85, R76: migrate drops a checkpoint whose event an earlier version's tables no longer hold, so a log made again past its seq is not read through it", async () => {
+    const db = await database()
+    // Tables of an earlier version, with a checkpoint left behind by a log deleted since (turn/end {} at seq 2).
+    const stale = await instance(db)
+    const writer = service(stale, { checkpoints: stale.checkpoints, checkpointEvery: 1 })
+    const agent: PlanAgent = { id: 's1', session: await stale.openSession('s1') }
+    expect(await writer.set(agent, true)).toBe('committed')
+    await agent.session.append('turn/end', {})
+    await writer.dispose()
+    const saved = (await stale.checkpoints.load('s1')) as PlanCheckpoint
+    expect(saved).toMatchObject({ seq: 2, projection: { active: true } })
+    await db.exec(`DROP TABLE ${prefix}checkpoints; CREATE TABLE ${prefix}checkpoints (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint json NOT NULL)`)
+    await db.query(`DELETE FROM ${prefix}events WHERE session = 's1'`)
+    await db.query(`INSERT INTO ${prefix}checkpoints (session, seq, checkpoint) VALUES ('s1', 2, $1::json)`, [JSON.stringify(saved)])
+    // This version's migrate; then the log is made again: no plan mode, a turn ended at seq 2.
+    const store = await instance(db)
+    const log = await store.openSession('s1')
+    await log.append('turn/start', {})
+    await log.append('turn/end', {})
+    const reopened = await (await instance(db)).openSession('s1')
+    expect([reopened.checkpoint, reopened.events.map((e) => e.seq), foldPlanMode(reopened.events)]).toEqual([undefined, [1, 2], false])
+  })
+
 })

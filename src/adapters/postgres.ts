@@ -121,6 +121,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   const events = `${prefix}events`
   const pendingTable = `${prefix}pending`
   const checkpointTable = `${prefix}checkpoints`
+  const checkpointEventKey = `${prefix}checkpoints_event`
   const channel = `${prefix}events`
   const appendFunction = `${prefix}append`
   const appendTimeoutMs = options.appendTimeoutMs ?? queryTimeoutOf(db)
@@ -375,12 +376,21 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           END IF;
         END $do$;
         CREATE TABLE IF NOT EXISTS ${pendingTable} (session text PRIMARY KEY, pending boolean NOT NULL);
-        CREATE TABLE IF NOT EXISTS ${checkpointTable} (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint json NOT NULL);
+        -- A checkpoint goes with the event it ends at: a log deleted and made again is never read
+        -- through the old log's checkpoint, however alike their events at that seq (R85).
+        CREATE TABLE IF NOT EXISTS ${checkpointTable} (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint json NOT NULL,
+          CONSTRAINT ${checkpointEventKey} FOREIGN KEY (session, seq) REFERENCES ${events} (session, seq) ON DELETE CASCADE);
         DO $do$ BEGIN
           -- A checkpoint holds plans, which may hold U+0000: json keeps its text, jsonb refuses it.
           -- A table made when it was jsonb (one small row per session) is changed once.
           IF (SELECT atttypid FROM pg_attribute WHERE attrelid = '${checkpointTable}'::regclass AND attname = 'checkpoint' AND NOT attisdropped) = 'jsonb'::regtype THEN
             ALTER TABLE ${checkpointTable} ALTER COLUMN checkpoint TYPE json USING checkpoint::json;
+          END IF;
+          -- A table made before checkpoints went with their event: the ones whose event is gone go now.
+          IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${checkpointTable}'::regclass AND conname = '${checkpointEventKey}') THEN
+            DELETE FROM ${checkpointTable} c WHERE NOT EXISTS (SELECT 1 FROM ${events} e WHERE e.session = c.session AND e.seq = c.seq);
+            ALTER TABLE ${checkpointTable} ADD CONSTRAINT ${checkpointEventKey}
+              FOREIGN KEY (session, seq) REFERENCES ${events} (session, seq) ON DELETE CASCADE;
           END IF;
         END $do$;
         ${appendFunctionSql(events, appendFunction, channel)}`
@@ -450,16 +460,15 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       },
       async save(agentId, checkpoint) {
         // Two instances may save at once: the newer checkpoint stays. One no loader can use (of an
-        // older version, of another agent, past the end of a log made again) stays no matter its
-        // seq, or it would keep every later checkpoint out (R76, R85).
+        // older version, of another agent) is replaced no matter its seq, or it would keep every
+        // later checkpoint out; one whose event is gone went with it (R76, R85).
         const stored = `${checkpointTable}.checkpoint`
         await db.query(
           `INSERT INTO ${checkpointTable} (session, seq, checkpoint) VALUES ($1, $2, $3::json)
            ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, checkpoint = excluded.checkpoint
            WHERE ${checkpointTable}.seq < excluded.seq
               OR (${stored} ->> 'version') IS DISTINCT FROM $4
-              OR (${stored} ->> 'agentId') IS DISTINCT FROM $1
-              OR NOT EXISTS (SELECT 1 FROM ${events} WHERE session = $1 AND seq = ${checkpointTable}.seq)`,
+              OR (${stored} ->> 'agentId') IS DISTINCT FROM $1`,
           [agentId, checkpoint.seq, JSON.stringify(checkpoint), PLAN_CHECKPOINT_VERSION],
         )
       },
