@@ -6,11 +6,12 @@
  *
  * Several instances share one database. The database keeps the seq contract: events are keyed by
  * (session, seq), and every append is one call of the function `<prefix>append`, which takes the
- * session's turn (an advisory lock, first come first served), writes the row after the last one
- * the table holds and answers the rows the instance had not taken before it. A decision is
- * written only when nothing was appended since the instance's view (R84); any other event goes
- * after whatever is there. Appends are announced with NOTIFY, but a notification is only a hint
- * to read: anyone who can connect may send one, so an instance takes only rows of the table.
+ * session's turn (a lock on the session's row of `<prefix>turns`, first come first served: a role
+ * without a privilege on the table cannot take it, as it could an advisory lock), writes the row
+ * after the last one the table holds and answers the rows the instance had not taken before it.
+ * A decision is written only when nothing was appended since the instance's view (R84); any other
+ * event goes after whatever is there. Appends are announced with NOTIFY, but a notification is
+ * only a hint to read: anyone who can connect may send one, so an instance takes only rows of the table.
  */
 import { checkpointEventProblem, PLAN_CHECKPOINT_VERSION, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'
@@ -96,6 +97,20 @@ const MAX_ATTEMPTS = 20
 /** PostgreSQL's code for a unique violation: another instance has taken the seq. */
 const UNIQUE_VIOLATION = '23505'
 
+/** PostgreSQL's code for a table created meanwhile by another transaction. */
+const DUPLICATE_TABLE = '42P07'
+
+/** PostgreSQL's code for a lock not granted within `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = '55P03'
+
+/** How long `migrate` waits for a lock when the store has no `appendTimeoutMs` (R83). */
+const MIGRATE_LOCK_WAIT_MS = 10_000
+
+/** The message of a `migrate` whose lock another transaction held for longer than it waits (R83). */
+function migrateLockMessage(ms: number): string {
+  return `plan-mode postgres: migrate waited ${ms} ms for a lock another transaction holds (another migrate?); nothing was changed`
+}
+
 /** The message of an append another instance got in first (R84). */
 export function seqTakenMessage(sessionId: string, seq: number, type: string): string {
   return `plan-mode postgres: session ${sessionId} already has seq ${seq} (another instance appended first); the ${type} event was not written`
@@ -122,6 +137,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   const pendingTable = `${prefix}pending`
   const checkpointTable = `${prefix}checkpoints`
   const checkpointEventKey = `${prefix}checkpoints_event`
+  const turnsTable = `${prefix}turns`
   const channel = `${prefix}events`
   const appendFunction = `${prefix}append`
   const appendTimeoutMs = options.appendTimeoutMs ?? queryTimeoutOf(db)
@@ -364,8 +380,13 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
 
   return {
     async migrate() {
+      const lockWaitMs = appendTimeoutMs ?? MIGRATE_LOCK_WAIT_MS
       const sql = `
-        SELECT pg_advisory_xact_lock(hashtext('${prefix}migrate'));
+        SELECT set_config('lock_timeout', '${lockWaitMs}ms', true);
+        CREATE TABLE IF NOT EXISTS ${turnsTable} (session text PRIMARY KEY);
+        -- Migrations take turns on a table of the store's own: a role without a privilege on it
+        -- cannot hold them up, as it could with an advisory lock. Appends do not wait for this lock.
+        LOCK TABLE ${turnsTable} IN SHARE UPDATE EXCLUSIVE MODE;
         CREATE TABLE IF NOT EXISTS ${events} (
           session text NOT NULL, seq bigint NOT NULL, type text NOT NULL, data jsonb, data_json json,
           PRIMARY KEY (session, seq));
@@ -393,9 +414,20 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
               FOREIGN KEY (session, seq) REFERENCES ${events} (session, seq) ON DELETE CASCADE;
           END IF;
         END $do$;
-        ${appendFunctionSql(events, appendFunction, channel)}`
-      // One round trip, one implicit transaction: the lock keeps concurrent migrations apart.
-      await (db.exec ? db.exec(`BEGIN;${sql}COMMIT;`) : db.query(`BEGIN;${sql}COMMIT;`))
+        ${appendFunctionSql(events, turnsTable, appendFunction, channel)}`
+      // One round trip, one implicit transaction (no BEGIN: a failed one would leave a pooled
+      // connection in an aborted transaction). Instances that start at once on an empty database
+      // may collide creating the first table; the one that lost migrates again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await (db.exec ? db.exec(sql) : db.query(sql))
+          return
+        } catch (error) {
+          const code = codeOf(error)
+          if (code === LOCK_NOT_AVAILABLE) throw new Error(migrateLockMessage(lockWaitMs))
+          if (attempt >= 3 || (code !== UNIQUE_VIOLATION && code !== DUPLICATE_TABLE)) throw error
+        }
+      }
     },
 
     async openSession(sessionId) {
@@ -504,21 +536,27 @@ function readNotice(payload: string): Notice | undefined {
 }
 
 /**
- * The function every append calls (R83, R84): it waits for the session's turn (a transaction
- * lock, granted in the order asked), so each append sees the rows of the one before it; it
- * writes the row after the last one the table holds (or after `p_after`, the instance's view,
- * should the table hold less), unless it is a decision (`p_seq`) and something was appended
- * since; it NOTIFYs `[session, seq]`, and answers the rows after `p_after` it did not write, then
- * its own seq as a row whose type is null.
+ * The function every append calls (R83, R84): it waits for the session's turn (a lock on the
+ * session's row of the turns table, granted in the order asked), so each append sees the rows of
+ * the one before it; it writes the row after the last one the table holds (or after `p_after`, the
+ * instance's view, should the table hold less), unless it is a decision (`p_seq`) and something
+ * was appended since; it NOTIFYs `[session, seq]`, and answers the rows after `p_after` it did not
+ * write, then its own seq as a row whose type is null.
  */
-function appendFunctionSql(events: string, name: string, channel: string): string {
+function appendFunctionSql(events: string, turns: string, name: string, channel: string): string {
   return `
         CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint)
           RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json) LANGUAGE plpgsql AS $fn$
         DECLARE
           next_seq bigint;
         BEGIN
-          PERFORM pg_advisory_xact_lock(hashtext('${events}'), hashtext(p_session));
+          -- The session's turn: a row lock on a table of the store's own, which a role without a
+          -- privilege on it cannot take (anyone who may connect can take an advisory lock).
+          PERFORM 1 FROM ${turns} t WHERE t.session = p_session FOR UPDATE;
+          IF NOT FOUND THEN
+            INSERT INTO ${turns} (session) VALUES (p_session) ON CONFLICT DO NOTHING;
+            PERFORM 1 FROM ${turns} t WHERE t.session = p_session FOR UPDATE;
+          END IF;
           -- A new snapshot per statement: the rows of the appends that held the turn before are seen.
           SELECT GREATEST(COALESCE(max(e.seq), 0), p_after) + 1 INTO next_seq FROM ${events} e WHERE e.session = p_session;
           IF p_seq IS NULL OR p_seq = next_seq THEN
@@ -624,6 +662,15 @@ function firstMissingSeq(rows: readonly SessionEvent[], after: number): { seq: n
 /** A row of the events table as a log event. */
 function rowEvent(row: Record<string, unknown>): SessionEvent {
   return eventOf(row.seq, row.type, row.data, row.data_json)
+}
+
+/** The SQLSTATE of a driver's error, read without trusting the object (a throwing getter gives none). */
+function codeOf(error: unknown): unknown {
+  try {
+    return (error as { code?: unknown } | null | undefined)?.code
+  } catch {
+    return undefined
+  }
 }
 
 function messageOf(error: unknown): string {
