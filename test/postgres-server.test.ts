@@ -388,7 +388,7 @@ function settledWithin<T>(promise: Promise<T>, ms: number): Promise<{ settled: '
   ]).finally(() => clearTimeout(timer))
 }
 
-describe('#23 on a real server: a session\'s turn and migrate\'s lock are the store\'s own', () => {
+describe('#23 on a real server: a session\'s turn and migrate\'s lock are the store\'s own; an append that timed out stays unwritten', () => {
   /** A connection of a role that may connect and do nothing else: no privilege on any table (R83's hostile database user). */
   async function stranger(): Promise<pg.Client> {
     const client = new pg.Client({ ...server.config, user: 'stranger' })
@@ -449,6 +449,28 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
     const migrated = await settledWithin(store.migrate(), 10_000)
     await m.query('SELECT pg_advisory_unlock_all()')
     expect(migrated).toEqual({ settled: 'resolved', value: undefined })
+  }, 30_000)
+
+  it('R83: an append that times out while it waits in the server is not written when the wait ends (regression: a transaction holding the events table made it time out, and it was written once that transaction ended)', async () => {
+    const pool = new pg.Pool({ ...server.config, max: 4 })
+    pool.on('error', () => {})
+    closers.push(() => pool.end())
+    const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'late1_', appendTimeoutMs: 500 })
+    closers.push(() => store.close())
+    await store.migrate()
+    const log = await store.openSession('s1')
+    await log.append('message', { n: 1 })
+    // A writer's transaction (an operator's repair, a long batch) holds the table against inserts.
+    const holder = await owner()
+    await holder.query('BEGIN')
+    await holder.query('LOCK TABLE late1_events IN EXCLUSIVE MODE')
+    const timedOut = await log.append('plan/mode', { active: true }).then(() => 'written', (error: Error) => error.message)
+    expect(timedOut).toBe('plan-mode postgres: the plan/mode event of session s1 may not have been written: no answer from the database within 500 ms')
+    await holder.query('COMMIT')
+    // The next append queues behind whatever still waits in the server for the session's turn.
+    expect(await log.append('message', { n: 2 })).toEqual({ seq: 2, type: 'message', data: { n: 2 } })
+    const { rows } = await pool.query(`SELECT seq::int, type FROM late1_events WHERE session = 's1' ORDER BY seq`)
+    expect(rows).toEqual([{ seq: 1, type: 'message' }, { seq: 2, type: 'message' }])
   }, 30_000)
 
   it('R83: migrate waits at most appendTimeoutMs for a lock another transaction holds, then rejects with an exact message; appends go on meanwhile', async () => {

@@ -558,3 +558,64 @@ describe('#23 on PGlite: a checkpoint holds only for the rows it was cut from', 
   })
 
 })
+
+describe('#23 on PGlite: an append reported as timed out is never written later', () => {
+  it('R83, R86: an append reported as timed out is not written when its statement reaches the database later (regression: a /plan off whose command/done timed out landed after the user entered plan mode again, and switched it off on every instance)', async () => {
+    const db = await database()
+    // The database as instance A reaches it: the statement of the first /plan off's done is held on
+    // its way (a stalled connection, a pool with no free client) until released.
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    let held!: () => void
+    const holding = new Promise<void>((resolve) => (held = resolve))
+    let arrived!: (outcome: string) => void
+    const heldArrived = new Promise<string>((resolve) => (arrived = resolve))
+    const stalled: PgQueryable = {
+      async query(text, params) {
+        if (text.includes('append(') && params?.[1] === 'command/done' && String(params[2]).includes('"first-off"')) {
+          held()
+          await released
+          return db.query(text, params).then(
+            (result) => (arrived('answered'), result as { rows: Record<string, unknown>[] }),
+            (error: Error) => (arrived(`refused: ${error.message}`), Promise.reject(error)),
+          )
+        }
+        return db.query(text, params) as Promise<{ rows: Record<string, unknown>[] }>
+      },
+      exec: (sql) => db.exec(sql),
+    }
+    const storeA = createPostgresPlanStore({ db: stalled, listen: pgliteListen(db), prefix, appendTimeoutMs: 300 })
+    open.push(storeA)
+    await storeA.migrate()
+    const storeB = await instance(db)
+    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
+    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
+    const [a, b] = [service(storeA), service(storeB)]
+    expect(b.get(agentB)).toEqual({ active: false }) // B follows the session from the start
+    expect(await a.set(agentA, true)).toBe('committed')
+    // A /plan as the web demo logs it: command/run, the selection, command/done.
+    const slash = async (commandId: string, rawInput: string) => {
+      await agentA.session.append('command/run', { commandId, name: 'plan', args: rawInput })
+      const result = await a.command.run({ agent: agentA, rawInput })
+      await agentA.session.append('command/done', { commandId, kind: result.kind, text: result.text })
+      return result.text
+    }
+    // /plan off: applied on A, but its done does not arrive in time: the user is told it may not be written.
+    const off = await slash('first-off', 'off').catch((error: Error) => error.message)
+    expect(off).toBe('plan-mode postgres: the command/done event of session s1 may not have been written: no answer from the database within 300 ms')
+    await holding
+    // The user enters plan mode again; it is on, on every instance.
+    expect(await slash('then-on', '')).toBe('Plan mode on. Use /plan off to leave.')
+    await until(() => expect(b.get(agentB)).toEqual({ active: true }))
+    // The held statement reaches the database now: past its deadline, it writes nothing.
+    release()
+    expect(await heldArrived).toMatch(/^refused: /)
+    await agentA.session.append('message', { text: 'after' })
+    const rows = await rowsOf(db, 's1')
+    expect(rows.filter((row) => row.type === 'command/done').map((row) => (row.data as { commandId: string }).commandId)).toEqual(['then-on'])
+    await until(() => expect(agentB.session.events).toEqual(rows))
+    const fresh = service(await instance(db))
+    const agentC: PlanAgent = { id: 's1', session: await (await instance(db)).openSession('s1') }
+    expect({ a: a.get(agentA), b: b.get(agentB), fresh: fresh.get(agentC) }).toEqual({ a: { active: true }, b: { active: true }, fresh: { active: true } })
+  })
+})

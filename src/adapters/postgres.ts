@@ -10,8 +10,10 @@
  * without a privilege on the table cannot take it, as it could an advisory lock), writes the row
  * after the last one the table holds and answers the rows the instance had not taken before it.
  * A decision is written only when nothing was appended since the instance's view (R84); any other
- * event goes after whatever is there. Appends are announced with NOTIFY, but a notification is
- * only a hint to read: anyone who can connect may send one, so an instance takes only rows of the table.
+ * event goes after whatever is there. An append carries its deadline in the server's clock, and the
+ * function writes nothing past it, so an append its instance reported timed out never lands later.
+ * Appends are announced with NOTIFY, but a notification is only a hint to read: anyone who can
+ * connect may send one, so an instance takes only rows of the table.
  */
 import { checkpointEventProblem, PLAN_CHECKPOINT_VERSION, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'
@@ -103,6 +105,9 @@ const DUPLICATE_TABLE = '42P07'
 /** PostgreSQL's code for a lock not granted within `lock_timeout`. */
 const LOCK_NOT_AVAILABLE = '55P03'
 
+/** The code `<prefix>append` refuses a write with once the append's deadline has passed (R83). */
+const DEADLINE_PASSED = 'PM001'
+
 /** How long `migrate` waits for a lock when the store has no `appendTimeoutMs` (R83). */
 const MIGRATE_LOCK_WAIT_MS = 10_000
 
@@ -147,6 +152,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
 
   const sessions = new Map<string, Set<Session>>()
   const pending = new Map<string, boolean>()
+  const serverClock = new ServerClock()
   let stopListening: Promise<() => Promise<void>> | undefined
   let closed = false
 
@@ -217,27 +223,31 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       const decides = DECISIONS.has(type)
       const fixed = this.#last + 1 + this.#appending++
       // Counted from the call: waiting behind this instance's earlier appends is part of it (R83).
-      const deadline = appendTimeoutMs === undefined ? undefined : Date.now() + appendTimeoutMs
+      const deadline = appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs
       const mayNotBeWritten = (why: string) => new Error(`plan-mode postgres: the ${type} event of session ${this.sessionId} may not have been written: ${why}`)
       const timedOut = () => mayNotBeWritten(`no answer from the database within ${appendTimeoutMs} ms`)
       const run = async (): Promise<SessionEvent> => {
         this.#appending--
         if (this.#closed) throw new Error(`plan-mode postgres: session ${this.sessionId} is closed; the ${type} event was not written`)
-        if (deadline !== undefined && Date.now() >= deadline) throw timedOut()
+        if (deadline !== undefined && now() >= deadline) throw timedOut()
         if (decides && this.#last >= fixed) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
         if (decides && this.#last + 1 < fixed) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
         const json = JSON.stringify(data ?? null) ?? 'null' // a function or a symbol has no JSON: stored as null
         const stored = storedData(json)
         for (let attempt = 1; ; attempt++) {
           const after = this.#last
+          // The statement may reach the server late (a stalled connection, a pool with no free
+          // client): it carries the deadline, so that it writes nothing once the append was reported timed out.
+          const serverDeadline = deadline === undefined ? null : (serverClock.toServer(deadline) ?? null)
           this.#writing = true
-          const statement = query(db, `SELECT * FROM ${appendFunction}($1, $2, $3::jsonb, $4::json, $5, $6)`, [
+          const statement = query(db, `SELECT * FROM ${appendFunction}($1, $2, $3::jsonb, $4::json, $5, $6, $7)`, [
             this.sessionId,
             type,
             stored.jsonb,
             stored.json,
             decides ? fixed : null,
             after,
+            serverDeadline,
           ])
           let answer: { rows: unknown } | undefined
           let failure: unknown
@@ -246,10 +256,11 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           } catch (error) {
             failure = error
           }
+          const answeredAt = now()
           this.#writing = false
           let own: number | undefined
           try {
-            if (answer !== undefined) own = this.#takeAnswer(answer.rows)
+            if (answer !== undefined) own = this.#takeAnswer(answer.rows, answeredAt)
           } catch (error) {
             failure = error // an answer that is not rows: the row may be there; it is read like another's
             this.catchUp()
@@ -257,15 +268,19 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           if (this.#hinted > this.#last) this.catchUp()
           this.#hinted = 0
           if (failure === DEADLINE) {
-            // It may still commit: its row is then read like another instance's.
+            // It writes nothing past the deadline it carries; one without (no clock read yet) may
+            // still commit: its row is then read like another instance's.
             statement.then(() => this.catchUp(), () => {})
             throw timedOut()
           }
+          const code = codeOf(failure)
+          // The server refused it at its deadline, or its wait for the session's turn ran out: not written.
+          if (code === DEADLINE_PASSED || (code === LOCK_NOT_AVAILABLE && serverDeadline !== null)) throw timedOut()
           if (failure !== undefined) {
-            if ((failure as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw mayNotBeWritten(messageOf(failure))
+            if (code !== UNIQUE_VIOLATION) throw mayNotBeWritten(messageOf(failure))
             // A writer that does not take the session's turn took the seq: an event that decides
             // nothing goes after it; a decision was made on a view that is stale now.
-            if (!decides && attempt < MAX_ATTEMPTS && (deadline === undefined || Date.now() < deadline)) continue
+            if (!decides && attempt < MAX_ATTEMPTS && (deadline === undefined || now() < deadline)) continue
             await within(this.#read(), deadline).catch(() => this.catchUp())
             throw new Error(seqTakenMessage(this.sessionId, decides ? fixed : after + 1, type))
           }
@@ -285,13 +300,15 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
      * Takes the rows an append's function answered (the rows appended before its own, oldest
      * first) and returns the seq it wrote, or undefined when it refused a decision.
      */
-    #takeAnswer(rows: unknown): number | undefined {
+    #takeAnswer(rows: unknown, answeredAt: number): number | undefined {
       if (!Array.isArray(rows)) throw new Error('the database answered no rows')
       let own: number | undefined
       const before: SessionEvent[] = []
       for (const row of rows as Record<string, unknown>[]) {
-        if (row.r_type === null) own = Number(row.r_seq)
-        else before.push(eventOf(row.r_seq, row.r_type, row.r_data, row.r_data_json))
+        if (row.r_type === null) {
+          own = Number(row.r_seq)
+          serverClock.read(row.r_now, answeredAt) // the server's clock when it decided to commit
+        } else before.push(eventOf(row.r_seq, row.r_type, row.r_data, row.r_data_json))
       }
       this.#take(before)
       return own
@@ -323,7 +340,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           do {
             this.#readAgain = false
             // One the server does not answer does not hold the reads after it for longer than an append may take.
-            outcome = await within(this.#read(), appendTimeoutMs === undefined ? undefined : Date.now() + appendTimeoutMs).then(
+            outcome = await within(this.#read(), appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs).then(
               () => ({}),
               (failure: unknown) => ({ failure }),
             )
@@ -439,8 +456,14 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       let keptPending: unknown
       try {
         await ensureListening()
-        const saved = await db.query(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [sessionId])
-        const read = saved.rows.length === 0 ? undefined : readCheckpoint(saved.rows[0]!.checkpoint, sessionId)
+        // With the server's clock, which the session's appends carry their deadlines in.
+        const saved = await db.query(
+          `SELECT (SELECT checkpoint FROM ${checkpointTable} WHERE session = $1) AS checkpoint, extract(epoch FROM clock_timestamp())::float8 * 1000 AS server_ms`,
+          [sessionId],
+        )
+        serverClock.read(saved.rows[0]?.server_ms, now())
+        const stored = saved.rows[0]?.checkpoint
+        const read = stored === undefined || stored === null ? undefined : readCheckpoint(stored, sessionId)
         // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76). It is
         // loaded with the event it ends at, which must be that event (another log's is not).
         checkpoint = read === undefined || 'problem' in read ? undefined : read
@@ -536,20 +559,31 @@ function readNotice(payload: string): Notice | undefined {
 }
 
 /**
- * The function every append calls (R83, R84): it waits for the session's turn (a lock on the
- * session's row of the turns table, granted in the order asked), so each append sees the rows of
- * the one before it; it writes the row after the last one the table holds (or after `p_after`, the
- * instance's view, should the table hold less), unless it is a decision (`p_seq`) and something
- * was appended since; it NOTIFYs `[session, seq]`, and answers the rows after `p_after` it did not
- * write, then its own seq as a row whose type is null.
+ * The function every append calls (R83, R84). Past `p_deadline` (the server's epoch ms, null for
+ * none) it writes nothing: its wait for the session's turn ends there (`lock_timeout`), and the
+ * check just before it returns (its transaction then commits) refuses a write that came too late.
+ * It waits for the session's turn (a lock on the session's row of the turns table, granted in the
+ * order asked), so each append sees the rows of the one before it; it writes the row after the
+ * last one the table holds (or after `p_after`, the instance's view, should the table hold less),
+ * unless it is a decision (`p_seq`) and something was appended since; it NOTIFYs `[session, seq]`,
+ * and answers the rows after `p_after` it did not write, then its own seq as a row whose type is
+ * null, with the server's clock (`r_now`) at that last check.
  */
 function appendFunctionSql(events: string, turns: string, name: string, channel: string): string {
   return `
-        CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint)
-          RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json) LANGUAGE plpgsql AS $fn$
+        CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint, p_deadline float8)
+          RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json, r_now float8) LANGUAGE plpgsql AS $fn$
         DECLARE
           next_seq bigint;
+          now_ms float8;
         BEGIN
+          IF p_deadline IS NOT NULL THEN
+            now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
+            IF now_ms >= p_deadline THEN
+              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}';
+            END IF;
+            PERFORM set_config('lock_timeout', LEAST(ceil(p_deadline - now_ms), 2147483647)::bigint || 'ms', true);
+          END IF;
           -- The session's turn: a row lock on a table of the store's own, which a role without a
           -- privilege on it cannot take (anyone who may connect can take an advisory lock).
           PERFORM 1 FROM ${turns} t WHERE t.session = p_session FOR UPDATE;
@@ -565,12 +599,22 @@ function appendFunctionSql(events: string, turns: string, name: string, channel:
           ELSE
             next_seq := NULL;
           END IF;
-          RETURN QUERY SELECT e.seq, e.type, e.data, e.data_json FROM ${events} e
+          RETURN QUERY SELECT e.seq, e.type, e.data, e.data_json, NULL::float8 FROM ${events} e
             WHERE e.session = p_session AND e.seq > p_after AND (next_seq IS NULL OR e.seq < next_seq) ORDER BY e.seq;
           IF next_seq IS NOT NULL THEN
-            RETURN QUERY SELECT next_seq, NULL::text, NULL::jsonb, NULL::json;
+            now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
+            IF now_ms >= p_deadline THEN
+              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}';
+            END IF;
+            RETURN QUERY SELECT next_seq, NULL::text, NULL::jsonb, NULL::json, now_ms;
           END IF;
-        END $fn$;`
+        END $fn$;
+        -- The call of an earlier version's instances, still serving while the new ones start: the same
+        -- append, in the same turns, with no deadline.
+        CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint)
+          RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json) LANGUAGE sql AS $fn$
+          SELECT a.r_seq, a.r_type, a.r_data, a.r_data_json FROM ${name}(p_session, p_type, p_data, p_data_json, p_seq, p_after, NULL::float8) a
+        $fn$;`
 }
 
 /**
@@ -604,11 +648,16 @@ function query(db: PgQueryable, text: string, params: unknown[]): Promise<{ rows
 /** The rejection of `within` when the deadline came first. */
 const DEADLINE = Symbol('deadline')
 
-/** `promise`, or a rejection with `DEADLINE` once `deadline` (ms since the epoch) has passed. */
+/** This process's monotonic clock, in ms: the deadlines of appends and reads (a step of the wall clock moves none). */
+function now(): number {
+  return performance.now()
+}
+
+/** `promise`, or a rejection with `DEADLINE` once `deadline` (on {@link now}'s clock) has passed. */
 function within<T>(promise: Promise<T>, deadline: number | undefined): Promise<T> {
   if (deadline === undefined) return promise
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(DEADLINE), Math.max(0, deadline - Date.now()))
+    const timer = setTimeout(() => reject(DEADLINE), Math.max(0, deadline - now()))
     promise.then(
       (value) => {
         clearTimeout(timer)
@@ -620,6 +669,39 @@ function within<T>(promise: Promise<T>, deadline: number | undefined): Promise<T
       },
     )
   })
+}
+
+/** How long a reading of the server's clock is preferred to a later one that gives it less time. */
+const CLOCK_READING_KEPT_MS = 60_000
+
+/**
+ * The server's clock as this instance reads it (R83): an append's deadline, on {@link now}'s clock,
+ * is sent in the server's, so that clocks set apart change nothing. A reading is the server's time
+ * at some instant before its answer arrived: `serverMs - answeredAt` is at most the true offset
+ * (short of it by the answer's way back), so the deadline the server gets comes no later than the
+ * instance's own. The largest such offset of the last minute is kept (the closest to the truth);
+ * an older one gives way to the next reading, so a drift or a step of the server's clock is
+ * followed within a minute.
+ */
+class ServerClock {
+  #offset: number | undefined
+  #readAt = 0
+
+  /** Takes a reading: `serverMs`, the server's epoch ms (untrusted), answered at `answeredAt` on {@link now}'s clock. */
+  read(serverMs: unknown, answeredAt: number): void {
+    const ms = typeof serverMs === 'string' ? Number(serverMs) : serverMs
+    if (typeof ms !== 'number' || !Number.isFinite(ms)) return
+    const offset = ms - answeredAt
+    if (this.#offset === undefined || offset >= this.#offset || answeredAt - this.#readAt > CLOCK_READING_KEPT_MS) {
+      this.#offset = offset
+      this.#readAt = answeredAt
+    }
+  }
+
+  /** `deadline` (on {@link now}'s clock) as the server's epoch ms, or undefined before any reading. */
+  toServer(deadline: number): number | undefined {
+    return this.#offset === undefined ? undefined : deadline + this.#offset
+  }
 }
 
 /** The `query_timeout` of a `pg.Pool` (its `options`), read without trusting the object. */
