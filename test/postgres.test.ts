@@ -488,6 +488,49 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
   })
 })
 
+describe('#23 on PGlite: rows written by hand are untrusted input', () => {
+  // Each row as [type, what it is, its data as JSON text].
+  const odd: [string, string, string | null][] = [
+    ['plan/review', 'a string as data', '"approved"'],
+    ['plan/review', 'an array as data', '[{"outcome":"approved"}]'],
+    ['plan/review', 'null data', null],
+    ['plan/review', 'a closing record with a numeric reviewId', '{"outcome":"approved","reviewId":7,"plan":"# X","title":"X"}'],
+    ['plan/review', 'a request whose plan is an object', '{"outcome":"requested","reviewId":"r1","plan":{"a":1},"title":"X"}'],
+    ['command/run', 'a /plan run whose commandId is an object', '{"commandId":{"x":1},"name":"plan","args":"off"}'],
+    ['command/done', 'a done whose commandId is "__proto__"', '{"commandId":"__proto__","kind":"success"}'],
+    ['command/run', 'a run whose commandId is "toString"', '{"commandId":"toString","name":"plan","args":"off"}'],
+    ['command/done', 'its success', '{"commandId":"toString","kind":"success"}'],
+    ['request/header', 'a header with data 42', '42'],
+    ['turn/start', 'a turn/start with data true', 'true'],
+    ['plan/violation', 'a violation with odd fields', '{"tool":{"a":1},"callId":null,"action":"blocked"}'],
+    ['', 'an empty type', '{}'],
+  ]
+
+  it('R62, R83: an attached service takes hand-written odd rows without stopping: it follows them and still switches modes', async () => {
+    const db = await database()
+    const store = await instance(db)
+    const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
+    const planMode = service(store, { reviews: 'durable' })
+    expect(await planMode.set(agent, true)).toBe('committed')
+    for (const [type, , data] of odd) {
+      const { rows } = await db.query<{ seq: number }>(`SELECT COALESCE(max(seq), 0) + 1 AS seq FROM ${prefix}events WHERE session = 's1'`)
+      const seq = Number(rows[0]!.seq)
+      await db.query(`INSERT INTO ${prefix}events (session, seq, type, data) VALUES ('s1', $1, $2, $3::jsonb)`, [seq, type, data])
+      await db.query('SELECT pg_notify($1, $2)', [`${prefix}events`, JSON.stringify(['s1', seq])])
+    }
+    const last = (await rowsOf(db, 's1')).at(-1)!.seq
+    await until(() => expect(agent.session.events.at(-1)?.seq).toBe(last))
+    // The /plan off runs of "toString" were settled by hand: whatever they select, the chart works.
+    const state = planMode.get(agent)
+    expect(planMode.actor(agent).getSnapshot().status).toBe('active')
+    expect(await planMode.set(agent, !(state.pending ?? state.active))).not.toBe(undefined)
+    // A fresh instance attaches the same log and reads the same mode.
+    const fresh = service(await instance(db))
+    const again: PlanAgent = { id: 's1', session: await (await instance(db)).openSession('s1') }
+    expect(fresh.get(again).active).toBe(planMode.get(agent).active)
+  })
+})
+
 describe('#23 on PGlite: a checkpoint holds only for the rows it was cut from', () => {
   const OLD_PLAN = '# Drop the users table\n\n1. DROP TABLE users.'
   const NEW_PLAN = '# Add an index\n\n1. CREATE INDEX.'
