@@ -413,7 +413,7 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
   })
 
   it("R83: a role that may only connect cannot stop a session's appends (regression: it took the session's advisory lock, pg_advisory_lock(hashtext('<prefix>events'), hashtext(<session>)), and every append timed out)", async () => {
-    const pool = new pg.Pool({ ...server.config, max: 4, query_timeout: 1000 })
+    const pool = new pg.Pool({ ...server.config, max: 4, query_timeout: 3000 })
     pool.on('error', () => {})
     closers.push(() => pool.end())
     const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'adv1_' })
@@ -455,7 +455,7 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
     const pool = new pg.Pool({ ...server.config, max: 4 })
     pool.on('error', () => {})
     closers.push(() => pool.end())
-    const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'late1_', appendTimeoutMs: 500 })
+    const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'late1_', appendTimeoutMs: 1500 })
     closers.push(() => store.close())
     await store.migrate()
     const log = await store.openSession('s1')
@@ -465,7 +465,7 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
     await holder.query('BEGIN')
     await holder.query('LOCK TABLE late1_events IN EXCLUSIVE MODE')
     const timedOut = await log.append('plan/mode', { active: true }).then(() => 'written', (error: Error) => error.message)
-    expect(timedOut).toBe('plan-mode postgres: the plan/mode event of session s1 may not have been written: no answer from the database within 500 ms')
+    expect(timedOut).toBe('plan-mode postgres: the plan/mode event of session s1 may not have been written: no answer from the database within 1500 ms')
     await holder.query('COMMIT')
     // The next append queues behind whatever still waits in the server for the session's turn.
     expect(await log.append('message', { n: 2 })).toEqual({ seq: 2, type: 'message', data: { n: 2 } })
