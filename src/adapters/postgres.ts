@@ -99,8 +99,9 @@ const MAX_ATTEMPTS = 20
 /** PostgreSQL's code for a unique violation: another instance has taken the seq. */
 const UNIQUE_VIOLATION = '23505'
 
-/** PostgreSQL's code for a table created meanwhile by another transaction. */
+/** PostgreSQL's codes for a table (or its row type) created meanwhile by another transaction. */
 const DUPLICATE_TABLE = '42P07'
+const DUPLICATE_OBJECT = '42710'
 
 /** PostgreSQL's code for a lock not granted within `lock_timeout`. */
 const LOCK_NOT_AVAILABLE = '55P03'
@@ -442,7 +443,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         } catch (error) {
           const code = codeOf(error)
           if (code === LOCK_NOT_AVAILABLE) throw new Error(migrateLockMessage(lockWaitMs))
-          if (attempt >= 3 || (code !== UNIQUE_VIOLATION && code !== DUPLICATE_TABLE)) throw error
+          if (attempt >= 3 || (code !== UNIQUE_VIOLATION && code !== DUPLICATE_TABLE && code !== DUPLICATE_OBJECT)) throw error
         }
       }
     },
