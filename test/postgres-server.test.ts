@@ -375,3 +375,138 @@ describe('#23 on a real server: nothing forged, nothing bricked, nothing hung', 
     expect(logs[0]!.events).toEqual(logs[1]!.events)
   }, 120_000)
 })
+
+/** Settles `promise`, or tells that it has not within `ms` (the safety net of a test that would otherwise hang). */
+function settledWithin<T>(promise: Promise<T>, ms: number): Promise<{ settled: 'resolved'; value: T } | { settled: 'rejected'; error: string } | { settled: 'pending' }> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  return Promise.race([
+    promise.then(
+      (value) => ({ settled: 'resolved' as const, value }),
+      (error: unknown) => ({ settled: 'rejected' as const, error: error instanceof Error ? error.message : String(error) }),
+    ),
+    new Promise<{ settled: 'pending' }>((resolve) => (timer = setTimeout(() => resolve({ settled: 'pending' }), ms))),
+  ]).finally(() => clearTimeout(timer))
+}
+
+describe('#23 on a real server: a session\'s turn and migrate\'s lock are the store\'s own; an append that timed out stays unwritten', () => {
+  /** A connection of a role that may connect and do nothing else: no privilege on any table (R83's hostile database user). */
+  async function stranger(): Promise<pg.Client> {
+    const client = new pg.Client({ ...server.config, user: 'stranger' })
+    client.on('error', () => {})
+    await client.connect()
+    closers.push(() => client.end())
+    return client
+  }
+
+  /** A connection of the tables' owner, for a transaction the test holds open. */
+  async function owner(): Promise<pg.Client> {
+    const client = new pg.Client(server.config)
+    client.on('error', () => {})
+    await client.connect()
+    closers.push(() => client.end())
+    return client
+  }
+
+  beforeAll(async () => {
+    const admin = await owner()
+    await admin.query('CREATE ROLE stranger LOGIN')
+  })
+
+  it("R83: a role that may only connect cannot stop a session's appends (regression: it took the session's advisory lock, pg_advisory_lock(hashtext('<prefix>events'), hashtext(<session>)), and every append timed out)", async () => {
+    const pool = new pg.Pool({ ...server.config, max: 4, query_timeout: 3000 })
+    pool.on('error', () => {})
+    closers.push(() => pool.end())
+    const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'adv1_' })
+    closers.push(() => store.close())
+    await store.migrate()
+    const log = await store.openSession('s1')
+    await log.append('turn/start', {})
+    const m = await stranger()
+    // Every lock the stranger can name: the old advisory key, the turn's row, its table.
+    await m.query("SELECT pg_advisory_lock(hashtext('adv1_events'), hashtext('s1'))")
+    await m.query('BEGIN')
+    const rowLock = await m.query("SELECT 1 FROM adv1_turns WHERE session = 's1' FOR UPDATE").then(() => 'taken', (error: Error) => error.message)
+    await m.query('ROLLBACK')
+    await m.query('BEGIN')
+    const tableLock = await m.query('LOCK TABLE adv1_turns IN ACCESS EXCLUSIVE MODE').then(() => 'taken', (error: Error) => error.message)
+    const appended = await settledWithin(log.append('turn/end', {}), 10_000)
+    await m.query('ROLLBACK')
+    await m.query('SELECT pg_advisory_unlock_all()')
+    expect({ rowLock, tableLock, appended }).toEqual({
+      rowLock: 'permission denied for table adv1_turns',
+      tableLock: 'permission denied for table adv1_turns',
+      appended: { settled: 'resolved', value: { seq: 2, type: 'turn/end', data: {} } },
+    })
+  }, 30_000)
+
+  it("R83: a role that may only connect cannot hold up migrate (regression: it took migrate's advisory lock, pg_advisory_lock(hashtext('<prefix>migrate')), and migrate waited as long as it held it)", async () => {
+    const m = await stranger()
+    await m.query("SELECT pg_advisory_lock(hashtext('adv3_migrate'))")
+    const pool = new pg.Pool({ ...server.config, max: 2 })
+    pool.on('error', () => {})
+    closers.push(() => pool.end())
+    const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'adv3_' })
+    const migrated = await settledWithin(store.migrate(), 10_000)
+    await m.query('SELECT pg_advisory_unlock_all()')
+    expect(migrated).toEqual({ settled: 'resolved', value: undefined })
+  }, 30_000)
+
+  it('R83: an append that times out while it waits in the server is not written when the wait ends (regression: a transaction holding the events table made it time out, and it was written once that transaction ended)', async () => {
+    const pool = new pg.Pool({ ...server.config, max: 4 })
+    pool.on('error', () => {})
+    closers.push(() => pool.end())
+    const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'late1_', appendTimeoutMs: 1500 })
+    closers.push(() => store.close())
+    await store.migrate()
+    const log = await store.openSession('s1')
+    await log.append('message', { n: 1 })
+    // A writer's transaction (an operator's repair, a long batch) holds the table against inserts.
+    const holder = await owner()
+    await holder.query('BEGIN')
+    await holder.query('LOCK TABLE late1_events IN EXCLUSIVE MODE')
+    const timedOut = await log.append('plan/mode', { active: true }).then(() => 'written', (error: Error) => error.message)
+    expect(timedOut).toBe('plan-mode postgres: the plan/mode event of session s1 may not have been written: no answer from the database within 1500 ms')
+    await holder.query('COMMIT')
+    // The next append queues behind whatever still waits in the server for the session's turn.
+    expect(await log.append('message', { n: 2 })).toEqual({ seq: 2, type: 'message', data: { n: 2 } })
+    const { rows } = await pool.query(`SELECT seq::int, type FROM late1_events WHERE session = 's1' ORDER BY seq`)
+    expect(rows).toEqual([{ seq: 1, type: 'message' }, { seq: 2, type: 'message' }])
+  }, 30_000)
+
+  it('R83: migrate waits at most appendTimeoutMs for a lock another transaction holds, then rejects with an exact message; appends go on meanwhile', async () => {
+    const { store: first } = await instance('mig1_')
+    const log = await first.openSession('s1')
+    await log.append('message', { n: 1 })
+    // A migrate that hangs half-way holds what a migrate takes first.
+    const holder = await owner()
+    await holder.query('BEGIN')
+    await holder.query('LOCK TABLE mig1_turns IN SHARE UPDATE EXCLUSIVE MODE')
+    const pool = new pg.Pool({ ...server.config, max: 2 })
+    pool.on('error', () => {})
+    closers.push(() => pool.end())
+    const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'mig1_', appendTimeoutMs: 300 })
+    const migrated = await settledWithin(store.migrate(), 10_000)
+    // Appends go on meanwhile: migrate's lock does not stand in their way.
+    expect(await log.append('message', { n: 2 })).toMatchObject({ seq: 2 })
+    await holder.query('COMMIT')
+    expect(migrated).toEqual({
+      settled: 'rejected',
+      error: 'plan-mode postgres: migrate waited 300 ms for a lock another transaction holds (another migrate?); nothing was changed',
+    })
+    await store.migrate() // once the lock is free
+  }, 30_000)
+
+  it('R83: migrate from six instances at once on an empty database: every one resolves, and the tables serve', async () => {
+    const pools = Array.from({ length: 6 }, () => {
+      const pool = new pg.Pool({ ...server.config, max: 1 })
+      pool.on('error', () => {})
+      closers.push(() => pool.end())
+      return pool
+    })
+    const stores = pools.map((db) => createPostgresPlanStore({ db, listen: async () => async () => {}, prefix: 'many1_' }))
+    const results = await Promise.allSettled(stores.map((store) => store.migrate()))
+    expect(results.map((r) => (r.status === 'rejected' ? String(r.reason) : r.status))).toEqual(Array(6).fill('fulfilled'))
+    const log = await stores[0]!.openSession('s1')
+    expect(await log.append('message', {})).toEqual({ seq: 1, type: 'message', data: {} })
+  }, 30_000)
+})

@@ -272,7 +272,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     expect([rewritten.checkpoint, rewritten.events.map((event) => event.seq)]).toEqual([undefined, [1, 2]])
   })
 
-  it('R85, R76: a save replaces a stored checkpoint that no loader can use, whatever its seq (regression: an @2 one, another agent\'s, or one past the log\'s end kept every later checkpoint out)', async () => {
+  it('R85, R76: a save replaces a stored checkpoint that no loader can use, whatever its seq (regression: an @2 one or another agent\'s kept every later checkpoint out; one past the log\'s end cannot be stored, the checkpoint goes with its event)', async () => {
     const db = await database()
     const store = await instance(db)
     const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
@@ -282,10 +282,11 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     await writer.dispose()
     const saved = (await store.checkpoints.load('s1')) as PlanCheckpoint
     expect(saved).toMatchObject({ seq: 2 })
+    await agent.session.append('message', {})
+    await agent.session.append('message', {}) // seq 4: the stored one below is newer than the save
     const unusable = [
-      { ...saved, version: 'xstate-plan-mode/checkpoint@2', seq: 90 },
-      { ...saved, agentId: 's9', seq: 90 },
-      { ...saved, seq: 90 }, // the log holds no event at seq 90 (it was deleted and made again)
+      { ...saved, version: 'xstate-plan-mode/checkpoint@2', seq: 4 },
+      { ...saved, agentId: 's9', seq: 4 },
     ]
     for (const stored of unusable) {
       await db.query(`UPDATE ${prefix}checkpoints SET seq = $2, checkpoint = $3::json WHERE session = $1`, ['s1', stored.seq, JSON.stringify(stored)])
@@ -294,6 +295,9 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     }
     // A usable newer one is still kept.
     await store.checkpoints.save('s1', { ...saved, seq: 1 })
+    expect(await store.checkpoints.load('s1')).toEqual(saved)
+    // None is stored at a seq the log does not hold.
+    await expect(store.checkpoints.save('s1', { ...saved, seq: 90 })).rejects.toThrow(/foreign key/)
     expect(await store.checkpoints.load('s1')).toEqual(saved)
   })
 
@@ -481,5 +485,181 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
     await expect((await instance(db)).openSession('s1')).rejects.toThrow(
       new Error('plan-mode postgres: session s1 was not opened: its log has no event at seq 4 (the next row has seq 5)'),
     )
+  })
+})
+
+describe('#23 on PGlite: rows written by hand are untrusted input', () => {
+  // Each row as [type, what it is, its data as JSON text].
+  const odd: [string, string, string | null][] = [
+    ['plan/review', 'a string as data', '"approved"'],
+    ['plan/review', 'an array as data', '[{"outcome":"approved"}]'],
+    ['plan/review', 'null data', null],
+    ['plan/review', 'a closing record with a numeric reviewId', '{"outcome":"approved","reviewId":7,"plan":"# X","title":"X"}'],
+    ['plan/review', 'a request whose plan is an object', '{"outcome":"requested","reviewId":"r1","plan":{"a":1},"title":"X"}'],
+    ['command/run', 'a /plan run whose commandId is an object', '{"commandId":{"x":1},"name":"plan","args":"off"}'],
+    ['command/done', 'a done whose commandId is "__proto__"', '{"commandId":"__proto__","kind":"success"}'],
+    ['command/run', 'a run whose commandId is "toString"', '{"commandId":"toString","name":"plan","args":"off"}'],
+    ['command/done', 'its success', '{"commandId":"toString","kind":"success"}'],
+    ['request/header', 'a header with data 42', '42'],
+    ['turn/start', 'a turn/start with data true', 'true'],
+    ['plan/violation', 'a violation with odd fields', '{"tool":{"a":1},"callId":null,"action":"blocked"}'],
+    ['', 'an empty type', '{}'],
+  ]
+
+  it('R62, R83: an attached service takes hand-written odd rows without stopping: it follows them and still switches modes', async () => {
+    const db = await database()
+    const store = await instance(db)
+    const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
+    const planMode = service(store, { reviews: 'durable' })
+    expect(await planMode.set(agent, true)).toBe('committed')
+    for (const [type, , data] of odd) {
+      const { rows } = await db.query<{ seq: number }>(`SELECT COALESCE(max(seq), 0) + 1 AS seq FROM ${prefix}events WHERE session = 's1'`)
+      const seq = Number(rows[0]!.seq)
+      await db.query(`INSERT INTO ${prefix}events (session, seq, type, data) VALUES ('s1', $1, $2, $3::jsonb)`, [seq, type, data])
+      await db.query('SELECT pg_notify($1, $2)', [`${prefix}events`, JSON.stringify(['s1', seq])])
+    }
+    const last = (await rowsOf(db, 's1')).at(-1)!.seq
+    await until(() => expect(agent.session.events.at(-1)?.seq).toBe(last))
+    // The /plan off runs of "toString" were settled by hand: whatever they select, the chart works.
+    const state = planMode.get(agent)
+    expect(planMode.actor(agent).getSnapshot().status).toBe('active')
+    expect(await planMode.set(agent, !(state.pending ?? state.active))).not.toBe(undefined)
+    // A fresh instance attaches the same log and reads the same mode.
+    const fresh = service(await instance(db))
+    const again: PlanAgent = { id: 's1', session: await (await instance(db)).openSession('s1') }
+    expect(fresh.get(again).active).toBe(planMode.get(agent).active)
+  })
+})
+
+describe('#23 on PGlite: a checkpoint holds only for the rows it was cut from', () => {
+  const OLD_PLAN = '# Drop the users table\n\n1. DROP TABLE users.'
+  const NEW_PLAN = '# Add an index\n\n1. CREATE INDEX.'
+
+  it("R76, R85: after an operator deletes a session's rows, the new log of that session is not read through the old log's checkpoint (regression: its turn/end {} at the same seq had the same digest: plan mode read off, the open review was gone, the old plan read approved)", async () => {
+    const db = await database()
+    const checkpointing = (store: PostgresPlanStore) => service(store, { reviews: 'durable', checkpoints: store.checkpoints, checkpointEvery: 1 })
+    // The old log: plan mode on, a plan approved and left, the turn ended; its checkpoint at that turn/end.
+    const first = await instance(db)
+    const agent: PlanAgent = { id: 's1', session: await first.openSession('s1') }
+    const old = checkpointing(first)
+    expect(await old.set(agent, true)).toBe('committed') // 1
+    await agent.session.append('turn/start', {}) // 2
+    const { reviewId } = (await old.exitTool.execute({ plan: OLD_PLAN }, { agent })) as { reviewId: string } // 3
+    expect(await old.answerReview(agent, reviewId, APPROVE)).toBe('approved') // 4
+    await old.stepBoundary(agent) // 5: plan/mode false
+    await agent.session.append('turn/end', {}) // 6, as withPlanMode's endTurn logs it
+    await old.dispose() // waits for the checkpoint's write
+    expect(await first.checkpoints.load('s1')).toMatchObject({ seq: 6, type: 'turn/end', projection: { active: false }, approved: { plan: OLD_PLAN } })
+
+    // The operator deletes the session's rows; the session starts again, grows to seq 6 and ends a turn there.
+    await db.query(`DELETE FROM ${prefix}events WHERE session = 's1'`)
+    const second = await instance(db)
+    const again: PlanAgent = { id: 's1', session: await second.openSession('s1') }
+    expect(again.session.events).toEqual([])
+    const now = checkpointing(second)
+    expect(await now.set(again, true)).toBe('committed') // 1
+    await again.session.append('turn/start', {}) // 2
+    const fresh = (await now.exitTool.execute({ plan: NEW_PLAN }, { agent: again })) as { reviewId: string } // 3
+    await again.session.append('message', { text: 'waiting for the user' }) // 4
+    await again.session.append('message', { text: 'still waiting' }) // 5
+    await again.session.append('turn/end', {}) // 6: the seq of the old checkpoint's event, and the same event
+    await now.dispose()
+
+    // A restart reads the new log (through the new log's checkpoint, the only one the store may hold).
+    const third = await instance(db)
+    const reloaded: PlanAgent = { id: 's1', session: await third.openSession('s1') }
+    const after = service(third, { reviews: 'durable' })
+    expect(reloaded.session.checkpoint).toMatchObject({ seq: 6, projection: { active: true }, review: { open: { reviewId: fresh.reviewId } } })
+    expect({
+      mode: after.get(reloaded),
+      openReview: after.openReview(reloaded)?.reviewId ?? null,
+      approvedPlan: after.approvedPlan(reloaded)?.plan ?? null,
+    }).toEqual({ mode: { active: true }, openReview: fresh.reviewId, approvedPlan: null })
+  })
+
+  it("R85, R76: migrate drops a checkpoint whose event an earlier version's tables no longer hold, so a log made again past its seq is not read through it", async () => {
+    const db = await database()
+    // Tables of an earlier version, with a checkpoint left behind by a log deleted since (turn/end {} at seq 2).
+    const stale = await instance(db)
+    const writer = service(stale, { checkpoints: stale.checkpoints, checkpointEvery: 1 })
+    const agent: PlanAgent = { id: 's1', session: await stale.openSession('s1') }
+    expect(await writer.set(agent, true)).toBe('committed')
+    await agent.session.append('turn/end', {})
+    await writer.dispose()
+    const saved = (await stale.checkpoints.load('s1')) as PlanCheckpoint
+    expect(saved).toMatchObject({ seq: 2, projection: { active: true } })
+    await db.exec(`DROP TABLE ${prefix}checkpoints; CREATE TABLE ${prefix}checkpoints (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint json NOT NULL)`)
+    await db.query(`DELETE FROM ${prefix}events WHERE session = 's1'`)
+    await db.query(`INSERT INTO ${prefix}checkpoints (session, seq, checkpoint) VALUES ('s1', 2, $1::json)`, [JSON.stringify(saved)])
+    // This version's migrate; then the log is made again: no plan mode, a turn ended at seq 2.
+    const store = await instance(db)
+    const log = await store.openSession('s1')
+    await log.append('turn/start', {})
+    await log.append('turn/end', {})
+    const reopened = await (await instance(db)).openSession('s1')
+    expect([reopened.checkpoint, reopened.events.map((e) => e.seq), foldPlanMode(reopened.events)]).toEqual([undefined, [1, 2], false])
+  })
+
+})
+
+describe('#23 on PGlite: an append reported as timed out is never written later', () => {
+  it('R83, R86: an append reported as timed out is not written when its statement reaches the database later (regression: a /plan off whose command/done timed out landed after the user entered plan mode again, and switched it off on every instance)', async () => {
+    const db = await database()
+    // The database as instance A reaches it: the statement of the first /plan off's done is held on
+    // its way (a stalled connection, a pool with no free client) until released.
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    let held!: () => void
+    const holding = new Promise<void>((resolve) => (held = resolve))
+    let arrived!: (outcome: string) => void
+    const heldArrived = new Promise<string>((resolve) => (arrived = resolve))
+    const stalled: PgQueryable = {
+      async query(text, params) {
+        if (text.includes('append(') && params?.[1] === 'command/done' && String(params[2]).includes('"first-off"')) {
+          held()
+          await released
+          return db.query(text, params).then(
+            (result) => (arrived('answered'), result as { rows: Record<string, unknown>[] }),
+            (error: Error) => (arrived(`refused: ${error.message}`), Promise.reject(error)),
+          )
+        }
+        return db.query(text, params) as Promise<{ rows: Record<string, unknown>[] }>
+      },
+      exec: (sql) => db.exec(sql),
+    }
+    // Generous, so that the appends that are not held land in time on a busy machine.
+    const storeA = createPostgresPlanStore({ db: stalled, listen: pgliteListen(db), prefix, appendTimeoutMs: 1500 })
+    open.push(storeA)
+    await storeA.migrate()
+    const storeB = await instance(db)
+    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
+    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
+    const [a, b] = [service(storeA), service(storeB)]
+    expect(b.get(agentB)).toEqual({ active: false }) // B follows the session from the start
+    expect(await a.set(agentA, true)).toBe('committed')
+    // A /plan as the web demo logs it: command/run, the selection, command/done.
+    const slash = async (commandId: string, rawInput: string) => {
+      await agentA.session.append('command/run', { commandId, name: 'plan', args: rawInput })
+      const result = await a.command.run({ agent: agentA, rawInput })
+      await agentA.session.append('command/done', { commandId, kind: result.kind, text: result.text })
+      return result.text
+    }
+    // /plan off: applied on A, but its done does not arrive in time: the user is told it may not be written.
+    const off = await slash('first-off', 'off').catch((error: Error) => error.message)
+    expect(off).toBe('plan-mode postgres: the command/done event of session s1 may not have been written: no answer from the database within 1500 ms')
+    await holding
+    // The user enters plan mode again; it is on, on every instance.
+    expect(await slash('then-on', '')).toBe('Plan mode on. Use /plan off to leave.')
+    await until(() => expect(b.get(agentB)).toEqual({ active: true }))
+    // The held statement reaches the database now: past its deadline, it writes nothing.
+    release()
+    expect(await heldArrived).toMatch(/^refused: /)
+    await agentA.session.append('message', { text: 'after' })
+    const rows = await rowsOf(db, 's1')
+    expect(rows.filter((row) => row.type === 'command/done').map((row) => (row.data as { commandId: string }).commandId)).toEqual(['then-on'])
+    await until(() => expect(agentB.session.events).toEqual(rows))
+    const fresh = service(await instance(db))
+    const agentC: PlanAgent = { id: 's1', session: await (await instance(db)).openSession('s1') }
+    expect({ a: a.get(agentA), b: b.get(agentB), fresh: fresh.get(agentC) }).toEqual({ a: { active: true }, b: { active: true }, fresh: { active: true } })
   })
 })

@@ -6,11 +6,14 @@
  *
  * Several instances share one database. The database keeps the seq contract: events are keyed by
  * (session, seq), and every append is one call of the function `<prefix>append`, which takes the
- * session's turn (an advisory lock, first come first served), writes the row after the last one
- * the table holds and answers the rows the instance had not taken before it. A decision is
- * written only when nothing was appended since the instance's view (R84); any other event goes
- * after whatever is there. Appends are announced with NOTIFY, but a notification is only a hint
- * to read: anyone who can connect may send one, so an instance takes only rows of the table.
+ * session's turn (a lock on the session's row of `<prefix>turns`, first come first served: a role
+ * without a privilege on the table cannot take it, as it could an advisory lock), writes the row
+ * after the last one the table holds and answers the rows the instance had not taken before it.
+ * A decision is written only when nothing was appended since the instance's view (R84); any other
+ * event goes after whatever is there. An append carries its deadline in the server's clock, and the
+ * function writes nothing past it, so an append its instance reported timed out never lands later.
+ * Appends are announced with NOTIFY, but a notification is only a hint to read: anyone who can
+ * connect may send one, so an instance takes only rows of the table.
  */
 import { checkpointEventProblem, PLAN_CHECKPOINT_VERSION, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'
@@ -96,6 +99,24 @@ const MAX_ATTEMPTS = 20
 /** PostgreSQL's code for a unique violation: another instance has taken the seq. */
 const UNIQUE_VIOLATION = '23505'
 
+/** PostgreSQL's codes for a table (or its row type) created meanwhile by another transaction. */
+const DUPLICATE_TABLE = '42P07'
+const DUPLICATE_OBJECT = '42710'
+
+/** PostgreSQL's code for a lock not granted within `lock_timeout`. */
+const LOCK_NOT_AVAILABLE = '55P03'
+
+/** The code `<prefix>append` refuses a write with once the append's deadline has passed (R83). */
+const DEADLINE_PASSED = 'PM001'
+
+/** How long `migrate` waits for a lock when the store has no `appendTimeoutMs` (R83). */
+const MIGRATE_LOCK_WAIT_MS = 10_000
+
+/** The message of a `migrate` whose lock another transaction held for longer than it waits (R83). */
+function migrateLockMessage(ms: number): string {
+  return `plan-mode postgres: migrate waited ${ms} ms for a lock another transaction holds (another migrate?); nothing was changed`
+}
+
 /** The message of an append another instance got in first (R84). */
 export function seqTakenMessage(sessionId: string, seq: number, type: string): string {
   return `plan-mode postgres: session ${sessionId} already has seq ${seq} (another instance appended first); the ${type} event was not written`
@@ -121,6 +142,8 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   const events = `${prefix}events`
   const pendingTable = `${prefix}pending`
   const checkpointTable = `${prefix}checkpoints`
+  const checkpointEventKey = `${prefix}checkpoints_event`
+  const turnsTable = `${prefix}turns`
   const channel = `${prefix}events`
   const appendFunction = `${prefix}append`
   const appendTimeoutMs = options.appendTimeoutMs ?? queryTimeoutOf(db)
@@ -130,6 +153,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
 
   const sessions = new Map<string, Set<Session>>()
   const pending = new Map<string, boolean>()
+  const serverClock = new ServerClock()
   let stopListening: Promise<() => Promise<void>> | undefined
   let closed = false
 
@@ -200,27 +224,31 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       const decides = DECISIONS.has(type)
       const fixed = this.#last + 1 + this.#appending++
       // Counted from the call: waiting behind this instance's earlier appends is part of it (R83).
-      const deadline = appendTimeoutMs === undefined ? undefined : Date.now() + appendTimeoutMs
+      const deadline = appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs
       const mayNotBeWritten = (why: string) => new Error(`plan-mode postgres: the ${type} event of session ${this.sessionId} may not have been written: ${why}`)
       const timedOut = () => mayNotBeWritten(`no answer from the database within ${appendTimeoutMs} ms`)
       const run = async (): Promise<SessionEvent> => {
         this.#appending--
         if (this.#closed) throw new Error(`plan-mode postgres: session ${this.sessionId} is closed; the ${type} event was not written`)
-        if (deadline !== undefined && Date.now() >= deadline) throw timedOut()
+        if (deadline !== undefined && now() >= deadline) throw timedOut()
         if (decides && this.#last >= fixed) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
         if (decides && this.#last + 1 < fixed) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
         const json = JSON.stringify(data ?? null) ?? 'null' // a function or a symbol has no JSON: stored as null
         const stored = storedData(json)
         for (let attempt = 1; ; attempt++) {
           const after = this.#last
+          // The statement may reach the server late (a stalled connection, a pool with no free
+          // client): it carries the deadline, so that it writes nothing once the append was reported timed out.
+          const serverDeadline = deadline === undefined ? null : (serverClock.toServer(deadline) ?? null)
           this.#writing = true
-          const statement = query(db, `SELECT * FROM ${appendFunction}($1, $2, $3::jsonb, $4::json, $5, $6)`, [
+          const statement = query(db, `SELECT * FROM ${appendFunction}($1, $2, $3::jsonb, $4::json, $5, $6, $7)`, [
             this.sessionId,
             type,
             stored.jsonb,
             stored.json,
             decides ? fixed : null,
             after,
+            serverDeadline,
           ])
           let answer: { rows: unknown } | undefined
           let failure: unknown
@@ -229,10 +257,11 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           } catch (error) {
             failure = error
           }
+          const answeredAt = now()
           this.#writing = false
           let own: number | undefined
           try {
-            if (answer !== undefined) own = this.#takeAnswer(answer.rows)
+            if (answer !== undefined) own = this.#takeAnswer(answer.rows, answeredAt)
           } catch (error) {
             failure = error // an answer that is not rows: the row may be there; it is read like another's
             this.catchUp()
@@ -240,15 +269,19 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           if (this.#hinted > this.#last) this.catchUp()
           this.#hinted = 0
           if (failure === DEADLINE) {
-            // It may still commit: its row is then read like another instance's.
+            // It writes nothing past the deadline it carries; one without (no clock read yet) may
+            // still commit: its row is then read like another instance's.
             statement.then(() => this.catchUp(), () => {})
             throw timedOut()
           }
+          const code = codeOf(failure)
+          // The server refused it at its deadline, or its wait for the session's turn ran out: not written.
+          if (code === DEADLINE_PASSED || (code === LOCK_NOT_AVAILABLE && serverDeadline !== null)) throw timedOut()
           if (failure !== undefined) {
-            if ((failure as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw mayNotBeWritten(messageOf(failure))
+            if (code !== UNIQUE_VIOLATION) throw mayNotBeWritten(messageOf(failure))
             // A writer that does not take the session's turn took the seq: an event that decides
             // nothing goes after it; a decision was made on a view that is stale now.
-            if (!decides && attempt < MAX_ATTEMPTS && (deadline === undefined || Date.now() < deadline)) continue
+            if (!decides && attempt < MAX_ATTEMPTS && (deadline === undefined || now() < deadline)) continue
             await within(this.#read(), deadline).catch(() => this.catchUp())
             throw new Error(seqTakenMessage(this.sessionId, decides ? fixed : after + 1, type))
           }
@@ -268,13 +301,15 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
      * Takes the rows an append's function answered (the rows appended before its own, oldest
      * first) and returns the seq it wrote, or undefined when it refused a decision.
      */
-    #takeAnswer(rows: unknown): number | undefined {
+    #takeAnswer(rows: unknown, answeredAt: number): number | undefined {
       if (!Array.isArray(rows)) throw new Error('the database answered no rows')
       let own: number | undefined
       const before: SessionEvent[] = []
       for (const row of rows as Record<string, unknown>[]) {
-        if (row.r_type === null) own = Number(row.r_seq)
-        else before.push(eventOf(row.r_seq, row.r_type, row.r_data, row.r_data_json))
+        if (row.r_type === null) {
+          own = Number(row.r_seq)
+          serverClock.read(row.r_now, answeredAt) // the server's clock when it decided to commit
+        } else before.push(eventOf(row.r_seq, row.r_type, row.r_data, row.r_data_json))
       }
       this.#take(before)
       return own
@@ -306,7 +341,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           do {
             this.#readAgain = false
             // One the server does not answer does not hold the reads after it for longer than an append may take.
-            outcome = await within(this.#read(), appendTimeoutMs === undefined ? undefined : Date.now() + appendTimeoutMs).then(
+            outcome = await within(this.#read(), appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs).then(
               () => ({}),
               (failure: unknown) => ({ failure }),
             )
@@ -363,8 +398,13 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
 
   return {
     async migrate() {
+      const lockWaitMs = appendTimeoutMs ?? MIGRATE_LOCK_WAIT_MS
       const sql = `
-        SELECT pg_advisory_xact_lock(hashtext('${prefix}migrate'));
+        SELECT set_config('lock_timeout', '${lockWaitMs}ms', true);
+        CREATE TABLE IF NOT EXISTS ${turnsTable} (session text PRIMARY KEY);
+        -- Migrations take turns on a table of the store's own: a role without a privilege on it
+        -- cannot hold them up, as it could with an advisory lock. Appends do not wait for this lock.
+        LOCK TABLE ${turnsTable} IN SHARE UPDATE EXCLUSIVE MODE;
         CREATE TABLE IF NOT EXISTS ${events} (
           session text NOT NULL, seq bigint NOT NULL, type text NOT NULL, data jsonb, data_json json,
           PRIMARY KEY (session, seq));
@@ -375,17 +415,37 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           END IF;
         END $do$;
         CREATE TABLE IF NOT EXISTS ${pendingTable} (session text PRIMARY KEY, pending boolean NOT NULL);
-        CREATE TABLE IF NOT EXISTS ${checkpointTable} (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint json NOT NULL);
+        -- A checkpoint goes with the event it ends at: a log deleted and made again is never read
+        -- through the old log's checkpoint, however alike their events at that seq (R85).
+        CREATE TABLE IF NOT EXISTS ${checkpointTable} (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint json NOT NULL,
+          CONSTRAINT ${checkpointEventKey} FOREIGN KEY (session, seq) REFERENCES ${events} (session, seq) ON DELETE CASCADE);
         DO $do$ BEGIN
           -- A checkpoint holds plans, which may hold U+0000: json keeps its text, jsonb refuses it.
           -- A table made when it was jsonb (one small row per session) is changed once.
           IF (SELECT atttypid FROM pg_attribute WHERE attrelid = '${checkpointTable}'::regclass AND attname = 'checkpoint' AND NOT attisdropped) = 'jsonb'::regtype THEN
             ALTER TABLE ${checkpointTable} ALTER COLUMN checkpoint TYPE json USING checkpoint::json;
           END IF;
+          -- A table made before checkpoints went with their event: the ones whose event is gone go now.
+          IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${checkpointTable}'::regclass AND conname = '${checkpointEventKey}') THEN
+            DELETE FROM ${checkpointTable} c WHERE NOT EXISTS (SELECT 1 FROM ${events} e WHERE e.session = c.session AND e.seq = c.seq);
+            ALTER TABLE ${checkpointTable} ADD CONSTRAINT ${checkpointEventKey}
+              FOREIGN KEY (session, seq) REFERENCES ${events} (session, seq) ON DELETE CASCADE;
+          END IF;
         END $do$;
-        ${appendFunctionSql(events, appendFunction, channel)}`
-      // One round trip, one implicit transaction: the lock keeps concurrent migrations apart.
-      await (db.exec ? db.exec(`BEGIN;${sql}COMMIT;`) : db.query(`BEGIN;${sql}COMMIT;`))
+        ${appendFunctionSql(events, turnsTable, appendFunction, channel)}`
+      // One round trip, one implicit transaction (no BEGIN: a failed one would leave a pooled
+      // connection in an aborted transaction). Instances that start at once on an empty database
+      // may collide creating the first table; the one that lost migrates again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await (db.exec ? db.exec(sql) : db.query(sql))
+          return
+        } catch (error) {
+          const code = codeOf(error)
+          if (code === LOCK_NOT_AVAILABLE) throw new Error(migrateLockMessage(lockWaitMs))
+          if (attempt >= 3 || (code !== UNIQUE_VIOLATION && code !== DUPLICATE_TABLE && code !== DUPLICATE_OBJECT)) throw error
+        }
+      }
     },
 
     async openSession(sessionId) {
@@ -397,8 +457,14 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       let keptPending: unknown
       try {
         await ensureListening()
-        const saved = await db.query(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [sessionId])
-        const read = saved.rows.length === 0 ? undefined : readCheckpoint(saved.rows[0]!.checkpoint, sessionId)
+        // With the server's clock, which the session's appends carry their deadlines in.
+        const saved = await db.query(
+          `SELECT (SELECT checkpoint FROM ${checkpointTable} WHERE session = $1) AS checkpoint, extract(epoch FROM clock_timestamp())::float8 * 1000 AS server_ms`,
+          [sessionId],
+        )
+        serverClock.read(saved.rows[0]?.server_ms, now())
+        const stored = saved.rows[0]?.checkpoint
+        const read = stored === undefined || stored === null ? undefined : readCheckpoint(stored, sessionId)
         // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76). It is
         // loaded with the event it ends at, which must be that event (another log's is not).
         checkpoint = read === undefined || 'problem' in read ? undefined : read
@@ -450,16 +516,15 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       },
       async save(agentId, checkpoint) {
         // Two instances may save at once: the newer checkpoint stays. One no loader can use (of an
-        // older version, of another agent, past the end of a log made again) stays no matter its
-        // seq, or it would keep every later checkpoint out (R76, R85).
+        // older version, of another agent) is replaced no matter its seq, or it would keep every
+        // later checkpoint out; one whose event is gone went with it (R76, R85).
         const stored = `${checkpointTable}.checkpoint`
         await db.query(
           `INSERT INTO ${checkpointTable} (session, seq, checkpoint) VALUES ($1, $2, $3::json)
            ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, checkpoint = excluded.checkpoint
            WHERE ${checkpointTable}.seq < excluded.seq
               OR (${stored} ->> 'version') IS DISTINCT FROM $4
-              OR (${stored} ->> 'agentId') IS DISTINCT FROM $1
-              OR NOT EXISTS (SELECT 1 FROM ${events} WHERE session = $1 AND seq = ${checkpointTable}.seq)`,
+              OR (${stored} ->> 'agentId') IS DISTINCT FROM $1`,
           [agentId, checkpoint.seq, JSON.stringify(checkpoint), PLAN_CHECKPOINT_VERSION],
         )
       },
@@ -495,21 +560,38 @@ function readNotice(payload: string): Notice | undefined {
 }
 
 /**
- * The function every append calls (R83, R84): it waits for the session's turn (a transaction
- * lock, granted in the order asked), so each append sees the rows of the one before it; it
- * writes the row after the last one the table holds (or after `p_after`, the instance's view,
- * should the table hold less), unless it is a decision (`p_seq`) and something was appended
- * since; it NOTIFYs `[session, seq]`, and answers the rows after `p_after` it did not write, then
- * its own seq as a row whose type is null.
+ * The function every append calls (R83, R84). Past `p_deadline` (the server's epoch ms, null for
+ * none) it writes nothing: its wait for the session's turn ends there (`lock_timeout`), and the
+ * check just before it returns (its transaction then commits) refuses a write that came too late.
+ * It waits for the session's turn (a lock on the session's row of the turns table, granted in the
+ * order asked), so each append sees the rows of the one before it; it writes the row after the
+ * last one the table holds (or after `p_after`, the instance's view, should the table hold less),
+ * unless it is a decision (`p_seq`) and something was appended since; it NOTIFYs `[session, seq]`,
+ * and answers the rows after `p_after` it did not write, then its own seq as a row whose type is
+ * null, with the server's clock (`r_now`) at that last check.
  */
-function appendFunctionSql(events: string, name: string, channel: string): string {
+function appendFunctionSql(events: string, turns: string, name: string, channel: string): string {
   return `
-        CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint)
-          RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json) LANGUAGE plpgsql AS $fn$
+        CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint, p_deadline float8)
+          RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json, r_now float8) LANGUAGE plpgsql AS $fn$
         DECLARE
           next_seq bigint;
+          now_ms float8;
         BEGIN
-          PERFORM pg_advisory_xact_lock(hashtext('${events}'), hashtext(p_session));
+          IF p_deadline IS NOT NULL THEN
+            now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
+            IF now_ms >= p_deadline THEN
+              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}';
+            END IF;
+            PERFORM set_config('lock_timeout', LEAST(ceil(p_deadline - now_ms), 2147483647)::bigint || 'ms', true);
+          END IF;
+          -- The session's turn: a row lock on a table of the store's own, which a role without a
+          -- privilege on it cannot take (anyone who may connect can take an advisory lock).
+          PERFORM 1 FROM ${turns} t WHERE t.session = p_session FOR UPDATE;
+          IF NOT FOUND THEN
+            INSERT INTO ${turns} (session) VALUES (p_session) ON CONFLICT DO NOTHING;
+            PERFORM 1 FROM ${turns} t WHERE t.session = p_session FOR UPDATE;
+          END IF;
           -- A new snapshot per statement: the rows of the appends that held the turn before are seen.
           SELECT GREATEST(COALESCE(max(e.seq), 0), p_after) + 1 INTO next_seq FROM ${events} e WHERE e.session = p_session;
           IF p_seq IS NULL OR p_seq = next_seq THEN
@@ -518,12 +600,22 @@ function appendFunctionSql(events: string, name: string, channel: string): strin
           ELSE
             next_seq := NULL;
           END IF;
-          RETURN QUERY SELECT e.seq, e.type, e.data, e.data_json FROM ${events} e
+          RETURN QUERY SELECT e.seq, e.type, e.data, e.data_json, NULL::float8 FROM ${events} e
             WHERE e.session = p_session AND e.seq > p_after AND (next_seq IS NULL OR e.seq < next_seq) ORDER BY e.seq;
           IF next_seq IS NOT NULL THEN
-            RETURN QUERY SELECT next_seq, NULL::text, NULL::jsonb, NULL::json;
+            now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
+            IF now_ms >= p_deadline THEN
+              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}';
+            END IF;
+            RETURN QUERY SELECT next_seq, NULL::text, NULL::jsonb, NULL::json, now_ms;
           END IF;
-        END $fn$;`
+        END $fn$;
+        -- The call of an earlier version's instances, still serving while the new ones start: the same
+        -- append, in the same turns, with no deadline.
+        CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint)
+          RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json) LANGUAGE sql AS $fn$
+          SELECT a.r_seq, a.r_type, a.r_data, a.r_data_json FROM ${name}(p_session, p_type, p_data, p_data_json, p_seq, p_after, NULL::float8) a
+        $fn$;`
 }
 
 /**
@@ -557,11 +649,16 @@ function query(db: PgQueryable, text: string, params: unknown[]): Promise<{ rows
 /** The rejection of `within` when the deadline came first. */
 const DEADLINE = Symbol('deadline')
 
-/** `promise`, or a rejection with `DEADLINE` once `deadline` (ms since the epoch) has passed. */
+/** This process's monotonic clock, in ms: the deadlines of appends and reads (a step of the wall clock moves none). */
+function now(): number {
+  return performance.now()
+}
+
+/** `promise`, or a rejection with `DEADLINE` once `deadline` (on {@link now}'s clock) has passed. */
 function within<T>(promise: Promise<T>, deadline: number | undefined): Promise<T> {
   if (deadline === undefined) return promise
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(DEADLINE), Math.max(0, deadline - Date.now()))
+    const timer = setTimeout(() => reject(DEADLINE), Math.max(0, deadline - now()))
     promise.then(
       (value) => {
         clearTimeout(timer)
@@ -573,6 +670,39 @@ function within<T>(promise: Promise<T>, deadline: number | undefined): Promise<T
       },
     )
   })
+}
+
+/** How long a reading of the server's clock is preferred to a later one that gives it less time. */
+const CLOCK_READING_KEPT_MS = 60_000
+
+/**
+ * The server's clock as this instance reads it (R83): an append's deadline, on {@link now}'s clock,
+ * is sent in the server's, so that clocks set apart change nothing. A reading is the server's time
+ * at some instant before its answer arrived: `serverMs - answeredAt` is at most the true offset
+ * (short of it by the answer's way back), so the deadline the server gets comes no later than the
+ * instance's own. The largest such offset of the last minute is kept (the closest to the truth);
+ * an older one gives way to the next reading, so a drift or a step of the server's clock is
+ * followed within a minute.
+ */
+class ServerClock {
+  #offset: number | undefined
+  #readAt = 0
+
+  /** Takes a reading: `serverMs`, the server's epoch ms (untrusted), answered at `answeredAt` on {@link now}'s clock. */
+  read(serverMs: unknown, answeredAt: number): void {
+    const ms = typeof serverMs === 'string' ? Number(serverMs) : serverMs
+    if (typeof ms !== 'number' || !Number.isFinite(ms)) return
+    const offset = ms - answeredAt
+    if (this.#offset === undefined || offset >= this.#offset || answeredAt - this.#readAt > CLOCK_READING_KEPT_MS) {
+      this.#offset = offset
+      this.#readAt = answeredAt
+    }
+  }
+
+  /** `deadline` (on {@link now}'s clock) as the server's epoch ms, or undefined before any reading. */
+  toServer(deadline: number): number | undefined {
+    return this.#offset === undefined ? undefined : deadline + this.#offset
+  }
 }
 
 /** The `query_timeout` of a `pg.Pool` (its `options`), read without trusting the object. */
@@ -615,6 +745,15 @@ function firstMissingSeq(rows: readonly SessionEvent[], after: number): { seq: n
 /** A row of the events table as a log event. */
 function rowEvent(row: Record<string, unknown>): SessionEvent {
   return eventOf(row.seq, row.type, row.data, row.data_json)
+}
+
+/** The SQLSTATE of a driver's error, read without trusting the object (a throwing getter gives none). */
+function codeOf(error: unknown): unknown {
+  try {
+    return (error as { code?: unknown } | null | undefined)?.code
+  } catch {
+    return undefined
+  }
 }
 
 function messageOf(error: unknown): string {
