@@ -111,17 +111,20 @@ function rawRequest(url: string, path: string, headers: Record<string, string>):
 }
 
 describe('R103: a chat is the browser\'s that created it', () => {
-  it('R103: a browser\'s first request on a chat sets a random owner cookie, HttpOnly and SameSite=Strict; the chat\'s row keeps only its hash', async () => {
+  it('R103: a browser\'s first request gets a random owner cookie, HttpOnly and SameSite=Strict; its first POST on a chat writes only the id\'s hash into the chat\'s row', async () => {
     const chat = randomUUID()
     const response = await fetch(new URL(`/api/chats/${chat}`, web.url), { headers: { origin: new URL(web.url).origin } })
-    expect(response.status).toBe(200)
+    expect(response.status).toBe(404) // a chat nobody has written in yet
     const [cookie] = response.headers.getSetCookie()
-    const [, id] = /^plan_mode_owner=([A-Za-z0-9_-]{43}); Path=\/; HttpOnly; SameSite=Strict; Max-Age=31536000$/.exec(cookie ?? '') ?? []
+    const [, pair] = /^(plan_mode_owner=[^;]*); Path=\/; HttpOnly; SameSite=Strict; Max-Age=31536000$/.exec(cookie ?? '') ?? []
+    const id = /^plan_mode_owner=([A-Za-z0-9_-]{43})$/.exec(pair ?? '')?.[1]
     expect(id).toBeDefined()
+    const owner = webClient(web.url, { cookie: pair })
+    expect((await owner.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).status).toBe(200)
     const { rows } = await lite.query<{ owner: string }>('SELECT owner FROM web_chats WHERE id = $1', [chat])
     expect(rows).toEqual([{ owner: createHash('sha256').update(id!).digest('hex') }])
     // The same browser is the owner from then on.
-    const again = await fetch(new URL(`/api/chats/${chat}/state`, web.url), { headers: { cookie: `plan_mode_owner=${id}` } })
+    const again = await fetch(new URL(`/api/chats/${chat}/state`, web.url), { headers: { cookie: pair! } })
     expect([again.status, again.headers.getSetCookie()]).toEqual([200, []])
   }, 60_000)
 
@@ -140,7 +143,7 @@ describe('R103: a chat is the browser\'s that created it', () => {
     const tabs = browser(web.url)
     await (await tabs.get('/')).arrayBuffer() // the page's load
     const [first, second] = [randomUUID(), randomUUID()]
-    await Promise.all([first, second].map(async (chat) => (await tabs.get(`/api/chats/${chat}`)).arrayBuffer()))
+    await Promise.all([first, second].map(async (chat) => (await tabs.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).arrayBuffer()))
     const statuses = []
     for (const chat of [first, second]) statuses.push((await tabs.get(`/api/chats/${chat}`)).status)
     expect(statuses).toEqual([200, 200])
@@ -151,7 +154,7 @@ describe('R103: a chat is the browser\'s that created it', () => {
     const chat = randomUUID()
     await planUpToReview(owner, chat)
     const stranger = browser(web.url)
-    await stranger.get(`/api/chats/${randomUUID()}`) // a chat of its own: it has an owner cookie now
+    await stranger.post(`/api/chats/${randomUUID()}/command`, { input: 'add a cache' }) // a chat of its own: it has an owner cookie now
     for (const who of [browser(web.url), stranger]) {
       expect(await answer(await who.get(`/api/chats/${chat}`))).toEqual([404, NO_CHAT])
       expect(await answer(await who.get(`/api/chats/${chat}/state`))).toEqual([404, NO_CHAT])
@@ -622,4 +625,121 @@ describe('R106: a request decides on the rows the database holds, whether or not
     expect([status, typeof body === 'string' ? chunksOf(body).filter((c) => c.type === 'error') : body]).toEqual([200, []])
     expect(cardOf(await savedMessages(owner, chat), review.callId)).toMatchObject({ state: 'output-error', errorText: text })
   }, 60_000)
+})
+
+/**
+ * A gate on the model's stream: `arm(pick)` makes the next chunk `pick` chooses wait until
+ * `release()` (after it is passed on, or before with `before`); `reached` resolves there. The
+ * offline model at full speed otherwise.
+ */
+function gatedModel() {
+  type Gate = { pick: (chunk: { type: string; toolName?: string }) => boolean; before: boolean; reached: () => void; released: Promise<void> }
+  let armed: Gate | undefined
+  const releases: (() => void)[] = []
+  const model: LanguageModel = wrapLanguageModel({
+    model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }),
+    middleware: {
+      specificationVersion: 'v3',
+      wrapStream: async ({ doStream }) => {
+        const { stream, ...rest } = await doStream()
+        const held = stream.pipeThrough(
+          new TransformStream({
+            async transform(chunk, controller) {
+              const gate = armed?.pick(chunk as { type: string; toolName?: string }) ? armed : undefined
+              if (gate !== undefined) armed = undefined
+              if (gate?.before) {
+                gate.reached()
+                await gate.released
+              }
+              controller.enqueue(chunk)
+              if (gate !== undefined && !gate.before) {
+                gate.reached()
+                await gate.released
+              }
+            },
+          }),
+        )
+        return { stream: held, ...rest }
+      },
+    },
+  })
+  return {
+    model,
+    arm(pick: Gate['pick'], { before = false } = {}): { reached: Promise<void>; release: () => void } {
+      let release!: () => void
+      const released = new Promise<void>((resolve) => (release = resolve))
+      releases.push(release)
+      let reached!: () => void
+      const reachedPromise = new Promise<void>((resolve) => (reached = resolve))
+      armed = { pick, before, reached, released }
+      return { reached: reachedPromise, release }
+    },
+    /** Opens every gate (a test that failed midway leaves none shut). */
+    releaseAll() {
+      armed = undefined
+      for (const release of releases.splice(0)) release()
+    },
+  }
+}
+
+/** The `exit_plan_mode` call's chunk. */
+const exitCall = (chunk: { type: string; toolName?: string }) => chunk.type === 'tool-call' && chunk.toolName === 'exit_plan_mode'
+
+describe('R103, R104: other pages cannot churn an instance\'s open sessions', () => {
+  const gated = gatedModel()
+  let busy: WebChat
+  beforeAll(async () => {
+    busy = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'busy', model: gated.model })
+  }, 60_000)
+  afterAll(async () => {
+    gated.releaseAll()
+    await busy?.close()
+  })
+
+  /** `/plan <task>` in a new chat, then the chat sent on, held just before the model presents its plan. */
+  async function streamingUpToExit(who: Browser, chat: string) {
+    const { steered } = (await (await who.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).json()) as { steered: string }
+    const gate = gated.arm(exitCall, { before: true })
+    const text = who.post('/api/chat', { id: chat, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: steered }] }] }).then((r) => r.text())
+    await gate.reached
+    return { release: gate.release, text }
+  }
+  /** The errors a UI message stream carried. */
+  const errorsIn = (text: string) => chunksOf(text).flatMap((chunk) => (chunk.type === 'error' || chunk.type === 'tool-output-error' ? [chunk.errorText] : []))
+
+  it('R103: 500 cookie-less GETs of made-up chats\' state and messages (another site\'s <img> tags) each answer 404 no such chat, create no chat, and leave a chat streaming on the instance unharmed', async () => {
+    const owner = browser(busy.url)
+    const chat = randomUUID()
+    const streaming = await streamingUpToExit(owner, chat)
+    const tag = chat.slice(0, 8)
+    const answers = new Map<string, number>()
+    for (let i = 0; i < 500; i++) {
+      for (const path of [`/api/chats/junk${i}-${tag}/state`, `/api/chats/junk${i}-${tag}`]) {
+        const [status, body] = await answer(await fetch(new URL(path, busy.url)))
+        const key = `${status} ${JSON.stringify(body)}`
+        answers.set(key, (answers.get(key) ?? 0) + 1)
+      }
+    }
+    streaming.release()
+    const errors = errorsIn(await streaming.text)
+    const { rows } = await lite.query<{ n: number }>('SELECT count(*)::int AS n FROM web_chats WHERE id LIKE $1', [`junk%-${tag}`])
+    expect({ answers: Object.fromEntries(answers), created: rows[0]!.n, errors, review: (await openReviewOf(owner, chat)) !== null }).toEqual({
+      answers: { [`404 ${JSON.stringify(NO_CHAT)}`]: 1000 },
+      created: 0,
+      errors: [],
+      review: true,
+    })
+  }, 120_000)
+
+  it('R104: an instance following as many chats as it keeps open never closes the session of a chat a request is streaming: the owner opening 500 other chats leaves that answer whole', async () => {
+    const owner = browser(busy.url)
+    const chat = randomUUID()
+    const streaming = await streamingUpToExit(owner, chat)
+    // Each of 500 other chats of the owner is opened on this instance (a review answer that names no open review: 409).
+    const statuses = new Set<number>()
+    for (let i = 0; i < 500; i++) statuses.add((await owner.post(`/api/chats/other${i}-${chat.slice(0, 8)}/review`, { reviewId: 'none', decision: 'Leave plan mode' })).status)
+    streaming.release()
+    const errors = errorsIn(await streaming.text)
+    expect({ statuses: [...statuses], errors, review: (await openReviewOf(owner, chat)) !== null }).toEqual({ statuses: [409], errors: [], review: true })
+  }, 120_000)
 })

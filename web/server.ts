@@ -27,9 +27,10 @@
  * What a request must be (R103–R106, the demo's security contract; `web/requests.ts` holds the
  * checks the cluster's proxy makes too): a loopback `Host` (421); for a POST, this server's own
  * `Origin` (403) and a JSON body (415) of at most 4 MiB (413) nested at most 64 deep (400). A chat
- * is the browser's that first used it: the browser gets a random owner id in an HttpOnly,
- * SameSite=Strict cookie, the chat's row keeps a hash of it, and any request on the chat from
- * another owner answers 404 (`ownerOf`, `checkOwner`). Approvals are signed (the SDK's
+ * is the browser's that first wrote in it: the browser gets a random owner id in an HttpOnly,
+ * SameSite=Strict cookie, the chat's row keeps a hash of it, a GET creates no chat, and any
+ * request on the chat from another owner answers 404 (`ownerOf`, `checkOwner`). Approvals are
+ * signed (the SDK's
  * `experimental_toolApprovalSecret`) with a key of the chat's own, derived from the deployment's
  * secret. A chat runs one `useChat` request at a time, across instances (`takeTurn`), and a request
  * may not drop or settle a review card the saved messages hold waiting (`refuseLostCards`).
@@ -95,7 +96,7 @@ export const SECTION =
 
 const SYSTEM = 'You are a coding agent working in a repository. Answer briefly.'
 
-/** How many chats an instance follows at once (see `agentOf`). */
+/** How many chats an instance follows at once (see `useAgent`). */
 const MAX_SESSIONS = 500
 
 /**
@@ -194,29 +195,65 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const tools = workspaceTools(workspace)
 
   /**
-   * The open sessions of this instance, one per chat, most recently used last: each follows every
-   * instance's appends. At most `MAX_SESSIONS`: the least recently used is closed (its agent
-   * detached first), to be opened again from the database when its chat comes back.
+   * The open sessions of this instance, one per chat, most recently used last, each with how many
+   * requests are using it: each follows every instance's appends. Beyond `MAX_SESSIONS`, the least
+   * recently used one that no request is using is closed (its agent detached first), to be opened
+   * again from the database when its chat comes back. One a request uses is never closed under it
+   * (R104: the answer it streams would fail on its next append), so while more are in use the
+   * instance holds more, until their requests end.
    */
-  const sessions = new Map<string, Promise<PostgresSessionLog>>()
-  const agentOf = async (chatId: string): Promise<PlanAgent & { session: PostgresSessionLog }> => {
-    let session = sessions.get(chatId)
-    if (session === undefined) {
-      session = store.openSession(chatId)
-      session.catch(() => sessions.delete(chatId))
-      while (sessions.size >= MAX_SESSIONS) {
-        const [oldest, closing] = sessions.entries().next().value as [string, Promise<PostgresSessionLog>]
-        sessions.delete(oldest)
-        void closing.then((log) => {
-          planMode.detach({ id: oldest, session: log })
+  const sessions = new Map<string, { log: Promise<PostgresSessionLog>; users: number }>()
+  const closeIdleSessions = () => {
+    for (const [chatId, open] of sessions) {
+      if (sessions.size <= MAX_SESSIONS) return
+      if (open.users > 0) continue
+      sessions.delete(chatId)
+      void open.log
+        .then((log) => {
+          planMode.detach({ id: chatId, session: log })
           return log.close()
-        }).catch(() => {})
-      }
+        })
+        .catch(() => {})
+    }
+  }
+  /** The chat's agent on this instance, for one request, which calls `release()` once done with it. */
+  const useAgent = async (chatId: string): Promise<{ agent: PlanAgent & { session: PostgresSessionLog }; release: () => void }> => {
+    let open = sessions.get(chatId)
+    if (open === undefined) {
+      const opening = { log: store.openSession(chatId), users: 0 }
+      opening.log.catch(() => {
+        if (sessions.get(chatId) === opening) sessions.delete(chatId)
+      })
+      open = opening
     } else {
       sessions.delete(chatId) // to the end: most recently used
     }
-    sessions.set(chatId, session)
-    return { id: chatId, session: await session }
+    sessions.set(chatId, open)
+    const used = open
+    used.users++
+    closeIdleSessions()
+    let released = false
+    const release = () => {
+      if (released) return
+      released = true
+      used.users--
+      closeIdleSessions()
+    }
+    try {
+      return { agent: { id: chatId, session: await used.log }, release }
+    } catch (error) {
+      release()
+      throw error
+    }
+  }
+  /** Runs `use` with the chat's agent on this instance (see `useAgent`). */
+  const withAgent = async <T>(chatId: string, use: (agent: PlanAgent & { session: PostgresSessionLog }) => Promise<T> | T): Promise<T> => {
+    const { agent, release } = await useAgent(chatId)
+    try {
+      return await use(agent)
+    } finally {
+      release()
+    }
   }
 
   const loadMessages = async (chatId: string): Promise<ChatMessages> => {
@@ -228,19 +265,30 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   /** The owner of each chat this instance has seen (an owner never changes), at most `MAX_OWNERS_KNOWN`. */
   const owners = new Map<string, string>()
   /**
-   * R103: the chat is `owner`'s, who first used it: a chat nobody has used yet (no row, or a row
-   * saved before chats had owners) becomes theirs now. Any other owner gets the 404 of a chat that
-   * does not exist, so that the answer does not confirm that it does.
+   * R103: the chat is `owner`'s, who first wrote in it: a POST on a chat nobody has used yet (no
+   * row) creates its row for them; a row saved before chats had owners becomes theirs on any
+   * request. A GET creates nothing: a chat no row holds answers 404, as one of another owner does,
+   * so that a page of another site (`<img src>` needs no cookie and no Origin) cannot make the
+   * instance write rows or open sessions. Any other owner gets the 404 of a chat that does not
+   * exist, so that the answer does not confirm that it does.
    * @throws HttpError 404 `no such chat`
    */
-  async function checkOwner(chatId: string, owner: string): Promise<void> {
+  async function checkOwner(chatId: string, owner: string, { create }: { create: boolean }): Promise<void> {
     let known = owners.get(chatId)
     if (known === undefined) {
-      const { rows } = await db.query(
-        "INSERT INTO web_chats (id, messages, owner) VALUES ($1, '[]'::json, $2) ON CONFLICT (id) DO UPDATE SET owner = COALESCE(web_chats.owner, excluded.owner) RETURNING owner",
-        [chatId, owner],
-      )
-      const stored: unknown = rows[0]?.owner
+      let stored: unknown
+      if (!create) {
+        const { rows } = await db.query('SELECT owner FROM web_chats WHERE id = $1', [chatId])
+        if (rows.length === 0) throw new HttpError(404, NO_SUCH_CHAT)
+        stored = rows[0]?.owner
+      }
+      if (typeof stored !== 'string') {
+        const { rows } = await db.query(
+          "INSERT INTO web_chats (id, messages, owner) VALUES ($1, '[]'::json, $2) ON CONFLICT (id) DO UPDATE SET owner = COALESCE(web_chats.owner, excluded.owner) RETURNING owner",
+          [chatId, owner],
+        )
+        stored = rows[0]?.owner
+      }
       if (typeof stored !== 'string') throw new Error(`the chat ${chatId} has no owner in web_chats after claiming it`)
       if (owners.size >= MAX_OWNERS_KNOWN) owners.delete(owners.keys().next().value as string)
       owners.set(chatId, (known = stored))
@@ -305,7 +353,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    */
   async function chat(body: { id?: unknown; messages?: unknown }, owner: string, res: ServerResponse, signal: AbortSignal): Promise<void> {
     const chatId = chatIdOf(body.id)
-    await checkOwner(chatId, owner)
+    await checkOwner(chatId, owner, { create: true })
     const checked = await safeValidateUIMessages({ messages: body.messages })
     if (!checked.success) throw new HttpError(400, MESSAGES_REFUSED)
     const turn = await takeTurn(chatId)
@@ -319,8 +367,11 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     }
     /** Settles once the stream's `onFinish` has ended the turn: set once the stream is made. */
     let finished: Promise<void> | undefined
+    /** Gives the chat's session back (R104): it stays open until the request has ended. */
+    let releaseAgent: (() => void) | undefined
     try {
-      const agent = await agentOf(chatId)
+      const { agent, release } = await useAgent(chatId)
+      releaseAgent = release
       // R106: decide on the log as the database holds it, what the requests before this one wrote
       // on any instance (a review closed there a moment ago is closed here too), whether or not
       // this instance heard their NOTIFY.
@@ -393,31 +444,35 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       if (finished !== undefined) await settledOrAfter(finished, TURN_LEASE_MS)
       await end()
       await turn.end().catch(() => {})
+      releaseAgent?.()
     }
   }
 
   /** The review's options, the same for every chat of this service. */
   const reviewOptions = reviewQuestion('', planMode.decisions).options
 
-  async function state(chatId: string): Promise<ChatState> {
-    const agent = await agentOf(chatId)
-    const open = planMode.openReview(agent)
-    return {
-      instance,
-      mode: planMode.get(agent),
-      review: open === null ? null : { reviewId: open.reviewId, title: open.title, plan: open.plan, ...(open.callId ? { callId: open.callId } : {}) },
-      versions: currentVersions(agent.session),
-      options: reviewOptions,
-      chart: { value: planMode.actor(agent).getSnapshot().value },
-    }
+  function state(chatId: string): Promise<ChatState> {
+    return withAgent(chatId, (agent) => {
+      const open = planMode.openReview(agent)
+      return {
+        instance,
+        mode: planMode.get(agent),
+        review: open === null ? null : { reviewId: open.reviewId, title: open.title, plan: open.plan, ...(open.callId ? { callId: open.callId } : {}) },
+        versions: currentVersions(agent.session),
+        options: reviewOptions,
+        chart: { value: planMode.actor(agent).getSnapshot().value },
+      }
+    })
   }
 
   async function command(chatId: string, body: { input?: unknown }) {
     if (typeof body.input !== 'string') throw new HttpError(400, 'input must be a string')
-    const agent = await agentOf(chatId)
+    return withAgent(chatId, (agent) => commandOn(agent, body.input as string))
+  }
+
+  async function commandOn(agent: PlanAgent & { session: PostgresSessionLog }, rawInput: string) {
     // `/plan <message>`: the message is the page's to send as the next user message.
     const steered: UserMessage[] = []
-    const rawInput = body.input
     let result: Awaited<ReturnType<PlanMode['command']['run']>>
     const commandId = randomUUID() // unique across instances: every instance pairs the run with its done (R86)
     await agent.session.append(COMMAND_RUN_EVENT, { commandId, name: 'plan', args: rawInput })
@@ -461,8 +516,11 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    */
   async function review(chatId: string, body: Record<string, unknown>): Promise<ReviewAnswered> {
     const checked = reviewAnswerOf(body)
+    return withAgent(chatId, (agent) => reviewOn(agent, checked))
+  }
+
+  async function reviewOn(agent: PlanAgent & { session: PostgresSessionLog }, checked: ReturnType<typeof reviewAnswerOf>): Promise<ReviewAnswered> {
     const { reviewId } = checked
-    const agent = await agentOf(chatId)
     const answer =
       'decision' in checked
         ? // One option alone, nothing else said (R44, R101).
@@ -544,7 +602,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     const writes = req.method === 'POST' && (match?.[2] === '/command' || match?.[2] === '/review')
     if (match && (reads || writes)) {
       const chatId = chatIdOf(match[1]!) // ids are plain: nothing to decode
-      await checkOwner(chatId, owner) // R103
+      await checkOwner(chatId, owner, { create: writes }) // R103: a GET creates nothing
       if (match[2] === undefined) return json(res, 200, { messages: await loadMessages(chatId) })
       if (match[2] === '/state') return json(res, 200, await state(chatId))
       if (match[2] === '/command') return json(res, 200, await command(chatId, await readJson(req)))
