@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { request as httpRequest, type IncomingMessage, type Server } from 'node:http'
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http'
 import { createHash, randomUUID } from 'node:crypto'
 import { PGlite } from '@electric-sql/pglite'
 import { wrapLanguageModel, type LanguageModel } from 'ai'
@@ -8,6 +8,7 @@ import { offlineChatModel } from '../cli/offline-model.js'
 import { pgliteListen, type PgListen, type PgQueryable } from '../src/adapters/postgres.js'
 import { clusterProxy } from '../web/cluster.js'
 import { SECTION, startWebChat, type WebChat } from '../web/server.js'
+import { launchChromium } from './fixtures/browser.js'
 import { webClient, type WebClient } from './web-client.js'
 
 /**
@@ -24,6 +25,12 @@ type ReviewState = { reviewId: string; plan: string; callId?: string }
 const NO_CHAT = { error: 'no such chat' }
 const TURN_TAKEN = 'Another answer is being written in this chat; wait for it to end, then send again.'
 const CARD_LOST = 'This chat changed in another tab: reload the page to answer the open plan review.'
+const TWO_OWNERS = { error: "more than one plan_mode_owner cookie (a page on another port of this host may have set one): clear this host's cookies, then reload" }
+
+/** An owner cookie as the server signs it (R103): 32 random bytes, then their HMAC, both base64url. */
+const SIGNED_OWNER = /^plan_mode_owner=([A-Za-z0-9_-]{43})\.([A-Za-z0-9_-]{43})$/
+/** The owner id inside a `plan_mode_owner=<id>.<signature>` cookie. */
+const ownerIdOf = (cookie: string | undefined) => SIGNED_OWNER.exec(cookie ?? '')?.[1]
 
 let lite: PGlite
 let web: WebChat
@@ -111,13 +118,13 @@ function rawRequest(url: string, path: string, headers: Record<string, string>):
 }
 
 describe('R103: a chat is the browser\'s that created it', () => {
-  it('R103: a browser\'s first request gets a random owner cookie, HttpOnly and SameSite=Strict; its first POST on a chat writes only the id\'s hash into the chat\'s row', async () => {
+  it('R103: a browser\'s first request gets a signed owner cookie, HttpOnly and SameSite=Strict; its first POST on a chat writes only the id\'s hash into the chat\'s row', async () => {
     const chat = randomUUID()
     const response = await fetch(new URL(`/api/chats/${chat}`, web.url), { headers: { origin: new URL(web.url).origin } })
     expect(response.status).toBe(404) // a chat nobody has written in yet
     const [cookie] = response.headers.getSetCookie()
     const [, pair] = /^(plan_mode_owner=[^;]*); Path=\/; HttpOnly; SameSite=Strict; Max-Age=31536000$/.exec(cookie ?? '') ?? []
-    const id = /^plan_mode_owner=([A-Za-z0-9_-]{43})$/.exec(pair ?? '')?.[1]
+    const id = ownerIdOf(pair)
     expect(id).toBeDefined()
     const owner = webClient(web.url, { cookie: pair })
     expect((await owner.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).status).toBe(200)
@@ -132,9 +139,9 @@ describe('R103: a chat is the browser\'s that created it', () => {
     for (const path of ['/', '/api/chart']) {
       const response = await fetch(new URL(path, web.url))
       await response.arrayBuffer()
-      expect([path, response.headers.getSetCookie().map((cookie) => cookie.replace(/=[A-Za-z0-9_-]{43};/, '=<id>;'))]).toEqual([
+      expect([path, response.headers.getSetCookie().map((cookie) => cookie.replace(/=[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43};/, '=<id>.<signature>;'))]).toEqual([
         path,
-        ['plan_mode_owner=<id>; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000'],
+        ['plan_mode_owner=<id>.<signature>; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000'],
       ])
     }
   }, 60_000)
@@ -173,6 +180,103 @@ describe('R103: a chat is the browser\'s that created it', () => {
     expect(await logOf(lite, chat)).toEqual(before)
     expect((await openReviewOf(owner, chat))?.reviewId).toBe(review.reviewId)
   }, 60_000)
+})
+
+describe('R103: an owner cookie is one the server signed, and only one', () => {
+  it('R103: an owner cookie the server did not sign is no owner: a browser holding one gets a new signed cookie, and a client holding the forged one reads its chat 404', async () => {
+    const signed = browser(web.url)
+    await (await signed.get('/')).arrayBuffer()
+    const other = browser(web.url)
+    await (await other.get('/')).arrayBuffer()
+    const [id = '', signature = ''] = signed.cookie!.slice('plan_mode_owner='.length).split('.')
+    const [, otherSignature = ''] = other.cookie!.slice('plan_mode_owner='.length).split('.')
+    const forgeries = {
+      'a made-up id': 'A'.repeat(43),
+      'a made-up id, made-up signature': `${'B'.repeat(43)}.${'C'.repeat(43)}`,
+      'a signed id alone': id,
+      'a signed id, another id\'s signature': `${id}.${otherSignature}`,
+      'a signed id, its signature cut short': `${id}.${signature.slice(0, 42)}`,
+    }
+    const outcomes: Record<string, unknown> = {}
+    for (const [name, value] of Object.entries(forgeries)) {
+      const victim = webClient(web.url, { cookie: `plan_mode_owner=${value}` })
+      const chat = randomUUID()
+      const created = await victim.post(`/api/chats/${chat}/command`, { input: 'add a cache' })
+      const attacker = webClient(web.url, { cookie: `plan_mode_owner=${value}` })
+      outcomes[name] = {
+        created: created.status,
+        newCookie: SIGNED_OWNER.test(victim.cookie ?? '') && victim.cookie !== `plan_mode_owner=${value}`,
+        attackerReads: (await attacker.get(`/api/chats/${chat}`)).status,
+      }
+    }
+    expect(outcomes).toEqual(Object.fromEntries(Object.keys(forgeries).map((name) => [name, { created: 200, newCookie: true, attackerReads: 404 }])))
+  }, 60_000)
+
+  it('R103: a request carrying two owner cookies is refused 400, even when the server signed both, and creates no chat', async () => {
+    const [one, two] = [browser(web.url), browser(web.url)]
+    for (const who of [one, two]) await (await who.get('/')).arrayBuffer()
+    const both = webClient(web.url, { cookie: `${one.cookie}; ${two.cookie}` })
+    const chat = randomUUID()
+    const answers = [await answer(await both.post(`/api/chats/${chat}/command`, { input: 'add a cache' })), await answer(await both.get(`/api/chats/${chat}`))]
+    expect(answers).toEqual([
+      [400, TWO_OWNERS],
+      [400, TWO_OWNERS],
+    ])
+    expect((await lite.query('SELECT id FROM web_chats WHERE id = $1', [chat])).rows).toEqual([])
+    expect(await logOf(lite, chat)).toEqual([])
+  }, 60_000)
+
+  describe('a page on another port of the same host (cookies ignore ports)', () => {
+    let evil: Server
+    let evilUrl = ''
+    /** The owner id the attacker chose, as a cookie with a longer Path: the browser sends it first. */
+    const FIXED = 'A'.repeat(43)
+    beforeAll(async () => {
+      evil = createServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/html' })
+        res.end(`<script>document.cookie = "plan_mode_owner=${FIXED}; Path=/api; Max-Age=3600"</script><p>nothing to see</p>`)
+      })
+      await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve))
+      evilUrl = `http://127.0.0.1:${(evil.address() as { port: number }).port}/`
+    })
+    afterAll(async () => {
+      evil.closeAllConnections()
+      await new Promise<void>((resolve) => evil.close(() => resolve()))
+    })
+
+    it('R103: a page on another loopback port that plants an owner cookie of its choosing does not become the owner: the browser\'s chat requests carrying both cookies are refused 400, and a client holding the planted id reads the chat 404', async () => {
+      const chromium = await launchChromium()
+      try {
+        const context = await chromium.newContext()
+        const page = await context.newPage()
+        // The victim has used the chat before: it holds its own owner cookie (Path=/).
+        await page.goto(new URL('/api/chart', web.url).href)
+        expect((await context.cookies(web.url)).find((c) => c.name === 'plan_mode_owner')?.httpOnly).toBe(true)
+        // The victim visits a page on another port of the loopback, then comes back and starts a chat.
+        await page.goto(evilUrl)
+        await page.goto(new URL('/api/chart', web.url).href)
+        const chat = randomUUID()
+        const victim = await page.evaluate(async (id) => {
+          const post = (path: string, body: unknown) => fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+          const answers: [number, unknown][] = []
+          for (const response of [await fetch(`/api/chats/${id}`), await post(`/api/chats/${id}/command`, { input: 'add a cache' })]) answers.push([response.status, await response.json()])
+          return answers
+        }, chat)
+        // The attacker: any HTTP client on the machine, holding the id it planted.
+        const attacker = webClient(web.url, { cookie: `plan_mode_owner=${FIXED}` })
+        expect({ victim, attackerReads: (await attacker.get(`/api/chats/${chat}`)).status }).toEqual({
+          victim: [
+            [400, TWO_OWNERS],
+            [400, TWO_OWNERS],
+          ],
+          attackerReads: 404,
+        })
+        expect(await logOf(lite, chat)).toEqual([])
+      } finally {
+        await chromium.close()
+      }
+    }, 120_000)
+  })
 })
 
 describe('R104: what a request must be', () => {

@@ -27,10 +27,10 @@
  * What a request must be (R103–R106, the demo's security contract; `web/requests.ts` holds the
  * checks the cluster's proxy makes too): a loopback `Host` (421); for a POST, this server's own
  * `Origin` (403) and a JSON body (415) of at most 4 MiB (413) nested at most 64 deep (400). A chat
- * is the browser's that first wrote in it: the browser gets a random owner id in an HttpOnly,
- * SameSite=Strict cookie, the chat's row keeps a hash of it, a GET creates no chat, and any
- * request on the chat from another owner answers 404 (`ownerOf`, `checkOwner`). Approvals are
- * signed (the SDK's
+ * is the browser's that first wrote in it: the browser gets a random owner id, signed with the
+ * deployment's secret, in an HttpOnly, SameSite=Strict cookie (one only: 400), the chat's row
+ * keeps a hash of it, a GET creates no chat, and any request on the chat from another owner
+ * answers 404 (`ownerOf`, `checkOwner`). Approvals are signed (the SDK's
  * `experimental_toolApprovalSecret`) with a key of the chat's own, derived from the deployment's
  * secret. A chat runs one `useChat` request at a time, across instances (`takeTurn`), and a request
  * may not drop or settle a review card the saved messages hold waiting (`refuseLostCards`).
@@ -43,7 +43,7 @@
  * starts at) and the handoff's text, and each request sends the model that text as its first user
  * message, then the UI messages from that point on (see `contextOf`).
  */
-import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto'
+import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { extname, join, normalize } from 'node:path'
@@ -187,6 +187,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   await store.migrate()
   await migrateChatTables(db)
   const approvalSecret = await deploymentSecret(db, options.approvalSecret)
+  const ownerKey = ownerKeyOf(approvalSecret)
   // The whole set of decisions (R101): Approve, Approve in a fresh context, Keep planning, Leave plan mode.
   const planMode = createPlanMode(
     { section: SECTION },
@@ -589,7 +590,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     if (req.method !== 'GET' && req.method !== 'HEAD' && !isSameOrigin(req)) throw new HttpError(403, CROSS_SITE_REFUSED)
     // R103: every answer gives a browser without an owner cookie its owner, the page's load first,
     // so that the requests its tabs then send at once all speak for that one owner.
-    const owner = ownerOf(req, res)
+    const owner = ownerOf(req, res, ownerKey)
     const url = new URL(req.url ?? '/', 'http://localhost')
     const path = url.pathname
     if (req.method === 'POST' && path === '/api/chat') {
@@ -853,22 +854,46 @@ function isExitCall(part: UIMessage['parts'][number]): part is UIMessage['parts'
   return part.type === 'tool-exit_plan_mode' && 'toolCallId' in part
 }
 
-/** The owner cookie (R103): a random id, 32 bytes in base64url. */
+/** The owner cookie (R103): a random id, 32 bytes in base64url, then its signature (see `ownerOf`). */
 const OWNER_COOKIE = 'plan_mode_owner'
-const OWNER_ID = /^[A-Za-z0-9_-]{43}$/
+const SIGNED_OWNER_ID = /^([A-Za-z0-9_-]{43})\.([A-Za-z0-9_-]{43})$/
+
+/** The 400 answer's text for a request carrying more than one owner cookie (R103). */
+const TWO_OWNER_COOKIES = "more than one plan_mode_owner cookie (a page on another port of this host may have set one): clear this host's cookies, then reload"
+
+/** R103: the key that signs owner ids, derived from the deployment's secret (R105) apart from its approval keys. */
+function ownerKeyOf(secret: string): Buffer {
+  return createHmac('sha256', secret).update('xstate-plan-mode web chat owner ids').digest()
+}
+
+/** An owner id's signature: the HMAC-SHA-256 of the id under the owner key, base64url. */
+function ownerSignature(ownerKey: Buffer, id: string): string {
+  return createHmac('sha256', ownerKey).update(id).digest('base64url')
+}
 
 /**
- * R103: the owner a request speaks for: the hash of its owner cookie. A browser without one (or
- * with a malformed one) gets a new random id in an HttpOnly cookie (no script of the page reads
+ * R103: the owner a request speaks for: the hash of the id in its owner cookie, `<id>.<signature>`,
+ * taken only when this deployment signed it. Cookies ignore ports, so any page on another port of
+ * this host can set one: an id the server did not issue is no owner (the browser gets a new one),
+ * and a request carrying two owner cookies (the page set one with a longer Path, which the browser
+ * sends first) is refused rather than guessed at. A browser without a valid cookie gets a new
+ * random id in an HttpOnly cookie (no script of the page reads it, and no script elsewhere replaces
  * it), SameSite=Strict (no other site's page or link sends it: the page's own requests are all
  * same-site, so Strict costs nothing), for a year. The database keeps only hashes.
+ * @throws HttpError 400 for a request carrying more than one owner cookie.
  */
-function ownerOf(req: IncomingMessage, res: ServerResponse): string {
-  const cookies = (req.headers.cookie ?? '').split(';').map((pair) => pair.trim())
-  let id = cookies.find((pair) => pair.startsWith(`${OWNER_COOKIE}=`))?.slice(OWNER_COOKIE.length + 1)
-  if (id === undefined || !OWNER_ID.test(id)) {
+function ownerOf(req: IncomingMessage, res: ServerResponse, ownerKey: Buffer): string {
+  const values = (req.headers.cookie ?? '')
+    .split(';')
+    .map((pair) => pair.trim())
+    .filter((pair) => pair.startsWith(`${OWNER_COOKIE}=`))
+    .map((pair) => pair.slice(OWNER_COOKIE.length + 1))
+  if (values.length > 1) throw new HttpError(400, TWO_OWNER_COOKIES)
+  const [, given, signature] = SIGNED_OWNER_ID.exec(values[0] ?? '') ?? []
+  let id = given
+  if (id === undefined || !timingSafeEqual(Buffer.from(signature!), Buffer.from(ownerSignature(ownerKey, id)))) {
     id = randomBytes(32).toString('base64url')
-    res.setHeader('set-cookie', `${OWNER_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000`)
+    res.setHeader('set-cookie', `${OWNER_COOKIE}=${id}.${ownerSignature(ownerKey, id)}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000`)
   }
   return createHash('sha256').update(id).digest('hex')
 }
