@@ -789,6 +789,119 @@ function gatedModel() {
 /** The `exit_plan_mode` call's chunk. */
 const exitCall = (chunk: { type: string; toolName?: string }) => chunk.type === 'tool-call' && chunk.toolName === 'exit_plan_mode'
 
+describe('R106: the card of a review the log holds open stays saved, whatever happens to the turn', () => {
+  const gated = gatedModel()
+  /** When set, the `turn/end` append of that chat waits (the database is slow for it) until `released`. */
+  let holdTurnEnd: { chat: string; seen: () => void; released: Promise<void> } | undefined
+  let slow: WebChat
+  beforeAll(async () => {
+    const db: PgQueryable = {
+      async query(text, params) {
+        const hold = holdTurnEnd
+        if (hold !== undefined && text.includes('append(') && params?.[0] === hold.chat && params[1] === 'turn/end') {
+          holdTurnEnd = undefined
+          hold.seen()
+          await hold.released
+        }
+        return lite.query(text, params)
+      },
+      exec: (sql) => lite.exec(sql),
+    }
+    slow = await startWebChat({ db, listen: pgliteListen(lite), instance: 'slow', model: gated.model })
+  }, 60_000)
+  afterAll(async () => {
+    gated.releaseAll()
+    await slow?.close()
+  })
+
+  /** `/plan <task>` in a new chat of `who`: the user message the page then sends. */
+  const planned = async (who: Browser, chat: string) => {
+    const { steered } = (await (await who.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).json()) as { steered: string }
+    return { id: 'u1', role: 'user', parts: [{ type: 'text', text: steered }] }
+  }
+
+  it('R106: a tab closed as the response ends, while its turn/end is logged for longer than the request waits (a lease): the review\'s card is still saved, waiting', async () => {
+    const owner = browser(slow.url)
+    const chat = randomUUID()
+    const first = await planned(owner, chat)
+    let seen!: () => void
+    const turnEndSeen = new Promise<void>((resolve) => (seen = resolve))
+    let releaseTurnEnd!: () => void
+    holdTurnEnd = { chat, seen, released: new Promise<void>((resolve) => (releaseTurnEnd = resolve)) }
+    try {
+      const client = new AbortController()
+      const response = await fetch(new URL('/api/chat', slow.url), {
+        method: 'POST',
+        headers: { origin: new URL(slow.url).origin, cookie: owner.cookie!, 'content-type': 'application/json' },
+        body: JSON.stringify({ id: chat, messages: [first] }),
+        signal: client.signal,
+      })
+      const reading = response.text().catch(() => '')
+      // The response has ended on the server (its onFinish is logging turn/end), and the tab is closed.
+      await turnEndSeen
+      client.abort()
+      await reading
+      // The request waits for its onFinish at most a lease (30 s), then gives the turn back unsaved.
+      await expect.poll(() => turnOf(chat), { timeout: 60_000, interval: 200 }).toBeNull()
+    } finally {
+      releaseTurnEnd()
+    }
+    const review = await openReviewOf(owner, chat)
+    expect(review).not.toBeNull()
+    await expect.poll(async () => cardOf(await savedMessages(owner, chat), review!.callId)?.state ?? 'no card saved', { timeout: 10_000 }).toBe('approval-requested')
+  }, 120_000)
+
+  it('R106: a tab opened before the plan sends while the response that opened the review waits on the model past its lease: refused 409, and the card is saved once that response ends', async () => {
+    const owner = browser(slow.url)
+    const chat = randomUUID()
+    const first = await planned(owner, chat)
+    const gate = gated.arm(exitCall)
+    const one = owner.post('/api/chat', { id: chat, messages: [first] }).then((r) => r.text())
+    await gate.reached // the first request holds the turn; its review is open; its answer is not saved yet
+    await expect.poll(async () => (await openReviewOf(owner, chat))?.reviewId ?? null).not.toBeNull()
+    // The instance stalls past the 30 s lease (a GC pause, renewals that failed): here the lease is made to run out.
+    await lite.query("UPDATE web_chats SET turn_until = now() - interval '1 second' WHERE id = $1", [chat])
+    const stale = [first, { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'also, what is in the README?' }] }]
+    const [status, body] = await answer(await owner.post('/api/chat', { id: chat, messages: stale }))
+    const two = [status, status === 200 ? 'answered' : body]
+    gate.release()
+    await one
+    const review = await openReviewOf(owner, chat)
+    expect({ two, review: review !== null, card: cardOf(await savedMessages(owner, chat), review?.callId)?.state }).toEqual({
+      two: [409, { error: CARD_LOST }],
+      review: true,
+      card: 'approval-requested',
+    })
+  }, 60_000)
+
+  it('R106: a request that took an expired turn before the review opened never replaces the saved card of that open review with messages lacking it', async () => {
+    const owner = browser(slow.url)
+    const chat = randomUUID()
+    const first = await planned(owner, chat)
+    // The first request stops on the model just before it presents the plan, holding the turn.
+    const beforeExit = gated.arm(exitCall, { before: true })
+    const one = owner.post('/api/chat', { id: chat, messages: [first] }).then((r) => r.text())
+    await beforeExit.reached
+    await lite.query("UPDATE web_chats SET turn_until = now() - interval '1 second' WHERE id = $1", [chat])
+    // A second request takes the expired turn (no review is open yet) and stops on the model's first chunk.
+    const onModel = gated.arm(() => true, { before: true })
+    const two = owner.post('/api/chat', { id: chat, messages: [first, { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'also, what is in the README?' }] }] }).then((r) => r.text())
+    await onModel.reached
+    // The first request presents its plan, the review opens, and the first request ends.
+    beforeExit.release()
+    await one
+    const review = await openReviewOf(owner, chat)
+    expect(review).not.toBeNull()
+    // The second request runs on and ends, saving what it answered (no card of that review).
+    onModel.release()
+    await two
+    expect({ open: (await openReviewOf(owner, chat))?.reviewId, card: cardOf(await savedMessages(owner, chat), review!.callId)?.state }).toEqual({
+      open: review!.reviewId,
+      card: 'approval-requested',
+    })
+  }, 60_000)
+})
+
 describe('R103, R104: other pages cannot churn an instance\'s open sessions', () => {
   const gated = gatedModel()
   let busy: WebChat

@@ -33,7 +33,8 @@
  * answers 404 (`ownerOf`, `checkOwner`). Approvals are signed (the SDK's
  * `experimental_toolApprovalSecret`) with a key of the chat's own, derived from the deployment's
  * secret. A chat runs one `useChat` request at a time, across instances (`takeTurn`), and a request
- * may not drop or settle a review card the saved messages hold waiting (`refuseLostCards`).
+ * may not drop or settle a review card the saved messages hold waiting, nor lack the card of the
+ * review the log holds open (`refuseLostCards`); no save replaces that card (`ChatTurn`).
  *
  * The service offers the whole set of decisions (R101). After a request in which a plan approved
  * into a fresh context was handed off (R102: the adapter started the model's context again from
@@ -317,17 +318,50 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     renew.unref()
     /** The turn's one ending, once asked for: set at once, so a second call cannot end it otherwise. */
     let ending: Promise<void> | undefined
+    /**
+     * What a save writes, as SQL: the messages (`$3`), unless they lack the card of the review the
+     * log holds open and the saved messages hold it: then the saved ones stay (R106).
+     */
+    const written = (messages: ChatMessages, openCallId: string | undefined) =>
+      openCallId === undefined || holdsCall(messages, openCallId)
+        ? { sql: '$3::json', params: [] }
+        : { sql: `CASE WHEN ${SAVED_HOLDS_CALL('$4')} THEN messages ELSE $3::json END`, params: [openCallId] }
+    /**
+     * R106: messages holding the card of the review the log holds open, saved after the turn was
+     * lost (its lease ran out and another request took it, or the request gave it up while they
+     * were on their way): written still when the saved messages lack that card, which nothing
+     * else would save, so that the review stays answerable.
+     */
+    const keepOpenCard = async (messages: ChatMessages, openCallId: string | undefined) => {
+      if (openCallId === undefined || !holdsCall(messages, openCallId)) return
+      await db.query(`UPDATE web_chats SET messages = $2::json WHERE id = $1 AND NOT ${SAVED_HOLDS_CALL('$3')}`, [chatId, JSON.stringify(messages), openCallId])
+    }
     return {
       saved: await savedMessagesOf(rows[0]?.messages),
-      async save(messages) {
-        if (ending === undefined) await db.query('UPDATE web_chats SET messages = $3::json WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)])
+      async save(messages, openCallId) {
+        if (ending === undefined) {
+          const { sql, params } = written(messages, openCallId)
+          const { rows: saved } = await db.query(`UPDATE web_chats SET messages = ${sql} WHERE id = $1 AND turn = $2 RETURNING id`, [chatId, token, JSON.stringify(messages), ...params])
+          if (saved.length > 0) return
+        }
+        await keepOpenCard(messages, openCallId)
       },
-      end(messages) {
-        ending ??= (async () => {
+      end(messages, openCallId) {
+        if (ending !== undefined) return messages === undefined ? ending : ending.catch(() => {}).then(() => keepOpenCard(messages, openCallId))
+        ending = (async () => {
           clearInterval(renew) // a turn not given back (the database failed) ends with its lease
-          await (messages === undefined
-            ? db.query('UPDATE web_chats SET turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token])
-            : db.query('UPDATE web_chats SET messages = $3::json, turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)]))
+          if (messages === undefined) {
+            await db.query('UPDATE web_chats SET turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token])
+            return
+          }
+          const { sql, params } = written(messages, openCallId)
+          const { rows: saved } = await db.query(`UPDATE web_chats SET messages = ${sql}, turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2 RETURNING id`, [
+            chatId,
+            token,
+            JSON.stringify(messages),
+            ...params,
+          ])
+          if (saved.length === 0) await keepOpenCard(messages, openCallId)
         })()
         return ending
       },
@@ -380,8 +414,14 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       const plan = withPlanMode({ planMode, agent, system: SYSTEM, tools, abortSignal: signal })
       // A card whose review a /plan closed meanwhile gets its result (R87); one still open waits for the user.
       const messages = plan.settleClosedApprovals(checked.data as ChatMessages)
-      refuseLostCards(plan.settleClosedApprovals(turn.saved), messages)
-      refuseUnansweredReview(messages, planMode.openReview(agent)?.callId)
+      const openCallId = planMode.openReview(agent)?.callId
+      refuseLostCards(plan.settleClosedApprovals(turn.saved), messages, openCallId)
+      refuseUnansweredReview(messages, openCallId)
+      /** The call of the review the log holds open as the database has it now, for a save (R106). */
+      const openCallIdNow = async () => {
+        await agent.session.catchUp().catch(() => {}) // else: the log as this instance has it
+        return planMode.openReview(agent)?.callId
+      }
       // After a handoff (R102) the model's context starts at the fresh one: its first message, then what followed it.
       const context = contextOf(messages, await loadContext(chatId))
       const modelMessages = [
@@ -396,7 +436,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       const prepareStep: PrepareStepFunction<typeof plan.tools> = async (options) => {
         if (options.stepNumber === 0) {
           taken = true
-          await turn.save(messages)
+          await turn.save(messages, await openCallIdNow())
         }
         const result = await plan.prepareStep(options)
         if (handoffStep === undefined && plan.handoff !== null) handoffStep = options.stepNumber
@@ -429,7 +469,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
               await saveContext(chatId, { messageId: responseMessage.id, part, text: plan.handoff.text }).catch(() => {})
             }
             // The last thing the turn does: the next request of the chat sees these messages.
-            await turn.end(taken ? all : undefined).catch(() => {})
+            await turn.end(taken ? all : undefined, await openCallIdNow()).catch(() => {})
           } finally {
             finish()
           }
@@ -816,13 +856,18 @@ const MAX_OWNERS_KNOWN = 10_000
 interface ChatTurn {
   /** The chat's messages as saved when the turn was taken. */
   readonly saved: ChatMessages
-  /** Saves the chat's messages, while the turn is held (a save after it was lost is dropped). */
-  save(messages: ChatMessages): Promise<void>
   /**
-   * Ends the turn, saving `messages` in the same statement when given. The first call decides
-   * (at once, before it awaits anything); later calls get that same ending.
+   * Saves the chat's messages while the turn is held, unless they lack the card of the review the
+   * log holds open (its call: `openCallId`) and the saved messages hold it. A save after the turn
+   * was lost is dropped, unless it holds that card and the saved messages do not (R106).
    */
-  end(messages?: ChatMessages): Promise<void>
+  save(messages: ChatMessages, openCallId: string | undefined): Promise<void>
+  /**
+   * Ends the turn, saving `messages` in the same statement when given, as `save` does. The first
+   * call decides (at once, before it awaits anything); later calls get that same ending, and their
+   * messages are saved as after a lost turn.
+   */
+  end(messages?: ChatMessages, openCallId?: string): Promise<void>
 }
 
 /** The saved messages of a chat's row, read back as UI messages; none when they are not (a row is data, checked like a request). */
@@ -834,13 +879,16 @@ async function savedMessagesOf(value: unknown): Promise<ChatMessages> {
 /**
  * R106: every review card the saved messages hold waiting for the user (an `exit_plan_mode` call
  * asking for approval, whose review the log does not hold closed: the caller settles those first,
- * R87) must come back in the request as it is, or answered through the SDK's approval. A request
- * without it (a tab opened before the plan) or with the call settled some other way (a result
- * the client made up) would replace the saved messages with ones that cannot answer the review.
+ * R87), and the card of the review the log holds open (`openCallId`: saved or not yet, as while the
+ * request that opened it still runs), must come back in the request as it is, or answered through
+ * the SDK's approval. A request without it (a tab opened before the plan) or with the call settled
+ * some other way (a result the client made up) would replace the saved messages with ones that
+ * cannot answer the review.
  * @throws HttpError 409
  */
-function refuseLostCards(saved: ChatMessages, messages: ChatMessages): void {
+function refuseLostCards(saved: ChatMessages, messages: ChatMessages, openCallId: string | undefined): void {
   const waiting = new Set(saved.flatMap((m) => m.parts.flatMap((part) => (isExitCall(part) && part.state === 'approval-requested' ? [part.toolCallId] : []))))
+  if (openCallId !== undefined) waiting.add(openCallId)
   if (waiting.size === 0) return
   const sent = new Map(messages.flatMap((m) => m.parts.flatMap((part) => (isExitCall(part) ? [[part.toolCallId, part.state] as const] : []))))
   for (const callId of waiting) {
@@ -848,6 +896,20 @@ function refuseLostCards(saved: ChatMessages, messages: ChatMessages): void {
     if (state !== 'approval-requested' && state !== 'approval-responded') throw new HttpError(409, CARD_LOST)
   }
 }
+
+/** Whether the messages hold an `exit_plan_mode` part of the call `callId`, in any state. */
+function holdsCall(messages: ChatMessages, callId: string): boolean {
+  return messages.some((m) => m.parts.some((part) => isExitCall(part) && part.toolCallId === callId))
+}
+
+/**
+ * SQL: whether the row's saved messages (`messages`) hold an `exit_plan_mode` part of the call
+ * given as the parameter `param`, as `holdsCall` tells it (a value of another shape holds none).
+ */
+const SAVED_HOLDS_CALL = (param: string) =>
+  `EXISTS (SELECT 1 FROM json_array_elements(CASE WHEN json_typeof(messages) = 'array' THEN messages ELSE '[]'::json END) AS m(message), ` +
+  `json_array_elements(CASE WHEN json_typeof(m.message -> 'parts') = 'array' THEN m.message -> 'parts' ELSE '[]'::json END) AS p(part) ` +
+  `WHERE p.part ->> 'type' = 'tool-exit_plan_mode' AND p.part ->> 'toolCallId' = ${param})`
 
 /** Whether a UI message part is an `exit_plan_mode` call. */
 function isExitCall(part: UIMessage['parts'][number]): part is UIMessage['parts'][number] & { type: 'tool-exit_plan_mode'; toolCallId: string; state: string } {
