@@ -180,6 +180,16 @@ describe('R103: a chat is the browser\'s that created it', () => {
     expect(await logOf(lite, chat)).toEqual(before)
     expect((await openReviewOf(owner, chat))?.reviewId).toBe(review.reviewId)
   }, 60_000)
+
+  it('R103: a review answer on chat A naming chat B\'s open review is refused 409 and changes nothing in either chat', async () => {
+    const owner = browser(web.url)
+    const [a, b] = [randomUUID(), randomUUID()]
+    const reviewA = (await planUpToReview(owner, a)).review
+    const reviewB = (await planUpToReview(owner, b)).review
+    const response = await owner.post(`/api/chats/${a}/review`, { reviewId: reviewB.reviewId, decision: 'Approve in a fresh context' })
+    expect(response.status).toBe(409)
+    expect([(await openReviewOf(owner, a))?.reviewId, (await openReviewOf(owner, b))?.reviewId]).toEqual([reviewA.reviewId, reviewB.reviewId])
+  }, 60_000)
 })
 
 describe('R103: an owner cookie is one the server signed, and only one', () => {
@@ -303,6 +313,20 @@ describe('R104: what a request must be', () => {
     expect(answers).toEqual(origins.flatMap((origin) => ['command', 'review'].map((route) => [origin, route, 403, { error: 'cross-site request refused' }])))
     expect(await logOf(lite, chat)).toEqual(before)
     expect((await openReviewOf(owner, chat))?.reviewId).toBe(review.reviewId)
+  }, 60_000)
+
+  it('R104: an Origin that is not exactly http://<Host> is refused 403: a trailing slash, another port, https, localhost for 127.0.0.1, no port', async () => {
+    const owner = browser(web.url)
+    const chat = randomUUID()
+    await (await owner.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).arrayBuffer()
+    const { port } = new URL(web.url)
+    const origins = [`http://127.0.0.1:${port}/`, `http://127.0.0.1:${Number(port) + 1}`, `https://127.0.0.1:${port}`, `http://localhost:${port}`, 'http://127.0.0.1']
+    const answers = []
+    for (const origin of origins) {
+      const response = await owner.send(`/api/chats/${chat}/command`, { method: 'POST', body: JSON.stringify({ input: 'off' }), headers: { 'content-type': 'application/json', origin } })
+      answers.push([origin, ...(await answer(response))])
+    }
+    expect(answers).toEqual(origins.map((origin) => [origin, 403, { error: 'cross-site request refused' }]))
   }, 60_000)
 
   it('R104: a JSON route takes only application/json: a text/plain body from the page\'s own origin answers 415 and changes nothing', async () => {
