@@ -30,19 +30,21 @@ it('npm run web starts the chat on PGlite with the offline model, prints its URL
     expect(line).toMatch(/^web chat: http:\/\/127\.0\.0\.1:\d+\/  \(model: offline \(a scripted model; no network\); log: PGlite, in memory\)$/)
     const url = /http:\/\/\S+/.exec(line)![0]
     const page = webClient(url) // the page's Origin and owner cookie (R103, R104)
+    // A chat nobody has written in yet: its GETs create nothing (R103).
+    const unknown = await page.get('/api/chats/first-chat/state')
+    expect([unknown.status, await unknown.json()]).toEqual([404, { error: 'no such chat' }])
+    const command = await page.post('/api/chats/first-chat/command', { input: '' })
+    expect(await command.json()).toEqual({ kind: 'success', text: 'Plan mode on. Use /plan off to leave.' })
     const state = await (await page.get('/api/chats/first-chat/state')).json()
     expect(state).toEqual({
       instance: 'web',
-      mode: { active: false },
+      mode: { active: true },
       review: null,
       versions: [],
       // R101: the review's four options, as the library words them (the card's buttons and tooltips).
       options: reviewQuestion('', 'all').options,
-      chart: { value: { mode: 'inactive', turn: 'idle', review: 'idle', intent: 'logged', lifecycle: 'serving' } },
+      chart: { value: { mode: 'active', turn: 'idle', review: 'idle', intent: 'logged', lifecycle: 'serving' } },
     })
-    const command = await page.post('/api/chats/first-chat/command', { input: '' })
-    expect(await command.json()).toEqual({ kind: 'success', text: 'Plan mode on. Use /plan off to leave.' })
-    expect((await (await page.get('/api/chats/first-chat/state')).json()).mode).toEqual({ active: true })
     const refused = await page.get('/api/chats/..%2Fetc/state')
     expect([refused.status, await refused.json()]).toEqual([400, { error: 'a chat id is 1–100 letters, digits, - or _' }])
   } finally {

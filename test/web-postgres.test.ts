@@ -55,6 +55,9 @@ async function contended(chat: string) {
     return [response.status, await response.json()] as const
   }
   const state = async () => (await (await browser.get(`/api/chats/${chat}/state`)).json()) as { mode: unknown; review: { reviewId: string } | null }
+  // The browser's first POST on the chat makes it theirs (R103: a GET creates nothing): a review
+  // answer naming no open review, which writes nothing in the log.
+  expect((await post(`/api/chats/${chat}/review`, { reviewId: 'none', decision: 'Leave plan mode' }))[0]).toBe(409)
   return { store, other, firstWrites, post, state }
 }
 

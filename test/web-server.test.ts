@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { request as httpRequest, type IncomingMessage, type Server } from 'node:http'
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http'
 import { createHash, randomUUID } from 'node:crypto'
 import { PGlite } from '@electric-sql/pglite'
 import { wrapLanguageModel, type LanguageModel } from 'ai'
@@ -8,6 +8,7 @@ import { offlineChatModel } from '../cli/offline-model.js'
 import { pgliteListen, type PgListen, type PgQueryable } from '../src/adapters/postgres.js'
 import { clusterProxy } from '../web/cluster.js'
 import { SECTION, startWebChat, type WebChat } from '../web/server.js'
+import { launchChromium } from './fixtures/browser.js'
 import { webClient, type WebClient } from './web-client.js'
 
 /**
@@ -24,6 +25,12 @@ type ReviewState = { reviewId: string; plan: string; callId?: string }
 const NO_CHAT = { error: 'no such chat' }
 const TURN_TAKEN = 'Another answer is being written in this chat; wait for it to end, then send again.'
 const CARD_LOST = 'This chat changed in another tab: reload the page to answer the open plan review.'
+const TWO_OWNERS = { error: "more than one plan_mode_owner cookie (a page on another port of this host may have set one): clear this host's cookies, then reload" }
+
+/** An owner cookie as the server signs it (R103): 32 random bytes, then their HMAC, both base64url. */
+const SIGNED_OWNER = /^plan_mode_owner=([A-Za-z0-9_-]{43})\.([A-Za-z0-9_-]{43})$/
+/** The owner id inside a `plan_mode_owner=<id>.<signature>` cookie. */
+const ownerIdOf = (cookie: string | undefined) => SIGNED_OWNER.exec(cookie ?? '')?.[1]
 
 let lite: PGlite
 let web: WebChat
@@ -111,17 +118,20 @@ function rawRequest(url: string, path: string, headers: Record<string, string>):
 }
 
 describe('R103: a chat is the browser\'s that created it', () => {
-  it('R103: a browser\'s first request on a chat sets a random owner cookie, HttpOnly and SameSite=Strict; the chat\'s row keeps only its hash', async () => {
+  it('R103: a browser\'s first request gets a signed owner cookie, HttpOnly and SameSite=Strict; its first POST on a chat writes only the id\'s hash into the chat\'s row', async () => {
     const chat = randomUUID()
     const response = await fetch(new URL(`/api/chats/${chat}`, web.url), { headers: { origin: new URL(web.url).origin } })
-    expect(response.status).toBe(200)
+    expect(response.status).toBe(404) // a chat nobody has written in yet
     const [cookie] = response.headers.getSetCookie()
-    const [, id] = /^plan_mode_owner=([A-Za-z0-9_-]{43}); Path=\/; HttpOnly; SameSite=Strict; Max-Age=31536000$/.exec(cookie ?? '') ?? []
+    const [, pair] = /^(plan_mode_owner=[^;]*); Path=\/; HttpOnly; SameSite=Strict; Max-Age=31536000$/.exec(cookie ?? '') ?? []
+    const id = ownerIdOf(pair)
     expect(id).toBeDefined()
+    const owner = webClient(web.url, { cookie: pair })
+    expect((await owner.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).status).toBe(200)
     const { rows } = await lite.query<{ owner: string }>('SELECT owner FROM web_chats WHERE id = $1', [chat])
     expect(rows).toEqual([{ owner: createHash('sha256').update(id!).digest('hex') }])
     // The same browser is the owner from then on.
-    const again = await fetch(new URL(`/api/chats/${chat}/state`, web.url), { headers: { cookie: `plan_mode_owner=${id}` } })
+    const again = await fetch(new URL(`/api/chats/${chat}/state`, web.url), { headers: { cookie: pair! } })
     expect([again.status, again.headers.getSetCookie()]).toEqual([200, []])
   }, 60_000)
 
@@ -129,9 +139,9 @@ describe('R103: a chat is the browser\'s that created it', () => {
     for (const path of ['/', '/api/chart']) {
       const response = await fetch(new URL(path, web.url))
       await response.arrayBuffer()
-      expect([path, response.headers.getSetCookie().map((cookie) => cookie.replace(/=[A-Za-z0-9_-]{43};/, '=<id>;'))]).toEqual([
+      expect([path, response.headers.getSetCookie().map((cookie) => cookie.replace(/=[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43};/, '=<id>.<signature>;'))]).toEqual([
         path,
-        ['plan_mode_owner=<id>; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000'],
+        ['plan_mode_owner=<id>.<signature>; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000'],
       ])
     }
   }, 60_000)
@@ -140,7 +150,7 @@ describe('R103: a chat is the browser\'s that created it', () => {
     const tabs = browser(web.url)
     await (await tabs.get('/')).arrayBuffer() // the page's load
     const [first, second] = [randomUUID(), randomUUID()]
-    await Promise.all([first, second].map(async (chat) => (await tabs.get(`/api/chats/${chat}`)).arrayBuffer()))
+    await Promise.all([first, second].map(async (chat) => (await tabs.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).arrayBuffer()))
     const statuses = []
     for (const chat of [first, second]) statuses.push((await tabs.get(`/api/chats/${chat}`)).status)
     expect(statuses).toEqual([200, 200])
@@ -151,7 +161,7 @@ describe('R103: a chat is the browser\'s that created it', () => {
     const chat = randomUUID()
     await planUpToReview(owner, chat)
     const stranger = browser(web.url)
-    await stranger.get(`/api/chats/${randomUUID()}`) // a chat of its own: it has an owner cookie now
+    await stranger.post(`/api/chats/${randomUUID()}/command`, { input: 'add a cache' }) // a chat of its own: it has an owner cookie now
     for (const who of [browser(web.url), stranger]) {
       expect(await answer(await who.get(`/api/chats/${chat}`))).toEqual([404, NO_CHAT])
       expect(await answer(await who.get(`/api/chats/${chat}/state`))).toEqual([404, NO_CHAT])
@@ -170,6 +180,113 @@ describe('R103: a chat is the browser\'s that created it', () => {
     expect(await logOf(lite, chat)).toEqual(before)
     expect((await openReviewOf(owner, chat))?.reviewId).toBe(review.reviewId)
   }, 60_000)
+
+  it('R103: a review answer on chat A naming chat B\'s open review is refused 409 and changes nothing in either chat', async () => {
+    const owner = browser(web.url)
+    const [a, b] = [randomUUID(), randomUUID()]
+    const reviewA = (await planUpToReview(owner, a)).review
+    const reviewB = (await planUpToReview(owner, b)).review
+    const response = await owner.post(`/api/chats/${a}/review`, { reviewId: reviewB.reviewId, decision: 'Approve in a fresh context' })
+    expect(response.status).toBe(409)
+    expect([(await openReviewOf(owner, a))?.reviewId, (await openReviewOf(owner, b))?.reviewId]).toEqual([reviewA.reviewId, reviewB.reviewId])
+  }, 60_000)
+})
+
+describe('R103: an owner cookie is one the server signed, and only one', () => {
+  it('R103: an owner cookie the server did not sign is no owner: a browser holding one gets a new signed cookie, and a client holding the forged one reads its chat 404', async () => {
+    const signed = browser(web.url)
+    await (await signed.get('/')).arrayBuffer()
+    const other = browser(web.url)
+    await (await other.get('/')).arrayBuffer()
+    const [id = '', signature = ''] = signed.cookie!.slice('plan_mode_owner='.length).split('.')
+    const [, otherSignature = ''] = other.cookie!.slice('plan_mode_owner='.length).split('.')
+    const forgeries = {
+      'a made-up id': 'A'.repeat(43),
+      'a made-up id, made-up signature': `${'B'.repeat(43)}.${'C'.repeat(43)}`,
+      'a signed id alone': id,
+      'a signed id, another id\'s signature': `${id}.${otherSignature}`,
+      'a signed id, its signature cut short': `${id}.${signature.slice(0, 42)}`,
+    }
+    const outcomes: Record<string, unknown> = {}
+    for (const [name, value] of Object.entries(forgeries)) {
+      const victim = webClient(web.url, { cookie: `plan_mode_owner=${value}` })
+      const chat = randomUUID()
+      const created = await victim.post(`/api/chats/${chat}/command`, { input: 'add a cache' })
+      const attacker = webClient(web.url, { cookie: `plan_mode_owner=${value}` })
+      outcomes[name] = {
+        created: created.status,
+        newCookie: SIGNED_OWNER.test(victim.cookie ?? '') && victim.cookie !== `plan_mode_owner=${value}`,
+        attackerReads: (await attacker.get(`/api/chats/${chat}`)).status,
+      }
+    }
+    expect(outcomes).toEqual(Object.fromEntries(Object.keys(forgeries).map((name) => [name, { created: 200, newCookie: true, attackerReads: 404 }])))
+  }, 60_000)
+
+  it('R103: a request carrying two owner cookies is refused 400, even when the server signed both, and creates no chat', async () => {
+    const [one, two] = [browser(web.url), browser(web.url)]
+    for (const who of [one, two]) await (await who.get('/')).arrayBuffer()
+    const both = webClient(web.url, { cookie: `${one.cookie}; ${two.cookie}` })
+    const chat = randomUUID()
+    const answers = [await answer(await both.post(`/api/chats/${chat}/command`, { input: 'add a cache' })), await answer(await both.get(`/api/chats/${chat}`))]
+    expect(answers).toEqual([
+      [400, TWO_OWNERS],
+      [400, TWO_OWNERS],
+    ])
+    expect((await lite.query('SELECT id FROM web_chats WHERE id = $1', [chat])).rows).toEqual([])
+    expect(await logOf(lite, chat)).toEqual([])
+  }, 60_000)
+
+  describe('a page on another port of the same host (cookies ignore ports)', () => {
+    let evil: Server
+    let evilUrl = ''
+    /** The owner id the attacker chose, as a cookie with a longer Path: the browser sends it first. */
+    const FIXED = 'A'.repeat(43)
+    beforeAll(async () => {
+      evil = createServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/html' })
+        res.end(`<script>document.cookie = "plan_mode_owner=${FIXED}; Path=/api; Max-Age=3600"</script><p>nothing to see</p>`)
+      })
+      await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve))
+      evilUrl = `http://127.0.0.1:${(evil.address() as { port: number }).port}/`
+    })
+    afterAll(async () => {
+      evil.closeAllConnections()
+      await new Promise<void>((resolve) => evil.close(() => resolve()))
+    })
+
+    it('R103: a page on another loopback port that plants an owner cookie of its choosing does not become the owner: the browser\'s chat requests carrying both cookies are refused 400, and a client holding the planted id reads the chat 404', async () => {
+      const chromium = await launchChromium()
+      try {
+        const context = await chromium.newContext()
+        const page = await context.newPage()
+        // The victim has used the chat before: it holds its own owner cookie (Path=/).
+        await page.goto(new URL('/api/chart', web.url).href)
+        expect((await context.cookies(web.url)).find((c) => c.name === 'plan_mode_owner')?.httpOnly).toBe(true)
+        // The victim visits a page on another port of the loopback, then comes back and starts a chat.
+        await page.goto(evilUrl)
+        await page.goto(new URL('/api/chart', web.url).href)
+        const chat = randomUUID()
+        const victim = await page.evaluate(async (id) => {
+          const post = (path: string, body: unknown) => fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+          const answers: [number, unknown][] = []
+          for (const response of [await fetch(`/api/chats/${id}`), await post(`/api/chats/${id}/command`, { input: 'add a cache' })]) answers.push([response.status, await response.json()])
+          return answers
+        }, chat)
+        // The attacker: any HTTP client on the machine, holding the id it planted.
+        const attacker = webClient(web.url, { cookie: `plan_mode_owner=${FIXED}` })
+        expect({ victim, attackerReads: (await attacker.get(`/api/chats/${chat}`)).status }).toEqual({
+          victim: [
+            [400, TWO_OWNERS],
+            [400, TWO_OWNERS],
+          ],
+          attackerReads: 404,
+        })
+        expect(await logOf(lite, chat)).toEqual([])
+      } finally {
+        await chromium.close()
+      }
+    }, 120_000)
+  })
 })
 
 describe('R104: what a request must be', () => {
@@ -196,6 +313,20 @@ describe('R104: what a request must be', () => {
     expect(answers).toEqual(origins.flatMap((origin) => ['command', 'review'].map((route) => [origin, route, 403, { error: 'cross-site request refused' }])))
     expect(await logOf(lite, chat)).toEqual(before)
     expect((await openReviewOf(owner, chat))?.reviewId).toBe(review.reviewId)
+  }, 60_000)
+
+  it('R104: an Origin that is not exactly http://<Host> is refused 403: a trailing slash, another port, https, localhost for 127.0.0.1, no port', async () => {
+    const owner = browser(web.url)
+    const chat = randomUUID()
+    await (await owner.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).arrayBuffer()
+    const { port } = new URL(web.url)
+    const origins = [`http://127.0.0.1:${port}/`, `http://127.0.0.1:${Number(port) + 1}`, `https://127.0.0.1:${port}`, `http://localhost:${port}`, 'http://127.0.0.1']
+    const answers = []
+    for (const origin of origins) {
+      const response = await owner.send(`/api/chats/${chat}/command`, { method: 'POST', body: JSON.stringify({ input: 'off' }), headers: { 'content-type': 'application/json', origin } })
+      answers.push([origin, ...(await answer(response))])
+    }
+    expect(answers).toEqual(origins.map((origin) => [origin, 403, { error: 'cross-site request refused' }]))
   }, 60_000)
 
   it('R104: a JSON route takes only application/json: a text/plain body from the page\'s own origin answers 415 and changes nothing', async () => {
@@ -622,4 +753,234 @@ describe('R106: a request decides on the rows the database holds, whether or not
     expect([status, typeof body === 'string' ? chunksOf(body).filter((c) => c.type === 'error') : body]).toEqual([200, []])
     expect(cardOf(await savedMessages(owner, chat), review.callId)).toMatchObject({ state: 'output-error', errorText: text })
   }, 60_000)
+})
+
+/**
+ * A gate on the model's stream: `arm(pick)` makes the next chunk `pick` chooses wait until
+ * `release()` (after it is passed on, or before with `before`); `reached` resolves there. The
+ * offline model at full speed otherwise.
+ */
+function gatedModel() {
+  type Gate = { pick: (chunk: { type: string; toolName?: string }) => boolean; before: boolean; reached: () => void; released: Promise<void> }
+  let armed: Gate | undefined
+  const releases: (() => void)[] = []
+  const model: LanguageModel = wrapLanguageModel({
+    model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }),
+    middleware: {
+      specificationVersion: 'v3',
+      wrapStream: async ({ doStream }) => {
+        const { stream, ...rest } = await doStream()
+        const held = stream.pipeThrough(
+          new TransformStream({
+            async transform(chunk, controller) {
+              const gate = armed?.pick(chunk as { type: string; toolName?: string }) ? armed : undefined
+              if (gate !== undefined) armed = undefined
+              if (gate?.before) {
+                gate.reached()
+                await gate.released
+              }
+              controller.enqueue(chunk)
+              if (gate !== undefined && !gate.before) {
+                gate.reached()
+                await gate.released
+              }
+            },
+          }),
+        )
+        return { stream: held, ...rest }
+      },
+    },
+  })
+  return {
+    model,
+    arm(pick: Gate['pick'], { before = false } = {}): { reached: Promise<void>; release: () => void } {
+      let release!: () => void
+      const released = new Promise<void>((resolve) => (release = resolve))
+      releases.push(release)
+      let reached!: () => void
+      const reachedPromise = new Promise<void>((resolve) => (reached = resolve))
+      armed = { pick, before, reached, released }
+      return { reached: reachedPromise, release }
+    },
+    /** Opens every gate (a test that failed midway leaves none shut). */
+    releaseAll() {
+      armed = undefined
+      for (const release of releases.splice(0)) release()
+    },
+  }
+}
+
+/** The `exit_plan_mode` call's chunk. */
+const exitCall = (chunk: { type: string; toolName?: string }) => chunk.type === 'tool-call' && chunk.toolName === 'exit_plan_mode'
+
+describe('R106: the card of a review the log holds open stays saved, whatever happens to the turn', () => {
+  const gated = gatedModel()
+  /** When set, the `turn/end` append of that chat waits (the database is slow for it) until `released`. */
+  let holdTurnEnd: { chat: string; seen: () => void; released: Promise<void> } | undefined
+  let slow: WebChat
+  beforeAll(async () => {
+    const db: PgQueryable = {
+      async query(text, params) {
+        const hold = holdTurnEnd
+        if (hold !== undefined && text.includes('append(') && params?.[0] === hold.chat && params[1] === 'turn/end') {
+          holdTurnEnd = undefined
+          hold.seen()
+          await hold.released
+        }
+        return lite.query(text, params)
+      },
+      exec: (sql) => lite.exec(sql),
+    }
+    slow = await startWebChat({ db, listen: pgliteListen(lite), instance: 'slow', model: gated.model })
+  }, 60_000)
+  afterAll(async () => {
+    gated.releaseAll()
+    await slow?.close()
+  })
+
+  /** `/plan <task>` in a new chat of `who`: the user message the page then sends. */
+  const planned = async (who: Browser, chat: string) => {
+    const { steered } = (await (await who.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).json()) as { steered: string }
+    return { id: 'u1', role: 'user', parts: [{ type: 'text', text: steered }] }
+  }
+
+  it('R106: a tab closed as the response ends, while its turn/end is logged for longer than the request waits (a lease): the review\'s card is still saved, waiting', async () => {
+    const owner = browser(slow.url)
+    const chat = randomUUID()
+    const first = await planned(owner, chat)
+    let seen!: () => void
+    const turnEndSeen = new Promise<void>((resolve) => (seen = resolve))
+    let releaseTurnEnd!: () => void
+    holdTurnEnd = { chat, seen, released: new Promise<void>((resolve) => (releaseTurnEnd = resolve)) }
+    try {
+      const client = new AbortController()
+      const response = await fetch(new URL('/api/chat', slow.url), {
+        method: 'POST',
+        headers: { origin: new URL(slow.url).origin, cookie: owner.cookie!, 'content-type': 'application/json' },
+        body: JSON.stringify({ id: chat, messages: [first] }),
+        signal: client.signal,
+      })
+      const reading = response.text().catch(() => '')
+      // The response has ended on the server (its onFinish is logging turn/end), and the tab is closed.
+      await turnEndSeen
+      client.abort()
+      await reading
+      // The request waits for its onFinish at most a lease (30 s), then gives the turn back unsaved.
+      await expect.poll(() => turnOf(chat), { timeout: 60_000, interval: 200 }).toBeNull()
+    } finally {
+      releaseTurnEnd()
+    }
+    const review = await openReviewOf(owner, chat)
+    expect(review).not.toBeNull()
+    await expect.poll(async () => cardOf(await savedMessages(owner, chat), review!.callId)?.state ?? 'no card saved', { timeout: 10_000 }).toBe('approval-requested')
+  }, 120_000)
+
+  it('R106: a tab opened before the plan sends while the response that opened the review waits on the model past its lease: refused 409, and the card is saved once that response ends', async () => {
+    const owner = browser(slow.url)
+    const chat = randomUUID()
+    const first = await planned(owner, chat)
+    const gate = gated.arm(exitCall)
+    const one = owner.post('/api/chat', { id: chat, messages: [first] }).then((r) => r.text())
+    await gate.reached // the first request holds the turn; its review is open; its answer is not saved yet
+    await expect.poll(async () => (await openReviewOf(owner, chat))?.reviewId ?? null).not.toBeNull()
+    // The instance stalls past the 30 s lease (a GC pause, renewals that failed): here the lease is made to run out.
+    await lite.query("UPDATE web_chats SET turn_until = now() - interval '1 second' WHERE id = $1", [chat])
+    const stale = [first, { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'also, what is in the README?' }] }]
+    const [status, body] = await answer(await owner.post('/api/chat', { id: chat, messages: stale }))
+    const two = [status, status === 200 ? 'answered' : body]
+    gate.release()
+    await one
+    const review = await openReviewOf(owner, chat)
+    expect({ two, review: review !== null, card: cardOf(await savedMessages(owner, chat), review?.callId)?.state }).toEqual({
+      two: [409, { error: CARD_LOST }],
+      review: true,
+      card: 'approval-requested',
+    })
+  }, 60_000)
+
+  it('R106: a request that took an expired turn before the review opened never replaces the saved card of that open review with messages lacking it', async () => {
+    const owner = browser(slow.url)
+    const chat = randomUUID()
+    const first = await planned(owner, chat)
+    // The first request stops on the model just before it presents the plan, holding the turn.
+    const beforeExit = gated.arm(exitCall, { before: true })
+    const one = owner.post('/api/chat', { id: chat, messages: [first] }).then((r) => r.text())
+    await beforeExit.reached
+    await lite.query("UPDATE web_chats SET turn_until = now() - interval '1 second' WHERE id = $1", [chat])
+    // A second request takes the expired turn (no review is open yet) and stops on the model's first chunk.
+    const onModel = gated.arm(() => true, { before: true })
+    const two = owner.post('/api/chat', { id: chat, messages: [first, { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'also, what is in the README?' }] }] }).then((r) => r.text())
+    await onModel.reached
+    // The first request presents its plan, the review opens, and the first request ends.
+    beforeExit.release()
+    await one
+    const review = await openReviewOf(owner, chat)
+    expect(review).not.toBeNull()
+    // The second request runs on and ends, saving what it answered (no card of that review).
+    onModel.release()
+    await two
+    expect({ open: (await openReviewOf(owner, chat))?.reviewId, card: cardOf(await savedMessages(owner, chat), review!.callId)?.state }).toEqual({
+      open: review!.reviewId,
+      card: 'approval-requested',
+    })
+  }, 60_000)
+})
+
+describe('R103, R104: other pages cannot churn an instance\'s open sessions', () => {
+  const gated = gatedModel()
+  let busy: WebChat
+  beforeAll(async () => {
+    busy = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'busy', model: gated.model })
+  }, 60_000)
+  afterAll(async () => {
+    gated.releaseAll()
+    await busy?.close()
+  })
+
+  /** `/plan <task>` in a new chat, then the chat sent on, held just before the model presents its plan. */
+  async function streamingUpToExit(who: Browser, chat: string) {
+    const { steered } = (await (await who.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).json()) as { steered: string }
+    const gate = gated.arm(exitCall, { before: true })
+    const text = who.post('/api/chat', { id: chat, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: steered }] }] }).then((r) => r.text())
+    await gate.reached
+    return { release: gate.release, text }
+  }
+  /** The errors a UI message stream carried. */
+  const errorsIn = (text: string) => chunksOf(text).flatMap((chunk) => (chunk.type === 'error' || chunk.type === 'tool-output-error' ? [chunk.errorText] : []))
+
+  it('R103: 500 cookie-less GETs of made-up chats\' state and messages (another site\'s <img> tags) each answer 404 no such chat, create no chat, and leave a chat streaming on the instance unharmed', async () => {
+    const owner = browser(busy.url)
+    const chat = randomUUID()
+    const streaming = await streamingUpToExit(owner, chat)
+    const tag = chat.slice(0, 8)
+    const answers = new Map<string, number>()
+    for (let i = 0; i < 500; i++) {
+      for (const path of [`/api/chats/junk${i}-${tag}/state`, `/api/chats/junk${i}-${tag}`]) {
+        const [status, body] = await answer(await fetch(new URL(path, busy.url)))
+        const key = `${status} ${JSON.stringify(body)}`
+        answers.set(key, (answers.get(key) ?? 0) + 1)
+      }
+    }
+    streaming.release()
+    const errors = errorsIn(await streaming.text)
+    const { rows } = await lite.query<{ n: number }>('SELECT count(*)::int AS n FROM web_chats WHERE id LIKE $1', [`junk%-${tag}`])
+    expect({ answers: Object.fromEntries(answers), created: rows[0]!.n, errors, review: (await openReviewOf(owner, chat)) !== null }).toEqual({
+      answers: { [`404 ${JSON.stringify(NO_CHAT)}`]: 1000 },
+      created: 0,
+      errors: [],
+      review: true,
+    })
+  }, 120_000)
+
+  it('R104: an instance following as many chats as it keeps open never closes the session of a chat a request is streaming: the owner opening 500 other chats leaves that answer whole', async () => {
+    const owner = browser(busy.url)
+    const chat = randomUUID()
+    const streaming = await streamingUpToExit(owner, chat)
+    // Each of 500 other chats of the owner is opened on this instance (a review answer that names no open review: 409).
+    const statuses = new Set<number>()
+    for (let i = 0; i < 500; i++) statuses.add((await owner.post(`/api/chats/other${i}-${chat.slice(0, 8)}/review`, { reviewId: 'none', decision: 'Leave plan mode' })).status)
+    streaming.release()
+    const errors = errorsIn(await streaming.text)
+    expect({ statuses: [...statuses], errors, review: (await openReviewOf(owner, chat)) !== null }).toEqual({ statuses: [409], errors: [], review: true })
+  }, 120_000)
 })

@@ -27,12 +27,14 @@
  * What a request must be (R103–R106, the demo's security contract; `web/requests.ts` holds the
  * checks the cluster's proxy makes too): a loopback `Host` (421); for a POST, this server's own
  * `Origin` (403) and a JSON body (415) of at most 4 MiB (413) nested at most 64 deep (400). A chat
- * is the browser's that first used it: the browser gets a random owner id in an HttpOnly,
- * SameSite=Strict cookie, the chat's row keeps a hash of it, and any request on the chat from
- * another owner answers 404 (`ownerOf`, `checkOwner`). Approvals are signed (the SDK's
+ * is the browser's that first wrote in it: the browser gets a random owner id, signed with the
+ * deployment's secret, in an HttpOnly, SameSite=Strict cookie (one only: 400), the chat's row
+ * keeps a hash of it, a GET creates no chat, and any request on the chat from another owner
+ * answers 404 (`ownerOf`, `checkOwner`). Approvals are signed (the SDK's
  * `experimental_toolApprovalSecret`) with a key of the chat's own, derived from the deployment's
  * secret. A chat runs one `useChat` request at a time, across instances (`takeTurn`), and a request
- * may not drop or settle a review card the saved messages hold waiting (`refuseLostCards`).
+ * may not drop or settle a review card the saved messages hold waiting, nor lack the card of the
+ * review the log holds open (`refuseLostCards`); no save replaces that card (`ChatTurn`).
  *
  * The service offers the whole set of decisions (R101). After a request in which a plan approved
  * into a fresh context was handed off (R102: the adapter started the model's context again from
@@ -42,7 +44,7 @@
  * starts at) and the handoff's text, and each request sends the model that text as its first user
  * message, then the UI messages from that point on (see `contextOf`).
  */
-import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto'
+import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { extname, join, normalize } from 'node:path'
@@ -95,7 +97,7 @@ export const SECTION =
 
 const SYSTEM = 'You are a coding agent working in a repository. Answer briefly.'
 
-/** How many chats an instance follows at once (see `agentOf`). */
+/** How many chats an instance follows at once (see `useAgent`). */
 const MAX_SESSIONS = 500
 
 /**
@@ -186,6 +188,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   await store.migrate()
   await migrateChatTables(db)
   const approvalSecret = await deploymentSecret(db, options.approvalSecret)
+  const ownerKey = ownerKeyOf(approvalSecret)
   // The whole set of decisions (R101): Approve, Approve in a fresh context, Keep planning, Leave plan mode.
   const planMode = createPlanMode(
     { section: SECTION },
@@ -194,29 +197,65 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const tools = workspaceTools(workspace)
 
   /**
-   * The open sessions of this instance, one per chat, most recently used last: each follows every
-   * instance's appends. At most `MAX_SESSIONS`: the least recently used is closed (its agent
-   * detached first), to be opened again from the database when its chat comes back.
+   * The open sessions of this instance, one per chat, most recently used last, each with how many
+   * requests are using it: each follows every instance's appends. Beyond `MAX_SESSIONS`, the least
+   * recently used one that no request is using is closed (its agent detached first), to be opened
+   * again from the database when its chat comes back. One a request uses is never closed under it
+   * (R104: the answer it streams would fail on its next append), so while more are in use the
+   * instance holds more, until their requests end.
    */
-  const sessions = new Map<string, Promise<PostgresSessionLog>>()
-  const agentOf = async (chatId: string): Promise<PlanAgent & { session: PostgresSessionLog }> => {
-    let session = sessions.get(chatId)
-    if (session === undefined) {
-      session = store.openSession(chatId)
-      session.catch(() => sessions.delete(chatId))
-      while (sessions.size >= MAX_SESSIONS) {
-        const [oldest, closing] = sessions.entries().next().value as [string, Promise<PostgresSessionLog>]
-        sessions.delete(oldest)
-        void closing.then((log) => {
-          planMode.detach({ id: oldest, session: log })
+  const sessions = new Map<string, { log: Promise<PostgresSessionLog>; users: number }>()
+  const closeIdleSessions = () => {
+    for (const [chatId, open] of sessions) {
+      if (sessions.size <= MAX_SESSIONS) return
+      if (open.users > 0) continue
+      sessions.delete(chatId)
+      void open.log
+        .then((log) => {
+          planMode.detach({ id: chatId, session: log })
           return log.close()
-        }).catch(() => {})
-      }
+        })
+        .catch(() => {})
+    }
+  }
+  /** The chat's agent on this instance, for one request, which calls `release()` once done with it. */
+  const useAgent = async (chatId: string): Promise<{ agent: PlanAgent & { session: PostgresSessionLog }; release: () => void }> => {
+    let open = sessions.get(chatId)
+    if (open === undefined) {
+      const opening = { log: store.openSession(chatId), users: 0 }
+      opening.log.catch(() => {
+        if (sessions.get(chatId) === opening) sessions.delete(chatId)
+      })
+      open = opening
     } else {
       sessions.delete(chatId) // to the end: most recently used
     }
-    sessions.set(chatId, session)
-    return { id: chatId, session: await session }
+    sessions.set(chatId, open)
+    const used = open
+    used.users++
+    closeIdleSessions()
+    let released = false
+    const release = () => {
+      if (released) return
+      released = true
+      used.users--
+      closeIdleSessions()
+    }
+    try {
+      return { agent: { id: chatId, session: await used.log }, release }
+    } catch (error) {
+      release()
+      throw error
+    }
+  }
+  /** Runs `use` with the chat's agent on this instance (see `useAgent`). */
+  const withAgent = async <T>(chatId: string, use: (agent: PlanAgent & { session: PostgresSessionLog }) => Promise<T> | T): Promise<T> => {
+    const { agent, release } = await useAgent(chatId)
+    try {
+      return await use(agent)
+    } finally {
+      release()
+    }
   }
 
   const loadMessages = async (chatId: string): Promise<ChatMessages> => {
@@ -228,19 +267,30 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   /** The owner of each chat this instance has seen (an owner never changes), at most `MAX_OWNERS_KNOWN`. */
   const owners = new Map<string, string>()
   /**
-   * R103: the chat is `owner`'s, who first used it: a chat nobody has used yet (no row, or a row
-   * saved before chats had owners) becomes theirs now. Any other owner gets the 404 of a chat that
-   * does not exist, so that the answer does not confirm that it does.
+   * R103: the chat is `owner`'s, who first wrote in it: a POST on a chat nobody has used yet (no
+   * row) creates its row for them; a row saved before chats had owners becomes theirs on any
+   * request. A GET creates nothing: a chat no row holds answers 404, as one of another owner does,
+   * so that a page of another site (`<img src>` needs no cookie and no Origin) cannot make the
+   * instance write rows or open sessions. Any other owner gets the 404 of a chat that does not
+   * exist, so that the answer does not confirm that it does.
    * @throws HttpError 404 `no such chat`
    */
-  async function checkOwner(chatId: string, owner: string): Promise<void> {
+  async function checkOwner(chatId: string, owner: string, { create }: { create: boolean }): Promise<void> {
     let known = owners.get(chatId)
     if (known === undefined) {
-      const { rows } = await db.query(
-        "INSERT INTO web_chats (id, messages, owner) VALUES ($1, '[]'::json, $2) ON CONFLICT (id) DO UPDATE SET owner = COALESCE(web_chats.owner, excluded.owner) RETURNING owner",
-        [chatId, owner],
-      )
-      const stored: unknown = rows[0]?.owner
+      let stored: unknown
+      if (!create) {
+        const { rows } = await db.query('SELECT owner FROM web_chats WHERE id = $1', [chatId])
+        if (rows.length === 0) throw new HttpError(404, NO_SUCH_CHAT)
+        stored = rows[0]?.owner
+      }
+      if (typeof stored !== 'string') {
+        const { rows } = await db.query(
+          "INSERT INTO web_chats (id, messages, owner) VALUES ($1, '[]'::json, $2) ON CONFLICT (id) DO UPDATE SET owner = COALESCE(web_chats.owner, excluded.owner) RETURNING owner",
+          [chatId, owner],
+        )
+        stored = rows[0]?.owner
+      }
       if (typeof stored !== 'string') throw new Error(`the chat ${chatId} has no owner in web_chats after claiming it`)
       if (owners.size >= MAX_OWNERS_KNOWN) owners.delete(owners.keys().next().value as string)
       owners.set(chatId, (known = stored))
@@ -268,17 +318,50 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     renew.unref()
     /** The turn's one ending, once asked for: set at once, so a second call cannot end it otherwise. */
     let ending: Promise<void> | undefined
+    /**
+     * What a save writes, as SQL: the messages (`$3`), unless they lack the card of the review the
+     * log holds open and the saved messages hold it: then the saved ones stay (R106).
+     */
+    const written = (messages: ChatMessages, openCallId: string | undefined) =>
+      openCallId === undefined || holdsCall(messages, openCallId)
+        ? { sql: '$3::json', params: [] }
+        : { sql: `CASE WHEN ${SAVED_HOLDS_CALL('$4')} THEN messages ELSE $3::json END`, params: [openCallId] }
+    /**
+     * R106: messages holding the card of the review the log holds open, saved after the turn was
+     * lost (its lease ran out and another request took it, or the request gave it up while they
+     * were on their way): written still when the saved messages lack that card, which nothing
+     * else would save, so that the review stays answerable.
+     */
+    const keepOpenCard = async (messages: ChatMessages, openCallId: string | undefined) => {
+      if (openCallId === undefined || !holdsCall(messages, openCallId)) return
+      await db.query(`UPDATE web_chats SET messages = $2::json WHERE id = $1 AND NOT ${SAVED_HOLDS_CALL('$3')}`, [chatId, JSON.stringify(messages), openCallId])
+    }
     return {
       saved: await savedMessagesOf(rows[0]?.messages),
-      async save(messages) {
-        if (ending === undefined) await db.query('UPDATE web_chats SET messages = $3::json WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)])
+      async save(messages, openCallId) {
+        if (ending === undefined) {
+          const { sql, params } = written(messages, openCallId)
+          const { rows: saved } = await db.query(`UPDATE web_chats SET messages = ${sql} WHERE id = $1 AND turn = $2 RETURNING id`, [chatId, token, JSON.stringify(messages), ...params])
+          if (saved.length > 0) return
+        }
+        await keepOpenCard(messages, openCallId)
       },
-      end(messages) {
-        ending ??= (async () => {
+      end(messages, openCallId) {
+        if (ending !== undefined) return messages === undefined ? ending : ending.catch(() => {}).then(() => keepOpenCard(messages, openCallId))
+        ending = (async () => {
           clearInterval(renew) // a turn not given back (the database failed) ends with its lease
-          await (messages === undefined
-            ? db.query('UPDATE web_chats SET turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token])
-            : db.query('UPDATE web_chats SET messages = $3::json, turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token, JSON.stringify(messages)]))
+          if (messages === undefined) {
+            await db.query('UPDATE web_chats SET turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token])
+            return
+          }
+          const { sql, params } = written(messages, openCallId)
+          const { rows: saved } = await db.query(`UPDATE web_chats SET messages = ${sql}, turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2 RETURNING id`, [
+            chatId,
+            token,
+            JSON.stringify(messages),
+            ...params,
+          ])
+          if (saved.length === 0) await keepOpenCard(messages, openCallId)
         })()
         return ending
       },
@@ -305,7 +388,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    */
   async function chat(body: { id?: unknown; messages?: unknown }, owner: string, res: ServerResponse, signal: AbortSignal): Promise<void> {
     const chatId = chatIdOf(body.id)
-    await checkOwner(chatId, owner)
+    await checkOwner(chatId, owner, { create: true })
     const checked = await safeValidateUIMessages({ messages: body.messages })
     if (!checked.success) throw new HttpError(400, MESSAGES_REFUSED)
     const turn = await takeTurn(chatId)
@@ -319,8 +402,11 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     }
     /** Settles once the stream's `onFinish` has ended the turn: set once the stream is made. */
     let finished: Promise<void> | undefined
+    /** Gives the chat's session back (R104): it stays open until the request has ended. */
+    let releaseAgent: (() => void) | undefined
     try {
-      const agent = await agentOf(chatId)
+      const { agent, release } = await useAgent(chatId)
+      releaseAgent = release
       // R106: decide on the log as the database holds it, what the requests before this one wrote
       // on any instance (a review closed there a moment ago is closed here too), whether or not
       // this instance heard their NOTIFY.
@@ -328,8 +414,14 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       const plan = withPlanMode({ planMode, agent, system: SYSTEM, tools, abortSignal: signal })
       // A card whose review a /plan closed meanwhile gets its result (R87); one still open waits for the user.
       const messages = plan.settleClosedApprovals(checked.data as ChatMessages)
-      refuseLostCards(plan.settleClosedApprovals(turn.saved), messages)
-      refuseUnansweredReview(messages, planMode.openReview(agent)?.callId)
+      const openCallId = planMode.openReview(agent)?.callId
+      refuseLostCards(plan.settleClosedApprovals(turn.saved), messages, openCallId)
+      refuseUnansweredReview(messages, openCallId)
+      /** The call of the review the log holds open as the database has it now, for a save (R106). */
+      const openCallIdNow = async () => {
+        await agent.session.catchUp().catch(() => {}) // else: the log as this instance has it
+        return planMode.openReview(agent)?.callId
+      }
       // After a handoff (R102) the model's context starts at the fresh one: its first message, then what followed it.
       const context = contextOf(messages, await loadContext(chatId))
       const modelMessages = [
@@ -344,7 +436,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       const prepareStep: PrepareStepFunction<typeof plan.tools> = async (options) => {
         if (options.stepNumber === 0) {
           taken = true
-          await turn.save(messages)
+          await turn.save(messages, await openCallIdNow())
         }
         const result = await plan.prepareStep(options)
         if (handoffStep === undefined && plan.handoff !== null) handoffStep = options.stepNumber
@@ -377,7 +469,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
               await saveContext(chatId, { messageId: responseMessage.id, part, text: plan.handoff.text }).catch(() => {})
             }
             // The last thing the turn does: the next request of the chat sees these messages.
-            await turn.end(taken ? all : undefined).catch(() => {})
+            await turn.end(taken ? all : undefined, await openCallIdNow()).catch(() => {})
           } finally {
             finish()
           }
@@ -393,31 +485,35 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       if (finished !== undefined) await settledOrAfter(finished, TURN_LEASE_MS)
       await end()
       await turn.end().catch(() => {})
+      releaseAgent?.()
     }
   }
 
   /** The review's options, the same for every chat of this service. */
   const reviewOptions = reviewQuestion('', planMode.decisions).options
 
-  async function state(chatId: string): Promise<ChatState> {
-    const agent = await agentOf(chatId)
-    const open = planMode.openReview(agent)
-    return {
-      instance,
-      mode: planMode.get(agent),
-      review: open === null ? null : { reviewId: open.reviewId, title: open.title, plan: open.plan, ...(open.callId ? { callId: open.callId } : {}) },
-      versions: currentVersions(agent.session),
-      options: reviewOptions,
-      chart: { value: planMode.actor(agent).getSnapshot().value },
-    }
+  function state(chatId: string): Promise<ChatState> {
+    return withAgent(chatId, (agent) => {
+      const open = planMode.openReview(agent)
+      return {
+        instance,
+        mode: planMode.get(agent),
+        review: open === null ? null : { reviewId: open.reviewId, title: open.title, plan: open.plan, ...(open.callId ? { callId: open.callId } : {}) },
+        versions: currentVersions(agent.session),
+        options: reviewOptions,
+        chart: { value: planMode.actor(agent).getSnapshot().value },
+      }
+    })
   }
 
   async function command(chatId: string, body: { input?: unknown }) {
     if (typeof body.input !== 'string') throw new HttpError(400, 'input must be a string')
-    const agent = await agentOf(chatId)
+    return withAgent(chatId, (agent) => commandOn(agent, body.input as string))
+  }
+
+  async function commandOn(agent: PlanAgent & { session: PostgresSessionLog }, rawInput: string) {
     // `/plan <message>`: the message is the page's to send as the next user message.
     const steered: UserMessage[] = []
-    const rawInput = body.input
     let result: Awaited<ReturnType<PlanMode['command']['run']>>
     const commandId = randomUUID() // unique across instances: every instance pairs the run with its done (R86)
     await agent.session.append(COMMAND_RUN_EVENT, { commandId, name: 'plan', args: rawInput })
@@ -461,8 +557,11 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    */
   async function review(chatId: string, body: Record<string, unknown>): Promise<ReviewAnswered> {
     const checked = reviewAnswerOf(body)
+    return withAgent(chatId, (agent) => reviewOn(agent, checked))
+  }
+
+  async function reviewOn(agent: PlanAgent & { session: PostgresSessionLog }, checked: ReturnType<typeof reviewAnswerOf>): Promise<ReviewAnswered> {
     const { reviewId } = checked
-    const agent = await agentOf(chatId)
     const answer =
       'decision' in checked
         ? // One option alone, nothing else said (R44, R101).
@@ -531,7 +630,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     if (req.method !== 'GET' && req.method !== 'HEAD' && !isSameOrigin(req)) throw new HttpError(403, CROSS_SITE_REFUSED)
     // R103: every answer gives a browser without an owner cookie its owner, the page's load first,
     // so that the requests its tabs then send at once all speak for that one owner.
-    const owner = ownerOf(req, res)
+    const owner = ownerOf(req, res, ownerKey)
     const url = new URL(req.url ?? '/', 'http://localhost')
     const path = url.pathname
     if (req.method === 'POST' && path === '/api/chat') {
@@ -544,7 +643,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     const writes = req.method === 'POST' && (match?.[2] === '/command' || match?.[2] === '/review')
     if (match && (reads || writes)) {
       const chatId = chatIdOf(match[1]!) // ids are plain: nothing to decode
-      await checkOwner(chatId, owner) // R103
+      await checkOwner(chatId, owner, { create: writes }) // R103: a GET creates nothing
       if (match[2] === undefined) return json(res, 200, { messages: await loadMessages(chatId) })
       if (match[2] === '/state') return json(res, 200, await state(chatId))
       if (match[2] === '/command') return json(res, 200, await command(chatId, await readJson(req)))
@@ -757,13 +856,18 @@ const MAX_OWNERS_KNOWN = 10_000
 interface ChatTurn {
   /** The chat's messages as saved when the turn was taken. */
   readonly saved: ChatMessages
-  /** Saves the chat's messages, while the turn is held (a save after it was lost is dropped). */
-  save(messages: ChatMessages): Promise<void>
   /**
-   * Ends the turn, saving `messages` in the same statement when given. The first call decides
-   * (at once, before it awaits anything); later calls get that same ending.
+   * Saves the chat's messages while the turn is held, unless they lack the card of the review the
+   * log holds open (its call: `openCallId`) and the saved messages hold it. A save after the turn
+   * was lost is dropped, unless it holds that card and the saved messages do not (R106).
    */
-  end(messages?: ChatMessages): Promise<void>
+  save(messages: ChatMessages, openCallId: string | undefined): Promise<void>
+  /**
+   * Ends the turn, saving `messages` in the same statement when given, as `save` does. The first
+   * call decides (at once, before it awaits anything); later calls get that same ending, and their
+   * messages are saved as after a lost turn.
+   */
+  end(messages?: ChatMessages, openCallId?: string): Promise<void>
 }
 
 /** The saved messages of a chat's row, read back as UI messages; none when they are not (a row is data, checked like a request). */
@@ -775,13 +879,16 @@ async function savedMessagesOf(value: unknown): Promise<ChatMessages> {
 /**
  * R106: every review card the saved messages hold waiting for the user (an `exit_plan_mode` call
  * asking for approval, whose review the log does not hold closed: the caller settles those first,
- * R87) must come back in the request as it is, or answered through the SDK's approval. A request
- * without it (a tab opened before the plan) or with the call settled some other way (a result
- * the client made up) would replace the saved messages with ones that cannot answer the review.
+ * R87), and the card of the review the log holds open (`openCallId`: saved or not yet, as while the
+ * request that opened it still runs), must come back in the request as it is, or answered through
+ * the SDK's approval. A request without it (a tab opened before the plan) or with the call settled
+ * some other way (a result the client made up) would replace the saved messages with ones that
+ * cannot answer the review.
  * @throws HttpError 409
  */
-function refuseLostCards(saved: ChatMessages, messages: ChatMessages): void {
+function refuseLostCards(saved: ChatMessages, messages: ChatMessages, openCallId: string | undefined): void {
   const waiting = new Set(saved.flatMap((m) => m.parts.flatMap((part) => (isExitCall(part) && part.state === 'approval-requested' ? [part.toolCallId] : []))))
+  if (openCallId !== undefined) waiting.add(openCallId)
   if (waiting.size === 0) return
   const sent = new Map(messages.flatMap((m) => m.parts.flatMap((part) => (isExitCall(part) ? [[part.toolCallId, part.state] as const] : []))))
   for (const callId of waiting) {
@@ -790,27 +897,65 @@ function refuseLostCards(saved: ChatMessages, messages: ChatMessages): void {
   }
 }
 
+/** Whether the messages hold an `exit_plan_mode` part of the call `callId`, in any state. */
+function holdsCall(messages: ChatMessages, callId: string): boolean {
+  return messages.some((m) => m.parts.some((part) => isExitCall(part) && part.toolCallId === callId))
+}
+
+/**
+ * SQL: whether the row's saved messages (`messages`) hold an `exit_plan_mode` part of the call
+ * given as the parameter `param`, as `holdsCall` tells it (a value of another shape holds none).
+ */
+const SAVED_HOLDS_CALL = (param: string) =>
+  `EXISTS (SELECT 1 FROM json_array_elements(CASE WHEN json_typeof(messages) = 'array' THEN messages ELSE '[]'::json END) AS m(message), ` +
+  `json_array_elements(CASE WHEN json_typeof(m.message -> 'parts') = 'array' THEN m.message -> 'parts' ELSE '[]'::json END) AS p(part) ` +
+  `WHERE p.part ->> 'type' = 'tool-exit_plan_mode' AND p.part ->> 'toolCallId' = ${param})`
+
 /** Whether a UI message part is an `exit_plan_mode` call. */
 function isExitCall(part: UIMessage['parts'][number]): part is UIMessage['parts'][number] & { type: 'tool-exit_plan_mode'; toolCallId: string; state: string } {
   return part.type === 'tool-exit_plan_mode' && 'toolCallId' in part
 }
 
-/** The owner cookie (R103): a random id, 32 bytes in base64url. */
+/** The owner cookie (R103): a random id, 32 bytes in base64url, then its signature (see `ownerOf`). */
 const OWNER_COOKIE = 'plan_mode_owner'
-const OWNER_ID = /^[A-Za-z0-9_-]{43}$/
+const SIGNED_OWNER_ID = /^([A-Za-z0-9_-]{43})\.([A-Za-z0-9_-]{43})$/
+
+/** The 400 answer's text for a request carrying more than one owner cookie (R103). */
+const TWO_OWNER_COOKIES = "more than one plan_mode_owner cookie (a page on another port of this host may have set one): clear this host's cookies, then reload"
+
+/** R103: the key that signs owner ids, derived from the deployment's secret (R105) apart from its approval keys. */
+function ownerKeyOf(secret: string): Buffer {
+  return createHmac('sha256', secret).update('xstate-plan-mode web chat owner ids').digest()
+}
+
+/** An owner id's signature: the HMAC-SHA-256 of the id under the owner key, base64url. */
+function ownerSignature(ownerKey: Buffer, id: string): string {
+  return createHmac('sha256', ownerKey).update(id).digest('base64url')
+}
 
 /**
- * R103: the owner a request speaks for: the hash of its owner cookie. A browser without one (or
- * with a malformed one) gets a new random id in an HttpOnly cookie (no script of the page reads
+ * R103: the owner a request speaks for: the hash of the id in its owner cookie, `<id>.<signature>`,
+ * taken only when this deployment signed it. Cookies ignore ports, so any page on another port of
+ * this host can set one: an id the server did not issue is no owner (the browser gets a new one),
+ * and a request carrying two owner cookies (the page set one with a longer Path, which the browser
+ * sends first) is refused rather than guessed at. A browser without a valid cookie gets a new
+ * random id in an HttpOnly cookie (no script of the page reads it, and no script elsewhere replaces
  * it), SameSite=Strict (no other site's page or link sends it: the page's own requests are all
  * same-site, so Strict costs nothing), for a year. The database keeps only hashes.
+ * @throws HttpError 400 for a request carrying more than one owner cookie.
  */
-function ownerOf(req: IncomingMessage, res: ServerResponse): string {
-  const cookies = (req.headers.cookie ?? '').split(';').map((pair) => pair.trim())
-  let id = cookies.find((pair) => pair.startsWith(`${OWNER_COOKIE}=`))?.slice(OWNER_COOKIE.length + 1)
-  if (id === undefined || !OWNER_ID.test(id)) {
+function ownerOf(req: IncomingMessage, res: ServerResponse, ownerKey: Buffer): string {
+  const values = (req.headers.cookie ?? '')
+    .split(';')
+    .map((pair) => pair.trim())
+    .filter((pair) => pair.startsWith(`${OWNER_COOKIE}=`))
+    .map((pair) => pair.slice(OWNER_COOKIE.length + 1))
+  if (values.length > 1) throw new HttpError(400, TWO_OWNER_COOKIES)
+  const [, given, signature] = SIGNED_OWNER_ID.exec(values[0] ?? '') ?? []
+  let id = given
+  if (id === undefined || !timingSafeEqual(Buffer.from(signature!), Buffer.from(ownerSignature(ownerKey, id)))) {
     id = randomBytes(32).toString('base64url')
-    res.setHeader('set-cookie', `${OWNER_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000`)
+    res.setHeader('set-cookie', `${OWNER_COOKIE}=${id}.${ownerSignature(ownerKey, id)}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000`)
   }
   return createHash('sha256').update(id).digest('hex')
 }

@@ -50,6 +50,21 @@ interface CommandNote {
 const PLAN_COMMAND = /^\/plan(?:\s+([\s\S]*))?$/
 
 /**
+ * The state of a chat nobody has written in yet: the server holds nothing of it (R103: its GETs
+ * answer 404 and create nothing) until the first message or `/plan` creates it.
+ */
+function newChatState(response: Response): ChatState {
+  return {
+    instance: response.headers.get('x-plan-mode-instance') ?? '',
+    mode: { active: false },
+    review: null,
+    options: [],
+    versions: [],
+    chart: { value: null },
+  }
+}
+
+/**
  * Polls the plan state (any instance answers), and loads it at once when asked. Answers can
  * arrive out of order (different instances): an older request's answer never replaces a newer's.
  */
@@ -63,7 +78,7 @@ function useChatState(chatId: string): [ChatState | null, () => void] {
     load.current = () => {
       const number = ++sent
       fetch(`/api/chats/${chatId}/state`)
-        .then((response) => (response.ok ? (response.json() as Promise<ChatState>) : null))
+        .then((response) => (response.ok ? (response.json() as Promise<ChatState>) : response.status === 404 ? newChatState(response) : null))
         .then((next) => {
           if (stopped || next === null || number < shown) return
           shown = number
