@@ -2,10 +2,10 @@ import { fork } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createPostgresPlanStore, pgListen, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { createPostgresPlanStore, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
 import { createPlanMode, type PlanAgent, type PlanMode } from '../src/index.js'
-import { startTestPostgres, type TestPostgres } from '../scripts/local-postgres.js'
+import { useTestPostgres } from './databases.js'
 
 /**
  * The PostgreSQL adapter on a real server (R83–R85): a throwaway cluster of Debian's
@@ -16,32 +16,13 @@ const SECTION = 'Plan mode is on.'
 const PLAN = '# Migrate the users table\n\n1. Add the column.\n2. Backfill it.'
 const APPROVE = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
 
-let server: TestPostgres
-const closers: (() => Promise<unknown>)[] = []
-
-beforeAll(async () => {
-  server = await startTestPostgres()
-}, 60_000)
-
-afterAll(async () => {
-  for (const close of closers.splice(0).reverse()) await close().catch(() => {})
-  await server?.destroy()
-}, 60_000)
+const { server, closers, pool: openPool, listen, client } = useTestPostgres()
 
 async function instance(prefix: string): Promise<{ store: PostgresPlanStore; pool: pg.Pool }> {
-  const pool = new pg.Pool({ ...server.config, max: 4 })
-  pool.on('error', () => {}) // an idle client lost with the server: the next query reports it
-  const listen = pgListen(
-    async () => {
-      const client = new pg.Client(server.config)
-      await client.connect()
-      return client
-    },
-    { retryMs: 100 },
-  )
-  const store = createPostgresPlanStore({ db: pool, listen, prefix })
+  const pool = openPool({ max: 4 })
+  const store = createPostgresPlanStore({ db: pool, listen: listen({}, { retryMs: 100 }), prefix })
   await store.migrate()
-  closers.push(() => pool.end(), () => store.close())
+  closers.push(() => store.close())
   return { store, pool }
 }
 
@@ -158,14 +139,9 @@ describe('R83–R85: the PostgreSQL adapter on a real server (postgresql-15)', (
   }, 60_000)
 
   it('R83: a server that stops answering fails an append after the pool\'s query_timeout, never a hung promise', async () => {
-    const pool = new pg.Pool({ ...server.config, max: 1, query_timeout: 500 })
-    pool.on('error', () => {})
-    const store = createPostgresPlanStore({ db: pool, listen: pgListen(async () => {
-      const client = new pg.Client(server.config)
-      await client.connect()
-      return client
-    }), prefix: 't7_' })
-    closers.push(() => pool.end(), () => store.close())
+    const pool = openPool({ max: 1, query_timeout: 500 })
+    const store = createPostgresPlanStore({ db: pool, listen: listen(), prefix: 't7_' })
+    closers.push(() => store.close())
     await store.migrate()
     const log = await store.openSession('s1')
     await log.append('message', { n: 1 })
@@ -273,15 +249,9 @@ describe('#23 on a real server: nothing forged, nothing bricked, nothing hung', 
     let stopped = true
     try {
       // An instance that starts while the server is down: its first LISTEN fails.
-      const pool = new pg.Pool({ ...server.config, max: 2 })
-      pool.on('error', () => {})
-      const late = createPostgresPlanStore({ db: pool, listen: pgListen(async () => {
-        const client = new pg.Client(server.config)
-        client.on('error', () => {})
-        await client.connect()
-        return client
-      }), prefix: 'l1_' })
-      closers.push(() => pool.end(), () => late.close())
+      const pool = openPool({ max: 2 })
+      const late = createPostgresPlanStore({ db: pool, listen: listen(), prefix: 'l1_' })
+      closers.push(() => late.close())
       await expect(late.openSession('s1')).rejects.toThrow(
         new Error(`plan-mode postgres: session s1 was not opened: connect ECONNREFUSED 127.0.0.1:${server.port}`),
       )
@@ -299,14 +269,9 @@ describe('#23 on a real server: nothing forged, nothing bricked, nothing hung', 
 
   it('R83: with the server frozen (SIGSTOP), every append settles within its timeout from its call, rejected with the may-not-have-been-written message; after the thaw appends land', async () => {
     const timeoutMs = 1_000
-    const pool = new pg.Pool({ ...server.config, max: 4, query_timeout: timeoutMs })
-    pool.on('error', () => {})
-    const store = createPostgresPlanStore({ db: pool, listen: pgListen(async () => {
-      const client = new pg.Client(server.config)
-      await client.connect()
-      return client
-    }), prefix: 'z1_' })
-    closers.push(() => pool.end(), () => store.close())
+    const pool = openPool({ max: 4, query_timeout: timeoutMs })
+    const store = createPostgresPlanStore({ db: pool, listen: listen(), prefix: 'z1_' })
+    closers.push(() => store.close())
     await store.migrate()
     const log = await store.openSession('s1')
     await log.append('message', { n: 0 })
@@ -390,22 +355,10 @@ function settledWithin<T>(promise: Promise<T>, ms: number): Promise<{ settled: '
 
 describe('#23 on a real server: a session\'s turn and migrate\'s lock are the store\'s own; an append that timed out stays unwritten', () => {
   /** A connection of a role that may connect and do nothing else: no privilege on any table (R83's hostile database user). */
-  async function stranger(): Promise<pg.Client> {
-    const client = new pg.Client({ ...server.config, user: 'stranger' })
-    client.on('error', () => {})
-    await client.connect()
-    closers.push(() => client.end())
-    return client
-  }
+  const stranger = () => client({ user: 'stranger' })
 
   /** A connection of the tables' owner, for a transaction the test holds open. */
-  async function owner(): Promise<pg.Client> {
-    const client = new pg.Client(server.config)
-    client.on('error', () => {})
-    await client.connect()
-    closers.push(() => client.end())
-    return client
-  }
+  const owner = () => client()
 
   beforeAll(async () => {
     const admin = await owner()
@@ -413,9 +366,7 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
   })
 
   it("R83: a role that may only connect cannot stop a session's appends (regression: it took the session's advisory lock, pg_advisory_lock(hashtext('<prefix>events'), hashtext(<session>)), and every append timed out)", async () => {
-    const pool = new pg.Pool({ ...server.config, max: 4, query_timeout: 3000 })
-    pool.on('error', () => {})
-    closers.push(() => pool.end())
+    const pool = openPool({ max: 4, query_timeout: 3000 })
     const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'adv1_' })
     closers.push(() => store.close())
     await store.migrate()
@@ -442,9 +393,7 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
   it("R83: a role that may only connect cannot hold up migrate (regression: it took migrate's advisory lock, pg_advisory_lock(hashtext('<prefix>migrate')), and migrate waited as long as it held it)", async () => {
     const m = await stranger()
     await m.query("SELECT pg_advisory_lock(hashtext('adv3_migrate'))")
-    const pool = new pg.Pool({ ...server.config, max: 2 })
-    pool.on('error', () => {})
-    closers.push(() => pool.end())
+    const pool = openPool({ max: 2 })
     const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'adv3_' })
     const migrated = await settledWithin(store.migrate(), 10_000)
     await m.query('SELECT pg_advisory_unlock_all()')
@@ -452,9 +401,7 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
   }, 30_000)
 
   it('R83: an append that times out while it waits in the server is not written when the wait ends (regression: a transaction holding the events table made it time out, and it was written once that transaction ended)', async () => {
-    const pool = new pg.Pool({ ...server.config, max: 4 })
-    pool.on('error', () => {})
-    closers.push(() => pool.end())
+    const pool = openPool({ max: 4 })
     const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'late1_', appendTimeoutMs: 1500 })
     closers.push(() => store.close())
     await store.migrate()
@@ -481,9 +428,7 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
     const holder = await owner()
     await holder.query('BEGIN')
     await holder.query('LOCK TABLE mig1_turns IN SHARE UPDATE EXCLUSIVE MODE')
-    const pool = new pg.Pool({ ...server.config, max: 2 })
-    pool.on('error', () => {})
-    closers.push(() => pool.end())
+    const pool = openPool({ max: 2 })
     const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'mig1_', appendTimeoutMs: 300 })
     const migrated = await settledWithin(store.migrate(), 10_000)
     // Appends go on meanwhile: migrate's lock does not stand in their way.
@@ -497,12 +442,7 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
   }, 30_000)
 
   it('R83: migrate from six instances at once on an empty database: every one resolves, and the tables serve', async () => {
-    const pools = Array.from({ length: 6 }, () => {
-      const pool = new pg.Pool({ ...server.config, max: 1 })
-      pool.on('error', () => {})
-      closers.push(() => pool.end())
-      return pool
-    })
+    const pools = Array.from({ length: 6 }, () => openPool({ max: 1 }))
     const stores = pools.map((db) => createPostgresPlanStore({ db, listen: async () => async () => {}, prefix: 'many1_' }))
     const results = await Promise.allSettled(stores.map((store) => store.migrate()))
     expect(results.map((r) => (r.status === 'rejected' ? String(r.reason) : r.status))).toEqual(Array(6).fill('fulfilled'))

@@ -1,55 +1,28 @@
-import pg from 'pg'
-import { afterAll, beforeAll, expect, it } from 'vitest'
-import { pgListen } from '../src/adapters/postgres.js'
+import { expect, it } from 'vitest'
 import { startWebChat, type WebChat } from '../web/server.js'
-import { startTestPostgres, type TestPostgres } from '../scripts/local-postgres.js'
+import { useTestPostgres } from './databases.js'
 
 /**
  * The web demo's start on a real PostgreSQL server (a throwaway cluster on 127.0.0.1, started and
  * stopped here), where an instance starts while others serve: what its start locks, they wait for.
  */
-let server: TestPostgres
-const closers: (() => Promise<unknown>)[] = []
+const { closers, pool, listen, client } = useTestPostgres()
 
-beforeAll(async () => {
-  server = await startTestPostgres()
-}, 60_000)
-
-afterAll(async () => {
-  for (const close of closers.splice(0).reverse()) await close().catch(() => {})
-  await server?.destroy()
-}, 60_000)
-
-/** A pool of its own, ended after the file. */
-function pool(): pg.Pool {
-  const created = new pg.Pool({ ...server.config, max: 4 })
-  created.on('error', () => {}) // an idle client lost with the server: the next query reports it
-  closers.push(() => created.end())
-  return created
-}
-
-/** An instance of the web chat on the server, with a listening connection of its own; closed after the file. */
+/** An instance of the web chat on the server, with a pool and a listening connection of its own; closed after the file. */
 async function instance(name: string): Promise<WebChat> {
-  const listen = pgListen(async () => {
-    const client = new pg.Client(server.config)
-    await client.connect()
-    return client
-  })
-  const web = await startWebChat({ db: pool(), listen, instance: name, chunkDelayMs: 0 })
+  const web = await startWebChat({ db: pool({ max: 4 }), listen: listen(), instance: name, chunkDelayMs: 0 })
   closers.push(() => web.close())
   return web
 }
 
 it('R106: an instance starts while another instance\'s transaction reads the chats\' tables: its start waits for no lock on them (it alters a table only when it lacks what the demo needs)', async () => {
   await instance('first') // makes the tables as the demo needs them
-  const serving = new pg.Client(server.config)
-  await serving.connect()
-  closers.push(() => serving.end())
+  const serving = await client()
   // Another instance serving a request, in a transaction that has read both tables.
   await serving.query('BEGIN')
   await serving.query('SELECT count(*) FROM web_chats')
   await serving.query('SELECT count(*) FROM web_contexts')
-  const watcher = pool()
+  const watcher = pool({ max: 4 })
   let watching = true
   /** Resolves once a statement waits for a lock on one of the demo's tables (it would hold every request after it too). */
   const waitsForLock = async (): Promise<string> => {
@@ -73,22 +46,12 @@ it('R106: an instance starts while another instance\'s transaction reads the cha
 }, 60_000)
 
 it('R106: an instance started on the tables of an older version (jsonb, no owner or turn columns) changes them once to what the demo needs', async () => {
-  const admin = new pg.Client(server.config)
-  await admin.connect()
-  closers.push(() => admin.end())
+  const admin = await client()
   await admin.query('CREATE DATABASE older')
-  const config = { ...server.config, database: 'older' }
-  const older = new pg.Pool({ ...config, max: 4 })
-  older.on('error', () => {})
-  closers.push(() => older.end())
+  const older = pool({ database: 'older', max: 4 })
   await older.query('CREATE TABLE web_chats (id text PRIMARY KEY, messages jsonb NOT NULL)')
   await older.query('CREATE TABLE web_contexts (id text PRIMARY KEY, context jsonb NOT NULL)')
-  const listen = pgListen(async () => {
-    const client = new pg.Client(config)
-    await client.connect()
-    return client
-  })
-  const web = await startWebChat({ db: older, listen, instance: 'upgraded', chunkDelayMs: 0 })
+  const web = await startWebChat({ db: older, listen: listen({ database: 'older' }), instance: 'upgraded', chunkDelayMs: 0 })
   closers.push(() => web.close())
   const { rows } = await older.query<{ table_name: string; column_name: string; data_type: string }>(
     "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_name IN ('web_chats', 'web_contexts') ORDER BY table_name, ordinal_position",
