@@ -1,8 +1,7 @@
-import { PGlite } from '@electric-sql/pglite'
-import { afterAll, beforeAll } from 'vitest'
 import { createPostgresPlanStore, pgliteListen, type PostgresPlanStore, type PostgresSessionLog } from '../src/adapters/postgres.js'
 import { createPlanMode, type PlanAgent, type UserMessage } from '../src/index.js'
 import { defineConformanceSuite, defineDurableReviewSuite, type ConformanceAgent, type DurableConformanceAgent } from '../src/testing/index.js'
+import { usePGlite } from './databases.js'
 import { createReviewQueue, driverBasics, durableReviewUi } from './fixtures/conformance-host.js'
 
 /**
@@ -12,17 +11,12 @@ import { createReviewQueue, driverBasics, durableReviewUi } from './fixtures/con
  */
 const SECTION = 'PLAN MODE: explore and design; present the plan with exit_plan_mode.'
 
-let db: PGlite
+const lite = usePGlite()
 let hosts = 0
-beforeAll(async () => {
-  db = new PGlite()
-  await db.waitReady
-}, 60_000)
-afterAll(() => db.close())
 
 /** A new instance over the database: its store, and the session of `sessionId` opened on it. */
 async function instanceOf(prefix: string, sessionId: string): Promise<{ store: PostgresPlanStore; log: PostgresSessionLog }> {
-  const store = createPostgresPlanStore({ db, listen: pgliteListen(db), prefix })
+  const store = createPostgresPlanStore({ db: lite(), listen: pgliteListen(lite()), prefix })
   await store.migrate()
   return { store, log: await store.openSession(sessionId) }
 }

@@ -1,6 +1,6 @@
-import { PGlite } from '@electric-sql/pglite'
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest'
+import { afterEach, expect, it } from 'vitest'
 import { createPostgresPlanStore, pgliteListen, type PgListen, type PgQueryable, type PostgresPlanStore } from '../src/adapters/postgres.js'
+import { usePGlite } from './databases.js'
 
 /**
  * `catchUp()` of a PostgreSQL session (R83): a caller that must decide on the log as the database
@@ -13,12 +13,7 @@ afterEach(async () => {
   for (const thing of open.splice(0).reverse()) await thing.close()
 })
 
-let lite: PGlite
-beforeAll(async () => {
-  lite = new PGlite()
-  await lite.waitReady
-}, 60_000)
-afterAll(() => lite.close())
+const lite = usePGlite()
 
 /** A listening connection that hears nothing. */
 const hearsNothing: PgListen = async () => async () => {}
@@ -31,8 +26,8 @@ async function instance(db: PgQueryable, listen: PgListen): Promise<PostgresPlan
 }
 
 it('R83: catchUp takes the rows another instance appended though no NOTIFY reached this one: once it resolves, the session holds them and its subscribers heard them', async () => {
-  const deaf = await (await instance(lite, hearsNothing)).openSession('heard-by-reading')
-  const other = await (await instance(lite, pgliteListen(lite))).openSession('heard-by-reading')
+  const deaf = await (await instance(lite(), hearsNothing)).openSession('heard-by-reading')
+  const other = await (await instance(lite(), pgliteListen(lite()))).openSession('heard-by-reading')
   const heard: number[] = []
   deaf.subscribe((event) => heard.push(event.seq))
   await other.append('message', { text: 'one' })
@@ -50,11 +45,11 @@ it('R83: catchUp takes the rows another instance appended though no NOTIFY reach
 it('R83: catchUp rejects with plan-mode postgres: session <id> could not read its log: <the driver\'s message> when its read fails; a later catchUp reads the rows', async () => {
   let failReads = false
   const db: PgQueryable = {
-    query: (text, params) => (failReads && text.startsWith('SELECT seq') ? Promise.reject(new Error('connection terminated')) : lite.query(text, params)),
-    exec: (sql) => lite.exec(sql),
+    query: (text, params) => (failReads && text.startsWith('SELECT seq') ? Promise.reject(new Error('connection terminated')) : lite().query(text, params)),
+    exec: (sql) => lite().exec(sql),
   }
   const deaf = await (await instance(db, hearsNothing)).openSession('read-fails')
-  const other = await (await instance(lite, pgliteListen(lite))).openSession('read-fails')
+  const other = await (await instance(lite(), pgliteListen(lite()))).openSession('read-fails')
   await deaf.catchUp() // the read openSession started has ended
   await other.append('message', { text: 'one' })
   failReads = true

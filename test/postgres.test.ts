@@ -1,7 +1,8 @@
-import { PGlite } from '@electric-sql/pglite'
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import type { PGlite } from '@electric-sql/pglite'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createPostgresPlanStore, isSeqTaken, pgliteListen, seqTakenMessage, type PgQueryable, type PostgresPlanStore } from '../src/adapters/postgres.js'
 import { createPlanMode, foldPlanMode, type PlanAgent, type PlanCheckpoint, type PlanMode } from '../src/index.js'
+import { usePGlite } from './databases.js'
 
 /**
  * The PostgreSQL adapter on PGlite (R83–R85): real PostgreSQL in-process, so these need no
@@ -19,18 +20,13 @@ afterEach(async () => {
 })
 
 /** One PGlite for the file (it takes seconds to start); each test has tables of its own prefix. */
-let shared: PGlite
+const shared = usePGlite()
 let tests = 0
 let prefix = 'plan_mode_'
-beforeAll(async () => {
-  shared = new PGlite()
-  await shared.waitReady
-}, 60_000)
-afterAll(() => shared.close())
 
 async function database(): Promise<PGlite> {
   prefix = `t${++tests}_`
-  return shared
+  return shared()
 }
 
 async function instance(db: PGlite, tablePrefix = prefix): Promise<PostgresPlanStore> {
@@ -394,7 +390,7 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
   })
 
   it('R83: appendTimeoutMs is a number of milliseconds from 1 to 2147483647; anything else throws an exact TypeError (regression: 3e9 made every append time out at once)', () => {
-    const make = (appendTimeoutMs: unknown) => () => createPostgresPlanStore({ db: shared, listen: pgliteListen(shared), appendTimeoutMs } as never)
+    const make = (appendTimeoutMs: unknown) => () => createPostgresPlanStore({ db: shared(), listen: pgliteListen(shared()), appendTimeoutMs } as never)
     for (const bad of [0, -1, 3e9, Number.POSITIVE_INFINITY, Number.NaN, '500']) {
       expect(make(bad)).toThrow(new TypeError(`plan-mode postgres: appendTimeoutMs must be a number of milliseconds from 1 to 2147483647; got ${String(bad)}`))
     }

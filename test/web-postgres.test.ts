@@ -1,8 +1,8 @@
-import { PGlite } from '@electric-sql/pglite'
-import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest'
+import { afterEach, expect, it, vi } from 'vitest'
 import { createPostgresPlanStore, pgliteListen, type PgQueryable, type PostgresSessionLog } from '../src/adapters/postgres.js'
 import { createPlanMode, REVIEW_MESSAGES, type PlanAgent } from '../src/index.js'
 import { SECTION, startWebChat } from '../web/server.js'
+import { usePGlite } from './databases.js'
 import { webClient } from './web-client.js'
 
 /**
@@ -20,12 +20,7 @@ afterEach(async () => {
 })
 
 /** One PGlite for the file (it takes seconds to start); each test has a chat of its own. */
-let lite: PGlite
-beforeAll(async () => {
-  lite = new PGlite()
-  await lite.waitReady
-}, 60_000)
-afterAll(() => lite.close())
+const lite = usePGlite()
 
 /** The demo on the database, and another instance (a store of its own) with the chat open. */
 async function contended(chat: string) {
@@ -38,13 +33,13 @@ async function contended(chat: string) {
         firstWrites.left--
         await other!.append('message', { text: 'another instance wrote first' })
       }
-      return lite.query(text, params)
+      return lite().query(text, params)
     },
-    exec: (sql) => lite.exec(sql),
+    exec: (sql) => lite().exec(sql),
   }
-  const web = await startWebChat({ db, listen: pgliteListen(lite), instance: 'x', chunkDelayMs: 0 })
+  const web = await startWebChat({ db, listen: pgliteListen(lite()), instance: 'x', chunkDelayMs: 0 })
   closers.push(() => web.close())
-  const store = createPostgresPlanStore({ db: lite, listen: pgliteListen(lite), prefix: 'web_' })
+  const store = createPostgresPlanStore({ db: lite(), listen: pgliteListen(lite()), prefix: 'web_' })
   await store.migrate()
   closers.push(() => store.close())
   other = await store.openSession(chat)
@@ -68,7 +63,7 @@ it('R84: a /plan refused five times because another instance appended first is d
   expect(await post('/api/chats/toggled/command', { input: '' })).toEqual([200, { kind: 'success', text: 'Plan mode on. Use /plan off to leave.' }])
   expect(firstWrites.left).toBe(0) // refused five times
   expect((await state()).mode).toEqual({ active: true })
-  const { rows } = await lite.query<{ type: string }>("SELECT type FROM web_events WHERE session = 'toggled' AND type LIKE 'plan/%' ORDER BY seq")
+  const { rows } = await lite().query<{ type: string }>("SELECT type FROM web_events WHERE session = 'toggled' AND type LIKE 'plan/%' ORDER BY seq")
   expect(rows.map((row) => row.type)).toEqual(['plan/mode'])
 })
 
@@ -84,7 +79,7 @@ it('R84, R80: a review answer refused five times because another instance append
   Object.assign(firstWrites, { type: 'plan/review', left: 5 })
   expect(await post('/api/chats/answered/review', { reviewId, decision: 'Leave plan mode' })).toEqual([200, { outcome: 'left', text: REVIEW_MESSAGES.left }])
   expect(firstWrites.left).toBe(0) // refused five times
-  const { rows } = await lite.query<{ data: { outcome: string } }>("SELECT data FROM web_events WHERE session = 'answered' AND type = 'plan/review' ORDER BY seq")
+  const { rows } = await lite().query<{ data: { outcome: string } }>("SELECT data FROM web_events WHERE session = 'answered' AND type = 'plan/review' ORDER BY seq")
   expect(rows.map((row) => row.data.outcome)).toEqual(['requested', 'left'])
 })
 
@@ -94,6 +89,6 @@ it('R83: a /plan whose text holds U+0000 is logged exactly and applied; the demo
   const [status, body] = await post('/api/chats/nul/command', { input })
   expect([status, (body as { kind: string }).kind, (body as { steered?: string }).steered]).toEqual([200, 'success', input])
   expect((await state()).mode).toEqual({ active: true })
-  const { rows } = await lite.query<{ data: unknown; data_json: unknown }>("SELECT data, data_json FROM web_events WHERE session = 'nul' AND type = 'command/run'")
+  const { rows } = await lite().query<{ data: unknown; data_json: unknown }>("SELECT data, data_json FROM web_events WHERE session = 'nul' AND type = 'command/run'")
   expect(rows.map((row) => row.data_json ?? row.data)).toEqual([{ commandId: expect.any(String), name: 'plan', args: input }])
 })
