@@ -42,6 +42,24 @@ function service(store: PostgresPlanStore, options: Parameters<typeof createPlan
   return planMode
 }
 
+/** Two instances of the host (stores) with session s1 open as agent s1 on each, and a service of each's own. */
+async function twoInstances([storeA, storeB]: [PostgresPlanStore, PostgresPlanStore], options: Parameters<typeof createPlanMode>[1] = {}) {
+  const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
+  const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
+  return { agentA, agentB, a: service(storeA, options), b: service(storeB, options) }
+}
+
+/** A store on `db` whose session s1 (agent s1's) has a checkpoint saved at its turn/end of `data`, seq 2. */
+async function checkpointedAtTurnEnd(db: PGlite, data: object) {
+  const store = await instance(db)
+  const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
+  const writer = service(store, { checkpoints: store.checkpoints, checkpointEvery: 1 })
+  expect(await writer.set(agent, true)).toBe('committed')
+  await agent.session.append('turn/end', data)
+  await writer.dispose() // waits for the checkpoint's write
+  return { store, agent, saved: (await store.checkpoints.load('s1')) as PlanCheckpoint }
+}
+
 /** Lets NOTIFY deliveries and the reads they start land. */
 const quiet = () => new Promise((resolve) => setTimeout(resolve, 30))
 
@@ -68,10 +86,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
 
   it('R86, R84: /plan off typed on instance B while instance A streams the turn is applied by A at the next step; both see one flip', async () => {
     const db = await database()
-    const [a, b] = [await instance(db), await instance(db)]
-    const agentA: PlanAgent = { id: 's1', session: await a.openSession('s1') }
-    const agentB: PlanAgent = { id: 's1', session: await b.openSession('s1') }
-    const [serviceA, serviceB] = [service(a), service(b)]
+    const { agentA, agentB, a: serviceA, b: serviceB } = await twoInstances([await instance(db), await instance(db)])
     expect(await serviceA.set(agentA, true)).toBe('committed')
     await agentA.session.append('turn/start', {})
     expect((await serviceA.stepBoundary(agentA)).section).toBe(SECTION)
@@ -148,10 +163,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
 
   it('R84: a /plan on one instance applies at the next step of the other; a review opened on one is answered on the other and told once', async () => {
     const db = await database()
-    const [storeA, storeB] = [await instance(db), await instance(db)]
-    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
-    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
-    const [a, b] = [service(storeA, { reviews: 'durable' }), service(storeB, { reviews: 'durable' })]
+    const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { reviews: 'durable' })
     await agentB.session.append('turn/start', {})
     await quiet()
     expect(a.get(agentA)).toEqual({ active: false }) // attached, following the log
@@ -173,10 +185,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
 
   it('R84, R3: two instances switching one session concurrently leave a log with no repeated plan/mode, whose fold every instance reads', async () => {
     const db = await database()
-    const [storeA, storeB] = [await instance(db), await instance(db)]
-    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
-    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
-    const [a, b] = [service(storeA), service(storeB)]
+    const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)])
     const hammer = async (planMode: PlanMode, agent: PlanAgent, seed: number) => {
       let refused = 0
       for (let i = 0; i < 150; i++) {
@@ -248,13 +257,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
 
   it("R76, R85: openSession loads the whole log when the stored checkpoint is another session's or does not end at the log's event", async () => {
     const db = await database()
-    const store = await instance(db)
-    const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
-    const writer = service(store, { checkpoints: store.checkpoints, checkpointEvery: 1 })
-    expect(await writer.set(agent, true)).toBe('committed')
-    await agent.session.append('turn/end', { turn: 1 })
-    await writer.dispose() // waits for the checkpoint's write
-    const saved = (await store.checkpoints.load('s1')) as PlanCheckpoint
+    const { store, saved } = await checkpointedAtTurnEnd(db, { turn: 1 })
     expect(saved).toMatchObject({ agentId: 's1', seq: 2, type: 'turn/end' })
     // Copied to another session whose log has a turn/end at seq 2 too; and the log of s1 rewritten since.
     const other = await store.openSession('s2')
@@ -270,13 +273,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
 
   it('R85, R76: a save replaces a stored checkpoint that no loader can use, whatever its seq (regression: an @2 one or another agent\'s kept every later checkpoint out; one past the log\'s end cannot be stored, the checkpoint goes with its event)', async () => {
     const db = await database()
-    const store = await instance(db)
-    const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
-    const writer = service(store, { checkpoints: store.checkpoints, checkpointEvery: 1 })
-    expect(await writer.set(agent, true)).toBe('committed')
-    await agent.session.append('turn/end', {})
-    await writer.dispose()
-    const saved = (await store.checkpoints.load('s1')) as PlanCheckpoint
+    const { store, agent, saved } = await checkpointedAtTurnEnd(db, {})
     expect(saved).toMatchObject({ seq: 2 })
     await agent.session.append('message', {})
     await agent.session.append('message', {}) // seq 4: the stored one below is newer than the save
@@ -325,10 +322,7 @@ async function rowsOf(db: PGlite, session: string) {
 describe('#23 on PGlite: nothing forged, nothing bricked', () => {
   it('R83: a forged NOTIFY approving the open review is only a hint to read: no review closes, no event is heard, and the next append and a fresh instance agree with the live ones', async () => {
     const db = await database()
-    const [storeA, storeB] = [await instance(db), await instance(db)]
-    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
-    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
-    const [a, b] = [service(storeA, { reviews: 'durable' }), service(storeB, { reviews: 'durable' })]
+    const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { reviews: 'durable' })
     expect(await a.set(agentA, true)).toBe('committed')
     const { reviewId } = (await a.exitTool.execute({ plan: PLAN }, { agent: agentA })) as { reviewId: string }
     await until(() => expect(b.openReview(agentB)).toMatchObject({ reviewId }))
@@ -424,10 +418,7 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
 
   it('R83, R84: a durable review answered with feedback holding U+0000 is recorded, and the other instance hears it closed', async () => {
     const db = await database()
-    const [storeA, storeB] = [await instance(db), await instance(db)]
-    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
-    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
-    const [a, b] = [service(storeA, { reviews: 'durable' }), service(storeB, { reviews: 'durable' })]
+    const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { reviews: 'durable' })
     expect(await a.set(agentA, true)).toBe('committed')
     const { reviewId } = (await a.exitTool.execute({ plan: PLAN }, { agent: agentA })) as { reviewId: string }
     const feedback = 'Split step 2\u0000 in two.'
@@ -627,10 +618,7 @@ describe('#23 on PGlite: an append reported as timed out is never written later'
     const storeA = createPostgresPlanStore({ db: stalled, listen: pgliteListen(db), prefix, appendTimeoutMs: 1500 })
     open.push(storeA)
     await storeA.migrate()
-    const storeB = await instance(db)
-    const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
-    const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
-    const [a, b] = [service(storeA), service(storeB)]
+    const { agentA, agentB, a, b } = await twoInstances([storeA, await instance(db)])
     expect(b.get(agentB)).toEqual({ active: false }) // B follows the session from the start
     expect(await a.set(agentA, true)).toBe('committed')
     // A /plan as the web demo logs it: command/run, the selection, command/done.
