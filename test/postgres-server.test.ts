@@ -26,6 +26,12 @@ async function instance(prefix: string): Promise<{ store: PostgresPlanStore; poo
   return { store, pool }
 }
 
+/** Two instances on the tables of `prefix`, each with session s1 open. */
+async function twoInstances(prefix: string) {
+  const [a, b] = [await instance(prefix), await instance(prefix)]
+  return { a, b, logA: await a.store.openSession('s1'), logB: await b.store.openSession('s1') }
+}
+
 function service(store: PostgresPlanStore, options: Parameters<typeof createPlanMode>[1] = {}): PlanMode {
   const planMode = createPlanMode({ section: SECTION }, { pendingStore: store.pendingStore, logger: { warn: () => {} }, ...options })
   closers.push(() => planMode.dispose())
@@ -73,9 +79,7 @@ describe('R83–R85: the PostgreSQL adapter on a real server (postgresql-15)', (
   }, 30_000)
 
   it('R84: an append on a stale view is refused with the exact message; the instance then holds the row it missed', async () => {
-    const [a, b] = [await instance('t2_'), await instance('t2_')]
-    const logA = await a.store.openSession('s1')
-    const logB = await b.store.openSession('s1')
+    const { a, logA, logB } = await twoInstances('t2_')
     const results = await Promise.allSettled([logA.append('plan/mode', { active: true }), logB.append('plan/mode', { active: true })])
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')
     expect(refused.map((r) => (r.reason as Error).message)).toEqual([seqTakenMessage('s1', 1, 'plan/mode')])
@@ -118,9 +122,7 @@ describe('R83–R85: the PostgreSQL adapter on a real server (postgresql-15)', (
   }, 120_000)
 
   it('R83: a listening connection cut by the server is made again, and the instance hears every append it missed once, in seq order', async () => {
-    const [a, b] = [await instance('t6_'), await instance('t6_')]
-    const logA = await a.store.openSession('s1')
-    const logB = await b.store.openSession('s1')
+    const { a, logA, logB } = await twoInstances('t6_')
     const heard: number[] = []
     logB.subscribe((event) => heard.push(event.seq))
     await logA.append('message', { n: 1 })
@@ -162,9 +164,7 @@ describe('R83–R85: the PostgreSQL adapter on a real server (postgresql-15)', (
   }, 60_000)
 
   it('R83: the server going away fails an append with a clear message, never a hung promise; after its restart appends land and the other instance hears them', async () => {
-    const [a, b] = [await instance('t3_'), await instance('t3_')]
-    const logA = await a.store.openSession('s1')
-    const logB = await b.store.openSession('s1')
+    const { logA, logB } = await twoInstances('t3_')
     await logA.append('message', { n: 1 })
     await eventually(() => logB.events.length === 1, 'B hears the first append')
     await server.stop()
@@ -226,9 +226,7 @@ async function freezeServer(pool: pg.Pool): Promise<() => void> {
 
 describe('#23 on a real server: nothing forged, nothing bricked, nothing hung', () => {
   it('R83: a forged NOTIFY of the next seq is only a hint to read: no instance hears it, and the next append follows the rows', async () => {
-    const [a, b] = [await instance('f1_'), await instance('f1_')]
-    const logA = await a.store.openSession('s1')
-    const logB = await b.store.openSession('s1')
+    const { a, logA, logB } = await twoInstances('f1_')
     await logA.append('message', { n: 1 })
     await eventually(() => logB.events.length === 1, 'B hears the first append')
     await a.pool.query('SELECT pg_notify($1, $2)', ['f1_events', JSON.stringify(['s1', 2, 'plan/mode', { active: true }])])
