@@ -49,6 +49,17 @@ afterEach(() => {
   withoutProc.on = false
 })
 
+/** `call` is refused with `message`, and `swap` ran right before the tools' open, between their check and the open. */
+async function expectRefusedAfterSwap(swap: () => Promise<void>, call: () => Promise<unknown>, message: string) {
+  let swapped = false
+  beforeNextOpen.swap = async () => {
+    await swap()
+    swapped = true
+  }
+  await expect(call()).rejects.toThrow(new Error(message))
+  expect(swapped).toBe(true)
+}
+
 let base: string
 let root: string
 beforeAll(async () => {
@@ -162,29 +173,23 @@ describe('read_file and list_files: only regular files, read with a bound (R107)
   it('R107: a symbolic link swapped in between the check and the open is refused as not a regular file, and not followed', async () => {
     const file = join(special, 'swapped.txt')
     await writeFile(file, 'checked\n')
-    let swapped = false
-    beforeNextOpen.swap = async () => {
+    const swapForLink = async () => {
       await rm(file)
       await symlink(join(base, 'secret.txt'), file)
-      swapped = true
     }
-    await expect(readTextFile(special, 'swapped.txt')).rejects.toThrow(new Error('read_file: "swapped.txt" is not a regular file'))
-    expect(swapped).toBe(true)
+    await expectRefusedAfterSwap(swapForLink, () => readTextFile(special, 'swapped.txt'), 'read_file: "swapped.txt" is not a regular file')
   })
 
   it('R107: a socket swapped in between the check and the open is refused as not a regular file', async () => {
     const file = join(special, 'swapped.sock')
     await writeFile(file, 'checked\n')
     const server = createServer()
-    let swapped = false
-    beforeNextOpen.swap = async () => {
+    const swapForSocket = async () => {
       await rm(file)
       await new Promise<void>((resolve, reject) => server.once('error', reject).listen(file, () => resolve()))
-      swapped = true
     }
     try {
-      await expect(readTextFile(special, 'swapped.sock')).rejects.toThrow(new Error('read_file: "swapped.sock" is not a regular file'))
-      expect(swapped).toBe(true)
+      await expectRefusedAfterSwap(swapForSocket, () => readTextFile(special, 'swapped.sock'), 'read_file: "swapped.sock" is not a regular file')
     } finally {
       await new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()))
     }
@@ -220,34 +225,16 @@ describe('read_file and list_files: a directory of the path swapped for a link t
   })
 
   it('R107: read_file refuses as outside the working directory a file opened through a parent directory swapped for a link after the check', async () => {
-    let swapped = false
-    beforeNextOpen.swap = async () => {
-      await swapSubForLinkToOutside()
-      swapped = true
-    }
-    await expect(readTextFile(swapRoot, 'sub/notes.txt')).rejects.toThrow(new Error('read_file: "sub/notes.txt" is outside the working directory'))
-    expect(swapped).toBe(true)
+    await expectRefusedAfterSwap(swapSubForLinkToOutside, () => readTextFile(swapRoot, 'sub/notes.txt'), 'read_file: "sub/notes.txt" is outside the working directory')
   })
 
   it('R107: list_files refuses as outside the working directory a directory swapped for a link after the check', async () => {
-    let swapped = false
-    beforeNextOpen.swap = async () => {
-      await swapSubForLinkToOutside()
-      swapped = true
-    }
-    await expect(listFiles(swapRoot, 'sub')).rejects.toThrow(new Error('list_files: "sub" is outside the working directory'))
-    expect(swapped).toBe(true)
+    await expectRefusedAfterSwap(swapSubForLinkToOutside, () => listFiles(swapRoot, 'sub'), 'list_files: "sub" is outside the working directory')
   })
 
   it('R107: without /proc, read_file refuses as outside the working directory a file opened through a parent directory swapped for a link after the check', async () => {
     withoutProc.on = true
-    let swapped = false
-    beforeNextOpen.swap = async () => {
-      await swapSubForLinkToOutside()
-      swapped = true
-    }
-    await expect(readTextFile(swapRoot, 'sub/notes.txt')).rejects.toThrow(new Error('read_file: "sub/notes.txt" is outside the working directory'))
-    expect(swapped).toBe(true)
+    await expectRefusedAfterSwap(swapSubForLinkToOutside, () => readTextFile(swapRoot, 'sub/notes.txt'), 'read_file: "sub/notes.txt" is outside the working directory')
     expect(await readTextFile(root, 'README.md')).toBe('# Hi\n')
     expect(await listFiles(root, 'src')).toBe('a.ts')
   })
