@@ -57,6 +57,26 @@ async function setup(action: GuardAction | undefined) {
   return { plan, ran, violations, session }
 }
 
+/**
+ * One streamText loop of an agent in plan mode whose model calls `name` once with `{ path: 'a.ts' }`,
+ * then says Done.: the tools are made once plan mode is on (`tools(ran)`); what ran, what was
+ * recorded, what the model saw and read.
+ */
+async function callOnce(name: string, action: GuardAction | undefined, tools: (ran: string[]) => ToolSet) {
+  const session = createMemorySessionLog()
+  const planMode = createPlanMode({ section: SECTION })
+  services.push(planMode)
+  const agent: PlanAgent = { id: 'agent-1', session }
+  await planMode.set(agent, true)
+  const ran: string[] = []
+  const guard = action === undefined ? undefined : createPlanGuard({ planMode, action })
+  const plan = withPlanMode({ planMode, agent, tools: tools(ran), ...(guard ? { guard } : {}) })
+  const { model, requests } = scriptedModel([{ toolCalls: [{ name, input: { path: 'a.ts' } }] }, { text: 'Done.' }])
+  await runLoop('streamText', plan, model, [{ role: 'user', content: 'Go.' }], 3)
+  const violations = session.events.filter((e) => e.type === 'plan/violation').map((e) => e.data)
+  return { ran, violations, plan, requests }
+}
+
 describe.each(LOOPS)('R89, R90: a guarded AI SDK agent whose model writes while planning (%s)', (loop) => {
   const writeThenRead = [
     { toolCalls: [{ name: 'write_file', input: { path: 'src/app.ts' } }] },
@@ -127,16 +147,7 @@ describe('R88, R89: through withPlanMode, only a tool’s own readOnly keeps it 
 
   /** A guarded loop in plan mode whose model calls write_file once: what ran, what was recorded, what the model read. */
   async function writeOnce(action: GuardAction, writeFile: (ran: string[]) => object) {
-    const session = createMemorySessionLog()
-    const planMode = createPlanMode({ section: SECTION })
-    services.push(planMode)
-    const agent: PlanAgent = { id: 'agent-1', session }
-    await planMode.set(agent, true)
-    const ran: string[] = []
-    const plan = withPlanMode({ planMode, agent, tools: { write_file: writeFile(ran) as never }, guard: createPlanGuard({ planMode, action }) })
-    const { model, requests } = scriptedModel([{ toolCalls: [{ name: 'write_file', input: { path: 'a.ts' } }] }, { text: 'Done.' }])
-    await runLoop('streamText', plan, model, [{ role: 'user', content: 'Go.' }], 3)
-    const violations = session.events.filter((e) => e.type === 'plan/violation').map((e) => e.data)
+    const { ran, violations, requests } = await callOnce('write_file', action, (ran) => ({ write_file: writeFile(ran) as never }))
     return { ran, violations, toolResults: requests()[1]!.toolResults }
   }
   const write = (ran: string[]) => ({ description: 'Write a file.', inputSchema: input, execute: async ({ path }: { path: string }) => (ran.push(`write ${path}`), 'written') })
@@ -257,16 +268,7 @@ describe('R40, R88: a host tool named "__proto__" (issue #23)', () => {
 
   /** One loop in plan mode whose model calls `__proto__` once: the catalog the model saw, what ran, what it read. */
   async function callProtoTool(action: GuardAction | undefined) {
-    const session = createMemorySessionLog()
-    const planMode = createPlanMode({ section: SECTION })
-    services.push(planMode)
-    const agent: PlanAgent = { id: 'agent-1', session }
-    await planMode.set(agent, true)
-    const ran: string[] = []
-    const guard = action === undefined ? undefined : createPlanGuard({ planMode, action })
-    const plan = withPlanMode({ planMode, agent, tools: protoNamedTools(ran), ...(guard ? { guard } : {}) })
-    const { model, requests } = scriptedModel([{ toolCalls: [{ name: '__proto__', input: { path: 'a.ts' } }] }, { text: 'Done.' }])
-    await runLoop('streamText', plan, model, [{ role: 'user', content: 'Go.' }], 3)
+    const { ran, plan, requests } = await callOnce('__proto__', action, protoNamedTools)
     return { toolNames: requests()[0]!.toolNames, toolResults: requests()[1]?.toolResults, ran, ownKeys: Object.keys(plan.tools) }
   }
 
