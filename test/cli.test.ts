@@ -571,73 +571,56 @@ describe('stopping: SIGTERM ends every command within a second (R108)', () => {
     await writeLargeLog(large, 24)
   })
 
-  /** Sends SIGTERM and waits for the end; reports how long it took (the cap is a safety net, not the assertion). */
-  async function terminate(cli: CliProcess, what: string) {
-    const sent = performance.now()
-    cli.child.kill('SIGTERM')
-    const ended = await cli.exited
-    console.info(`${what}: ended ${Math.round(performance.now() - sent)} ms after SIGTERM`)
-    return ended
+  /**
+   * Once `ready` resolves, sends SIGTERM and waits for the end; reports how long it took (the cap is
+   * a safety net, not the assertion). The process is killed (SIGKILL) whatever happened.
+   */
+  async function terminate(cli: CliProcess, ready: () => Promise<unknown>, what: string) {
+    try {
+      await ready()
+      const sent = performance.now()
+      cli.child.kill('SIGTERM')
+      const ended = await cli.exited
+      console.info(`${what}: ended ${Math.round(performance.now() - sent)} ms after SIGTERM`)
+      return ended
+    } finally {
+      cli.child.kill('SIGKILL')
+    }
   }
 
   it('R108: inspect is ended by SIGTERM while it reads a large log, and prints no report', async () => {
     const cli = spawnCli(['inspect', large])
-    try {
-      await whenOpened(cli, large)
-      const ended = await terminate(cli, 'inspect while reading')
-      expect(ended).toEqual({ code: null, signal: 'SIGTERM' })
-      expect(cli.out()).toBe('')
-    } finally {
-      cli.child.kill('SIGKILL')
-    }
+    const ended = await terminate(cli, () => whenOpened(cli, large), 'inspect while reading')
+    expect(ended).toEqual({ code: null, signal: 'SIGTERM' })
+    expect(cli.out()).toBe('')
   }, 60_000)
 
   it('R108: visualize stops at SIGTERM while it reads a large log: exit code 143, nothing served', async () => {
     const cli = spawnCli(['visualize', large, '--port', '0'])
-    try {
-      await whenOpened(cli, large)
-      const ended = await terminate(cli, 'visualize while reading')
-      expect(ended).toEqual({ code: 143, signal: null })
-      expect(cli.out()).toBe('')
-      expect(cli.err()).toBe('')
-    } finally {
-      cli.child.kill('SIGKILL')
-    }
+    const ended = await terminate(cli, () => whenOpened(cli, large), 'visualize while reading')
+    expect(ended).toEqual({ code: 143, signal: null })
+    expect(cli.out()).toBe('')
+    expect(cli.err()).toBe('')
   }, 60_000)
 
   it('R108: visualize serving stops at SIGTERM: it closes and exits 0', async () => {
     // A generous grace: on a busy machine closing may take longer than the default 0.5 s.
     const cli = spawnCli(['visualize', log, '--port', '0'], { env: { PLAN_MODE_STOP_GRACE_MS: GENEROUS_GRACE_MS } })
-    try {
-      await cli.seen('Ctrl-C to stop.\n')
-      const ended = await terminate(cli, 'visualize while serving')
-      expect(ended).toEqual({ code: 0, signal: null })
-    } finally {
-      cli.child.kill('SIGKILL')
-    }
+    const ended = await terminate(cli, () => cli.seen('Ctrl-C to stop.\n'), 'visualize while serving')
+    expect(ended).toEqual({ code: 0, signal: null })
   }, 60_000)
 
   it('R108: a close that outlasts the default 0.5 s still exits 0 when PLAN_MODE_STOP_GRACE_MS gives it the time (visualize, its server 1.5 s slow to close)', async () => {
     const cli = spawnCli(['visualize', '--port', '0'], { env: { NODE_OPTIONS: `--import=${await slowCloseModule(1500)}`, PLAN_MODE_STOP_GRACE_MS: GENEROUS_GRACE_MS } })
-    try {
-      await cli.seen('Ctrl-C to stop.\n')
-      const ended = await terminate(cli, 'visualize slow to close, generous grace')
-      expect(ended).toEqual({ code: 0, signal: null })
-    } finally {
-      cli.child.kill('SIGKILL')
-    }
+    const ended = await terminate(cli, () => cli.seen('Ctrl-C to stop.\n'), 'visualize slow to close, generous grace')
+    expect(ended).toEqual({ code: 0, signal: null })
   }, 60_000)
 
   it('R108: a command that has not closed PLAN_MODE_STOP_GRACE_MS after SIGTERM is ended with exit code 143 (visualize, its server slow to close, a grace of 50 ms)', async () => {
     const cli = spawnCli(['visualize', '--port', '0'], { env: { NODE_OPTIONS: `--import=${await slowCloseModule(60_000)}`, PLAN_MODE_STOP_GRACE_MS: '50' } })
-    try {
-      await cli.seen('Ctrl-C to stop.\n')
-      const ended = await terminate(cli, 'visualize slow to close, 50 ms grace')
-      expect(ended).toEqual({ code: 143, signal: null })
-      expect(cli.err()).toBe('')
-    } finally {
-      cli.child.kill('SIGKILL')
-    }
+    const ended = await terminate(cli, () => cli.seen('Ctrl-C to stop.\n'), 'visualize slow to close, 50 ms grace')
+    expect(ended).toEqual({ code: 143, signal: null })
+    expect(cli.err()).toBe('')
   }, 60_000)
 
   it('R108: a PLAN_MODE_STOP_GRACE_MS that is not an integer 0..2147483647 is refused: one line, exit code 2, nothing served', async () => {
@@ -662,13 +645,8 @@ describe('stopping: SIGTERM ends every command within a second (R108)', () => {
 
   it('R108: a command that has not closed 0.5 s after SIGTERM is ended with exit code 143 (demo waiting out a --delay)', async () => {
     const cli = spawnCli(['demo', '--delay', '60000', '--no-color', '--log', join(dir, 'delayed.jsonl')])
-    try {
-      await cli.seen('── turn 1: default mode ──\n')
-      const ended = await terminate(cli, 'demo in a delay')
-      expect(ended).toEqual({ code: 143, signal: null })
-    } finally {
-      cli.child.kill('SIGKILL')
-    }
+    const ended = await terminate(cli, () => cli.seen('── turn 1: default mode ──\n'), 'demo in a delay')
+    expect(ended).toEqual({ code: 143, signal: null })
   }, 60_000)
 })
 
