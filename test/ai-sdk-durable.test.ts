@@ -516,3 +516,23 @@ describe('R87: settleClosedApprovals gives a useChat host’s unanswered cards t
     await planMode.dispose()
   })
 })
+
+describe('a durable exit tool remembers refused calls within a bound (R82)', () => {
+  it('R82, R42: refused calls whose execute never ran (aborted steps) are let go past 64, the latest kept: memory stays bounded', async () => {
+    const session = createMemorySessionLog() // not in plan mode: the core refuses every exit call (R42)
+    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
+    services.push(planMode)
+    const agent: PlanAgent = { id: 'main', session }
+    const exit = withPlanMode({ planMode, agent }).tools.exit_plan_mode as unknown as {
+      needsApproval(input: unknown, options: { toolCallId: string; messages: ModelMessage[] }): Promise<boolean>
+      execute(input: unknown, options: { toolCallId: string; messages: ModelMessage[] }): Promise<unknown>
+    }
+    const options = (toolCallId: string) => ({ toolCallId, messages: [ASKED] })
+    // 65 refusals, none followed by its execute, as when each step is aborted in between.
+    for (let i = 0; i <= 64; i++) expect(await exit.needsApproval({ plan: PLAN }, options(`call-${i}`))).toBe(false)
+    await expect(exit.execute({ plan: PLAN }, options('call-64'))).rejects.toThrow(NOT_IN_PLAN_MODE)
+    await expect(exit.execute({ plan: PLAN }, options('call-1'))).rejects.toThrow(NOT_IN_PLAN_MODE)
+    // The oldest was let go: its execute finds no refusal and no open review.
+    await expect(exit.execute({ plan: PLAN }, options('call-0'))).rejects.toThrow(noMatch('call-0'))
+  })
+})

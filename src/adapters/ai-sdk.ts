@@ -36,7 +36,7 @@ import {
   type UIMessage,
   type UserModelMessage,
 } from 'ai'
-import type { ExitPlanModeTool, ExitToolResult } from '../plan/exit-tool.js'
+import { planArgument, type ExitPlanModeTool, type ExitToolResult } from '../plan/exit-tool.js'
 import { approvedPlanSection, closedReviewMessage, keepPlanningMessage } from '../plan/review.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT, closedReviewsByCall } from '../log/kinds.js'
 import { createCallTranscript } from '../plan/transcript.js'
@@ -227,8 +227,20 @@ function durableExitTool(
   base: Pick<ExitPlanModeAiTool, 'description' | 'inputSchema'>,
 ): ExitPlanModeAiTool {
   const { exitTool } = planMode
-  /** Calls refused while the SDK asked whether they need approval, by call id: `execute` fails with it. */
+  /**
+   * Calls refused while the SDK asked whether they need approval, by call id: `execute` fails
+   * with it. The SDK runs `execute` right after a `false`, which takes the entry; only a step
+   * aborted in between leaves one behind, so the oldest are let go past a bound.
+   */
   const refused = new Map<string, unknown>()
+  const refuse = (toolCallId: string, error: unknown) => {
+    refused.delete(toolCallId)
+    refused.set(toolCallId, error)
+    for (const id of refused.keys()) {
+      if (refused.size <= MAX_REFUSED_CALLS) break
+      refused.delete(id)
+    }
+  }
 
   /**
    * Closes the open review as Keep planning, told in the result (R44: what is not consent keeps
@@ -254,7 +266,7 @@ function durableExitTool(
       }
       const open = planMode.openReview(agent)
       if (open !== null && open.callId === toolCallId) {
-        refused.set(toolCallId, await closeWithoutConsent(open, approvalRefusal.repeatedId(toolCallId)))
+        refuse(toolCallId, await closeWithoutConsent(open, approvalRefusal.repeatedId(toolCallId)))
         return false
       }
       try {
@@ -262,7 +274,7 @@ function durableExitTool(
         refused.delete(toolCallId)
         return true
       } catch (error) {
-        refused.set(toolCallId, error)
+        refuse(toolCallId, error)
         return false
       }
     },
@@ -275,13 +287,16 @@ function durableExitTool(
       const open = planMode.openReview(agent)
       if (open === null || open.callId !== toolCallId) throw new Error(approvalRefusal.noMatch(toolCallId))
       // The user approved the card of this call, which shows the call's plan: consent to that plan only.
-      if (planOf(input) !== open.plan) throw await closeWithoutConsent(open, approvalRefusal.otherPlan(toolCallId))
+      if (planArgument(input) !== open.plan) throw await closeWithoutConsent(open, approvalRefusal.otherPlan(toolCallId))
       await planMode.answerReview(agent, open.reviewId, APPROVE_ANSWER, { toldInResult: true })
       return { approved: true }
     },
     toModelOutput: () => ({ type: 'text', value: exitTool.resultText }),
   })
 }
+
+/** How many refused calls whose `execute` has not run yet a durable exit tool remembers (aborted steps leave theirs). */
+const MAX_REFUSED_CALLS = 64
 
 /** The answer an approval in the SDK stands for (R44). */
 const APPROVE_ANSWER = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
@@ -296,16 +311,6 @@ const approvalRefusal = {
     `the approval of tool call "${toolCallId}" is for another plan than the one under review; nothing was approved, and that review is closed: present the plan again`,
   repeatedId: (toolCallId: string) =>
     `exit_plan_mode call "${toolCallId}" repeats the id of the call under review; it is refused, and that review is closed: nothing was approved. Present the plan again, in one call.`,
-}
-
-/** The `plan` of an exit call's input, read once; undefined when it is not a string or cannot be read. */
-function planOf(input: unknown): string | undefined {
-  try {
-    const plan = (input as { plan?: unknown } | null | undefined)?.plan
-    return typeof plan === 'string' ? plan : undefined
-  } catch {
-    return undefined
-  }
 }
 
 /**
@@ -612,7 +617,7 @@ function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent
   const guarded: ToolSet = {}
   // Defined, never assigned: a host tool named `__proto__` would set the set's prototype and
   // leave the catalog (R40).
-  const keep = (name: string, tool: Tool) => Object.defineProperty(guarded, name, { configurable: true, enumerable: true, writable: true, value: tool })
+  const defineTool = (name: string, tool: Tool) => Object.defineProperty(guarded, name, { configurable: true, enumerable: true, writable: true, value: tool })
   for (const [name, original] of Object.entries(tools)) {
     // A host's `execute` getter that throws (R88) is read again when the call runs, after the
     // guard decided: the call fails with its error then, never `withPlanMode` now.
@@ -625,7 +630,7 @@ function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent
       }
     }
     if (typeof execute !== 'function') {
-      keep(name, original)
+      defineTool(name, original)
       continue
     }
     const readOnly = isReadOnlyTool(original)
@@ -645,7 +650,7 @@ function guardTools<TOOLS extends ToolSet>(tools: TOOLS, guard: PlanGuard, agent
           }
         : (input: unknown, options: ToolCallOptions) => guard.run(agent, call(options.toolCallId), () => execute.call(original, input, options)),
     }
-    keep(name, Object.create(Object.getPrototypeOf(original), { ...fields, execute: guardedExecute }) as Tool)
+    defineTool(name, Object.create(Object.getPrototypeOf(original), { ...fields, execute: guardedExecute }) as Tool)
   }
   return guarded as TOOLS
 }

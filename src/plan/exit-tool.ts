@@ -125,10 +125,14 @@ export interface ExitPlanModeTool {
   presentResult(args: unknown, result: { content: unknown[] }): Card
 }
 
-/** The plan argument, when it is a string. */
+/** The plan argument, read once, when it is a string; undefined when it is not or cannot be read (a getter that throws). */
 export function planArgument(args: unknown): string | undefined {
-  const plan = (args as { plan?: unknown } | null | undefined)?.plan
-  return typeof plan === 'string' ? plan : undefined
+  try {
+    const plan = (args as { plan?: unknown } | null | undefined)?.plan
+    return typeof plan === 'string' ? plan : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** Builds the tool around the facade's `execute`; everything else is pure (R60: keeps working). */
