@@ -254,14 +254,19 @@ describe('read_file and list_files: a directory of the path swapped for a link t
       { stdio: 'ignore' },
     )
     const seen = new Set<string>()
+    let flipperAlive = false
     try {
-      for (let i = 0; i < 20_000 && !seen.has(secret); i++) {
+      // Reads until the swaps have shown both sides (a read of the real file, and a refusal while
+      // the link or nothing stood at `sub`) over 2,000 reads at least, or the secret leaks.
+      const bothSidesSeen = () => seen.has('inside') && [...seen].some((answer) => answer.startsWith('refused: '))
+      for (let i = 0; i < 20_000 && !seen.has(secret) && !(i >= 2_000 && bothSidesSeen()); i++) {
         try {
           seen.add(await readTextFile(swapRoot, 'sub/notes.txt'))
         } catch (error) {
           seen.add(`refused: ${(error as Error).message}`)
         }
       }
+      flipperAlive = flipper.exitCode === null && flipper.signalCode === null
     } finally {
       if (flipper.exitCode === null && flipper.signalCode === null) {
         const exited = new Promise((resolve) => flipper.once('exit', resolve))
@@ -272,7 +277,10 @@ describe('read_file and list_files: a directory of the path swapped for a link t
     }
     console.info(`read_file under a swapping parent answered: ${[...seen].join(' | ')}`)
     expect(seen.has(secret)).toBe(false)
+    // The race was run: the other process was swapping all along, and the reads saw both sides.
+    expect(flipperAlive).toBe(true)
     expect(seen.has('inside')).toBe(true)
+    expect([...seen].some((answer) => answer.startsWith('refused: '))).toBe(true)
   }, 120_000)
 })
 
