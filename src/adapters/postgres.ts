@@ -235,6 +235,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         if (decides && this.#last + 1 < fixed) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
         const json = JSON.stringify(data ?? null) ?? 'null' // a function or a symbol has no JSON: stored as null
         const stored = storedData(json)
+        let retried = false
         for (let attempt = 1; ; attempt++) {
           const after = this.#last
           // The statement may reach the server late (a stalled connection, a pool with no free
@@ -276,7 +277,18 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           }
           const code = codeOf(failure)
           // The server refused it at its deadline, or its wait for the session's turn ran out: not written.
-          if (code === DEADLINE_PASSED || (code === LOCK_NOT_AVAILABLE && serverDeadline !== null)) throw timedOut()
+          if (code === DEADLINE_PASSED) {
+            // The refusal carries the server's clock: a reading that came late (a paused process, a
+            // suspended laptop) put the deadline it sent in the past, and this one heals it. Once,
+            // and only within the append's own time, so a refused append is never written after it.
+            serverClock.read(detailOf(failure), answeredAt)
+            if (!retried && deadline !== undefined && now() < deadline) {
+              retried = true
+              continue
+            }
+            throw timedOut()
+          }
+          if (code === LOCK_NOT_AVAILABLE && serverDeadline !== null) throw timedOut()
           if (failure !== undefined) {
             if (code !== UNIQUE_VIOLATION) throw mayNotBeWritten(messageOf(failure))
             // A writer that does not take the session's turn took the seq: an event that decides
@@ -562,7 +574,8 @@ function readNotice(payload: string): Notice | undefined {
 /**
  * The function every append calls (R83, R84). Past `p_deadline` (the server's epoch ms, null for
  * none) it writes nothing: its wait for the session's turn ends there (`lock_timeout`), and the
- * check just before it returns (its transaction then commits) refuses a write that came too late.
+ * check just before it returns (its transaction then commits) refuses a write that came too late;
+ * a refusal carries the server's clock (DETAIL), a reading for the instance.
  * It waits for the session's turn (a lock on the session's row of the turns table, granted in the
  * order asked), so each append sees the rows of the one before it; it writes the row after the
  * last one the table holds (or after `p_after`, the instance's view, should the table hold less),
@@ -581,7 +594,7 @@ function appendFunctionSql(events: string, turns: string, name: string, channel:
           IF p_deadline IS NOT NULL THEN
             now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
             IF now_ms >= p_deadline THEN
-              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}';
+              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}', DETAIL = now_ms::text;
             END IF;
             PERFORM set_config('lock_timeout', LEAST(ceil(p_deadline - now_ms), 2147483647)::bigint || 'ms', true);
           END IF;
@@ -605,7 +618,7 @@ function appendFunctionSql(events: string, turns: string, name: string, channel:
           IF next_seq IS NOT NULL THEN
             now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
             IF now_ms >= p_deadline THEN
-              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}';
+              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}', DETAIL = now_ms::text;
             END IF;
             RETURN QUERY SELECT next_seq, NULL::text, NULL::jsonb, NULL::json, now_ms;
           END IF;
@@ -679,10 +692,12 @@ const CLOCK_READING_KEPT_MS = 60_000
  * The server's clock as this instance reads it (R83): an append's deadline, on {@link now}'s clock,
  * is sent in the server's, so that clocks set apart change nothing. A reading is the server's time
  * at some instant before its answer arrived: `serverMs - answeredAt` is at most the true offset
- * (short of it by the answer's way back), so the deadline the server gets comes no later than the
- * instance's own. The largest such offset of the last minute is kept (the closest to the truth);
- * an older one gives way to the next reading, so a drift or a step of the server's clock is
- * followed within a minute.
+ * (short of it by the answer's way back, and by any pause of this process before it took the
+ * answer), so the deadline the server gets comes no later than the instance's own. The largest
+ * such offset of the last minute is kept (the closest to the truth); an older one gives way to the
+ * next reading, so a drift or a step of the server's clock is followed within a minute. Readings
+ * come from `openSession`, every append's answer and every refusal at a deadline, so a reading
+ * that came late (its deadlines already past on arrival) is replaced by the refusal it causes.
  */
 class ServerClock {
   #offset: number | undefined
@@ -745,6 +760,15 @@ function firstMissingSeq(rows: readonly SessionEvent[], after: number): { seq: n
 /** A row of the events table as a log event. */
 function rowEvent(row: Record<string, unknown>): SessionEvent {
   return eventOf(row.seq, row.type, row.data, row.data_json)
+}
+
+/** The DETAIL of a driver's error (the server's clock, in a refusal at the deadline), read without trusting the object. */
+function detailOf(error: unknown): unknown {
+  try {
+    return (error as { detail?: unknown } | null | undefined)?.detail
+  } catch {
+    return undefined
+  }
 }
 
 /** The SQLSTATE of a driver's error, read without trusting the object (a throwing getter gives none). */
