@@ -473,6 +473,40 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
     expect(rows).toEqual([{ seq: 1, type: 'message' }, { seq: 2, type: 'message' }])
   }, 30_000)
 
+  it('R83: an append on a server whose commits wait for a synchronous standby commits without waiting for it (regression: with synchronous_standby_names set and no standby, the append was rejected as timed out after 1500 ms and written once the setting was reset)', async () => {
+    const pool = new pg.Pool({ ...server.config, max: 2 })
+    pool.on('error', () => {})
+    closers.push(() => pool.end())
+    const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'sync1_', appendTimeoutMs: 1500 })
+    closers.push(() => store.close())
+    await store.migrate()
+    const log = await store.openSession('s1')
+    await log.append('message', { n: 1 })
+    const admin = await owner()
+    const standbyNames = async (value: string) => {
+      await admin.query(value === '' ? 'ALTER SYSTEM RESET synchronous_standby_names' : `ALTER SYSTEM SET synchronous_standby_names = '${value}'`)
+      await admin.query('SELECT pg_reload_conf()')
+      // A reload reaches each backend before its next statement: wait until the pool's see it.
+      for (let tries = 0; ; tries++) {
+        const shown = await Promise.all([pool.query('SHOW synchronous_standby_names'), pool.query('SHOW synchronous_standby_names')])
+        if (shown.every((r) => r.rows[0]!.synchronous_standby_names === value)) return
+        if (tries > 500) throw new Error(`synchronous_standby_names never became '${value}'`)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    let appended: Awaited<ReturnType<typeof settledWithin>>
+    try {
+      // A standby named that never connects: a commit that waits for it waits for ever.
+      await standbyNames('nobody')
+      appended = await settledWithin(log.append('plan/mode', { active: true }), 10_000)
+    } finally {
+      await standbyNames('')
+    }
+    expect(appended).toEqual({ settled: 'resolved', value: { seq: 2, type: 'plan/mode', data: { active: true } } })
+    const { rows } = await pool.query(`SELECT seq::int, type FROM sync1_events WHERE session = 's1' ORDER BY seq`)
+    expect(rows).toEqual([{ seq: 1, type: 'message' }, { seq: 2, type: 'plan/mode' }])
+  }, 30_000)
+
   it('R83: migrate waits at most appendTimeoutMs for a lock another transaction holds, then rejects with an exact message; appends go on meanwhile', async () => {
     const { store: first } = await instance('mig1_')
     const log = await first.openSession('s1')

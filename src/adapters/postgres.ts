@@ -597,6 +597,11 @@ function appendFunctionSql(events: string, turns: string, name: string, channel:
               RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}', DETAIL = now_ms::text;
             END IF;
             PERFORM set_config('lock_timeout', LEAST(ceil(p_deadline - now_ms), 2147483647)::bigint || 'ms', true);
+            -- The check before the commit is the last one: a commit that then waited for a
+            -- synchronous standby would end past the deadline, and write what was reported timed out.
+            IF current_setting('synchronous_commit') <> 'off' THEN
+              PERFORM set_config('synchronous_commit', 'local', true);
+            END IF;
           END IF;
           -- The session's turn: a row lock on a table of the store's own, which a role without a
           -- privilege on it cannot take (anyone who may connect can take an advisory lock).
