@@ -523,7 +523,14 @@ describe('#23 on PGlite: rows written by hand are untrusted input', () => {
     // The /plan off runs of "toString" were settled by hand: whatever they select, the chart works.
     const state = planMode.get(agent)
     expect(planMode.actor(agent).getSnapshot().status).toBe('active')
-    expect(await planMode.set(agent, !(state.pending ?? state.active))).not.toBe(undefined)
+    // The hand-settled /plan off of "toString" is a /plan off like any other (R86): it is pending.
+    expect(state).toEqual({ active: true, pending: false })
+    // It switches at the next step, and a /plan on after it switches back.
+    expect((await planMode.stepBoundary(agent)).section).toBe('')
+    expect([planMode.get(agent), agent.session.events.at(-1)]).toMatchObject([{ active: false }, { type: 'plan/mode', data: { active: false } }])
+    expect(await planMode.set(agent, true)).toBe('queued') // in the turn the hand-written turn/start opened (R9)
+    expect((await planMode.stepBoundary(agent)).section).toBe(SECTION)
+    expect([planMode.get(agent), agent.session.events.at(-1)]).toMatchObject([{ active: true }, { type: 'plan/mode', data: { active: true } }])
     // A fresh instance attaches the same log and reads the same mode.
     const fresh = service(await instance(db))
     const again: PlanAgent = { id: 's1', session: await (await instance(db)).openSession('s1') }
