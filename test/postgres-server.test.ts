@@ -5,6 +5,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPostgresPlanStore, pgListen, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
 import { createPlanMode, type PlanAgent, type PlanMode } from '../src/index.js'
+import { waitAtMost } from '../src/timeouts.js'
 import { startTestPostgres, type TestPostgres } from '../scripts/local-postgres.js'
 
 /**
@@ -377,15 +378,12 @@ describe('#23 on a real server: nothing forged, nothing bricked, nothing hung', 
 })
 
 /** Settles `promise`, or tells that it has not within `ms` (the safety net of a test that would otherwise hang). */
-function settledWithin<T>(promise: Promise<T>, ms: number): Promise<{ settled: 'resolved'; value: T } | { settled: 'rejected'; error: string } | { settled: 'pending' }> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  return Promise.race([
-    promise.then(
-      (value) => ({ settled: 'resolved' as const, value }),
-      (error: unknown) => ({ settled: 'rejected' as const, error: error instanceof Error ? error.message : String(error) }),
-    ),
-    new Promise<{ settled: 'pending' }>((resolve) => (timer = setTimeout(() => resolve({ settled: 'pending' }), ms))),
-  ]).finally(() => clearTimeout(timer))
+async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<{ settled: 'resolved'; value: T } | { settled: 'rejected'; error: string } | { settled: 'pending' }> {
+  if (!(await waitAtMost(ms, promise))) return { settled: 'pending' }
+  return promise.then(
+    (value) => ({ settled: 'resolved' as const, value }),
+    (error: unknown) => ({ settled: 'rejected' as const, error: error instanceof Error ? error.message : String(error) }),
+  )
 }
 
 describe('#23 on a real server: a session\'s turn and migrate\'s lock are the store\'s own; an append that timed out stays unwritten', () => {

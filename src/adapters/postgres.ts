@@ -17,7 +17,7 @@
  */
 import { checkpointEventProblem, PLAN_CHECKPOINT_VERSION, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'
-import { isTimeoutMs, MAX_TIMEOUT_MS } from '../timeouts.js'
+import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from '../timeouts.js'
 import type { PendingStore, SessionEvent, SessionLog } from '../types.js'
 
 /** What the adapter needs of a connection: `pg.Pool`, `pg.Client` and `PGlite` all have it. */
@@ -196,7 +196,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
     /** The highest seq a NOTIFY announced while an append was on its way: read after its answer. */
     #hinted = 0
     /** The reads of the rows after the last one taken, while they run: settles with the last one's failure, if any. */
-    #reading: Promise<{ failure?: unknown }> | undefined
+    #reading: Promise<{ value?: unknown } | { failure: unknown }> | undefined
     /** A hint came while a read ran: one more read follows it (a burst costs two reads, not one each). */
     #readAgain = false
     #closed = false
@@ -251,13 +251,9 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
             after,
             serverDeadline,
           ])
-          let answer: { rows: unknown } | undefined
-          let failure: unknown
-          try {
-            answer = await within(statement, deadline)
-          } catch (error) {
-            failure = error
-          }
+          const outcome = await settledBy(statement, deadline)
+          const answer = 'value' in outcome ? outcome.value : undefined
+          let failure = 'failure' in outcome ? outcome.failure : undefined
           const answeredAt = now()
           this.#writing = false
           let own: number | undefined
@@ -294,7 +290,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
             // A writer that does not take the session's turn took the seq: an event that decides
             // nothing goes after it; a decision was made on a view that is stale now.
             if (!decides && attempt < MAX_ATTEMPTS && (deadline === undefined || now() < deadline)) continue
-            await within(this.#read(), deadline).catch(() => this.catchUp())
+            if ('failure' in (await settledBy(this.#read(), deadline))) this.catchUp()
             throw new Error(seqTakenMessage(this.sessionId, decides ? fixed : after + 1, type))
           }
           // Refused: the rows appended since the instance's view were taken (its subscribers heard them).
@@ -349,14 +345,11 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         this.#readAgain = true
       } else {
         this.#reading = (async () => {
-          let outcome: { failure?: unknown }
+          let outcome: { value?: unknown } | { failure: unknown }
           do {
             this.#readAgain = false
             // One the server does not answer does not hold the reads after it for longer than an append may take.
-            outcome = await within(this.#read(), appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs).then(
-              () => ({}),
-              (failure: unknown) => ({ failure }),
-            )
+            outcome = await settledBy(this.#read(), appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs)
           } while (this.#readAgain && !this.#closed)
           this.#reading = undefined
           return outcome
@@ -664,7 +657,7 @@ function query(db: PgQueryable, text: string, params: unknown[]): Promise<{ rows
   })
 }
 
-/** The rejection of `within` when the deadline came first. */
+/** The failure `settledBy` tells when the deadline came first. */
 const DEADLINE = Symbol('deadline')
 
 /** This process's monotonic clock, in ms: the deadlines of appends and reads (a step of the wall clock moves none). */
@@ -672,22 +665,13 @@ function now(): number {
   return performance.now()
 }
 
-/** `promise`, or a rejection with `DEADLINE` once `deadline` (on {@link now}'s clock) has passed. */
-function within<T>(promise: Promise<T>, deadline: number | undefined): Promise<T> {
-  if (deadline === undefined) return promise
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(DEADLINE), Math.max(0, deadline - now()))
-    promise.then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
-  })
+/** How `promise` settled, or the failure `DEADLINE` once `deadline` (on {@link now}'s clock) has passed first; never rejects. */
+async function settledBy<T>(promise: Promise<T>, deadline: number | undefined): Promise<{ value: T } | { failure: unknown }> {
+  if (deadline !== undefined && !(await waitAtMost(Math.max(0, deadline - now()), promise))) return { failure: DEADLINE }
+  return promise.then(
+    (value) => ({ value }),
+    (failure: unknown) => ({ failure }),
+  )
 }
 
 /** How long a reading of the server's clock is preferred to a later one that gives it less time. */
