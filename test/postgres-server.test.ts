@@ -377,6 +377,9 @@ describe('#23 on a real server: nothing forged, nothing bricked, nothing hung', 
   }, 120_000)
 })
 
+/** How many checkpoints the upgrade test's old tables hold: enough that checking them takes a while. */
+const OLD_CHECKPOINTS = 300_000
+
 /** Settles `promise`, or tells that it has not within `ms` (the safety net of a test that would otherwise hang). */
 async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<{ settled: 'resolved'; value: T } | { settled: 'rejected'; error: string } | { settled: 'pending' }> {
   if (!(await waitAtMost(ms, promise))) return { settled: 'pending' }
@@ -527,6 +530,44 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
     })
     await store.migrate() // once the lock is free
   }, 30_000)
+
+  it("R83, R85: migrate's one-time upgrade holds the events table against appends only while it adds the checkpoints' key, not while it checks the old checkpoints (regression: the check ran under the key's lock on the events table, and appends waited for all of it)", async () => {
+    const { store: first, pool } = await instance('fk1_')
+    const log = await first.openSession('s1')
+    await log.append('message', { n: 1 })
+    // Tables of a version before the key, with many checkpoints to check.
+    await pool.query('ALTER TABLE fk1_checkpoints DROP CONSTRAINT fk1_checkpoints_event')
+    await pool.query(`INSERT INTO fk1_events (session, seq, type, data) SELECT 'old-' || i, 1, 'message', '{}' FROM generate_series(1, ${OLD_CHECKPOINTS}) i`)
+    await pool.query(`INSERT INTO fk1_checkpoints (session, seq, checkpoint) SELECT 'old-' || i, 1, '{}' FROM generate_series(1, ${OLD_CHECKPOINTS}) i`)
+    const upgrading = new pg.Pool({ ...server.config, max: 1 })
+    upgrading.on('error', () => {})
+    closers.push(() => upgrading.end())
+    const migratePid = Number((await upgrading.query('SELECT pg_backend_pid() AS pid')).rows[0]!.pid)
+    const store = createPostgresPlanStore({ db: upgrading, listen: async () => async () => {}, prefix: 'fk1_', appendTimeoutMs: 20_000 })
+    const migrated = store.migrate()
+    // Once migrate adds the key (ShareRowExclusiveLock) or checks the old rows (ShareUpdateExclusiveLock):
+    const holdsCheckpoints = async () =>
+      (
+        await pool.query(
+          "SELECT 1 FROM pg_locks WHERE pid = $1 AND relation = 'fk1_checkpoints'::regclass AND granted AND mode IN ('ShareRowExclusiveLock', 'ShareUpdateExclusiveLock')",
+          [migratePid],
+        )
+      ).rows.length > 0
+    for (let tries = 0; !(await holdsCheckpoints()); tries++) {
+      if (tries > 2000) throw new Error('migrate never reached the checkpoints table')
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    const appended = await log.append('message', { n: 2 })
+    // When the append has landed, migrate is still checking the old checkpoints: the key is not valid yet.
+    const whenAppended = await pool.query("SELECT convalidated FROM pg_constraint WHERE conname = 'fk1_checkpoints_event'")
+    await migrated
+    const afterMigrate = await pool.query("SELECT convalidated FROM pg_constraint WHERE conname = 'fk1_checkpoints_event'")
+    expect({ appended, whenAppended: whenAppended.rows, afterMigrate: afterMigrate.rows }).toEqual({
+      appended: { seq: 2, type: 'message', data: { n: 2 } },
+      whenAppended: [{ convalidated: false }],
+      afterMigrate: [{ convalidated: true }],
+    })
+  }, 120_000)
 
   it('R83: migrate from six instances at once on an empty database: every one resolves, and the tables serve', async () => {
     const pools = Array.from({ length: 6 }, () => {
