@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createPostgresPlanStore, seqTakenMessage, type PostgresPlanStore } from '../src/adapters/postgres.js'
 import { createPlanMode, type PlanAgent, type PlanMode } from '../src/index.js'
 import { useTestPostgres } from './databases.js'
+import { waitAtMost } from '../src/timeouts.js'
 
 /**
  * The PostgreSQL adapter on a real server (R83–R85): a throwaway cluster of Debian's
@@ -339,16 +340,16 @@ describe('#23 on a real server: nothing forged, nothing bricked, nothing hung', 
   }, 120_000)
 })
 
+/** How many checkpoints the upgrade test's old tables hold: enough that checking them takes a while. */
+const OLD_CHECKPOINTS = 300_000
+
 /** Settles `promise`, or tells that it has not within `ms` (the safety net of a test that would otherwise hang). */
-function settledWithin<T>(promise: Promise<T>, ms: number): Promise<{ settled: 'resolved'; value: T } | { settled: 'rejected'; error: string } | { settled: 'pending' }> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  return Promise.race([
-    promise.then(
-      (value) => ({ settled: 'resolved' as const, value }),
-      (error: unknown) => ({ settled: 'rejected' as const, error: error instanceof Error ? error.message : String(error) }),
-    ),
-    new Promise<{ settled: 'pending' }>((resolve) => (timer = setTimeout(() => resolve({ settled: 'pending' }), ms))),
-  ]).finally(() => clearTimeout(timer))
+async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<{ settled: 'resolved'; value: T } | { settled: 'rejected'; error: string } | { settled: 'pending' }> {
+  if (!(await waitAtMost(ms, promise))) return { settled: 'pending' }
+  return promise.then(
+    (value) => ({ settled: 'resolved' as const, value }),
+    (error: unknown) => ({ settled: 'rejected' as const, error: error instanceof Error ? error.message : String(error) }),
+  )
 }
 
 describe('#23 on a real server: a session\'s turn and migrate\'s lock are the store\'s own; an append that timed out stays unwritten', () => {
@@ -418,6 +419,40 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
     expect(rows).toEqual([{ seq: 1, type: 'message' }, { seq: 2, type: 'message' }])
   }, 30_000)
 
+  it('R83: an append on a server whose commits wait for a synchronous standby commits without waiting for it (regression: with synchronous_standby_names set and no standby, the append was rejected as timed out after 1500 ms and written once the setting was reset)', async () => {
+    const pool = new pg.Pool({ ...server.config, max: 2 })
+    pool.on('error', () => {})
+    closers.push(() => pool.end())
+    const store = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix: 'sync1_', appendTimeoutMs: 1500 })
+    closers.push(() => store.close())
+    await store.migrate()
+    const log = await store.openSession('s1')
+    await log.append('message', { n: 1 })
+    const admin = await owner()
+    const standbyNames = async (value: string) => {
+      await admin.query(value === '' ? 'ALTER SYSTEM RESET synchronous_standby_names' : `ALTER SYSTEM SET synchronous_standby_names = '${value}'`)
+      await admin.query('SELECT pg_reload_conf()')
+      // A reload reaches each backend before its next statement: wait until the pool's see it.
+      for (let tries = 0; ; tries++) {
+        const shown = await Promise.all([pool.query('SHOW synchronous_standby_names'), pool.query('SHOW synchronous_standby_names')])
+        if (shown.every((r) => r.rows[0]!.synchronous_standby_names === value)) return
+        if (tries > 500) throw new Error(`synchronous_standby_names never became '${value}'`)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    let appended: Awaited<ReturnType<typeof settledWithin>>
+    try {
+      // A standby named that never connects: a commit that waits for it waits for ever.
+      await standbyNames('nobody')
+      appended = await settledWithin(log.append('plan/mode', { active: true }), 10_000)
+    } finally {
+      await standbyNames('')
+    }
+    expect(appended).toEqual({ settled: 'resolved', value: { seq: 2, type: 'plan/mode', data: { active: true } } })
+    const { rows } = await pool.query(`SELECT seq::int, type FROM sync1_events WHERE session = 's1' ORDER BY seq`)
+    expect(rows).toEqual([{ seq: 1, type: 'message' }, { seq: 2, type: 'plan/mode' }])
+  }, 30_000)
+
   it('R83: migrate waits at most appendTimeoutMs for a lock another transaction holds, then rejects with an exact message; appends go on meanwhile', async () => {
     const { store: first } = await instance('mig1_')
     const log = await first.openSession('s1')
@@ -438,6 +473,44 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
     })
     await store.migrate() // once the lock is free
   }, 30_000)
+
+  it("R83, R85: migrate's one-time upgrade holds the events table against appends only while it adds the checkpoints' key, not while it checks the old checkpoints (regression: the check ran under the key's lock on the events table, and appends waited for all of it)", async () => {
+    const { store: first, pool } = await instance('fk1_')
+    const log = await first.openSession('s1')
+    await log.append('message', { n: 1 })
+    // Tables of a version before the key, with many checkpoints to check.
+    await pool.query('ALTER TABLE fk1_checkpoints DROP CONSTRAINT fk1_checkpoints_event')
+    await pool.query(`INSERT INTO fk1_events (session, seq, type, data) SELECT 'old-' || i, 1, 'message', '{}' FROM generate_series(1, ${OLD_CHECKPOINTS}) i`)
+    await pool.query(`INSERT INTO fk1_checkpoints (session, seq, checkpoint) SELECT 'old-' || i, 1, '{}' FROM generate_series(1, ${OLD_CHECKPOINTS}) i`)
+    const upgrading = new pg.Pool({ ...server.config, max: 1 })
+    upgrading.on('error', () => {})
+    closers.push(() => upgrading.end())
+    const migratePid = Number((await upgrading.query('SELECT pg_backend_pid() AS pid')).rows[0]!.pid)
+    const store = createPostgresPlanStore({ db: upgrading, listen: async () => async () => {}, prefix: 'fk1_', appendTimeoutMs: 20_000 })
+    const migrated = store.migrate()
+    // Once migrate adds the key (ShareRowExclusiveLock) or checks the old rows (ShareUpdateExclusiveLock):
+    const holdsCheckpoints = async () =>
+      (
+        await pool.query(
+          "SELECT 1 FROM pg_locks WHERE pid = $1 AND relation = 'fk1_checkpoints'::regclass AND granted AND mode IN ('ShareRowExclusiveLock', 'ShareUpdateExclusiveLock')",
+          [migratePid],
+        )
+      ).rows.length > 0
+    for (let tries = 0; !(await holdsCheckpoints()); tries++) {
+      if (tries > 2000) throw new Error('migrate never reached the checkpoints table')
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    const appended = await log.append('message', { n: 2 })
+    // When the append has landed, migrate is still checking the old checkpoints: the key is not valid yet.
+    const whenAppended = await pool.query("SELECT convalidated FROM pg_constraint WHERE conname = 'fk1_checkpoints_event'")
+    await migrated
+    const afterMigrate = await pool.query("SELECT convalidated FROM pg_constraint WHERE conname = 'fk1_checkpoints_event'")
+    expect({ appended, whenAppended: whenAppended.rows, afterMigrate: afterMigrate.rows }).toEqual({
+      appended: { seq: 2, type: 'message', data: { n: 2 } },
+      whenAppended: [{ convalidated: false }],
+      afterMigrate: [{ convalidated: true }],
+    })
+  }, 120_000)
 
   it('R83: migrate from six instances at once on an empty database: every one resolves, and the tables serve', async () => {
     const pools = Array.from({ length: 6 }, () => openPool({ max: 1 }))

@@ -510,7 +510,14 @@ describe('#23 on PGlite: rows written by hand are untrusted input', () => {
     // The /plan off runs of "toString" were settled by hand: whatever they select, the chart works.
     const state = planMode.get(agent)
     expect(planMode.actor(agent).getSnapshot().status).toBe('active')
-    expect(await planMode.set(agent, !(state.pending ?? state.active))).not.toBe(undefined)
+    // The hand-settled /plan off of "toString" is a /plan off like any other (R86): it is pending.
+    expect(state).toEqual({ active: true, pending: false })
+    // It switches at the next step, and a /plan on after it switches back.
+    expect((await planMode.stepBoundary(agent)).section).toBe('')
+    expect([planMode.get(agent), agent.session.events.at(-1)]).toMatchObject([{ active: false }, { type: 'plan/mode', data: { active: false } }])
+    expect(await planMode.set(agent, true)).toBe('queued') // in the turn the hand-written turn/start opened (R9)
+    expect((await planMode.stepBoundary(agent)).section).toBe(SECTION)
+    expect([planMode.get(agent), agent.session.events.at(-1)]).toMatchObject([{ active: true }, { type: 'plan/mode', data: { active: true } }])
     // A fresh instance attaches the same log and reads the same mode.
     const fresh = service(await instance(db))
     const again: PlanAgent = { id: 's1', session: await (await instance(db)).openSession('s1') }
@@ -590,6 +597,28 @@ describe('#23 on PGlite: a checkpoint holds only for the rows it was cut from', 
 })
 
 describe('#23 on PGlite: an append reported as timed out is never written later', () => {
+  it('R83: a clock reading that reached the instance late does not stop its appends (regression: openSession\'s answer delayed 1.2 s past appendTimeoutMs 1000 put every deadline in the past; 5 of 5 appends were refused at once as "no answer from the database within 1000 ms")', async () => {
+    const db = await database()
+    // The database as the instance reaches it: openSession's clock reading arrives 1.2 s after the
+    // server read its clock (a GC pause, a starved CPU, a laptop suspended), so it is 1.2 s behind.
+    const lateClock: PgQueryable = {
+      async query(text, params) {
+        const result = await db.query(text, params)
+        if (text.includes('server_ms')) await new Promise((resolve) => setTimeout(resolve, 1200))
+        return result as { rows: Record<string, unknown>[] }
+      },
+      exec: (sql) => db.exec(sql),
+    }
+    const store = createPostgresPlanStore({ db: lateClock, listen: pgliteListen(db), prefix, appendTimeoutMs: 1000 })
+    open.push(store)
+    await store.migrate()
+    const log = await store.openSession('s1')
+    const outcomes: unknown[] = []
+    for (let n = 1; n <= 5; n++) outcomes.push(await log.append('message', { n }).catch((error: Error) => error.message))
+    expect(outcomes).toEqual([1, 2, 3, 4, 5].map((n) => ({ seq: n, type: 'message', data: { n } })))
+    expect((await rowsOf(db, 's1')).map((row) => row.seq)).toEqual([1, 2, 3, 4, 5])
+  })
+
   it('R83, R86: an append reported as timed out is not written when its statement reaches the database later (regression: a /plan off whose command/done timed out landed after the user entered plan mode again, and switched it off on every instance)', async () => {
     const db = await database()
     // The database as instance A reaches it: the statement of the first /plan off's done is held on

@@ -17,7 +17,7 @@
  */
 import { checkpointEventProblem, PLAN_CHECKPOINT_VERSION, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'
-import { isTimeoutMs, MAX_TIMEOUT_MS } from '../timeouts.js'
+import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from '../timeouts.js'
 import type { PendingStore, SessionEvent, SessionLog } from '../types.js'
 
 /** What the adapter needs of a connection: `pg.Pool`, `pg.Client` and `PGlite` all have it. */
@@ -196,7 +196,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
     /** The highest seq a NOTIFY announced while an append was on its way: read after its answer. */
     #hinted = 0
     /** The reads of the rows after the last one taken, while they run: settles with the last one's failure, if any. */
-    #reading: Promise<{ failure?: unknown }> | undefined
+    #reading: Promise<{ value?: unknown } | { failure: unknown }> | undefined
     /** A hint came while a read ran: one more read follows it (a burst costs two reads, not one each). */
     #readAgain = false
     #closed = false
@@ -235,6 +235,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         if (decides && this.#last + 1 < fixed) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
         const json = JSON.stringify(data ?? null) ?? 'null' // a function or a symbol has no JSON: stored as null
         const stored = storedData(json)
+        let retried = false
         for (let attempt = 1; ; attempt++) {
           const after = this.#last
           // The statement may reach the server late (a stalled connection, a pool with no free
@@ -250,13 +251,9 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
             after,
             serverDeadline,
           ])
-          let answer: { rows: unknown } | undefined
-          let failure: unknown
-          try {
-            answer = await within(statement, deadline)
-          } catch (error) {
-            failure = error
-          }
+          const outcome = await settledBy(statement, deadline)
+          const answer = 'value' in outcome ? outcome.value : undefined
+          let failure = 'failure' in outcome ? outcome.failure : undefined
           const answeredAt = now()
           this.#writing = false
           let own: number | undefined
@@ -276,13 +273,24 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           }
           const code = codeOf(failure)
           // The server refused it at its deadline, or its wait for the session's turn ran out: not written.
-          if (code === DEADLINE_PASSED || (code === LOCK_NOT_AVAILABLE && serverDeadline !== null)) throw timedOut()
+          if (code === DEADLINE_PASSED) {
+            // The refusal carries the server's clock: a reading that came late (a paused process, a
+            // suspended laptop) put the deadline it sent in the past, and this one heals it. Once,
+            // and only within the append's own time, so a refused append is never written after it.
+            serverClock.read(detailOf(failure), answeredAt)
+            if (!retried && deadline !== undefined && now() < deadline) {
+              retried = true
+              continue
+            }
+            throw timedOut()
+          }
+          if (code === LOCK_NOT_AVAILABLE && serverDeadline !== null) throw timedOut()
           if (failure !== undefined) {
             if (code !== UNIQUE_VIOLATION) throw mayNotBeWritten(messageOf(failure))
             // A writer that does not take the session's turn took the seq: an event that decides
             // nothing goes after it; a decision was made on a view that is stale now.
             if (!decides && attempt < MAX_ATTEMPTS && (deadline === undefined || now() < deadline)) continue
-            await within(this.#read(), deadline).catch(() => this.catchUp())
+            if ('failure' in (await settledBy(this.#read(), deadline))) this.catchUp()
             throw new Error(seqTakenMessage(this.sessionId, decides ? fixed : after + 1, type))
           }
           // Refused: the rows appended since the instance's view were taken (its subscribers heard them).
@@ -337,14 +345,11 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         this.#readAgain = true
       } else {
         this.#reading = (async () => {
-          let outcome: { failure?: unknown }
+          let outcome: { value?: unknown } | { failure: unknown }
           do {
             this.#readAgain = false
             // One the server does not answer does not hold the reads after it for longer than an append may take.
-            outcome = await within(this.#read(), appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs).then(
-              () => ({}),
-              (failure: unknown) => ({ failure }),
-            )
+            outcome = await settledBy(this.#read(), appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs)
           } while (this.#readAgain && !this.#closed)
           this.#reading = undefined
           return outcome
@@ -426,10 +431,13 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
             ALTER TABLE ${checkpointTable} ALTER COLUMN checkpoint TYPE json USING checkpoint::json;
           END IF;
           -- A table made before checkpoints went with their event: the ones whose event is gone go now.
+          -- The key is added NOT VALID: adding one locks the events table against appends until this
+          -- transaction ends, and a check of the old rows here would hold that lock while it scans.
+          -- They are checked after the commit (VALIDATE), under a lock appends do not wait for.
           IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${checkpointTable}'::regclass AND conname = '${checkpointEventKey}') THEN
             DELETE FROM ${checkpointTable} c WHERE NOT EXISTS (SELECT 1 FROM ${events} e WHERE e.session = c.session AND e.seq = c.seq);
             ALTER TABLE ${checkpointTable} ADD CONSTRAINT ${checkpointEventKey}
-              FOREIGN KEY (session, seq) REFERENCES ${events} (session, seq) ON DELETE CASCADE;
+              FOREIGN KEY (session, seq) REFERENCES ${events} (session, seq) ON DELETE CASCADE NOT VALID;
           END IF;
         END $do$;
         ${appendFunctionSql(events, turnsTable, appendFunction, channel)}`
@@ -439,12 +447,27 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       for (let attempt = 1; ; attempt++) {
         try {
           await (db.exec ? db.exec(sql) : db.query(sql))
-          return
+          break
         } catch (error) {
           const code = codeOf(error)
           if (code === LOCK_NOT_AVAILABLE) throw new Error(migrateLockMessage(lockWaitMs))
           if (attempt >= 3 || (code !== UNIQUE_VIOLATION && code !== DUPLICATE_TABLE && code !== DUPLICATE_OBJECT)) throw error
         }
+      }
+      // The checkpoints kept from before the key (none orphaned: those went with its adding) are
+      // checked now, while appends go on. A check that cannot get its lock is left to the next
+      // migrate: the key already holds for every row written since it was added.
+      const validate = `
+        SELECT set_config('lock_timeout', '${lockWaitMs}ms', true);
+        DO $do$ BEGIN
+          IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${checkpointTable}'::regclass AND conname = '${checkpointEventKey}' AND NOT convalidated) THEN
+            ALTER TABLE ${checkpointTable} VALIDATE CONSTRAINT ${checkpointEventKey};
+          END IF;
+        END $do$;`
+      try {
+        await (db.exec ? db.exec(validate) : db.query(validate))
+      } catch (error) {
+        if (codeOf(error) !== LOCK_NOT_AVAILABLE) throw error
       }
     },
 
@@ -562,7 +585,8 @@ function readNotice(payload: string): Notice | undefined {
 /**
  * The function every append calls (R83, R84). Past `p_deadline` (the server's epoch ms, null for
  * none) it writes nothing: its wait for the session's turn ends there (`lock_timeout`), and the
- * check just before it returns (its transaction then commits) refuses a write that came too late.
+ * check just before it returns (its transaction then commits) refuses a write that came too late;
+ * a refusal carries the server's clock (DETAIL), a reading for the instance.
  * It waits for the session's turn (a lock on the session's row of the turns table, granted in the
  * order asked), so each append sees the rows of the one before it; it writes the row after the
  * last one the table holds (or after `p_after`, the instance's view, should the table hold less),
@@ -581,9 +605,14 @@ function appendFunctionSql(events: string, turns: string, name: string, channel:
           IF p_deadline IS NOT NULL THEN
             now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
             IF now_ms >= p_deadline THEN
-              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}';
+              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}', DETAIL = now_ms::text;
             END IF;
             PERFORM set_config('lock_timeout', LEAST(ceil(p_deadline - now_ms), 2147483647)::bigint || 'ms', true);
+            -- The check before the commit is the last one: a commit that then waited for a
+            -- synchronous standby would end past the deadline, and write what was reported timed out.
+            IF current_setting('synchronous_commit') <> 'off' THEN
+              PERFORM set_config('synchronous_commit', 'local', true);
+            END IF;
           END IF;
           -- The session's turn: a row lock on a table of the store's own, which a role without a
           -- privilege on it cannot take (anyone who may connect can take an advisory lock).
@@ -605,7 +634,7 @@ function appendFunctionSql(events: string, turns: string, name: string, channel:
           IF next_seq IS NOT NULL THEN
             now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
             IF now_ms >= p_deadline THEN
-              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}';
+              RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}', DETAIL = now_ms::text;
             END IF;
             RETURN QUERY SELECT next_seq, NULL::text, NULL::jsonb, NULL::json, now_ms;
           END IF;
@@ -646,7 +675,7 @@ function query(db: PgQueryable, text: string, params: unknown[]): Promise<{ rows
   })
 }
 
-/** The rejection of `within` when the deadline came first. */
+/** The failure `settledBy` tells when the deadline came first. */
 const DEADLINE = Symbol('deadline')
 
 /** This process's monotonic clock, in ms: the deadlines of appends and reads (a step of the wall clock moves none). */
@@ -654,22 +683,13 @@ function now(): number {
   return performance.now()
 }
 
-/** `promise`, or a rejection with `DEADLINE` once `deadline` (on {@link now}'s clock) has passed. */
-function within<T>(promise: Promise<T>, deadline: number | undefined): Promise<T> {
-  if (deadline === undefined) return promise
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(DEADLINE), Math.max(0, deadline - now()))
-    promise.then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
-  })
+/** How `promise` settled, or the failure `DEADLINE` once `deadline` (on {@link now}'s clock) has passed first; never rejects. */
+async function settledBy<T>(promise: Promise<T>, deadline: number | undefined): Promise<{ value: T } | { failure: unknown }> {
+  if (deadline !== undefined && !(await waitAtMost(Math.max(0, deadline - now()), promise))) return { failure: DEADLINE }
+  return promise.then(
+    (value) => ({ value }),
+    (failure: unknown) => ({ failure }),
+  )
 }
 
 /** How long a reading of the server's clock is preferred to a later one that gives it less time. */
@@ -679,10 +699,12 @@ const CLOCK_READING_KEPT_MS = 60_000
  * The server's clock as this instance reads it (R83): an append's deadline, on {@link now}'s clock,
  * is sent in the server's, so that clocks set apart change nothing. A reading is the server's time
  * at some instant before its answer arrived: `serverMs - answeredAt` is at most the true offset
- * (short of it by the answer's way back), so the deadline the server gets comes no later than the
- * instance's own. The largest such offset of the last minute is kept (the closest to the truth);
- * an older one gives way to the next reading, so a drift or a step of the server's clock is
- * followed within a minute.
+ * (short of it by the answer's way back, and by any pause of this process before it took the
+ * answer), so the deadline the server gets comes no later than the instance's own. The largest
+ * such offset of the last minute is kept (the closest to the truth); an older one gives way to the
+ * next reading, so a drift or a step of the server's clock is followed within a minute. Readings
+ * come from `openSession`, every append's answer and every refusal at a deadline, so a reading
+ * that came late (its deadlines already past on arrival) is replaced by the refusal it causes.
  */
 class ServerClock {
   #offset: number | undefined
@@ -745,6 +767,15 @@ function firstMissingSeq(rows: readonly SessionEvent[], after: number): { seq: n
 /** A row of the events table as a log event. */
 function rowEvent(row: Record<string, unknown>): SessionEvent {
   return eventOf(row.seq, row.type, row.data, row.data_json)
+}
+
+/** The DETAIL of a driver's error (the server's clock, in a refusal at the deadline), read without trusting the object. */
+function detailOf(error: unknown): unknown {
+  try {
+    return (error as { detail?: unknown } | null | undefined)?.detail
+  } catch {
+    return undefined
+  }
 }
 
 /** The SQLSTATE of a driver's error, read without trusting the object (a throwing getter gives none). */
