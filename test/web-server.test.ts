@@ -984,3 +984,53 @@ describe('R103, R104: other pages cannot churn an instance\'s open sessions', ()
     expect({ statuses: [...statuses], errors, review: (await openReviewOf(owner, chat)) !== null }).toEqual({ statuses: [409], errors: [], review: true })
   }, 120_000)
 })
+
+describe('#23 fresh-eyes review: the web chat\'s gate', () => {
+  it('R104: a body refused 400 or 415 (messages that are not UI messages, a /plan input or a reviewId that is not a string, a text/plain /plan) creates no chat', async () => {
+    const owner = browser(web.url)
+    const tag = randomUUID()
+    const [chatId, commandId, reviewId, plainId] = ['chat', 'command', 'review', 'plain'].map((route) => `${route}-${tag}`)
+    const answers = [
+      await answer(await owner.post('/api/chat', { id: chatId, messages: 'nope' })),
+      await answer(await owner.post(`/api/chats/${commandId}/command`, { input: 42 })),
+      await answer(await owner.post(`/api/chats/${reviewId}/review`, { reviewId: 7 })),
+      await answer(await owner.send(`/api/chats/${plainId}/command`, { method: 'POST', body: '{"input":"add a cache"}', headers: { 'content-type': 'text/plain' } })),
+    ]
+    const { rows } = await lite.query<{ n: number }>('SELECT count(*)::int AS n FROM web_chats WHERE id LIKE $1', [`%-${tag}`])
+    expect({ answers, created: rows[0]!.n }).toEqual({
+      answers: [
+        [400, { error: 'messages must be an array of AI SDK UI messages ({ id, role, parts })' }],
+        [400, { error: 'input must be a string' }],
+        [400, { error: "reviewId must be the open review's id (a string)" }],
+        [415, { error: 'the body must be JSON (content-type: application/json)' }],
+      ],
+      created: 0,
+    })
+  }, 60_000)
+
+  it('R103: a chat saved before chats had owners is claimed by a POST only: a cookie-less GET of it answers 404 no such chat and claims nothing, and the user\'s POST then claims it', async () => {
+    const chat = randomUUID()
+    await lite.query("INSERT INTO web_chats (id, messages, owner) VALUES ($1, '[]'::json, NULL)", [chat])
+    const gets = []
+    for (const path of [`/api/chats/${chat}`, `/api/chats/${chat}/state`]) gets.push(await answer(await fetch(new URL(path, web.url))))
+    const ownerAfterGets = (await lite.query<{ owner: string | null }>('SELECT owner FROM web_chats WHERE id = $1', [chat])).rows[0]?.owner
+    const user = browser(web.url)
+    const posted = (await user.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).status
+    const read = (await user.get(`/api/chats/${chat}/state`)).status
+    expect({ gets, ownerAfterGets, posted, read }).toEqual({ gets: [[404, NO_CHAT], [404, NO_CHAT]], ownerAfterGets: null, posted: 200, read: 200 })
+  }, 60_000)
+
+  it('R103: the known limit R103 states: a server on another port can have this server sign an owner id for itself (GET /), plant it in the browser, and then read and answer the chats that browser creates', async () => {
+    // The other server's fetch: no cookie, so this server answers with a new signed one.
+    const [set] = (await fetch(new URL('/', web.url))).headers.getSetCookie()
+    const planted = set!.split(';')[0]!
+    expect(ownerIdOf(planted)).toBeDefined()
+    const victim = webClient(web.url, { cookie: planted }) // the browser, once the other port's page set it
+    const chat = randomUUID()
+    expect((await victim.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).status).toBe(200)
+    const other = webClient(web.url, { cookie: planted })
+    const state = await other.get(`/api/chats/${chat}/state`)
+    expect([state.status, ((await state.json()) as { mode: { active: boolean } }).mode.active]).toEqual([200, true])
+  }, 60_000)
+
+})

@@ -268,8 +268,9 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const owners = new Map<string, string>()
   /**
    * R103: the chat is `owner`'s, who first wrote in it: a POST on a chat nobody has used yet (no
-   * row) creates its row for them; a row saved before chats had owners becomes theirs on any
-   * request. A GET creates nothing: a chat no row holds answers 404, as one of another owner does,
+   * row) creates its row for them; a row saved before chats had owners becomes theirs on a POST.
+   * A GET creates and claims nothing: a chat no row holds, or one no owner has claimed yet, answers
+   * 404, as one of another owner does,
    * so that a page of another site (`<img src>` needs no cookie and no Origin) cannot make the
    * instance write rows or open sessions. Any other owner gets the 404 of a chat that does not
    * exist, so that the answer does not confirm that it does.
@@ -281,8 +282,9 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       let stored: unknown
       if (!create) {
         const { rows } = await db.query('SELECT owner FROM web_chats WHERE id = $1', [chatId])
-        if (rows.length === 0) throw new HttpError(404, NO_SUCH_CHAT)
         stored = rows[0]?.owner
+        // A cookie-less GET (another site's <img>) must not claim a chat saved before chats had owners.
+        if (typeof stored !== 'string') throw new HttpError(404, NO_SUCH_CHAT)
       }
       if (typeof stored !== 'string') {
         const { rows } = await db.query(
@@ -388,9 +390,10 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    */
   async function chat(body: { id?: unknown; messages?: unknown }, owner: string, res: ServerResponse, signal: AbortSignal): Promise<void> {
     const chatId = chatIdOf(body.id)
-    await checkOwner(chatId, owner, { create: true })
+    // R104: a refused body changes nothing: it is checked before the chat is claimed (R103).
     const checked = await safeValidateUIMessages({ messages: body.messages })
     if (!checked.success) throw new HttpError(400, MESSAGES_REFUSED)
+    await checkOwner(chatId, owner, { create: true })
     const turn = await takeTurn(chatId)
     if (turn === null) throw new HttpError(409, TURN_TAKEN)
     /** Ends the agent's turn once it has started (`turn/end`), the first time it is called. */
@@ -506,9 +509,8 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     })
   }
 
-  async function command(chatId: string, body: { input?: unknown }) {
-    if (typeof body.input !== 'string') throw new HttpError(400, 'input must be a string')
-    return withAgent(chatId, (agent) => commandOn(agent, body.input as string))
+  function command(chatId: string, input: string) {
+    return withAgent(chatId, (agent) => commandOn(agent, input))
   }
 
   async function commandOn(agent: PlanAgent & { session: PostgresSessionLog }, rawInput: string) {
@@ -555,8 +557,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    *   message), 422 when a comment is refused (the library's R100 message, e.g. a quote the plan
    *   does not hold); nothing was changed then.
    */
-  async function review(chatId: string, body: Record<string, unknown>): Promise<ReviewAnswered> {
-    const checked = reviewAnswerOf(body)
+  function review(chatId: string, checked: ReturnType<typeof reviewAnswerOf>): Promise<ReviewAnswered> {
     return withAgent(chatId, (agent) => reviewOn(agent, checked))
   }
 
@@ -643,11 +644,20 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     const writes = req.method === 'POST' && (match?.[2] === '/command' || match?.[2] === '/review')
     if (match && (reads || writes)) {
       const chatId = chatIdOf(match[1]!) // ids are plain: nothing to decode
-      await checkOwner(chatId, owner, { create: writes }) // R103: a GET creates nothing
+      if (match[2] === '/command') {
+        // R104: a refused body changes nothing: it is read and checked before the chat is claimed (R103).
+        const input = commandInputOf(await readJson(req))
+        await checkOwner(chatId, owner, { create: true })
+        return json(res, 200, await command(chatId, input))
+      }
+      if (match[2] === '/review') {
+        const answer = reviewAnswerOf(await readJson(req))
+        await checkOwner(chatId, owner, { create: true })
+        return json(res, 200, await review(chatId, answer))
+      }
+      await checkOwner(chatId, owner, { create: false }) // R103: a GET creates and claims nothing
       if (match[2] === undefined) return json(res, 200, { messages: await loadMessages(chatId) })
-      if (match[2] === '/state') return json(res, 200, await state(chatId))
-      if (match[2] === '/command') return json(res, 200, await command(chatId, await readJson(req)))
-      return json(res, 200, await review(chatId, await readJson(req)))
+      return json(res, 200, await state(chatId))
     }
     if (req.method === 'GET' && !path.startsWith('/api/')) return page(path, res)
     throw new HttpError(404, `no route for ${req.method} ${path}`)
@@ -765,6 +775,15 @@ export type ReviewAnswered =
     }
   | { outcome: 'left'; text: string }
   | { outcome: 'approved'; fresh: true }
+
+/**
+ * A `/plan` command's body: `{ input }`, the text typed after `/plan`.
+ * @throws HttpError 400 `input must be a string`
+ */
+function commandInputOf(body: Record<string, unknown>): string {
+  if (typeof body.input !== 'string') throw new HttpError(400, 'input must be a string')
+  return body.input
+}
 
 /** The decisions the route takes (R101): the two the SDK's tool approval cannot carry. */
 const ROUTE_DECISIONS: readonly string[] = [APPROVE_FRESH_LABEL, LEAVE_LABEL]
