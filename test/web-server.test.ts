@@ -117,6 +117,26 @@ function rawRequest(url: string, path: string, headers: Record<string, string>):
   })
 }
 
+/** `model` made to give every call of a tool the same id, `<tool>-call`, as some providers and mocks do (R82). */
+const oneCallIdPerTool = (model: LanguageModel): LanguageModel =>
+  wrapLanguageModel({
+    model: model as Parameters<typeof wrapLanguageModel>[0]['model'],
+    middleware: {
+      specificationVersion: 'v3',
+      wrapStream: async ({ doStream }) => {
+        const { stream, ...rest } = await doStream()
+        const renamed = stream.pipeThrough(
+          new TransformStream({
+            transform(chunk, controller) {
+              controller.enqueue(chunk.type === 'tool-call' ? { ...chunk, toolCallId: `${chunk.toolName}-call` } : chunk)
+            },
+          }),
+        )
+        return { stream: renamed, ...rest }
+      },
+    },
+  })
+
 describe('R103: a chat is the browser\'s that created it', () => {
   it('R103: a browser\'s first request gets a signed owner cookie, HttpOnly and SameSite=Strict; its first POST on a chat writes only the id\'s hash into the chat\'s row', async () => {
     const chat = randomUUID()
@@ -467,24 +487,7 @@ describe('R105: approvals are signed by the server, per chat', () => {
     beforeAll(async () => {
       db = new PGlite()
       await db.waitReady
-      const offline = offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 })
-      const model: LanguageModel = wrapLanguageModel({
-        model: offline,
-        middleware: {
-          specificationVersion: 'v3',
-          wrapStream: async ({ doStream }) => {
-            const { stream, ...rest } = await doStream()
-            const renamed = stream.pipeThrough(
-              new TransformStream({
-                transform(chunk, controller) {
-                  controller.enqueue(chunk.type === 'tool-call' ? { ...chunk, toolCallId: `${chunk.toolName}-call` } : chunk)
-                },
-              }),
-            )
-            return { stream: renamed, ...rest }
-          },
-        },
-      })
+      const model = oneCallIdPerTool(offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }))
       sameIds = await startWebChat({ db, listen: pgliteListen(db), instance: 'y', model })
     }, 60_000)
     afterAll(async () => {
@@ -875,14 +878,15 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
     await expect.poll(async () => cardOf(await savedMessages(owner, chat), review!.callId)?.state ?? 'no card saved', { timeout: 10_000 }).toBe('approval-requested')
   }, 120_000)
 
-  it('R106: a tab opened before the plan sends while the response that opened the review waits on the model past its lease: refused 409, and the card is saved once that response ends', async () => {
+  it('R106: a tab opened before the plan sends while the response that opened the review waits on the model past its lease, its card saved nowhere: the review is closed as keep planning, approving nothing, the request is answered, and the card saved is that of the plan it presents again', async () => {
     const owner = browser(slow.url)
     const chat = randomUUID()
     const first = await planned(owner, chat)
     const gate = gated.arm(exitCall)
     const one = owner.post('/api/chat', { id: chat, messages: [first] }).then((r) => r.text())
     await gate.reached // the first request holds the turn; its review is open; its answer is not saved yet
-    await expect.poll(async () => (await openReviewOf(owner, chat))?.reviewId ?? null).not.toBeNull()
+    let opened: ReviewState | null = null
+    await expect.poll(async () => (opened = await openReviewOf(owner, chat))?.reviewId ?? null).not.toBeNull()
     // The instance stalls past the 30 s lease (a GC pause, renewals that failed): here the lease is made to run out.
     await lite.query("UPDATE web_chats SET turn_until = now() - interval '1 second' WHERE id = $1", [chat])
     const stale = [first, { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'also, what is in the README?' }] }]
@@ -891,11 +895,12 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
     gate.release()
     await one
     const review = await openReviewOf(owner, chat)
-    expect({ two, review: review !== null, card: cardOf(await savedMessages(owner, chat), review?.callId)?.state }).toEqual({
-      two: [409, { error: CARD_LOST }],
-      review: true,
-      card: 'approval-requested',
-    })
+    expect({
+      two,
+      closed: (await closingRecords(lite, chat, opened!.reviewId)).map((e) => e.data.outcome),
+      again: review !== null && review.reviewId !== opened!.reviewId,
+      card: cardOf(await savedMessages(owner, chat), review?.callId)?.state,
+    }).toEqual({ two: [200, 'answered'], closed: ['keep-planning'], again: true, card: 'approval-requested' })
   }, 60_000)
 
   it('R106: a request that took an expired turn before the review opened never replaces the saved card of that open review with messages lacking it', async () => {
@@ -986,6 +991,25 @@ describe('R103, R104: other pages cannot churn an instance\'s open sessions', ()
 })
 
 describe('#23 fresh-eyes review: the web chat\'s gate', () => {
+  it('R106: an open review whose card no saved copy and no tab holds (the request that opened it died before saving) does not refuse the chat for good: the next request closes it as keep planning, approving nothing, and the model presents the plan again', async () => {
+    const owner = browser(web.url)
+    const chat = randomUUID()
+    const { messages, review } = await planUpToReview(owner, chat)
+    const user = messages[0]!
+    // The response that opened the review never saved its messages (its instance died, or the save failed).
+    await lite.query('UPDATE web_chats SET messages = $2::json WHERE id = $1', [chat, JSON.stringify([user])])
+    const [status] = await answer(await owner.post('/api/chat', { id: chat, messages: [user] }))
+    expect(status).toBe(200)
+    expect((await closingRecords(lite, chat, review.reviewId)).map((e) => e.data)).toEqual([
+      { outcome: 'keep-planning', reviewId: review.reviewId, title: expect.any(String), plan: review.plan, toldInResult: true },
+    ])
+    const again = await openReviewOf(owner, chat)
+    expect({ again: again !== null && again.reviewId !== review.reviewId, card: cardOf(await savedMessages(owner, chat), again?.callId)?.state }).toEqual({
+      again: true,
+      card: 'approval-requested',
+    })
+  }, 60_000)
+
   it('R104: a body refused 400 or 415 (messages that are not UI messages, a /plan input or a reviewId that is not a string, a text/plain /plan) creates no chat', async () => {
     const owner = browser(web.url)
     const tag = randomUUID()
@@ -1033,4 +1057,67 @@ describe('#23 fresh-eyes review: the web chat\'s gate', () => {
     expect([state.status, ((await state.json()) as { mode: { active: boolean } }).mode.active]).toEqual([200, true])
   }, 60_000)
 
+})
+
+describe('R106: with a model that gives every call of a tool the same id, the open review\'s card is told from earlier cards of that id', () => {
+  const gated = gatedModel()
+  let reusing: WebChat
+  beforeAll(async () => {
+    reusing = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'reusing', model: oneCallIdPerTool(gated.model) })
+  }, 60_000)
+  afterAll(async () => {
+    gated.releaseAll()
+    await reusing?.close()
+  })
+
+  /** Whether the saved messages hold a card of `callId` waiting for the user. */
+  const holdsWaitingCard = async (who: Browser, chat: string, callId: string) =>
+    (await savedMessages(who, chat)).some((m) => m.parts.some((p) => p.type === 'tool-exit_plan_mode' && p.toolCallId === callId && p.state === 'approval-requested'))
+
+  it('R106, R82: an earlier, settled card of the id the open review\'s call reuses is not that review\'s card: neither a save after a lost turn nor a save lacking the open card drops it', async () => {
+    const owner = browser(reusing.url)
+    const chat = randomUUID()
+    const first = await planUpToReview(owner, chat)
+    // The first review is closed by /plan off; the user plans again: the next plan's call has the same id.
+    expect((await owner.post(`/api/chats/${chat}/command`, { input: 'off' })).status).toBe(200)
+    const { steered } = (await (await owner.post(`/api/chats/${chat}/command`, { input: 'drop the cache' })).json()) as { steered: string }
+    const asked = [...first.messages, { id: 'u2', role: 'user', parts: [{ type: 'text', text: steered }] }]
+    // Request one stops just before the model presents its plan, holding the turn; its lease runs out.
+    const beforeExit = gated.arm(exitCall, { before: true })
+    const one = owner.post('/api/chat', { id: chat, messages: asked }).then((r) => r.text())
+    await beforeExit.reached
+    await lite.query("UPDATE web_chats SET turn_until = now() - interval '1 second' WHERE id = $1", [chat])
+    // Request two takes the turn (no review is open), saves its messages (the settled first card among them) and waits on the model.
+    const onModel = gated.arm(() => true, { before: true })
+    const client = new AbortController()
+    const two = fetch(new URL('/api/chat', reusing.url), {
+      method: 'POST',
+      headers: { origin: new URL(reusing.url).origin, cookie: owner.cookie!, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: chat, messages: [...asked, { id: 'u3', role: 'user', parts: [{ type: 'text', text: 'also, what is in the README?' }] }] }),
+      signal: client.signal,
+    }).then((r) => r.text()).catch(() => '')
+    try {
+      await onModel.reached
+      beforeExit.release()
+      await one
+      const review = await openReviewOf(owner, chat)
+      expect(review?.callId).toBe(first.review.callId) // the same id, a new review
+      expect(review?.reviewId).not.toBe(first.review.reviewId)
+      const afterLostTurn = await holdsWaitingCard(owner, chat, review!.callId!)
+      // Request two's tab goes away: its answer ends, and its messages (no card of the open review) are saved as its turn ends.
+      client.abort()
+      onModel.release()
+      await two
+      await expect.poll(() => turnOf(chat), { timeout: 30_000 }).toBeNull()
+      expect({ afterLostTurn, afterSave: await holdsWaitingCard(owner, chat, review!.callId!), open: (await openReviewOf(owner, chat))?.reviewId }).toEqual({
+        afterLostTurn: true,
+        afterSave: true,
+        open: review!.reviewId,
+      })
+    } finally {
+      client.abort()
+      gated.releaseAll()
+      await Promise.all([one, two])
+    }
+  }, 60_000)
 })

@@ -34,7 +34,8 @@
  * `experimental_toolApprovalSecret`) with a key of the chat's own, derived from the deployment's
  * secret. A chat runs one `useChat` request at a time, across instances (`takeTurn`), and a request
  * may not drop or settle a review card the saved messages hold waiting, nor lack the card of the
- * review the log holds open (`refuseLostCards`); no save replaces that card (`ChatTurn`).
+ * review the log holds open (`refuseLostCards`); no save replaces that card (`ChatTurn`); a review
+ * whose card no saved copy and no request holds is closed as keep planning (`closeCardlessReview`).
  *
  * The service offers the whole set of decisions (R101). After a request in which a plan approved
  * into a fresh context was handed off (R102: the adapter started the model's context again from
@@ -57,6 +58,7 @@ import {
   COMMAND_RUN_EVENT,
   createPlanMode,
   diffPlans,
+  KEEP_PLANNING_LABEL,
   LEAVE_LABEL,
   PLAN_REVIEW_EVENT,
   REVIEW_MESSAGES,
@@ -324,10 +326,10 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
      * What a save writes, as SQL: the messages (`$3`), unless they lack the card of the review the
      * log holds open and the saved messages hold it: then the saved ones stay (R106).
      */
-    const written = (messages: ChatMessages, openCallId: string | undefined) =>
-      openCallId === undefined || holdsCall(messages, openCallId)
+    const messagesSql = (messages: ChatMessages, openCallId: string | undefined) =>
+      openCallId === undefined || holdsOpenCard(messages, openCallId)
         ? { sql: '$3::json', params: [] }
-        : { sql: `CASE WHEN ${SAVED_HOLDS_CALL('$4')} THEN messages ELSE $3::json END`, params: [openCallId] }
+        : { sql: `CASE WHEN ${SAVED_HOLDS_OPEN_CARD('$4')} THEN messages ELSE $3::json END`, params: [openCallId] }
     /**
      * R106: messages holding the card of the review the log holds open, saved after the turn was
      * lost (its lease ran out and another request took it, or the request gave it up while they
@@ -335,14 +337,14 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
      * else would save, so that the review stays answerable.
      */
     const keepOpenCard = async (messages: ChatMessages, openCallId: string | undefined) => {
-      if (openCallId === undefined || !holdsCall(messages, openCallId)) return
-      await db.query(`UPDATE web_chats SET messages = $2::json WHERE id = $1 AND NOT ${SAVED_HOLDS_CALL('$3')}`, [chatId, JSON.stringify(messages), openCallId])
+      if (openCallId === undefined || !holdsOpenCard(messages, openCallId)) return
+      await db.query(`UPDATE web_chats SET messages = $2::json WHERE id = $1 AND NOT ${SAVED_HOLDS_OPEN_CARD('$3')}`, [chatId, JSON.stringify(messages), openCallId])
     }
     return {
       saved: await savedMessagesOf(rows[0]?.messages),
       async save(messages, openCallId) {
         if (ending === undefined) {
-          const { sql, params } = written(messages, openCallId)
+          const { sql, params } = messagesSql(messages, openCallId)
           const { rows: saved } = await db.query(`UPDATE web_chats SET messages = ${sql} WHERE id = $1 AND turn = $2 RETURNING id`, [chatId, token, JSON.stringify(messages), ...params])
           if (saved.length > 0) return
         }
@@ -356,7 +358,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
             await db.query('UPDATE web_chats SET turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token])
             return
           }
-          const { sql, params } = written(messages, openCallId)
+          const { sql, params } = messagesSql(messages, openCallId)
           const { rows: saved } = await db.query(`UPDATE web_chats SET messages = ${sql}, turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2 RETURNING id`, [
             chatId,
             token,
@@ -367,6 +369,30 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
         })()
         return ending
       },
+    }
+  }
+
+  /**
+   * R106: closes the review the log holds open when no card can answer it: neither the chat's saved
+   * messages (`saved`) nor the request's (`messages`) hold its card, because the request that opened
+   * it died before it saved them, or its save failed. The caller holds the chat's turn, so that
+   * request, if it still runs, has lost its lease. Left open, the review would have every request
+   * refused for lacking its card, and no reload could bring the card back. It is closed as R82 closes
+   * a review no card can answer: keep planning, no feedback, `toldInResult: true`, nothing approved;
+   * the request goes on, and the model, which never saw the call, presents the plan again.
+   */
+  async function closeCardlessReview(agent: PlanAgent & { session: PostgresSessionLog }, saved: ChatMessages, messages: ChatMessages): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const open = planMode.openReview(agent)
+      if (open?.callId === undefined || holdsOpenCard(saved, open.callId) || holdsOpenCard(messages, open.callId)) return
+      try {
+        await planMode.answerReview(agent, open.reviewId, { answers: [{ id: 'plan-review', selected: [KEEP_PLANNING_LABEL] }] }, { toldInResult: true })
+        return
+      } catch (error) {
+        // Another instance wrote first (R84), or closed the review itself: decide again on the log as it is now.
+        if (attempt < DECISION_ATTEMPTS && (isSeqTaken(error) || planMode.openReview(agent)?.reviewId !== open.reviewId)) continue
+        throw error
+      }
     }
   }
 
@@ -417,8 +443,10 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       const plan = withPlanMode({ planMode, agent, system: SYSTEM, tools, abortSignal: signal })
       // A card whose review a /plan closed meanwhile gets its result (R87); one still open waits for the user.
       const messages = plan.settleClosedApprovals(checked.data as ChatMessages)
+      const saved = plan.settleClosedApprovals(turn.saved)
+      await closeCardlessReview(agent, saved, messages)
       const openCallId = planMode.openReview(agent)?.callId
-      refuseLostCards(plan.settleClosedApprovals(turn.saved), messages, openCallId)
+      refuseLostCards(saved, messages, openCallId)
       refuseUnansweredReview(messages, openCallId)
       /** The call of the review the log holds open as the database has it now, for a save (R106). */
       const openCallIdNow = async () => {
@@ -908,31 +936,38 @@ async function savedMessagesOf(value: unknown): Promise<ChatMessages> {
 function refuseLostCards(saved: ChatMessages, messages: ChatMessages, openCallId: string | undefined): void {
   const waiting = new Set(saved.flatMap((m) => m.parts.flatMap((part) => (isExitCall(part) && part.state === 'approval-requested' ? [part.toolCallId] : []))))
   if (openCallId !== undefined) waiting.add(openCallId)
-  if (waiting.size === 0) return
-  const sent = new Map(messages.flatMap((m) => m.parts.flatMap((part) => (isExitCall(part) ? [[part.toolCallId, part.state] as const] : []))))
   for (const callId of waiting) {
-    const state = sent.get(callId)
-    if (state !== 'approval-requested' && state !== 'approval-responded') throw new HttpError(409, CARD_LOST)
+    if (!holdsOpenCard(messages, callId)) throw new HttpError(409, CARD_LOST)
   }
 }
 
-/** Whether the messages hold an `exit_plan_mode` part of the call `callId`, in any state. */
-function holdsCall(messages: ChatMessages, callId: string): boolean {
-  return messages.some((m) => m.parts.some((part) => isExitCall(part) && part.toolCallId === callId))
+/**
+ * R106: what makes a UI message part the card of an open review, one definition for the check in
+ * TypeScript (`holdsOpenCard`) and the one in SQL (`SAVED_HOLDS_OPEN_CARD`): an `exit_plan_mode`
+ * part of the review's call still asking for approval, or answered in the request that carries it.
+ * A settled part is no card, also one of the same call id: some models give every call of a tool
+ * the same id (R82), so an earlier call's settled part may carry the open review's call id.
+ */
+const OPEN_CARD = { type: 'tool-exit_plan_mode', states: ['approval-requested', 'approval-responded'] } as const
+
+/** Whether the messages hold the card of the review whose call is `callId` (see `OPEN_CARD`). */
+function holdsOpenCard(messages: ChatMessages, callId: string): boolean {
+  return messages.some((m) => m.parts.some((part) => isExitCall(part) && part.toolCallId === callId && (OPEN_CARD.states as readonly string[]).includes(part.state)))
 }
 
 /**
- * SQL: whether the row's saved messages (`messages`) hold an `exit_plan_mode` part of the call
- * given as the parameter `param`, as `holdsCall` tells it (a value of another shape holds none).
+ * SQL: whether the row's saved messages (`messages`) hold the card of the review whose call is
+ * the parameter `param`, as `holdsOpenCard` tells it (see `OPEN_CARD`; a value of another shape holds none).
  */
-const SAVED_HOLDS_CALL = (param: string) =>
+const SAVED_HOLDS_OPEN_CARD = (param: string) =>
   `EXISTS (SELECT 1 FROM json_array_elements(CASE WHEN json_typeof(messages) = 'array' THEN messages ELSE '[]'::json END) AS m(message), ` +
   `json_array_elements(CASE WHEN json_typeof(m.message -> 'parts') = 'array' THEN m.message -> 'parts' ELSE '[]'::json END) AS p(part) ` +
-  `WHERE p.part ->> 'type' = 'tool-exit_plan_mode' AND p.part ->> 'toolCallId' = ${param})`
+  `WHERE p.part ->> 'type' = '${OPEN_CARD.type}' AND p.part ->> 'state' IN (${OPEN_CARD.states.map((state) => `'${state}'`).join(', ')}) ` +
+  `AND p.part ->> 'toolCallId' = ${param})`
 
 /** Whether a UI message part is an `exit_plan_mode` call. */
-function isExitCall(part: UIMessage['parts'][number]): part is UIMessage['parts'][number] & { type: 'tool-exit_plan_mode'; toolCallId: string; state: string } {
-  return part.type === 'tool-exit_plan_mode' && 'toolCallId' in part
+function isExitCall(part: UIMessage['parts'][number]): part is UIMessage['parts'][number] & { type: typeof OPEN_CARD.type; toolCallId: string; state: string } {
+  return part.type === OPEN_CARD.type && 'toolCallId' in part
 }
 
 /** The owner cookie (R103): a random id, 32 bytes in base64url, then its signature (see `ownerOf`). */
