@@ -821,6 +821,8 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
   /** When set, the `turn/end` append of that chat waits (the database is slow for it) until `released`. */
   let holdTurnEnd: { chat: string; seen: () => void; released: Promise<void> } | undefined
   let slow: WebChat
+  /** An instance whose turn lease is 300 ms (R106's `turnLeaseMs`), so a test waits out a lease quickly. */
+  let quick: WebChat
   beforeAll(async () => {
     const db: PgQueryable = {
       async query(text, params) {
@@ -835,10 +837,12 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
       exec: (sql) => lite.exec(sql),
     }
     slow = await startWebChat({ db, listen: pgliteListen(lite), instance: 'slow', model: gated.model })
+    quick = await startWebChat({ db, listen: pgliteListen(lite), instance: 'quick', model: gated.model, turnLeaseMs: 300 })
   }, 60_000)
   afterAll(async () => {
     gated.releaseAll()
     await slow?.close()
+    await quick?.close()
   })
 
   /** `/plan <task>` in a new chat of `who`: the user message the page then sends. */
@@ -848,7 +852,7 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
   }
 
   it('R106: a tab closed as the response ends, while its turn/end is logged for longer than the request waits (a lease): the review\'s card is still saved, waiting', async () => {
-    const owner = browser(slow.url)
+    const owner = browser(quick.url)
     const chat = randomUUID()
     const first = await planned(owner, chat)
     let seen!: () => void
@@ -857,9 +861,9 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
     holdTurnEnd = { chat, seen, released: new Promise<void>((resolve) => (releaseTurnEnd = resolve)) }
     try {
       const client = new AbortController()
-      const response = await fetch(new URL('/api/chat', slow.url), {
+      const response = await fetch(new URL('/api/chat', quick.url), {
         method: 'POST',
-        headers: { origin: new URL(slow.url).origin, cookie: owner.cookie!, 'content-type': 'application/json' },
+        headers: { origin: new URL(quick.url).origin, cookie: owner.cookie!, 'content-type': 'application/json' },
         body: JSON.stringify({ id: chat, messages: [first] }),
         signal: client.signal,
       })
@@ -868,8 +872,8 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
       await turnEndSeen
       client.abort()
       await reading
-      // The request waits for its onFinish at most a lease (30 s), then gives the turn back unsaved.
-      await expect.poll(() => turnOf(chat), { timeout: 60_000, interval: 200 }).toBeNull()
+      // The request waits for its onFinish at most a lease (here 300 ms), then gives the turn back unsaved.
+      await expect.poll(() => turnOf(chat), { timeout: 30_000, interval: 50 }).toBeNull()
     } finally {
       releaseTurnEnd()
     }
@@ -1057,6 +1061,21 @@ describe('#23 fresh-eyes review: the web chat\'s gate', () => {
     expect([state.status, ((await state.json()) as { mode: { active: boolean } }).mode.active]).toEqual([200, true])
   }, 60_000)
 
+  it('R106: a turnLeaseMs that is not a whole number of milliseconds from 100 to 2147483647: startWebChat rejects with a TypeError before it touches the database', async () => {
+    const statements: string[] = []
+    const watched: PgQueryable = {
+      query: (text, params) => (statements.push(text), lite.query(text, params)),
+      exec: (sql) => (statements.push(sql), lite.exec(sql)),
+    }
+    const refused = []
+    for (const turnLeaseMs of [0, 99, 1.5, Number.NaN, 2 ** 31, '300' as unknown as number]) {
+      refused.push(await startWebChat({ db: watched, listen: pgliteListen(lite), instance: 'lease', turnLeaseMs }).then(
+        async (started) => (await started.close(), 'started'),
+        (error: unknown) => (error instanceof TypeError ? error.message : String(error)),
+      ))
+    }
+    expect({ refused, statements }).toEqual({ refused: Array(6).fill('turnLeaseMs must be a whole number of milliseconds from 100 to 2147483647'), statements: [] })
+  }, 60_000)
 })
 
 describe('R106: with a model that gives every call of a tool the same id, the open review\'s card is told from earlier cards of that id', () => {

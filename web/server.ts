@@ -91,6 +91,8 @@ import {
   NOT_JSON,
   TOO_DEEP,
 } from './requests.js'
+// The library's one bounded wait and timer bound (the web chat runs from this repository's sources).
+import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from '../src/timeouts.js'
 
 /** The plan-mode section: the model plans while it is in the system prompt. */
 export const SECTION =
@@ -136,6 +138,12 @@ export interface WebChatOptions {
    * and kept there (`web_settings`), so every instance on it shares it.
    */
   approvalSecret?: string
+  /**
+   * How long a request holds its chat's turn without renewing it, in ms (R106; default 30 000):
+   * a whole number from 100 to 2 147 483 647 (else `startWebChat` rejects with a TypeError). The
+   * turn is renewed every third of it, and a request waits that long for its stream's end.
+   */
+  turnLeaseMs?: number
 }
 
 /** A running instance. */
@@ -183,6 +191,9 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const { db, listen, instance } = options
   // R105: a secret given is checked before anything touches the database.
   if (options.approvalSecret !== undefined) checkApprovalSecret(options.approvalSecret)
+  const turnLeaseMs = checkTurnLease(options.turnLeaseMs ?? DEFAULT_TURN_LEASE_MS)
+  // Validated a whole number above: safe to write into the statement.
+  const turnLease = `interval '${turnLeaseMs} milliseconds'`
   const workspace = options.workspace ?? fileURLToPath(new URL('..', import.meta.url))
   const chunkDelayMs = options.chunkDelayMs ?? 40
   const model = options.model ?? offlineChatModel({ section: SECTION, chunkDelayMs, replyDelayMs: options.replyDelayMs ?? chunkDelayMs })
@@ -307,18 +318,18 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    * instances, so that two requests never save the chat's messages from two copies (the last
    * save would drop what the other added, an open review's card among it). The turn is a lease
    * in the chat's row, renewed while the request runs, that a crashed instance's request loses
-   * after `TURN_LEASE`. Null when another request holds it. Gives the messages saved when taken.
+   * after `turnLeaseMs`. Null when another request holds it. Gives the messages saved when taken.
    */
   async function takeTurn(chatId: string): Promise<ChatTurn | null> {
     const token = randomUUID()
     const { rows } = await db.query(
-      `UPDATE web_chats SET turn = $2, turn_until = now() + ${TURN_LEASE} WHERE id = $1 AND (turn IS NULL OR turn_until < now()) RETURNING messages`,
+      `UPDATE web_chats SET turn = $2, turn_until = now() + ${turnLease} WHERE id = $1 AND (turn IS NULL OR turn_until < now()) RETURNING messages`,
       [chatId, token],
     )
     if (rows.length === 0) return null
     const renew = setInterval(() => {
-      db.query(`UPDATE web_chats SET turn_until = now() + ${TURN_LEASE} WHERE id = $1 AND turn = $2`, [chatId, token]).catch(() => {})
-    }, TURN_RENEW_MS)
+      db.query(`UPDATE web_chats SET turn_until = now() + ${turnLease} WHERE id = $1 AND turn = $2`, [chatId, token]).catch(() => {})
+    }, Math.floor(turnLeaseMs / 3))
     renew.unref()
     /** The turn's one ending, once asked for: set at once, so a second call cannot end it otherwise. */
     let ending: Promise<void> | undefined
@@ -513,7 +524,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       // Once the stream is made, its onFinish ends the turn, saving what was answered (a review
       // card among it), also after the client went away (R106): ending it here first would give
       // the turn back without the answer. A stream that never finishes is given up on after a lease.
-      if (finished !== undefined) await settledOrAfter(finished, TURN_LEASE_MS)
+      if (finished !== undefined) await waitAtMost(turnLeaseMs, finished)
       await end()
       await turn.end().catch(() => {})
       releaseAgent?.()
@@ -879,21 +890,21 @@ const TURN_TAKEN = 'Another answer is being written in this chat; wait for it to
 /** The 409 answer's text for a request that would drop a waiting review card (R106). */
 const CARD_LOST = 'This chat changed in another tab: reload the page to answer the open plan review.'
 
-/** How long a request holds its chat's turn without renewing it (R106), and how often it renews it. */
-const TURN_LEASE_MS = 30_000
-const TURN_LEASE = `interval '${TURN_LEASE_MS / 1000} seconds'`
-const TURN_RENEW_MS = 10_000
+/** How long a request holds its chat's turn without renewing it (R106), unless `turnLeaseMs` says otherwise. */
+const DEFAULT_TURN_LEASE_MS = 30_000
 
-/** Resolves once `promise` has settled, or after `ms`, whichever comes first; never rejects. */
-function settledOrAfter(promise: Promise<unknown>, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms)
-    const done = () => {
-      clearTimeout(timer)
-      resolve()
-    }
-    promise.then(done, done)
-  })
+/** The shortest turn lease `startWebChat` takes: renewed every third of it, a lease shorter than a query is no lease. */
+const MIN_TURN_LEASE_MS = 100
+
+/**
+ * R106: a turn lease given by the host is a whole number of ms a timer keeps, at least 100.
+ * @throws TypeError('turnLeaseMs must be a whole number of milliseconds from 100 to 2147483647')
+ */
+function checkTurnLease(given: unknown): number {
+  if (!Number.isInteger(given) || !isTimeoutMs(given) || given < MIN_TURN_LEASE_MS) {
+    throw new TypeError(`turnLeaseMs must be a whole number of milliseconds from ${MIN_TURN_LEASE_MS} to ${MAX_TIMEOUT_MS}`)
+  }
+  return given
 }
 
 /** How many chats' owners an instance remembers. */
