@@ -433,20 +433,10 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     await checkOwner(chatId, owner, { create: true })
     const turn = await takeTurn(chatId)
     if (turn === null) throw new HttpError(409, TURN_TAKEN)
-    /** Ends the agent's turn once it has started (`turn/end`), the first time it is called. */
-    let endTurn: (() => Promise<void>) | undefined
-    const end = async () => {
-      const ending = endTurn
-      endTurn = undefined
-      await ending?.().catch(() => {})
-    }
-    /** Settles once the stream's `onFinish` has ended the turn: set once the stream is made. */
-    let finished: Promise<void> | undefined
-    /** Gives the chat's session back (R104): it stays open until the request has ended. */
-    let releaseAgent: (() => void) | undefined
+    const request = chatRequest(turn)
     try {
       const { agent, release } = await useAgent(chatId)
-      releaseAgent = release
+      request.holdsAgentUntilClosed(release)
       // R106: decide on the log as the database holds it, what the requests before this one wrote
       // on any instance (a review closed there a moment ago is closed here too), whether or not
       // this instance heard their NOTIFY.
@@ -471,21 +461,17 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
         ...(await convertToModelMessages(context ? context.messages : messages, { tools: plan.tools })),
         ...plan.takeSteered(),
       ]
-      /** The step at which this call handed a plan off (R102), if it did. */
-      let handoffStep: number | undefined
-      /** Whether the SDK took the request (its first step started): only then are its messages saved. */
-      let taken = false
       const prepareStep: PrepareStepFunction<typeof plan.tools> = async (options) => {
         if (options.stepNumber === 0) {
-          taken = true
+          request.takenBySdk()
           await turn.save(messages, await openCallIdNow())
         }
         const result = await plan.prepareStep(options)
-        if (handoffStep === undefined && plan.handoff !== null) handoffStep = options.stepNumber
+        if (plan.handoff !== null) request.handedOffAt(options.stepNumber)
         return result
       }
       await plan.startTurn({ abortSignal: signal })
-      endTurn = () => plan.endTurn()
+      request.agentTurnStarted(() => plan.endTurn())
       const result = streamText({
         model,
         messages: modelMessages,
@@ -503,31 +489,88 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
         headers: { 'x-plan-mode-instance': instance },
         onFinish: async ({ messages: all, responseMessage, isContinuation }) => {
           try {
-            await end()
+            await request.endAgentTurn()
             // R102: the model's later requests start from the fresh context this call began.
+            const { handoffStep } = request
             if (handoffStep !== undefined && plan.handoff !== null) {
               const before = isContinuation ? (messages.at(-1)?.parts.length ?? 0) : 0
               const part = before + stepStart(responseMessage.parts.slice(before), handoffStep)
               await saveContext(chatId, { messageId: responseMessage.id, part, text: plan.handoff.text }).catch(() => {})
             }
             // The last thing the turn does: the next request of the chat sees these messages.
-            await turn.end(taken ? all : undefined, await openCallIdNow()).catch(() => {})
+            await turn.end(request.taken ? all : undefined, await openCallIdNow()).catch(() => {})
           } finally {
             finish()
           }
         },
         onError: (error) => (error instanceof Error ? error.message : String(error)),
       })
-      finished = onFinished
+      request.streaming(onFinished)
       await send(res, response)
     } finally {
-      // Once the stream is made, its onFinish ends the turn, saving what was answered (a review
-      // card among it), also after the client went away (R106): ending it here first would give
-      // the turn back without the answer. A stream that never finishes is given up on after a lease.
-      if (finished !== undefined) await waitAtMost(turnLeaseMs, finished)
-      await end()
-      await turn.end().catch(() => {})
-      releaseAgent?.()
+      await request.close()
+    }
+  }
+
+  /**
+   * R106: the lifecycle of one `POST /api/chat` request that took its chat's turn, in one place:
+   * the chat's session it holds, the agent's turn (`turn/start` … `turn/end`), whether the SDK
+   * took its messages, the step it handed a plan off at, and its stream's end. `close()` is the one
+   * way out, whatever happened before it.
+   */
+  function chatRequest(turn: ChatTurn) {
+    let releaseAgent: (() => void) | undefined
+    let endAgentTurn: (() => Promise<void>) | undefined
+    let streamEnd: Promise<void> | undefined
+    let taken = false
+    let handoffStep: number | undefined
+    return {
+      /** The chat's session stays open until the request has closed (R104): `release` gives it back. */
+      holdsAgentUntilClosed(release: () => void) {
+        releaseAgent = release
+      },
+      /** The agent's turn has started (`turn/start` logged): `end` logs its end, once. */
+      agentTurnStarted(end: () => Promise<void>) {
+        endAgentTurn = end
+      },
+      /** Ends the agent's turn once it has started, the first time it is called; never rejects. */
+      async endAgentTurn() {
+        const ending = endAgentTurn
+        endAgentTurn = undefined
+        await ending?.().catch(() => {})
+      },
+      /** The SDK took the request (its first step started): only then are its messages saved. */
+      takenBySdk() {
+        taken = true
+      },
+      get taken() {
+        return taken
+      },
+      /** A plan was handed off at `step` (R102): the first step noted is the one. */
+      handedOffAt(step: number) {
+        handoffStep ??= step
+      },
+      /** The step at which this call handed a plan off (R102), if it did. */
+      get handoffStep() {
+        return handoffStep
+      },
+      /** The stream is made: `ended` settles once its `onFinish` has ended the turn. */
+      streaming(ended: Promise<void>) {
+        streamEnd = ended
+      },
+      /**
+       * Once the stream is made, its onFinish ends the turn, saving what was answered (a review
+       * card among it), also after the client went away (R106): ending it here first would give
+       * the turn back without the answer. A stream that never finishes is given up on after a
+       * lease. Then the agent's turn ends, the chat's turn is given back (unsaved, when onFinish
+       * did not end it) and the session released.
+       */
+      async close() {
+        if (streamEnd !== undefined) await waitAtMost(turnLeaseMs, streamEnd)
+        await this.endAgentTurn()
+        await turn.end().catch(() => {})
+        releaseAgent?.()
+      },
     }
   }
 
