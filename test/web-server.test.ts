@@ -117,6 +117,26 @@ function rawRequest(url: string, path: string, headers: Record<string, string>):
   })
 }
 
+/** `model` made to give every call of a tool the same id, `<tool>-call`, as some providers and mocks do (R82). */
+const oneCallIdPerTool = (model: LanguageModel): LanguageModel =>
+  wrapLanguageModel({
+    model: model as Parameters<typeof wrapLanguageModel>[0]['model'],
+    middleware: {
+      specificationVersion: 'v3',
+      wrapStream: async ({ doStream }) => {
+        const { stream, ...rest } = await doStream()
+        const renamed = stream.pipeThrough(
+          new TransformStream({
+            transform(chunk, controller) {
+              controller.enqueue(chunk.type === 'tool-call' ? { ...chunk, toolCallId: `${chunk.toolName}-call` } : chunk)
+            },
+          }),
+        )
+        return { stream: renamed, ...rest }
+      },
+    },
+  })
+
 describe('R103: a chat is the browser\'s that created it', () => {
   it('R103: a browser\'s first request gets a signed owner cookie, HttpOnly and SameSite=Strict; its first POST on a chat writes only the id\'s hash into the chat\'s row', async () => {
     const chat = randomUUID()
@@ -467,24 +487,7 @@ describe('R105: approvals are signed by the server, per chat', () => {
     beforeAll(async () => {
       db = new PGlite()
       await db.waitReady
-      const offline = offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 })
-      const model: LanguageModel = wrapLanguageModel({
-        model: offline,
-        middleware: {
-          specificationVersion: 'v3',
-          wrapStream: async ({ doStream }) => {
-            const { stream, ...rest } = await doStream()
-            const renamed = stream.pipeThrough(
-              new TransformStream({
-                transform(chunk, controller) {
-                  controller.enqueue(chunk.type === 'tool-call' ? { ...chunk, toolCallId: `${chunk.toolName}-call` } : chunk)
-                },
-              }),
-            )
-            return { stream: renamed, ...rest }
-          },
-        },
-      })
+      const model = oneCallIdPerTool(offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }))
       sameIds = await startWebChat({ db, listen: pgliteListen(db), instance: 'y', model })
     }, 60_000)
     afterAll(async () => {
@@ -818,6 +821,8 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
   /** When set, the `turn/end` append of that chat waits (the database is slow for it) until `released`. */
   let holdTurnEnd: { chat: string; seen: () => void; released: Promise<void> } | undefined
   let slow: WebChat
+  /** An instance whose turn lease is 300 ms (R106's `turnLeaseMs`), so a test waits out a lease quickly. */
+  let quick: WebChat
   beforeAll(async () => {
     const db: PgQueryable = {
       async query(text, params) {
@@ -832,10 +837,12 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
       exec: (sql) => lite.exec(sql),
     }
     slow = await startWebChat({ db, listen: pgliteListen(lite), instance: 'slow', model: gated.model })
+    quick = await startWebChat({ db, listen: pgliteListen(lite), instance: 'quick', model: gated.model, turnLeaseMs: 300 })
   }, 60_000)
   afterAll(async () => {
     gated.releaseAll()
     await slow?.close()
+    await quick?.close()
   })
 
   /** `/plan <task>` in a new chat of `who`: the user message the page then sends. */
@@ -845,7 +852,7 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
   }
 
   it('R106: a tab closed as the response ends, while its turn/end is logged for longer than the request waits (a lease): the review\'s card is still saved, waiting', async () => {
-    const owner = browser(slow.url)
+    const owner = browser(quick.url)
     const chat = randomUUID()
     const first = await planned(owner, chat)
     let seen!: () => void
@@ -854,9 +861,9 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
     holdTurnEnd = { chat, seen, released: new Promise<void>((resolve) => (releaseTurnEnd = resolve)) }
     try {
       const client = new AbortController()
-      const response = await fetch(new URL('/api/chat', slow.url), {
+      const response = await fetch(new URL('/api/chat', quick.url), {
         method: 'POST',
-        headers: { origin: new URL(slow.url).origin, cookie: owner.cookie!, 'content-type': 'application/json' },
+        headers: { origin: new URL(quick.url).origin, cookie: owner.cookie!, 'content-type': 'application/json' },
         body: JSON.stringify({ id: chat, messages: [first] }),
         signal: client.signal,
       })
@@ -865,8 +872,8 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
       await turnEndSeen
       client.abort()
       await reading
-      // The request waits for its onFinish at most a lease (30 s), then gives the turn back unsaved.
-      await expect.poll(() => turnOf(chat), { timeout: 60_000, interval: 200 }).toBeNull()
+      // The request waits for its onFinish at most a lease (here 300 ms), then gives the turn back unsaved.
+      await expect.poll(() => turnOf(chat), { timeout: 30_000, interval: 50 }).toBeNull()
     } finally {
       releaseTurnEnd()
     }
@@ -875,14 +882,15 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
     await expect.poll(async () => cardOf(await savedMessages(owner, chat), review!.callId)?.state ?? 'no card saved', { timeout: 10_000 }).toBe('approval-requested')
   }, 120_000)
 
-  it('R106: a tab opened before the plan sends while the response that opened the review waits on the model past its lease: refused 409, and the card is saved once that response ends', async () => {
+  it('R106: a tab opened before the plan sends while the response that opened the review waits on the model past its lease, its card saved nowhere: the review is closed as keep planning, approving nothing, the request is answered, and the card saved is that of the plan it presents again', async () => {
     const owner = browser(slow.url)
     const chat = randomUUID()
     const first = await planned(owner, chat)
     const gate = gated.arm(exitCall)
     const one = owner.post('/api/chat', { id: chat, messages: [first] }).then((r) => r.text())
     await gate.reached // the first request holds the turn; its review is open; its answer is not saved yet
-    await expect.poll(async () => (await openReviewOf(owner, chat))?.reviewId ?? null).not.toBeNull()
+    let opened: ReviewState | null = null
+    await expect.poll(async () => (opened = await openReviewOf(owner, chat))?.reviewId ?? null).not.toBeNull()
     // The instance stalls past the 30 s lease (a GC pause, renewals that failed): here the lease is made to run out.
     await lite.query("UPDATE web_chats SET turn_until = now() - interval '1 second' WHERE id = $1", [chat])
     const stale = [first, { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'also, what is in the README?' }] }]
@@ -891,11 +899,12 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
     gate.release()
     await one
     const review = await openReviewOf(owner, chat)
-    expect({ two, review: review !== null, card: cardOf(await savedMessages(owner, chat), review?.callId)?.state }).toEqual({
-      two: [409, { error: CARD_LOST }],
-      review: true,
-      card: 'approval-requested',
-    })
+    expect({
+      two,
+      closed: (await closingRecords(lite, chat, opened!.reviewId)).map((e) => e.data.outcome),
+      again: review !== null && review.reviewId !== opened!.reviewId,
+      card: cardOf(await savedMessages(owner, chat), review?.callId)?.state,
+    }).toEqual({ two: [200, 'answered'], closed: ['keep-planning'], again: true, card: 'approval-requested' })
   }, 60_000)
 
   it('R106: a request that took an expired turn before the review opened never replaces the saved card of that open review with messages lacking it', async () => {
@@ -983,4 +992,151 @@ describe('R103, R104: other pages cannot churn an instance\'s open sessions', ()
     const errors = errorsIn(await streaming.text)
     expect({ statuses: [...statuses], errors, review: (await openReviewOf(owner, chat)) !== null }).toEqual({ statuses: [409], errors: [], review: true })
   }, 120_000)
+})
+
+describe('#23 fresh-eyes review: the web chat\'s gate', () => {
+  it('R106: an open review whose card no saved copy and no tab holds (the request that opened it died before saving) does not refuse the chat for good: the next request closes it as keep planning, approving nothing, and the model presents the plan again', async () => {
+    const owner = browser(web.url)
+    const chat = randomUUID()
+    const { messages, review } = await planUpToReview(owner, chat)
+    const user = messages[0]!
+    // The response that opened the review never saved its messages (its instance died, or the save failed).
+    await lite.query('UPDATE web_chats SET messages = $2::json WHERE id = $1', [chat, JSON.stringify([user])])
+    const [status] = await answer(await owner.post('/api/chat', { id: chat, messages: [user] }))
+    expect(status).toBe(200)
+    expect((await closingRecords(lite, chat, review.reviewId)).map((e) => e.data)).toEqual([
+      { outcome: 'keep-planning', reviewId: review.reviewId, title: expect.any(String), plan: review.plan, toldInResult: true },
+    ])
+    const again = await openReviewOf(owner, chat)
+    expect({ again: again !== null && again.reviewId !== review.reviewId, card: cardOf(await savedMessages(owner, chat), again?.callId)?.state }).toEqual({
+      again: true,
+      card: 'approval-requested',
+    })
+  }, 60_000)
+
+  it('R104: a body refused 400 or 415 (messages that are not UI messages, a /plan input or a reviewId that is not a string, a text/plain /plan) creates no chat', async () => {
+    const owner = browser(web.url)
+    const tag = randomUUID()
+    const [chatId, commandId, reviewId, plainId] = ['chat', 'command', 'review', 'plain'].map((route) => `${route}-${tag}`)
+    const answers = [
+      await answer(await owner.post('/api/chat', { id: chatId, messages: 'nope' })),
+      await answer(await owner.post(`/api/chats/${commandId}/command`, { input: 42 })),
+      await answer(await owner.post(`/api/chats/${reviewId}/review`, { reviewId: 7 })),
+      await answer(await owner.send(`/api/chats/${plainId}/command`, { method: 'POST', body: '{"input":"add a cache"}', headers: { 'content-type': 'text/plain' } })),
+    ]
+    const { rows } = await lite.query<{ n: number }>('SELECT count(*)::int AS n FROM web_chats WHERE id LIKE $1', [`%-${tag}`])
+    expect({ answers, created: rows[0]!.n }).toEqual({
+      answers: [
+        [400, { error: 'messages must be an array of AI SDK UI messages ({ id, role, parts })' }],
+        [400, { error: 'input must be a string' }],
+        [400, { error: "reviewId must be the open review's id (a string)" }],
+        [415, { error: 'the body must be JSON (content-type: application/json)' }],
+      ],
+      created: 0,
+    })
+  }, 60_000)
+
+  it('R103: a chat saved before chats had owners is claimed by a POST only: a cookie-less GET of it answers 404 no such chat and claims nothing, and the user\'s POST then claims it', async () => {
+    const chat = randomUUID()
+    await lite.query("INSERT INTO web_chats (id, messages, owner) VALUES ($1, '[]'::json, NULL)", [chat])
+    const gets = []
+    for (const path of [`/api/chats/${chat}`, `/api/chats/${chat}/state`]) gets.push(await answer(await fetch(new URL(path, web.url))))
+    const ownerAfterGets = (await lite.query<{ owner: string | null }>('SELECT owner FROM web_chats WHERE id = $1', [chat])).rows[0]?.owner
+    const user = browser(web.url)
+    const posted = (await user.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).status
+    const read = (await user.get(`/api/chats/${chat}/state`)).status
+    expect({ gets, ownerAfterGets, posted, read }).toEqual({ gets: [[404, NO_CHAT], [404, NO_CHAT]], ownerAfterGets: null, posted: 200, read: 200 })
+  }, 60_000)
+
+  it('R103: the known limit R103 states: a server on another port can have this server sign an owner id for itself (GET /), plant it in the browser, and then read and answer the chats that browser creates', async () => {
+    // The other server's fetch: no cookie, so this server answers with a new signed one.
+    const [set] = (await fetch(new URL('/', web.url))).headers.getSetCookie()
+    const planted = set!.split(';')[0]!
+    expect(ownerIdOf(planted)).toBeDefined()
+    const victim = webClient(web.url, { cookie: planted }) // the browser, once the other port's page set it
+    const chat = randomUUID()
+    expect((await victim.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).status).toBe(200)
+    const other = webClient(web.url, { cookie: planted })
+    const state = await other.get(`/api/chats/${chat}/state`)
+    expect([state.status, ((await state.json()) as { mode: { active: boolean } }).mode.active]).toEqual([200, true])
+  }, 60_000)
+
+  it('R106: a turnLeaseMs that is not a whole number of milliseconds from 100 to 2147483647: startWebChat rejects with a TypeError before it touches the database', async () => {
+    const statements: string[] = []
+    const watched: PgQueryable = {
+      query: (text, params) => (statements.push(text), lite.query(text, params)),
+      exec: (sql) => (statements.push(sql), lite.exec(sql)),
+    }
+    const refused = []
+    for (const turnLeaseMs of [0, 99, 1.5, Number.NaN, 2 ** 31, '300' as unknown as number]) {
+      refused.push(await startWebChat({ db: watched, listen: pgliteListen(lite), instance: 'lease', turnLeaseMs }).then(
+        async (started) => (await started.close(), 'started'),
+        (error: unknown) => (error instanceof TypeError ? error.message : String(error)),
+      ))
+    }
+    expect({ refused, statements }).toEqual({ refused: Array(6).fill('turnLeaseMs must be a whole number of milliseconds from 100 to 2147483647'), statements: [] })
+  }, 60_000)
+})
+
+describe('R106: with a model that gives every call of a tool the same id, the open review\'s card is told from earlier cards of that id', () => {
+  const gated = gatedModel()
+  let reusing: WebChat
+  beforeAll(async () => {
+    reusing = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'reusing', model: oneCallIdPerTool(gated.model) })
+  }, 60_000)
+  afterAll(async () => {
+    gated.releaseAll()
+    await reusing?.close()
+  })
+
+  /** Whether the saved messages hold a card of `callId` waiting for the user. */
+  const holdsWaitingCard = async (who: Browser, chat: string, callId: string) =>
+    (await savedMessages(who, chat)).some((m) => m.parts.some((p) => p.type === 'tool-exit_plan_mode' && p.toolCallId === callId && p.state === 'approval-requested'))
+
+  it('R106, R82: an earlier, settled card of the id the open review\'s call reuses is not that review\'s card: neither a save after a lost turn nor a save lacking the open card drops it', async () => {
+    const owner = browser(reusing.url)
+    const chat = randomUUID()
+    const first = await planUpToReview(owner, chat)
+    // The first review is closed by /plan off; the user plans again: the next plan's call has the same id.
+    expect((await owner.post(`/api/chats/${chat}/command`, { input: 'off' })).status).toBe(200)
+    const { steered } = (await (await owner.post(`/api/chats/${chat}/command`, { input: 'drop the cache' })).json()) as { steered: string }
+    const asked = [...first.messages, { id: 'u2', role: 'user', parts: [{ type: 'text', text: steered }] }]
+    // Request one stops just before the model presents its plan, holding the turn; its lease runs out.
+    const beforeExit = gated.arm(exitCall, { before: true })
+    const one = owner.post('/api/chat', { id: chat, messages: asked }).then((r) => r.text())
+    await beforeExit.reached
+    await lite.query("UPDATE web_chats SET turn_until = now() - interval '1 second' WHERE id = $1", [chat])
+    // Request two takes the turn (no review is open), saves its messages (the settled first card among them) and waits on the model.
+    const onModel = gated.arm(() => true, { before: true })
+    const client = new AbortController()
+    const two = fetch(new URL('/api/chat', reusing.url), {
+      method: 'POST',
+      headers: { origin: new URL(reusing.url).origin, cookie: owner.cookie!, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: chat, messages: [...asked, { id: 'u3', role: 'user', parts: [{ type: 'text', text: 'also, what is in the README?' }] }] }),
+      signal: client.signal,
+    }).then((r) => r.text()).catch(() => '')
+    try {
+      await onModel.reached
+      beforeExit.release()
+      await one
+      const review = await openReviewOf(owner, chat)
+      expect(review?.callId).toBe(first.review.callId) // the same id, a new review
+      expect(review?.reviewId).not.toBe(first.review.reviewId)
+      const afterLostTurn = await holdsWaitingCard(owner, chat, review!.callId!)
+      // Request two's tab goes away: its answer ends, and its messages (no card of the open review) are saved as its turn ends.
+      client.abort()
+      onModel.release()
+      await two
+      await expect.poll(() => turnOf(chat), { timeout: 30_000 }).toBeNull()
+      expect({ afterLostTurn, afterSave: await holdsWaitingCard(owner, chat, review!.callId!), open: (await openReviewOf(owner, chat))?.reviewId }).toEqual({
+        afterLostTurn: true,
+        afterSave: true,
+        open: review!.reviewId,
+      })
+    } finally {
+      client.abort()
+      gated.releaseAll()
+      await Promise.all([one, two])
+    }
+  }, 60_000)
 })

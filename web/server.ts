@@ -34,7 +34,8 @@
  * `experimental_toolApprovalSecret`) with a key of the chat's own, derived from the deployment's
  * secret. A chat runs one `useChat` request at a time, across instances (`takeTurn`), and a request
  * may not drop or settle a review card the saved messages hold waiting, nor lack the card of the
- * review the log holds open (`refuseLostCards`); no save replaces that card (`ChatTurn`).
+ * review the log holds open (`refuseLostCards`); no save replaces that card (`ChatTurn`); a review
+ * whose card no saved copy and no request holds is closed as keep planning (`closeCardlessReview`).
  *
  * The service offers the whole set of decisions (R101). After a request in which a plan approved
  * into a fresh context was handed off (R102: the adapter started the model's context again from
@@ -57,6 +58,7 @@ import {
   COMMAND_RUN_EVENT,
   createPlanMode,
   diffPlans,
+  KEEP_PLANNING_LABEL,
   LEAVE_LABEL,
   PLAN_REVIEW_EVENT,
   REVIEW_MESSAGES,
@@ -89,6 +91,8 @@ import {
   NOT_JSON,
   TOO_DEEP,
 } from './requests.js'
+// The library's one bounded wait and timer bound (the web chat runs from this repository's sources).
+import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from '../src/timeouts.js'
 
 /** The plan-mode section: the model plans while it is in the system prompt. */
 export const SECTION =
@@ -134,6 +138,12 @@ export interface WebChatOptions {
    * and kept there (`web_settings`), so every instance on it shares it.
    */
   approvalSecret?: string
+  /**
+   * How long a request holds its chat's turn without renewing it, in ms (R106; default 30 000):
+   * a whole number from 100 to 2 147 483 647 (else `startWebChat` rejects with a TypeError). The
+   * turn is renewed every third of it, and a request waits that long for its stream's end.
+   */
+  turnLeaseMs?: number
 }
 
 /** A running instance. */
@@ -181,6 +191,9 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const { db, listen, instance } = options
   // R105: a secret given is checked before anything touches the database.
   if (options.approvalSecret !== undefined) checkApprovalSecret(options.approvalSecret)
+  const turnLeaseMs = checkTurnLease(options.turnLeaseMs ?? DEFAULT_TURN_LEASE_MS)
+  // Validated a whole number above: safe to write into the statement.
+  const turnLease = `interval '${turnLeaseMs} milliseconds'`
   const workspace = options.workspace ?? fileURLToPath(new URL('..', import.meta.url))
   const chunkDelayMs = options.chunkDelayMs ?? 40
   const model = options.model ?? offlineChatModel({ section: SECTION, chunkDelayMs, replyDelayMs: options.replyDelayMs ?? chunkDelayMs })
@@ -268,8 +281,9 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const owners = new Map<string, string>()
   /**
    * R103: the chat is `owner`'s, who first wrote in it: a POST on a chat nobody has used yet (no
-   * row) creates its row for them; a row saved before chats had owners becomes theirs on any
-   * request. A GET creates nothing: a chat no row holds answers 404, as one of another owner does,
+   * row) creates its row for them; a row saved before chats had owners becomes theirs on a POST.
+   * A GET creates and claims nothing: a chat no row holds, or one no owner has claimed yet, answers
+   * 404, as one of another owner does,
    * so that a page of another site (`<img src>` needs no cookie and no Origin) cannot make the
    * instance write rows or open sessions. Any other owner gets the 404 of a chat that does not
    * exist, so that the answer does not confirm that it does.
@@ -281,8 +295,9 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       let stored: unknown
       if (!create) {
         const { rows } = await db.query('SELECT owner FROM web_chats WHERE id = $1', [chatId])
-        if (rows.length === 0) throw new HttpError(404, NO_SUCH_CHAT)
         stored = rows[0]?.owner
+        // A cookie-less GET (another site's <img>) must not claim a chat saved before chats had owners.
+        if (typeof stored !== 'string') throw new HttpError(404, NO_SUCH_CHAT)
       }
       if (typeof stored !== 'string') {
         const { rows } = await db.query(
@@ -303,18 +318,18 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    * instances, so that two requests never save the chat's messages from two copies (the last
    * save would drop what the other added, an open review's card among it). The turn is a lease
    * in the chat's row, renewed while the request runs, that a crashed instance's request loses
-   * after `TURN_LEASE`. Null when another request holds it. Gives the messages saved when taken.
+   * after `turnLeaseMs`. Null when another request holds it. Gives the messages saved when taken.
    */
   async function takeTurn(chatId: string): Promise<ChatTurn | null> {
     const token = randomUUID()
     const { rows } = await db.query(
-      `UPDATE web_chats SET turn = $2, turn_until = now() + ${TURN_LEASE} WHERE id = $1 AND (turn IS NULL OR turn_until < now()) RETURNING messages`,
+      `UPDATE web_chats SET turn = $2, turn_until = now() + ${turnLease} WHERE id = $1 AND (turn IS NULL OR turn_until < now()) RETURNING messages`,
       [chatId, token],
     )
     if (rows.length === 0) return null
     const renew = setInterval(() => {
-      db.query(`UPDATE web_chats SET turn_until = now() + ${TURN_LEASE} WHERE id = $1 AND turn = $2`, [chatId, token]).catch(() => {})
-    }, TURN_RENEW_MS)
+      db.query(`UPDATE web_chats SET turn_until = now() + ${turnLease} WHERE id = $1 AND turn = $2`, [chatId, token]).catch(() => {})
+    }, Math.floor(turnLeaseMs / 3))
     renew.unref()
     /** The turn's one ending, once asked for: set at once, so a second call cannot end it otherwise. */
     let ending: Promise<void> | undefined
@@ -322,10 +337,10 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
      * What a save writes, as SQL: the messages (`$3`), unless they lack the card of the review the
      * log holds open and the saved messages hold it: then the saved ones stay (R106).
      */
-    const written = (messages: ChatMessages, openCallId: string | undefined) =>
-      openCallId === undefined || holdsCall(messages, openCallId)
+    const messagesSql = (messages: ChatMessages, openCallId: string | undefined) =>
+      openCallId === undefined || holdsOpenCard(messages, openCallId)
         ? { sql: '$3::json', params: [] }
-        : { sql: `CASE WHEN ${SAVED_HOLDS_CALL('$4')} THEN messages ELSE $3::json END`, params: [openCallId] }
+        : { sql: `CASE WHEN ${SAVED_HOLDS_OPEN_CARD('$4')} THEN messages ELSE $3::json END`, params: [openCallId] }
     /**
      * R106: messages holding the card of the review the log holds open, saved after the turn was
      * lost (its lease ran out and another request took it, or the request gave it up while they
@@ -333,14 +348,14 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
      * else would save, so that the review stays answerable.
      */
     const keepOpenCard = async (messages: ChatMessages, openCallId: string | undefined) => {
-      if (openCallId === undefined || !holdsCall(messages, openCallId)) return
-      await db.query(`UPDATE web_chats SET messages = $2::json WHERE id = $1 AND NOT ${SAVED_HOLDS_CALL('$3')}`, [chatId, JSON.stringify(messages), openCallId])
+      if (openCallId === undefined || !holdsOpenCard(messages, openCallId)) return
+      await db.query(`UPDATE web_chats SET messages = $2::json WHERE id = $1 AND NOT ${SAVED_HOLDS_OPEN_CARD('$3')}`, [chatId, JSON.stringify(messages), openCallId])
     }
     return {
       saved: await savedMessagesOf(rows[0]?.messages),
       async save(messages, openCallId) {
         if (ending === undefined) {
-          const { sql, params } = written(messages, openCallId)
+          const { sql, params } = messagesSql(messages, openCallId)
           const { rows: saved } = await db.query(`UPDATE web_chats SET messages = ${sql} WHERE id = $1 AND turn = $2 RETURNING id`, [chatId, token, JSON.stringify(messages), ...params])
           if (saved.length > 0) return
         }
@@ -354,7 +369,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
             await db.query('UPDATE web_chats SET turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2', [chatId, token])
             return
           }
-          const { sql, params } = written(messages, openCallId)
+          const { sql, params } = messagesSql(messages, openCallId)
           const { rows: saved } = await db.query(`UPDATE web_chats SET messages = ${sql}, turn = NULL, turn_until = NULL WHERE id = $1 AND turn = $2 RETURNING id`, [
             chatId,
             token,
@@ -365,6 +380,30 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
         })()
         return ending
       },
+    }
+  }
+
+  /**
+   * R106: closes the review the log holds open when no card can answer it: neither the chat's saved
+   * messages (`saved`) nor the request's (`messages`) hold its card, because the request that opened
+   * it died before it saved them, or its save failed. The caller holds the chat's turn, so that
+   * request, if it still runs, has lost its lease. Left open, the review would have every request
+   * refused for lacking its card, and no reload could bring the card back. It is closed as R82 closes
+   * a review no card can answer: keep planning, no feedback, `toldInResult: true`, nothing approved;
+   * the request goes on, and the model, which never saw the call, presents the plan again.
+   */
+  async function closeCardlessReview(agent: PlanAgent & { session: PostgresSessionLog }, saved: ChatMessages, messages: ChatMessages): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const open = planMode.openReview(agent)
+      if (open?.callId === undefined || holdsOpenCard(saved, open.callId) || holdsOpenCard(messages, open.callId)) return
+      try {
+        await planMode.answerReview(agent, open.reviewId, { answers: [{ id: 'plan-review', selected: [KEEP_PLANNING_LABEL] }] }, { toldInResult: true })
+        return
+      } catch (error) {
+        // Another instance wrote first (R84), or closed the review itself: decide again on the log as it is now.
+        if (attempt < DECISION_ATTEMPTS && (isSeqTaken(error) || planMode.openReview(agent)?.reviewId !== open.reviewId)) continue
+        throw error
+      }
     }
   }
 
@@ -388,25 +427,16 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    */
   async function chat(body: { id?: unknown; messages?: unknown }, owner: string, res: ServerResponse, signal: AbortSignal): Promise<void> {
     const chatId = chatIdOf(body.id)
-    await checkOwner(chatId, owner, { create: true })
+    // R104: a refused body changes nothing: it is checked before the chat is claimed (R103).
     const checked = await safeValidateUIMessages({ messages: body.messages })
     if (!checked.success) throw new HttpError(400, MESSAGES_REFUSED)
+    await checkOwner(chatId, owner, { create: true })
     const turn = await takeTurn(chatId)
     if (turn === null) throw new HttpError(409, TURN_TAKEN)
-    /** Ends the agent's turn once it has started (`turn/end`), the first time it is called. */
-    let endTurn: (() => Promise<void>) | undefined
-    const end = async () => {
-      const ending = endTurn
-      endTurn = undefined
-      await ending?.().catch(() => {})
-    }
-    /** Settles once the stream's `onFinish` has ended the turn: set once the stream is made. */
-    let finished: Promise<void> | undefined
-    /** Gives the chat's session back (R104): it stays open until the request has ended. */
-    let releaseAgent: (() => void) | undefined
+    const request = chatRequest(turn)
     try {
       const { agent, release } = await useAgent(chatId)
-      releaseAgent = release
+      request.holdsAgentUntilClosed(release)
       // R106: decide on the log as the database holds it, what the requests before this one wrote
       // on any instance (a review closed there a moment ago is closed here too), whether or not
       // this instance heard their NOTIFY.
@@ -414,8 +444,10 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       const plan = withPlanMode({ planMode, agent, system: SYSTEM, tools, abortSignal: signal })
       // A card whose review a /plan closed meanwhile gets its result (R87); one still open waits for the user.
       const messages = plan.settleClosedApprovals(checked.data as ChatMessages)
+      const saved = plan.settleClosedApprovals(turn.saved)
+      await closeCardlessReview(agent, saved, messages)
       const openCallId = planMode.openReview(agent)?.callId
-      refuseLostCards(plan.settleClosedApprovals(turn.saved), messages, openCallId)
+      refuseLostCards(saved, messages, openCallId)
       refuseUnansweredReview(messages, openCallId)
       /** The call of the review the log holds open as the database has it now, for a save (R106). */
       const openCallIdNow = async () => {
@@ -429,21 +461,17 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
         ...(await convertToModelMessages(context ? context.messages : messages, { tools: plan.tools })),
         ...plan.takeSteered(),
       ]
-      /** The step at which this call handed a plan off (R102), if it did. */
-      let handoffStep: number | undefined
-      /** Whether the SDK took the request (its first step started): only then are its messages saved. */
-      let taken = false
       const prepareStep: PrepareStepFunction<typeof plan.tools> = async (options) => {
         if (options.stepNumber === 0) {
-          taken = true
+          request.takenBySdk()
           await turn.save(messages, await openCallIdNow())
         }
         const result = await plan.prepareStep(options)
-        if (handoffStep === undefined && plan.handoff !== null) handoffStep = options.stepNumber
+        if (plan.handoff !== null) request.handedOffAt(options.stepNumber)
         return result
       }
       await plan.startTurn({ abortSignal: signal })
-      endTurn = () => plan.endTurn()
+      request.agentTurnStarted(() => plan.endTurn())
       const result = streamText({
         model,
         messages: modelMessages,
@@ -461,31 +489,88 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
         headers: { 'x-plan-mode-instance': instance },
         onFinish: async ({ messages: all, responseMessage, isContinuation }) => {
           try {
-            await end()
+            await request.endAgentTurn()
             // R102: the model's later requests start from the fresh context this call began.
+            const { handoffStep } = request
             if (handoffStep !== undefined && plan.handoff !== null) {
               const before = isContinuation ? (messages.at(-1)?.parts.length ?? 0) : 0
               const part = before + stepStart(responseMessage.parts.slice(before), handoffStep)
               await saveContext(chatId, { messageId: responseMessage.id, part, text: plan.handoff.text }).catch(() => {})
             }
             // The last thing the turn does: the next request of the chat sees these messages.
-            await turn.end(taken ? all : undefined, await openCallIdNow()).catch(() => {})
+            await turn.end(request.taken ? all : undefined, await openCallIdNow()).catch(() => {})
           } finally {
             finish()
           }
         },
         onError: (error) => (error instanceof Error ? error.message : String(error)),
       })
-      finished = onFinished
+      request.streaming(onFinished)
       await send(res, response)
     } finally {
-      // Once the stream is made, its onFinish ends the turn, saving what was answered (a review
-      // card among it), also after the client went away (R106): ending it here first would give
-      // the turn back without the answer. A stream that never finishes is given up on after a lease.
-      if (finished !== undefined) await settledOrAfter(finished, TURN_LEASE_MS)
-      await end()
-      await turn.end().catch(() => {})
-      releaseAgent?.()
+      await request.close()
+    }
+  }
+
+  /**
+   * R106: the lifecycle of one `POST /api/chat` request that took its chat's turn, in one place:
+   * the chat's session it holds, the agent's turn (`turn/start` … `turn/end`), whether the SDK
+   * took its messages, the step it handed a plan off at, and its stream's end. `close()` is the one
+   * way out, whatever happened before it.
+   */
+  function chatRequest(turn: ChatTurn) {
+    let releaseAgent: (() => void) | undefined
+    let endAgentTurn: (() => Promise<void>) | undefined
+    let streamEnd: Promise<void> | undefined
+    let taken = false
+    let handoffStep: number | undefined
+    return {
+      /** The chat's session stays open until the request has closed (R104): `release` gives it back. */
+      holdsAgentUntilClosed(release: () => void) {
+        releaseAgent = release
+      },
+      /** The agent's turn has started (`turn/start` logged): `end` logs its end, once. */
+      agentTurnStarted(end: () => Promise<void>) {
+        endAgentTurn = end
+      },
+      /** Ends the agent's turn once it has started, the first time it is called; never rejects. */
+      async endAgentTurn() {
+        const ending = endAgentTurn
+        endAgentTurn = undefined
+        await ending?.().catch(() => {})
+      },
+      /** The SDK took the request (its first step started): only then are its messages saved. */
+      takenBySdk() {
+        taken = true
+      },
+      get taken() {
+        return taken
+      },
+      /** A plan was handed off at `step` (R102): the first step noted is the one. */
+      handedOffAt(step: number) {
+        handoffStep ??= step
+      },
+      /** The step at which this call handed a plan off (R102), if it did. */
+      get handoffStep() {
+        return handoffStep
+      },
+      /** The stream is made: `ended` settles once its `onFinish` has ended the turn. */
+      streaming(ended: Promise<void>) {
+        streamEnd = ended
+      },
+      /**
+       * Once the stream is made, its onFinish ends the turn, saving what was answered (a review
+       * card among it), also after the client went away (R106): ending it here first would give
+       * the turn back without the answer. A stream that never finishes is given up on after a
+       * lease. Then the agent's turn ends, the chat's turn is given back (unsaved, when onFinish
+       * did not end it) and the session released.
+       */
+      async close() {
+        if (streamEnd !== undefined) await waitAtMost(turnLeaseMs, streamEnd)
+        await this.endAgentTurn()
+        await turn.end().catch(() => {})
+        releaseAgent?.()
+      },
     }
   }
 
@@ -506,9 +591,8 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     })
   }
 
-  async function command(chatId: string, body: { input?: unknown }) {
-    if (typeof body.input !== 'string') throw new HttpError(400, 'input must be a string')
-    return withAgent(chatId, (agent) => commandOn(agent, body.input as string))
+  function command(chatId: string, input: string) {
+    return withAgent(chatId, (agent) => commandOn(agent, input))
   }
 
   async function commandOn(agent: PlanAgent & { session: PostgresSessionLog }, rawInput: string) {
@@ -555,8 +639,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
    *   message), 422 when a comment is refused (the library's R100 message, e.g. a quote the plan
    *   does not hold); nothing was changed then.
    */
-  async function review(chatId: string, body: Record<string, unknown>): Promise<ReviewAnswered> {
-    const checked = reviewAnswerOf(body)
+  function review(chatId: string, checked: ReturnType<typeof reviewAnswerOf>): Promise<ReviewAnswered> {
     return withAgent(chatId, (agent) => reviewOn(agent, checked))
   }
 
@@ -643,11 +726,20 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     const writes = req.method === 'POST' && (match?.[2] === '/command' || match?.[2] === '/review')
     if (match && (reads || writes)) {
       const chatId = chatIdOf(match[1]!) // ids are plain: nothing to decode
-      await checkOwner(chatId, owner, { create: writes }) // R103: a GET creates nothing
+      if (match[2] === '/command') {
+        // R104: a refused body changes nothing: it is read and checked before the chat is claimed (R103).
+        const input = commandInputOf(await readJson(req))
+        await checkOwner(chatId, owner, { create: true })
+        return json(res, 200, await command(chatId, input))
+      }
+      if (match[2] === '/review') {
+        const answer = reviewAnswerOf(await readJson(req))
+        await checkOwner(chatId, owner, { create: true })
+        return json(res, 200, await review(chatId, answer))
+      }
+      await checkOwner(chatId, owner, { create: false }) // R103: a GET creates and claims nothing
       if (match[2] === undefined) return json(res, 200, { messages: await loadMessages(chatId) })
-      if (match[2] === '/state') return json(res, 200, await state(chatId))
-      if (match[2] === '/command') return json(res, 200, await command(chatId, await readJson(req)))
-      return json(res, 200, await review(chatId, await readJson(req)))
+      return json(res, 200, await state(chatId))
     }
     if (req.method === 'GET' && !path.startsWith('/api/')) return page(path, res)
     throw new HttpError(404, `no route for ${req.method} ${path}`)
@@ -766,6 +858,15 @@ export type ReviewAnswered =
   | { outcome: 'left'; text: string }
   | { outcome: 'approved'; fresh: true }
 
+/**
+ * A `/plan` command's body: `{ input }`, the text typed after `/plan`.
+ * @throws HttpError 400 `input must be a string`
+ */
+function commandInputOf(body: Record<string, unknown>): string {
+  if (typeof body.input !== 'string') throw new HttpError(400, 'input must be a string')
+  return body.input
+}
+
 /** The decisions the route takes (R101): the two the SDK's tool approval cannot carry. */
 const ROUTE_DECISIONS: readonly string[] = [APPROVE_FRESH_LABEL, LEAVE_LABEL]
 
@@ -832,21 +933,21 @@ const TURN_TAKEN = 'Another answer is being written in this chat; wait for it to
 /** The 409 answer's text for a request that would drop a waiting review card (R106). */
 const CARD_LOST = 'This chat changed in another tab: reload the page to answer the open plan review.'
 
-/** How long a request holds its chat's turn without renewing it (R106), and how often it renews it. */
-const TURN_LEASE_MS = 30_000
-const TURN_LEASE = `interval '${TURN_LEASE_MS / 1000} seconds'`
-const TURN_RENEW_MS = 10_000
+/** How long a request holds its chat's turn without renewing it (R106), unless `turnLeaseMs` says otherwise. */
+const DEFAULT_TURN_LEASE_MS = 30_000
 
-/** Resolves once `promise` has settled, or after `ms`, whichever comes first; never rejects. */
-function settledOrAfter(promise: Promise<unknown>, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms)
-    const done = () => {
-      clearTimeout(timer)
-      resolve()
-    }
-    promise.then(done, done)
-  })
+/** The shortest turn lease `startWebChat` takes: renewed every third of it, a lease shorter than a query is no lease. */
+const MIN_TURN_LEASE_MS = 100
+
+/**
+ * R106: a turn lease given by the host is a whole number of ms a timer keeps, at least 100.
+ * @throws TypeError('turnLeaseMs must be a whole number of milliseconds from 100 to 2147483647')
+ */
+function checkTurnLease(given: unknown): number {
+  if (!Number.isInteger(given) || !isTimeoutMs(given) || given < MIN_TURN_LEASE_MS) {
+    throw new TypeError(`turnLeaseMs must be a whole number of milliseconds from ${MIN_TURN_LEASE_MS} to ${MAX_TIMEOUT_MS}`)
+  }
+  return given
 }
 
 /** How many chats' owners an instance remembers. */
@@ -889,31 +990,38 @@ async function savedMessagesOf(value: unknown): Promise<ChatMessages> {
 function refuseLostCards(saved: ChatMessages, messages: ChatMessages, openCallId: string | undefined): void {
   const waiting = new Set(saved.flatMap((m) => m.parts.flatMap((part) => (isExitCall(part) && part.state === 'approval-requested' ? [part.toolCallId] : []))))
   if (openCallId !== undefined) waiting.add(openCallId)
-  if (waiting.size === 0) return
-  const sent = new Map(messages.flatMap((m) => m.parts.flatMap((part) => (isExitCall(part) ? [[part.toolCallId, part.state] as const] : []))))
   for (const callId of waiting) {
-    const state = sent.get(callId)
-    if (state !== 'approval-requested' && state !== 'approval-responded') throw new HttpError(409, CARD_LOST)
+    if (!holdsOpenCard(messages, callId)) throw new HttpError(409, CARD_LOST)
   }
 }
 
-/** Whether the messages hold an `exit_plan_mode` part of the call `callId`, in any state. */
-function holdsCall(messages: ChatMessages, callId: string): boolean {
-  return messages.some((m) => m.parts.some((part) => isExitCall(part) && part.toolCallId === callId))
+/**
+ * R106: what makes a UI message part the card of an open review, one definition for the check in
+ * TypeScript (`holdsOpenCard`) and the one in SQL (`SAVED_HOLDS_OPEN_CARD`): an `exit_plan_mode`
+ * part of the review's call still asking for approval, or answered in the request that carries it.
+ * A settled part is no card, also one of the same call id: some models give every call of a tool
+ * the same id (R82), so an earlier call's settled part may carry the open review's call id.
+ */
+const OPEN_CARD = { type: 'tool-exit_plan_mode', states: ['approval-requested', 'approval-responded'] } as const
+
+/** Whether the messages hold the card of the review whose call is `callId` (see `OPEN_CARD`). */
+function holdsOpenCard(messages: ChatMessages, callId: string): boolean {
+  return messages.some((m) => m.parts.some((part) => isExitCall(part) && part.toolCallId === callId && (OPEN_CARD.states as readonly string[]).includes(part.state)))
 }
 
 /**
- * SQL: whether the row's saved messages (`messages`) hold an `exit_plan_mode` part of the call
- * given as the parameter `param`, as `holdsCall` tells it (a value of another shape holds none).
+ * SQL: whether the row's saved messages (`messages`) hold the card of the review whose call is
+ * the parameter `param`, as `holdsOpenCard` tells it (see `OPEN_CARD`; a value of another shape holds none).
  */
-const SAVED_HOLDS_CALL = (param: string) =>
+const SAVED_HOLDS_OPEN_CARD = (param: string) =>
   `EXISTS (SELECT 1 FROM json_array_elements(CASE WHEN json_typeof(messages) = 'array' THEN messages ELSE '[]'::json END) AS m(message), ` +
   `json_array_elements(CASE WHEN json_typeof(m.message -> 'parts') = 'array' THEN m.message -> 'parts' ELSE '[]'::json END) AS p(part) ` +
-  `WHERE p.part ->> 'type' = 'tool-exit_plan_mode' AND p.part ->> 'toolCallId' = ${param})`
+  `WHERE p.part ->> 'type' = '${OPEN_CARD.type}' AND p.part ->> 'state' IN (${OPEN_CARD.states.map((state) => `'${state}'`).join(', ')}) ` +
+  `AND p.part ->> 'toolCallId' = ${param})`
 
 /** Whether a UI message part is an `exit_plan_mode` call. */
-function isExitCall(part: UIMessage['parts'][number]): part is UIMessage['parts'][number] & { type: 'tool-exit_plan_mode'; toolCallId: string; state: string } {
-  return part.type === 'tool-exit_plan_mode' && 'toolCallId' in part
+function isExitCall(part: UIMessage['parts'][number]): part is UIMessage['parts'][number] & { type: typeof OPEN_CARD.type; toolCallId: string; state: string } {
+  return part.type === OPEN_CARD.type && 'toolCallId' in part
 }
 
 /** The owner cookie (R103): a random id, 32 bytes in base64url, then its signature (see `ownerOf`). */
