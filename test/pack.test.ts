@@ -237,12 +237,14 @@ describe('the npm tarball', () => {
     expect(stdout).toBe([`entry node_modules/xstate-plan-mode/dist/index.cjs`, ...EXPECTED_RUN, ''].join('\n'))
   }, 30_000)
 
-  it('R41: the quick start, a conformance driver type and a mutable JSON Schema type-check against the shipped declarations', async () => {
+  it('R41, R110: the quick start, a conformance driver type, a mutable JSON Schema and the inspect entry type-check against the shipped declarations, with no optional peer installed', async () => {
     await writeFile(
       join(app, 'types.ts'),
       [
         `import { createPlanMode } from 'xstate-plan-mode'`,
         `import type { ConformanceAgent, ConformanceStep } from 'xstate-plan-mode/testing'`,
+        `import { createPlanModeInspector, type PlanModeInspector } from 'xstate-plan-mode/inspect'`,
+        `export const inspect: (url: string) => PlanModeInspector = (url) => createPlanModeInspector({ url })`,
         `type ObjectSchema = { type: 'object'; properties: Record<string, unknown>; required: string[]; additionalProperties: boolean }`,
         `export const parameters: ObjectSchema = createPlanMode({ section: 'Plan.' }).exitTool.parameters`,
         `export type Step = ConformanceAgent['step'] extends (options?: { signal?: AbortSignal }) => Promise<ConformanceStep> ? true : never`,
