@@ -20,6 +20,8 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     sourcemap: true,
     clean: true,
     target: 'node20',
+    // import.meta.url in the CommonJS builds (the inspect entry loads its optional peers from where it is installed).
+    shims: true,
     // Peers are the host's own copies.
     external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'pg', '@electric-sql/pglite'],
   },

@@ -187,7 +187,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
 
     switch (command) {
       case 'demo': {
-        const { runDemo } = await loadWithAi('demo', () => import('./demo.js'))
+        const { runDemo } = await import('./demo.js')
         return await runDemo(
           {
             styles: s,
@@ -210,7 +210,7 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
         return await runVisualize({ port, ...(positionals[0] !== undefined ? { file: positionals[0] } : {}) }, io)
       }
       default: {
-        const { runChat } = await loadWithAi('chat', () => import('./chat.js'))
+        const { runChat } = await import('./chat.js')
         const { provider, model, 'base-url': baseUrl, log } = values
         return await runChat(
           {
@@ -227,6 +227,11 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
   } catch (error) {
     // A stop that came while a log was still being read: nothing to report, the work is not done.
     if (io.signal?.aborted && error === io.signal.reason) return stoppedExitCode(error)
+    const peer = missingPeer(error)
+    if (peer !== undefined) {
+      io.stderr.write(`plan-mode: ${command} needs the \`${peer}\` package (npm install ${PEERS[peer]})\n`)
+      return 2
+    }
     if (error instanceof CliError) {
       io.stderr.write(`plan-mode: ${error.message}\n`)
       return 2
@@ -236,17 +241,19 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-/** Demo and chat need the `ai` package (an optional peer dependency): a missing one is bad input. */
-async function loadWithAi<T>(command: string, load: () => Promise<T>): Promise<T> {
-  try {
-    return await load()
-  } catch (error) {
-    const code = (error as { code?: unknown }).code
-    if (code === 'ERR_MODULE_NOT_FOUND' && /['"]ai['"/]/.test(String((error as Error).message))) {
-      throw new CliError(`${command} needs the \`ai\` package (npm install ai@6)`)
-    }
-    throw error
-  }
+/**
+ * The optional peer dependencies some commands load, and what installs each: `ai` (demo, chat),
+ * `ws` and `@statelyai/inspect` (visualize, demo --visualize). A missing one is bad input (R110).
+ */
+const PEERS = { ai: 'ai@6', ws: 'ws@8', '@statelyai/inspect': '@statelyai/inspect@0.7' } as const
+
+/** The optional peer `error` says is not installed (Node's module-not-found, or R110's error of the inspect entry), if any. */
+function missingPeer(error: unknown): keyof typeof PEERS | undefined {
+  const code = (error as { code?: unknown }).code
+  if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return undefined
+  const name = /^Cannot find (?:package|module) '((?:@[^/']+\/)?[^/']+)|needs the `([^`]+)` package/.exec(firstLine(error))
+  const peer = name?.[1] ?? name?.[2]
+  return peer !== undefined && Object.hasOwn(PEERS, peer) ? (peer as keyof typeof PEERS) : undefined
 }
 
 function integer(name: string, text: string, min: number, max: number): number {

@@ -1,16 +1,19 @@
 /**
- * The package as users get it: build it (into a temp dir: `dist/` may be read or rebuilt by other
- * work meanwhile), `npm pack` it, install the tarball into an empty project, and run the README's
- * quick start ("Embed it in a loop") there with node, as ESM (`import`) and as CommonJS
- * (`require`), then type-check it against the shipped declarations.
+ * The package as users get it: `npm pack` in a fresh clone (the repository's files as `git` lists
+ * them, into a temp dir, with this checkout's node_modules linked: `dist/` here may be read or
+ * rebuilt by other work meanwhile), which builds it (`prepack`); `npm publish --dry-run` there;
+ * install the tarball into an empty project, and run the README's quick start ("Embed it in a
+ * loop") there with node, as ESM (`import`) and as CommonJS (`require`), then type-check it
+ * against the shipped declarations. The project has none of the optional peers: what needs one
+ * says which (R110).
  *
  * It needs no network when the npm cache holds the dependencies (as after `npm ci`): npm is run
  * with `--prefer-offline`. Everything it writes is under one temp dir, removed afterwards.
  */
 import { execFile } from 'node:child_process'
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { access, cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import ts from 'typescript'
@@ -94,20 +97,32 @@ const EXPECTED_RUN = [
 
 beforeAll(async () => {
   temp = await mkdtemp(join(tmpdir(), 'plan-mode-pack-'))
-  const pkg = join(temp, 'package')
   app = join(temp, 'app')
 
-  // 1. Build into the staged package (tsup.config.ts honours --out-dir), with what "files" ships.
-  await timed('build', () => heavy(join(BIN, 'tsup'), ['--out-dir', join(pkg, 'dist')], { cwd: ROOT }))
-  await mkdir(join(pkg, 'docs'))
-  await Promise.all(['package.json', 'README.md', 'docs/spec.md'].map((file) => cp(join(ROOT, file), join(pkg, file))))
+  // 1. A fresh clone: what git tracks (and new files it would), as they are in this checkout; no dist/.
+  const clone = join(temp, 'clone')
+  const listed = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, env: ENV, maxBuffer: 1 << 24 })
+  for (const file of listed.stdout.split('\0').filter(Boolean)) {
+    const from = join(ROOT, file)
+    if (!(await access(from).then(() => true, () => false))) continue // deleted, not yet committed
+    await mkdir(dirname(join(clone, file)), { recursive: true })
+    await cp(from, join(clone, file))
+  }
+  await symlink(join(ROOT, 'node_modules'), join(clone, 'node_modules'), 'dir')
 
-  // 2. Pack it: the tarball npm would publish.
-  const packed = await timed('pack', () =>
-    run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', temp], { cwd: pkg, env: ENV }),
-  )
-  const [{ filename, files }] = JSON.parse(packed.stdout) as [{ filename: string; files: { path: string }[] }]
+  // 2. Pack it as a maintainer does: `prepack` builds dist/ first. The tarball npm would publish.
+  const packed = await timed('pack (with its build)', () => heavy('npm', ['pack', '--json', '--pack-destination', temp], { cwd: clone }))
+  // The build's own output comes first; npm's JSON answer is last.
+  const [{ filename, files }] = JSON.parse(packed.stdout.slice(packed.stdout.lastIndexOf('\n[\n') + 1)) as [{ filename: string; files: { path: string }[] }]
   packedFiles = files.map((file) => file.path)
+  const publish = await timed('publish --dry-run', () =>
+    run('npm', ['publish', '--dry-run', '--ignore-scripts'], { cwd: clone, env: ENV }),
+  )
+  publishWarnings = publish.stderr
+    .split('\n')
+    .filter((line) => line.startsWith('npm warn'))
+    // This machine is logged in to no registry: npm says so, as it does for any package.
+    .filter((line) => !line.includes('This command requires you to be logged in'))
 
   // 3. Install the tarball into an empty project, as a user does.
   await mkdir(app)
@@ -137,9 +152,10 @@ beforeAll(async () => {
     `const { createAgent } = require('./quickstart.cjs')\n` +
       `console.log('entry ' + require.resolve('xstate-plan-mode').slice(__dirname.length + 1))\n${SCENARIO}`,
   )
-}, 120_000)
+}, 600_000) // a hang guard, not a time limit: the build is slow on a busy machine
 
 let packedFiles: string[] = []
+let publishWarnings: string[] = []
 
 afterAll(async () => {
   if (temp) await rm(temp, { recursive: true, force: true })
@@ -155,6 +171,62 @@ describe('the npm tarball', () => {
     expect(packedFiles.filter((file) => !file.startsWith('dist/') && !['package.json', 'README.md', 'docs/spec.md'].includes(file))).toEqual([])
   })
 
+  it('R110: npm pack in a fresh clone builds first (prepack), and npm publish --dry-run warns of nothing', () => {
+    expect(packedFiles).toContain('dist/index.js')
+    expect(publishWarnings).toEqual([])
+  })
+
+  it('R110: installed, it brings xstate and diff, and none of its optional peers (@statelyai/inspect, ws, ai)', async () => {
+    const installed = JSON.parse(await readFile(join(app, 'node_modules', 'xstate-plan-mode', 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>
+    }
+    expect(Object.keys(installed.dependencies).sort()).toEqual(['diff', 'xstate'])
+    for (const name of ['@statelyai/inspect', 'ws', 'ai', 'typescript']) {
+      expect(await access(join(app, 'node_modules', name)).then(() => 'installed', () => 'absent')).toBe('absent')
+    }
+  })
+
+  it('R110: without @statelyai/inspect and ws, the inspect entry imports, and what needs them names the package to install (import and require)', async () => {
+    const attempts = (load: string) =>
+      `${load}.then(({ createPlanModeInspector, createWebSocketTransport }) => {\n` +
+      `  for (const make of [() => createPlanModeInspector({ send() {} }), () => createWebSocketTransport('ws://127.0.0.1:9')]) {\n` +
+      `    try { make(); console.log('made') } catch (error) { console.log(error.code + ' ' + error.message) }\n` +
+      `  }\n})\n`
+    const expected = [
+      'MODULE_NOT_FOUND xstate-plan-mode/inspect needs the `@statelyai/inspect` package (npm install @statelyai/inspect@0.7)',
+      'MODULE_NOT_FOUND xstate-plan-mode/inspect needs the `ws` package (npm install ws@8)',
+      '',
+    ].join('\n')
+    const esm = await run('node', ['--input-type=module', '-e', attempts(`import('xstate-plan-mode/inspect')`)], { cwd: app, env: ENV })
+    expect(esm.stdout).toBe(expected)
+    const cjs = await run('node', ['-e', attempts(`Promise.resolve(require('xstate-plan-mode/inspect'))`)], { cwd: app, env: ENV })
+    expect(cjs.stdout).toBe(expected)
+    expect(esm.stderr + cjs.stderr).toBe('')
+  })
+
+  it('R110: the plan-mode command names the optional peer a command needs (visualize: ws, demo: ai), exit code 2', async () => {
+    const planMode = join(app, 'node_modules', '.bin', 'plan-mode')
+    const failed = (args: string[]) =>
+      run(planMode, args, { cwd: app, env: ENV, timeout: 60_000 }).then(
+        ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
+        (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
+      )
+    expect(await failed(['visualize', '--port', '0'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'plan-mode: visualize needs the `ws` package (npm install ws@8)\n',
+    })
+    expect(await failed(['demo'])).toEqual({ code: 2, stdout: '', stderr: 'plan-mode: demo needs the `ai` package (npm install ai@6)\n' })
+  })
+
+  it('R112: the installed plan-mode runs dist/cli.js: --version answers with no TypeScript in the project', async () => {
+    const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+    const answer = await timed('plan-mode --version', () => run(join(app, 'node_modules', '.bin', 'plan-mode'), ['--version'], { cwd: app, env: ENV }))
+    expect(answer.stdout).toBe(`${version}\n`)
+    const bin = (JSON.parse(await readFile(join(app, 'node_modules', 'xstate-plan-mode', 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin
+    expect(bin).toEqual({ 'plan-mode': 'dist/cli.js' })
+  })
+
   it("R56, R45, R50: the README quick start runs from the installed tarball with import (dist/index.js)", async () => {
     const { stdout } = await timed('run esm', () => run('node', ['run.mjs'], { cwd: app, env: ENV }))
     expect(stdout).toBe([`entry node_modules/xstate-plan-mode/dist/index.js`, ...EXPECTED_RUN, ''].join('\n'))
@@ -165,12 +237,14 @@ describe('the npm tarball', () => {
     expect(stdout).toBe([`entry node_modules/xstate-plan-mode/dist/index.cjs`, ...EXPECTED_RUN, ''].join('\n'))
   }, 30_000)
 
-  it('R41: the quick start, a conformance driver type and a mutable JSON Schema type-check against the shipped declarations', async () => {
+  it('R41, R110: the quick start, a conformance driver type, a mutable JSON Schema and the inspect entry type-check against the shipped declarations, with no optional peer installed', async () => {
     await writeFile(
       join(app, 'types.ts'),
       [
         `import { createPlanMode } from 'xstate-plan-mode'`,
         `import type { ConformanceAgent, ConformanceStep } from 'xstate-plan-mode/testing'`,
+        `import { createPlanModeInspector, type PlanModeInspector } from 'xstate-plan-mode/inspect'`,
+        `export const inspect: (url: string) => PlanModeInspector = (url) => createPlanModeInspector({ url })`,
         `type ObjectSchema = { type: 'object'; properties: Record<string, unknown>; required: string[]; additionalProperties: boolean }`,
         `export const parameters: ObjectSchema = createPlanMode({ section: 'Plan.' }).exitTool.parameters`,
         `export type Step = ConformanceAgent['step'] extends (options?: { signal?: AbortSignal }) => Promise<ConformanceStep> ? true : never`,

@@ -1,9 +1,12 @@
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vite'
+import { recordSources } from './build.mjs'
 
 /**
  * Builds the web chat's page (`web/page/`) into `web/dist/`, which the server serves. The page
  * imports the package by name, as a user's app does; here the names resolve to the sources.
+ * `npm start` builds through `web/build.mjs`, which skips a build whose sources are unchanged (R111):
+ * `recordSources` writes down what this build read.
  */
 const src = (path: string) => fileURLToPath(new URL(`../src/${path}`, import.meta.url))
 
@@ -14,6 +17,7 @@ export default defineConfig({
   resolve: {
     alias: [{ find: /^xstate-plan-mode$/, replacement: src('index.ts') }],
   },
+  plugins: [recordSources()],
   oxc: { jsx: { runtime: 'automatic', importSource: 'react' } },
   build: {
     outDir: fileURLToPath(new URL('./dist/', import.meta.url)),

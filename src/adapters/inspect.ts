@@ -1,6 +1,7 @@
-import { createInspector } from '@statelyai/inspect'
+import { createRequire } from 'node:module'
+import type * as StatelyInspect from '@statelyai/inspect'
 import type { InspectionEvent, Observer } from 'xstate'
-import WebSocket from 'ws'
+import type WebSocket from 'ws'
 import type { SessionEvent, SessionLog } from '../types.js'
 
 /**
@@ -11,6 +12,9 @@ import type { SessionEvent, SessionLog } from '../types.js'
  *
  * Messages are plain JSON data: the machine definition arrives as a JSON string, everything else
  * as JSON values, so any transport (a WebSocket, `postMessage`, a file) can carry them.
+ *
+ * `@statelyai/inspect` and `ws` are optional peer dependencies of the package, loaded when first
+ * needed (R110): the core installs without them, and a missing one is named by the error.
  */
 
 /** Fields every Stately inspection message carries. */
@@ -111,6 +115,28 @@ export interface PlanModeInspector {
   stop(): Promise<void>
 }
 
+/** The optional peers this entry point loads, and what installs each. */
+const PEERS = { '@statelyai/inspect': '@statelyai/inspect@0.7', ws: 'ws@8' } as const
+
+/**
+ * Loads an optional peer dependency (R110), from where this module is installed.
+ * @throws Error `` xstate-plan-mode/inspect needs the `<name>` package (npm install <name>@<major>) ``
+ *   (its `code` is `MODULE_NOT_FOUND`) when it is not installed.
+ */
+function peer<T>(name: keyof typeof PEERS): T {
+  try {
+    return createRequire(import.meta.url)(name) as T
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    if ((code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && String((error as Error).message).includes(`'${name}'`)) {
+      throw Object.assign(new Error(`xstate-plan-mode/inspect needs the \`${name}\` package (npm install ${PEERS[name]})`), {
+        code: 'MODULE_NOT_FOUND',
+      })
+    }
+    throw error
+  }
+}
+
 /** Our default: high enough that no machine definition of this library is cut. */
 const DEFAULT_DEPTH_LIMIT = 64
 
@@ -122,12 +148,14 @@ const DEFAULT_DEPTH_LIMIT = 64
  *   `{ url }` of a WebSocket endpoint (the visualizer's `/inspect`, or `@statelyai/inspect/server`),
  *   for which a buffering client is made and closed by `stop`.
  * @returns the `inspect` observer, `watch` for session logs, and `stop`.
- * @throws TypeError when `target` has neither `send` nor `url`.
+ * @throws TypeError when `target` has neither `send` nor `url`; Error when `@statelyai/inspect`
+ *   (or, for `{ url }`, `ws`) is not installed (R110).
  */
 export function createPlanModeInspector(
   target: InspectionTransport | { url: string },
   options: PlanModeInspectorOptions = {},
 ): PlanModeInspector {
+  const { createInspector } = peer<typeof StatelyInspect>('@statelyai/inspect')
   const depthLimit = options.serializationDepthLimit ?? DEFAULT_DEPTH_LIMIT
   let transport: InspectionTransport
   let ownsTransport = false
@@ -265,8 +293,10 @@ export interface WebSocketTransport extends InspectionTransport {
  * Messages sent before the socket opens (or while it reconnects) are buffered and flushed in
  * order on open. Reconnect timers never keep Node alive, and after `stop` nothing does.
  * @param url a `ws://` or `wss://` URL.
+ * @throws Error when `ws` is not installed (R110).
  */
 export function createWebSocketTransport(url: string, options: WebSocketTransportOptions = {}): WebSocketTransport {
+  const Socket = peer<typeof WebSocket>('ws')
   const maxBuffered = options.maxBuffered ?? 10_000
   const reconnectDelayMs = options.reconnectDelayMs ?? 1000
   const buffer: string[] = []
@@ -281,7 +311,7 @@ export function createWebSocketTransport(url: string, options: WebSocketTranspor
     // A short close timeout: ws waits 30 s for the peer's close frame by default, and that timer
     // would keep Node alive after stop. (ws 8.23 has the option; @types/ws 8.18 does not list it.)
     const clientOptions: WebSocket.ClientOptions & { closeTimeout: number } = { closeTimeout: 1000 }
-    const ws = new WebSocket(url, clientOptions)
+    const ws = new Socket(url, clientOptions)
     socket = ws
     ws.on('open', () => {
       if (socket !== ws) return
@@ -311,7 +341,7 @@ export function createWebSocketTransport(url: string, options: WebSocketTranspor
     send(message) {
       if (state === 'stopped') return
       const text = JSON.stringify(message)
-      if (state === 'open' && socket?.readyState === WebSocket.OPEN) {
+      if (state === 'open' && socket?.readyState === Socket.OPEN) {
         socket.send(text)
         return
       }
@@ -329,9 +359,9 @@ export function createWebSocketTransport(url: string, options: WebSocketTranspor
       const ws = socket
       socket = undefined
       closed = new Promise<void>((resolve) => {
-        if (!ws || ws.readyState === WebSocket.CLOSED) return resolve()
+        if (!ws || ws.readyState === Socket.CLOSED) return resolve()
         ws.once('close', () => resolve())
-        if (ws.readyState === WebSocket.OPEN) {
+        if (ws.readyState === Socket.OPEN) {
           // A graceful close: ws sends the queued messages before the close frame.
           ws.close(1000, 'inspector stopped')
           // A peer that never answers the close frame is cut off (the timer must not hold Node).
