@@ -317,13 +317,13 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     await page.close()
   }, 120_000)
 
-  it("R113, R116, R119: the conversation follows new content, a reader who scrolled up is not moved and gets Jump to latest; an unknown command gets a hint, not the model; after /plan <task>, /plan off and a question, the offline model answers the question", async () => {
+  it("R113, R118, R119: the conversation follows new content, a reader who scrolled up is not moved and gets Jump to latest; an unknown command gets a hint, not the model; after /plan <task>, /plan off and a question, the offline model answers the question", async () => {
     const { page, errors } = await open(undefined, 1440, undefined, 420) // a short window: the conversation overflows
     const scroller = page.getByTestId('scroller')
     const modelRequests = () => cluster.served.filter((s) => s.path === '/api/chat').length
     const before = modelRequests()
 
-    // R116: a mistyped command is answered with the hint; nothing goes to the model.
+    // R118: a mistyped command is answered with the hint; nothing goes to the model.
     await type(page, '/plann add a cache')
     await expect
       .poll(() => page.getByTestId('command-note').first().textContent())
@@ -383,7 +383,7 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     await page.close()
   }, 120_000)
 
-  it('R113, R118: fits 390 px and 1440 px wide (screenshots): the header stays in view, every placeholder of the composer fits its box, no console error', async () => {
+  it('R113, R116, R118: fits 390 px and 1440 px wide (screenshots): the header stays in view, every placeholder of the composer fits its box, the statechart is drawn at its own size with the active states in words and full size on demand, no console error', async () => {
     for (const width of [390, 1440]) {
       const { page, errors } = await open(undefined, width)
       await type(page, '/plan add rate limiting to the API')
@@ -415,6 +415,37 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
       )
       expect(fits.every(([, whole]) => whole)).toBe(true)
       await page.evaluate(() => window.scrollTo(0, 0))
+      if (width === 1440) {
+        // R116: each region's active state in words; the chart at its own size (never scaled down).
+        await eventually(() => page.getByTestId('chart-regions').locator('li').allTextContents(), [
+          'mode: active',
+          'turn: idle',
+          'review: open › undecided › awaiting',
+          'intent: logged',
+          'lifecycle: serving',
+        ])
+        const ownSize = (chart: Locator) => chart.evaluate((svg) => Math.abs(svg.getBoundingClientRect().width - Number(svg.getAttribute('width'))) < 1)
+        expect(await ownSize(page.getByTestId('chart-canvas').locator('svg.chart'))).toBe(true)
+        // A region's button scrolls the chart to its active state.
+        const awaiting = page.getByTestId('chart-canvas').locator('g.state.active[data-state="review.open.undecided.awaiting"] > rect')
+        await page.getByTestId('chart-regions').getByRole('button', { name: 'review: open › undecided › awaiting' }).click()
+        const inCanvas = () =>
+          awaiting.evaluate((rect) => {
+            const box = rect.closest('[data-testid=chart-canvas]')!.getBoundingClientRect()
+            const own = rect.getBoundingClientRect()
+            return own.left >= box.left && own.right <= box.right && own.top >= box.top && own.bottom <= box.bottom
+          })
+        await expect.poll(inCanvas).toBe(true)
+        // Full size: the whole chart over the page, at its own size, live; Escape closes it.
+        await page.getByTestId('chart-full').click()
+        const dialog = page.getByTestId('chart-dialog')
+        await expect.poll(() => dialog.evaluate((d) => (d as HTMLDialogElement).open)).toBe(true)
+        expect(await ownSize(dialog.locator('svg.chart'))).toBe(true)
+        expect(await dialog.locator('g.state.active[data-state="review.open.undecided.awaiting"]').count()).toBe(1)
+        await page.screenshot({ path: `${ARTIFACTS}web-chat-chart-full.png` })
+        await page.keyboard.press('Escape')
+        await expect.poll(() => dialog.evaluate((d) => (d as HTMLDialogElement).open)).toBe(false)
+      }
       expect(errors).toEqual([])
       const path = `web-chat-${width}.png`
       await page.screenshot({ path: `${ARTIFACTS}${path}`, fullPage: width === 390 })

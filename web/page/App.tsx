@@ -49,9 +49,9 @@ interface CommandNote {
 }
 
 const PLAN_COMMAND = /^\/plan(?:\s+([\s\S]*))?$/
-/** A word after a `/` at the start (`/plann foo`, `/help`): a command the chat does not have (R116). A path (`/etc/hosts`) is none. */
+/** A word after a `/` at the start (`/plann foo`, `/help`): a command the chat does not have (R118). A path (`/etc/hosts`) is none. */
 const SOME_COMMAND = /^\/([A-Za-z][\w-]*)(?=\s|$)/
-/** What an unknown command answers (R116), in place of going to the model. */
+/** What an unknown command answers (R118), in place of going to the model. */
 const unknownCommandText = (name: string) =>
   `Unknown command /${name}. The commands are /plan <task>, /plan and /plan off; to send a message that starts with /, type // instead.`
 
