@@ -367,14 +367,27 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     expect(await page.getByTestId('jump').count()).toBe(0)
 
     // R119: /plan off at the review, then a question: the reply answers the question.
+    // R113: typed while scrolled up, the command scrolls to the end, where its note shows.
+    await scroller.hover()
+    await page.mouse.wheel(0, -5000)
+    await page.getByTestId('jump').waitFor()
     await type(page, '/plan off')
     await eventually(() => page.getByTestId('mode').textContent(), 'default')
+    await expect.poll(() => inView(page.getByTestId('command-note').last())).toBe(true)
+    expect(await page.getByTestId('jump').count()).toBe(0)
     const question = 'What does the importer do?'
     await type(page, question)
     await expect
       .poll(() => page.getByTestId('assistant-text').last().textContent(), { timeout: 30_000 })
       .toBe(`You asked: "${question}". In the default mode I act directly, without presenting a plan first. I am the offline model, so I only say so; type /plan to have me explore, plan and ask for your approval.`)
     expect(await page.getByTestId('messages').textContent()).not.toContain('act directly on "The user')
+    // R118: a message that starts with / is sent as `//…`, with one / removed.
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    await type(page, '//plann is a typo')
+    await expect
+      .poll(() => page.getByTestId('assistant-text').last().textContent(), { timeout: 30_000 })
+      .toMatch(/^You asked: "\/plann is a typo"\./)
+    expect(await page.locator('.message.user').last().textContent()).toBe('/plann is a typo')
     // R113: the reply followed into view (the user was at the end when they sent).
     await eventually(() => page.getByTestId('status').textContent(), 'ready')
     await expect.poll(() => inView(page.getByTestId('assistant-text').last())).toBe(true)
