@@ -182,12 +182,22 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     await page.setViewportSize({ width: 1440, height: 900 })
     await page.screenshot({ path: `${ARTIFACTS}web-chat-arc-v2.png`, fullPage: true })
 
+    // R117: every text the approved card shows, as the page renders it (no sampling by timers).
+    await page.evaluate(() => {
+      const shown: string[] = []
+      ;(window as { __outcomes?: string[] }).__outcomes = shown
+      new MutationObserver(() => {
+        const text = document.querySelector('[data-testid=plan-card][data-state=output-available] [data-testid=plan-outcome]')?.textContent
+        if (text && shown.at(-1) !== text) shown.push(text)
+      }).observe(document.getElementById('root')!, { subtree: true, childList: true, characterData: true, attributes: true })
+    })
     await openCard(page).getByTestId('approve').click()
     await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain('Done with "Plan: add a cache to the importer (revision 2)"')
     await expect.poll(() => page.getByTestId('mode').textContent()).toBe('default')
     // R117: the answer that carried the plan out has ended: the card says it was carried out.
     await eventually(() => page.getByTestId('status').textContent(), 'ready')
     expect(await page.locator('[data-testid=plan-card][data-state=output-available] [data-testid=plan-outcome]').textContent()).toBe('Approved and carried out')
+    expect(await page.evaluate(() => (window as { __outcomes?: string[] }).__outcomes)).toEqual(['Approved: carrying it out', 'Approved and carried out'])
     // R115: the report's steps are a rendered numbered list.
     expect(await page.getByTestId('assistant-text').last().locator('ol > li').allTextContents()).toEqual([
       'Start from README.md and find the code the request touches.',
