@@ -123,13 +123,18 @@ function useFollow() {
     const list = content.current
     if (box === null || list === null) return
     const atEnd = () => box.scrollHeight - box.scrollTop - box.clientHeight <= 24
+    let last = box.scrollTop
+    // Only the reader stops the following, by scrolling up: the browser's own moves (scroll
+    // anchoring while content above changes size) go down or nowhere.
     const onScroll = () => {
-      following.current = atEnd()
+      if (atEnd()) following.current = true
+      else if (box.scrollTop < last) following.current = false
+      last = box.scrollTop
       setBehind(!following.current)
     }
     const resized = new ResizeObserver(() => {
       if (following.current) box.scrollTop = box.scrollHeight
-      else setBehind(!atEnd())
+      setBehind(!following.current)
     })
     box.addEventListener('scroll', onScroll, { passive: true })
     resized.observe(list)

@@ -25,12 +25,14 @@ function activeRegions(value: unknown): [string, string[]][] {
   })
 }
 
-/** Scrolls `box` so that the chart's state `path` is in its middle. */
-function focusState(box: HTMLElement, path: string): void {
+/** Scrolls `box` so that the chart's state `path` is in its middle (unless it is in view already and `always` is false). */
+function focusState(box: HTMLElement, path: string, always = true): void {
   const node = box.querySelector(`g.state[data-state="${CSS.escape(path)}"] > rect`)
   if (node === null) return
   const area = box.getBoundingClientRect()
   const own = node.getBoundingClientRect()
+  const shown = own.left >= area.left && own.right <= area.right && own.top >= area.top && own.bottom <= area.bottom
+  if (shown && !always) return
   box.scrollTo({
     left: box.scrollLeft + own.left - area.left - (area.width - own.width) / 2,
     top: box.scrollTop + own.top - area.top - (area.height - own.height) / 2,
@@ -67,7 +69,7 @@ export function Chart({ value }: { value: unknown }) {
       .map((group) => group.dataset.state ?? '')
       .filter((path) => path !== '' && !previous.current.has(path))
     const deepest = entered.filter((path) => !entered.some((other) => other.startsWith(`${path}.`)))[0]
-    if (deepest !== undefined && previous.current.size > 0) focusState(host.current, deepest)
+    if (deepest !== undefined && previous.current.size > 0) focusState(host.current, deepest, false)
     previous.current = active
   }, [chart, value])
 
