@@ -43,6 +43,8 @@ export function Chart({ value }: { value: unknown }) {
   const host = useRef<HTMLDivElement>(null)
   const whole = useRef<HTMLDivElement>(null)
   const dialog = useRef<HTMLDialogElement>(null)
+  /** The chart copied into the dialog while it is open. */
+  const copy = useRef<SVGSVGElement | null>(null)
   const [chart, setChart] = useState<SVGSVGElement | null>(null)
   const [failed, setFailed] = useState<string | null>(null)
   const [full, setFull] = useState(false)
@@ -73,13 +75,19 @@ export function Chart({ value }: { value: unknown }) {
     previous.current = active
   }, [chart, value])
 
-  // The whole chart over the page: a copy of the panel's, kept highlighted while it is open.
+  // The whole chart over the page: a copy of the panel's, made once it is opened (so that where
+  // the reader scrolled it stays), and kept highlighted while it is open.
   useEffect(() => {
     if (!full || chart === null || whole.current === null) return
-    const copy = chart.cloneNode(true) as SVGSVGElement
-    highlight(copy, activeStatePaths(value))
-    whole.current.replaceChildren(copy)
+    copy.current = chart.cloneNode(true) as SVGSVGElement
+    whole.current.replaceChildren(copy.current)
     if (dialog.current?.open === false) dialog.current.showModal()
+    return () => {
+      copy.current = null
+    }
+  }, [full, chart])
+  useEffect(() => {
+    if (copy.current !== null) highlight(copy.current, activeStatePaths(value))
   }, [full, chart, value])
 
   const focus = (region: string, rest: string[]) => {
