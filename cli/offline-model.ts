@@ -11,10 +11,12 @@
  * - after an approval: it "carries out" the plan in two steps and reports (it changes nothing); the
  *   same in a fresh context, whose first message hands the plan off (R102);
  * - after Leave plan mode (R101): it stops and waits;
- * - the default mode: it answers in plain text, saying it would act directly; when the user just
- *   switched back from plan mode, it says it stops planning.
+ * - the default mode: it answers the user's latest message in plain text, saying it would act
+ *   directly; when the user switched back from plan mode while it planned that message, it says it
+ *   stops planning. What plan mode tells it at a boundary (a notice, a review's outcome: R81) is
+ *   never taken for the user's message (R119).
  */
-import { EXIT_PLAN_MODE, NOTICE_TEXTS, REVIEW_MESSAGES, planTitle } from 'xstate-plan-mode'
+import { APPROVED_NEWS_TEXT, EXIT_PLAN_MODE, NOTICE_TEXTS, REVIEW_MESSAGES, planTitle } from 'xstate-plan-mode'
 import { respondingModel, type ModelCallOptions, type ScriptedReply } from './scripted-model.js'
 import { countLines } from './workspace-tools.js'
 
@@ -44,6 +46,7 @@ type Happening =
   | { kind: 'call'; toolName: string; input: unknown }
   | { kind: 'result'; toolName: string; ok: boolean; text: string }
   | { kind: 'notice'; entering: boolean }
+  | { kind: 'news'; text: string }
 
 /** The request as the offline model reads it. */
 export interface Conversation {
@@ -52,6 +55,20 @@ export interface Conversation {
   request: string
   /** Tool calls, tool results and notices after that message. */
   since: Happening[]
+}
+
+/**
+ * What plan mode tells the model at a step boundary of a review's outcome (R81): a user message
+ * the user did not write, never the request.
+ */
+function isReviewNews(text: string): boolean {
+  return (
+    text === APPROVED_NEWS_TEXT ||
+    text === REVIEW_MESSAGES.left ||
+    text === REVIEW_MESSAGES.superseded ||
+    text === REVIEW_MESSAGES.keepPlanning ||
+    text.startsWith(REVIEW_MESSAGES.keepPlanningWithFeedback)
+  )
 }
 
 /** Reads a provider-level prompt into what the offline model answers to. */
@@ -67,6 +84,8 @@ export function readConversation(prompt: Prompt): Conversation {
       const text = message.content.map((part) => (part.type === 'text' ? part.text : '')).join('')
       if (text === NOTICE_TEXTS.entering || text === NOTICE_TEXTS.leaving) {
         since.push({ kind: 'notice', entering: text === NOTICE_TEXTS.entering })
+      } else if (isReviewNews(text)) {
+        since.push({ kind: 'news', text })
       } else {
         request = text.trim()
         since = []
@@ -174,8 +193,11 @@ function defaultReply({ request, since }: Conversation): ScriptedReply {
       ].join('\n'),
     }
   }
+  // Plan mode was left while this request was being planned (a call came before the notice): stop
+  // planning it. Left before the request was written, the request is answered as any other.
   const lastNotice = [...since].reverse().find((h) => h.kind === 'notice')
-  if (lastNotice?.kind === 'notice' && !lastNotice.entering) {
+  const noticeAt = lastNotice === undefined ? -1 : since.lastIndexOf(lastNotice)
+  if (lastNotice?.kind === 'notice' && !lastNotice.entering && since.slice(0, noticeAt).some((h) => h.kind === 'call')) {
     return {
       text: `You switched back to the default mode, so I stop planning and act directly on "${summary(request)}". As the offline model I change nothing, but a real model would make the change now, without a plan review.`,
     }

@@ -39,25 +39,44 @@ afterAll(async () => {
   await cluster?.close()
 }, 60_000)
 
+/** How Chromium logs a response of status 404: the answer R103 gives for a chat nobody has written in yet. */
+const LOGGED_404 = 'Failed to load resource: the server responded with a status of 404 (Not Found)'
+
 /**
- * A new page on a chat of its own (or on `chat`), failing the test on any script error. Each page
- * is another browser (a context of its own: its own owner cookie, R103), unless `context` makes it
- * another tab of the same browser.
+ * A new page, failing the test on any script error and any console error (R118). Without `chat`
+ * it is a first visit (`/`: the page makes up a chat of its own); with `chat` it opens that one,
+ * and a chat nobody has written in yet answers its GETs 404 (R103), which Chromium logs: those are
+ * not errors. Each page is another browser (a context of its own: its own owner cookie, R103),
+ * unless `context` makes it another tab of the same browser.
  */
-async function open(chat: string = crypto.randomUUID(), width = 1440, context?: BrowserContext): Promise<{ page: Page; chat: string; errors: string[] }> {
-  const page = await (context ?? (await browser.newContext({ viewport: { width, height: 900 } }))).newPage()
-  await page.setViewportSize({ width, height: 900 })
+async function open(chat?: string, width = 1440, context?: BrowserContext, height = 900): Promise<{ page: Page; chat: string; errors: string[] }> {
+  const page = await (context ?? (await browser.newContext({ viewport: { width, height } }))).newPage()
+  await page.setViewportSize({ width, height })
   if (context === undefined) page.once('close', () => void page.context().close().catch(() => {})) // the browser goes with its first tab
   const errors: string[] = []
   page.on('pageerror', (error) => errors.push(String(error)))
+  page.on('console', (message) => {
+    if (message.type() !== 'error' || (chat !== undefined && message.text() === LOGGED_404)) return
+    errors.push(`console: ${message.text()} (${message.location().url})`)
+  })
   page.on('dialog', (dialog) => {
     errors.push(`dialog: ${dialog.message()}`)
     void dialog.dismiss()
   })
-  await page.goto(`${cluster.url}?chat=${chat}`)
+  await page.goto(chat === undefined ? cluster.url : `${cluster.url}?chat=${chat}`)
   await page.getByTestId('mode').and(page.locator('[data-mode]')).waitFor()
-  return { page, chat, errors }
+  const named = new URL(page.url()).searchParams.get('chat')!
+  if (chat === undefined) expect(named).toMatch(/^[0-9a-f-]{36}$/)
+  return { page, chat: named, errors }
 }
+
+/** Whether all of `target` is in view in the conversation's scrolling box. */
+const inView = (target: Locator) =>
+  target.evaluate((element) => {
+    const box = element.closest('[data-testid=scroller]')!.getBoundingClientRect()
+    const own = element.getBoundingClientRect()
+    return own.top >= box.top - 1 && own.bottom <= box.bottom + 1
+  })
 
 async function type(page: Page, text: string): Promise<void> {
   await page.getByTestId('composer').fill(text)
@@ -81,7 +100,7 @@ async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void>
 const modes = (log: { type: string; data: Record<string, unknown> }[]) => log.filter((e) => e.type === 'plan/mode').map((e) => e.data.active)
 
 describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
-  it('the whole arc: /plan <task>, a plan, keep planning with feedback, v2 with v1 in the history (R96) and its diff from v1 (R97), approve, carried out; both instances serve it', async () => {
+  it('the whole arc: /plan <task>, a plan, keep planning with feedback sent with Enter (R118), v2 with v1 in the history (R96) and its diff from v1 (R97), approve, carried out and the card says so (R117), the model\'s markdown rendered (R115); both instances serve it', async () => {
     const { page, chat, errors } = await open()
     const from = cluster.served.length
     await type(page, '/plan add a cache to the importer')
@@ -92,9 +111,18 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     expect(await page.getByTestId('tool-call').allTextContents()).toEqual(['list_files {"path":"."}', 'read_file {"path":"README.md"}'])
     await eventually(() => openCard(page).locator('header strong').textContent(), 'Plan v1')
     expect(await openCard(page).locator('h1').textContent()).toBe('Plan: add a cache to the importer')
+    // R115: the model's own text is markdown, rendered: `README.md` is code, not backticks.
+    expect(await page.getByTestId('assistant-text').evaluateAll((texts) => texts.map((t) => t.innerHTML))).toContain('<p>Reading <code>README.md</code>.</p>')
+    expect(await page.getByTestId('messages').textContent()).not.toContain('`')
 
-    await openCard(page).getByTestId('feedback').fill('Use SQLite instead.')
-    await openCard(page).getByTestId('keep-planning').click()
+    // R118: Shift+Enter is a new line in the feedback; Enter sends it (Keep planning).
+    const feedbackBox = openCard(page).getByTestId('feedback')
+    await feedbackBox.fill('Use SQLite')
+    await feedbackBox.press('Shift+Enter')
+    expect(await feedbackBox.inputValue()).toBe('Use SQLite\n')
+    expect(await openCard(page).count()).toBe(1)
+    await feedbackBox.fill('Use SQLite instead.')
+    await feedbackBox.press('Enter')
     await expect.poll(() => page.locator('[data-testid=plan-card][data-state=output-denied] [data-testid=plan-outcome]').textContent()).toBe('Kept planning: Use SQLite instead.')
     await eventually(() => page.locator('[data-testid=plan-card][data-state=approval-requested] header strong').allTextContents(), ['Plan v2'])
     expect(await openCard(page).locator('h1').textContent()).toBe('Plan: add a cache to the importer (revision 2)')
@@ -154,10 +182,30 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     await page.setViewportSize({ width: 1440, height: 900 })
     await page.screenshot({ path: `${ARTIFACTS}web-chat-arc-v2.png`, fullPage: true })
 
+    // R117: every text the approved card shows, as the page renders it (no sampling by timers).
+    await page.evaluate(() => {
+      const shown: string[] = []
+      ;(window as { __outcomes?: string[] }).__outcomes = shown
+      new MutationObserver(() => {
+        const text = document.querySelector('[data-testid=plan-card][data-state=output-available] [data-testid=plan-outcome]')?.textContent
+        if (text && shown.at(-1) !== text) shown.push(text)
+      }).observe(document.getElementById('root')!, { subtree: true, childList: true, characterData: true, attributes: true })
+    })
     await openCard(page).getByTestId('approve').click()
     await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain('Done with "Plan: add a cache to the importer (revision 2)"')
     await expect.poll(() => page.getByTestId('mode').textContent()).toBe('default')
-    expect(await page.locator('[data-testid=plan-card][data-state=output-available] [data-testid=plan-outcome]').textContent()).toBe('Approved: carrying it out')
+    // R117: the answer that carried the plan out has ended: the card says it was carried out.
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    expect(await page.locator('[data-testid=plan-card][data-state=output-available] [data-testid=plan-outcome]').textContent()).toBe('Approved and carried out')
+    expect(await page.evaluate(() => (window as { __outcomes?: string[] }).__outcomes)).toEqual(['Approved: carrying it out', 'Approved and carried out'])
+    // R115: the report's steps are a rendered numbered list.
+    expect(await page.getByTestId('assistant-text').last().locator('ol > li').allTextContents()).toEqual([
+      'Start from README.md and find the code the request touches.',
+      'Make the change: add a cache to the importer.',
+      'Add or update the tests that cover it.',
+      'Use SQLite instead.',
+      'Run the tests and review the diff.',
+    ])
     await expect.poll(() => page.getByTestId('chart').getAttribute('data-active')).toContain('mode.inactive')
 
     // The log tells the story; the requests went to both instances.
@@ -242,13 +290,24 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     await second.page.close()
   }, 60_000)
 
-  it('XSS: markup in a model reply, a plan and feedback renders as text; no script runs', async () => {
+  it('XSS, R115: markup in a model reply, a plan and feedback renders as text; a link in the model\'s markdown loses an unsafe URL and opens in a new tab; no script runs', async () => {
     const { page, errors } = await open()
     const markup = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
     // The offline model quotes the user (its first 60 characters): its reply holds the markup.
     const short = '<img src=x onerror="window.__xss=1">'
     await type(page, `say ${short}`)
     await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain(`You asked: "say ${short}"`)
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    // R115: the model's markdown is rendered, its links made safe; what the user typed stays text.
+    await type(page, 'say [safe](https://a.example/) [x](javascript:alert(5))')
+    await expect.poll(() => page.locator('[data-testid=assistant-text] a').count(), { timeout: 30_000 }).toBe(2)
+    expect(
+      await page.locator('[data-testid=assistant-text] a').evaluateAll((links) => links.map((a) => [a.textContent, a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel')])),
+    ).toEqual([
+      ['safe', 'https://a.example/', '_blank', 'noopener noreferrer nofollow'],
+      ['x', '', '_blank', 'noopener noreferrer nofollow'],
+    ])
+    expect(await page.locator('.message.user a').count()).toBe(0)
     await eventually(() => page.getByTestId('status').textContent(), 'ready')
     await type(page, `/plan ${markup}`)
     await openCard(page).waitFor({ timeout: 30_000 })
@@ -268,14 +327,150 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     await page.close()
   }, 120_000)
 
-  it('fits 390 px and 1440 px wide (screenshots)', async () => {
+  it("R113, R118, R119: the conversation follows new content, a reader who scrolled up is not moved and gets Jump to latest; an unknown command gets a hint, not the model; after /plan <task>, /plan off and a question, the offline model answers the question", async () => {
+    const { page, errors } = await open(undefined, 1440, undefined, 420) // a short window: the conversation overflows
+    const scroller = page.getByTestId('scroller')
+    const modelRequests = () => cluster.served.filter((s) => s.path === '/api/chat').length
+    const before = modelRequests()
+
+    // R118: a mistyped command is answered with the hint; nothing goes to the model.
+    await type(page, '/plann add a cache')
+    await expect
+      .poll(() => page.getByTestId('command-note').first().textContent())
+      .toBe('/plann add a cache Unknown command /plann. The commands are /plan <task>, /plan and /plan off; to send a message that starts with /, type // instead.')
+    expect(await page.locator('.message').count()).toBe(0)
+    expect(modelRequests()).toBe(before)
+
+    // R113: the review card arrives in view: its Approve button shows without scrolling.
+    await type(page, '/plan add a cache to the importer')
+    await openCard(page).waitFor({ timeout: 30_000 })
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    await expect.poll(() => inView(openCard(page).getByTestId('approve'))).toBe(true)
+    expect(await page.getByTestId('jump').count()).toBe(0)
+    expect(await scroller.evaluate((box) => box.scrollHeight > box.clientHeight)).toBe(true)
+
+    // Keep planning; the answer (v2) is held back until the user has scrolled up to reread v1.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    await page.route('**/api/chat', async (route) => {
+      await held
+      await route.continue()
+    })
+    await openCard(page).getByTestId('feedback').fill('Use SQLite instead.')
+    await openCard(page).getByTestId('keep-planning').click()
+    await expect.poll(() => openCard(page).count()).toBe(0)
+    expect(await scroller.evaluate((box) => box.scrollHeight > box.clientHeight + 100)).toBe(true)
+    await scroller.hover()
+    await page.mouse.wheel(0, -5000)
+    await expect.poll(() => scroller.evaluate((box) => box.scrollTop)).toBe(0)
+    await page.getByTestId('jump').waitFor()
+    release()
+    await eventually(() => openCard(page).locator('header strong').allTextContents(), ['Plan v2'])
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    await page.unroute('**/api/chat')
+    // Not moved: still at the top, v2's Approve out of view, the button offered.
+    expect(await scroller.evaluate((box) => box.scrollTop)).toBe(0)
+    expect(await inView(openCard(page).getByTestId('approve'))).toBe(false)
+    expect(await page.getByTestId('jump').textContent()).toBe('Jump to latest ↓')
+    await page.getByTestId('jump').click()
+    await expect.poll(() => inView(openCard(page).getByTestId('approve'))).toBe(true)
+    expect(await page.getByTestId('jump').count()).toBe(0)
+
+    // R119: /plan off at the review, then a question: the reply answers the question.
+    // R113: typed while scrolled up, the command scrolls to the end, where its note shows.
+    await scroller.hover()
+    await page.mouse.wheel(0, -5000)
+    await page.getByTestId('jump').waitFor()
+    await type(page, '/plan off')
+    await eventually(() => page.getByTestId('mode').textContent(), 'default')
+    await expect.poll(() => inView(page.getByTestId('command-note').last())).toBe(true)
+    expect(await page.getByTestId('jump').count()).toBe(0)
+    const question = 'What does the importer do?'
+    await type(page, question)
+    await expect
+      .poll(() => page.getByTestId('assistant-text').last().textContent(), { timeout: 30_000 })
+      .toBe(`You asked: "${question}". In the default mode I act directly, without presenting a plan first. I am the offline model, so I only say so; type /plan to have me explore, plan and ask for your approval.`)
+    expect(await page.getByTestId('messages').textContent()).not.toContain('act directly on "The user')
+    // R118: a message that starts with / is sent as `//…`, with one / removed.
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    await type(page, '//plann is a typo')
+    await expect
+      .poll(() => page.getByTestId('assistant-text').last().textContent(), { timeout: 30_000 })
+      .toMatch(/^You asked: "\/plann is a typo"\./)
+    expect(await page.locator('.message.user').last().textContent()).toBe('/plann is a typo')
+    // R113: the reply followed into view (the user was at the end when they sent).
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
+    await expect.poll(() => inView(page.getByTestId('assistant-text').last())).toBe(true)
+    expect(errors).toEqual([])
+    await page.screenshot({ path: `${ARTIFACTS}web-chat-follow.png` })
+    await page.close()
+  }, 120_000)
+
+  it('R113, R116, R118: fits 390 px and 1440 px wide (screenshots): the header stays in view, every placeholder of the composer fits its box, the statechart is drawn at its own size with the active states in words and full size on demand, no console error', async () => {
     for (const width of [390, 1440]) {
-      const { page } = await open(undefined, width)
+      const { page, errors } = await open(undefined, width)
       await type(page, '/plan add rate limiting to the API')
       await openCard(page).waitFor({ timeout: 30_000 })
       await expect.poll(() => page.getByTestId('chart').getAttribute('data-layout')).toBe('done')
       // Nothing wider than the window: the page never scrolls sideways.
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width)
+      // R113: the review's Approve is in view; at the page's end (a phone scrolls to the side panel) the header with the mode badge still is.
+      await expect.poll(() => inView(openCard(page).getByTestId('approve'))).toBe(true)
+      await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight))
+      if (width === 390) expect(await page.evaluate(() => window.scrollY)).toBeGreaterThan(0)
+      expect(
+        await page.getByTestId('mode').evaluate((badge) => {
+          const box = badge.getBoundingClientRect()
+          return box.top >= 0 && box.bottom <= window.innerHeight
+        }),
+      ).toBe(true)
+      // R118: each placeholder the composer shows fits its box whole (tried as its text, then put back).
+      const composer = page.getByTestId('composer')
+      await expect.poll(() => composer.getAttribute('placeholder')).toBe('Answer the plan above, or /plan off') // once the page has the review's state
+      const fits = await composer.evaluate((box: HTMLTextAreaElement) =>
+        ['Message, or /plan <task>', 'Answering… /plan off still applies', 'Answer the plan above, or /plan off'].map((text) => {
+          const saved = box.value
+          box.value = text
+          const whole = box.scrollHeight <= box.clientHeight && box.scrollWidth <= box.clientWidth
+          box.value = saved
+          return [text, whole]
+        }),
+      )
+      expect(fits.every(([, whole]) => whole)).toBe(true)
+      await page.evaluate(() => window.scrollTo(0, 0))
+      if (width === 1440) {
+        // R116: each region's active state in words; the chart at its own size (never scaled down).
+        await eventually(() => page.getByTestId('chart-regions').locator('li').allTextContents(), [
+          'mode: active',
+          'turn: idle',
+          'review: open › undecided › awaiting',
+          'intent: logged',
+          'lifecycle: serving',
+        ])
+        const ownSize = (chart: Locator) => chart.evaluate((svg) => Math.abs(svg.getBoundingClientRect().width - Number(svg.getAttribute('width'))) < 1)
+        expect(await ownSize(page.getByTestId('chart-canvas').locator('svg.chart'))).toBe(true)
+        // A region's button scrolls the chart to its active state.
+        const awaiting = page.getByTestId('chart-canvas').locator('g.state.active[data-state="review.open.undecided.awaiting"] > rect')
+        const regionButton = page.getByTestId('chart-regions').getByRole('button', { name: 'review: open › undecided › awaiting' })
+        const inCanvas = () =>
+          awaiting.evaluate((rect) => {
+            const box = rect.closest('[data-testid=chart-canvas]')!.getBoundingClientRect()
+            const own = rect.getBoundingClientRect()
+            return own.left >= box.left && own.right <= box.right && own.top >= box.top && own.bottom <= box.bottom
+          })
+        // Clicked again while a state another instance reports is being entered (the chart then scrolls to it).
+        await expect.poll(async () => (await regionButton.click(), await inCanvas())).toBe(true)
+        // Full size: the whole chart over the page, at its own size, live; Escape closes it.
+        await page.getByTestId('chart-full').click()
+        const dialog = page.getByTestId('chart-dialog')
+        await expect.poll(() => dialog.evaluate((d) => (d as HTMLDialogElement).open)).toBe(true)
+        expect(await ownSize(dialog.locator('svg.chart'))).toBe(true)
+        expect(await dialog.locator('g.state.active[data-state="review.open.undecided.awaiting"]').count()).toBe(1)
+        await page.screenshot({ path: `${ARTIFACTS}web-chat-chart-full.png` })
+        await page.keyboard.press('Escape')
+        await expect.poll(() => dialog.evaluate((d) => (d as HTMLDialogElement).open)).toBe(false)
+      }
+      expect(errors).toEqual([])
       const path = `web-chat-${width}.png`
       await page.screenshot({ path: `${ARTIFACTS}${path}`, fullPage: width === 390 })
       // `PLAN_MODE_SCREENSHOTS=docs npx vitest run test/web-chat.test.ts` refreshes the README's pictures.
@@ -284,7 +479,7 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     }
   }, 120_000)
 
-  it('R100: comments on lines of v1 go with Keep planning; the model gets them once, in the exit call\'s result, and revises the plan with them; the log records them with one closing record; a malformed body is a 400, a quote off the plan a 422 with the library\'s message, shown in the card', async () => {
+  it('R100, R114: comments on lines of v1 (each box naming its line as the plan shows it) go with Keep planning; the model gets them once, in the exit call\'s result, and revises the plan with them; the log records them with one closing record; a malformed body is a 400, a quote off the plan a 422 with the library\'s message, shown in the card', async () => {
     const { page, chat, errors } = await open()
     const task = 'add a cache to the importer'
     await type(page, `/plan ${task}`)
@@ -302,6 +497,9 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     const quote = 'Add or update the tests that cover it.'
     expect(await box.getByTestId('comment-quote').textContent()).toBe(quote)
     expect(v1.split('\n')).toContain(`3. ${quote}`)
+    // R114: named by the number shown beside it, not by the plan's source line.
+    expect(await box.getByTestId('comment-on').textContent()).toBe('On step 3:')
+    expect(await box.getAttribute('aria-label')).toBe('Comment on step 3')
     const said = 'Cover <b onmouseover="window.__xss=4">eviction</b> too.'
     await box.getByTestId('comment-text').fill(said)
     await box.getByTestId('add-comment').click()
@@ -309,6 +507,7 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     // A second comment, on the heading, then removed: only the first is sent.
     await body.locator('h1').click()
     expect(await box.getByTestId('comment-quote').textContent()).toBe('Plan: add a cache to the importer')
+    expect(await box.getByTestId('comment-on').textContent()).toBe('On the heading:')
     await box.getByTestId('comment-text').fill('Name the cache.')
     await box.getByTestId('add-comment').click()
     const listed = () =>
@@ -413,12 +612,13 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     expect((await logOf(chat)).filter((e) => e.type === 'plan/review').length).toBe(3)
     expect(await page.locator('.messages b, .messages img, .messages script').count()).toBe(0)
     expect(await page.evaluate(() => (window as { __xss?: unknown }).__xss)).toBeUndefined()
-    expect(errors).toEqual([])
+    // The one refusal the test provoked through the page (the quote changed on its way): no other error.
+    expect(errors).toEqual([`console: Failed to load resource: the server responded with a status of 422 (Unprocessable Entity) (${new URL(`/api/chats/${chat}/review`, cluster.url)})`])
     await page.screenshot({ path: `${ARTIFACTS}web-chat-comments.png`, fullPage: true })
     await page.close()
   }, 120_000)
 
-  it('R101, R102: the card offers Approve in a fresh context and Leave plan mode; Leave plan mode records left, leaves plan mode and the model stops; Approve in a fresh context records fresh: true and the plan is carried out in a fresh context', async () => {
+  it('R101, R102, R117: the card offers Approve in a fresh context and Leave plan mode; Leave plan mode records left, leaves plan mode and the model stops; Approve in a fresh context records fresh: true and the plan is carried out in a fresh context', async () => {
     const { page, chat, errors } = await open()
     const task = 'add a cache to the importer'
     await type(page, `/plan ${task}`)
@@ -467,9 +667,10 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
       .toContain('Approved in a fresh context. Carrying out "Plan: add a cache to the importer", starting where the plan starts.')
     await expect.poll(() => page.getByTestId('messages').textContent(), { timeout: 30_000 }).toContain('Done with "Plan: add a cache to the importer"')
     await eventually(() => page.getByTestId('mode').textContent(), 'default')
+    await eventually(() => page.getByTestId('status').textContent(), 'ready')
     await eventually(
       () => page.locator('[data-testid=plan-card][data-state=output-available] [data-testid=plan-outcome]').textContent(),
-      'Approved in a fresh context: carrying it out',
+      'Approved in a fresh context and carried out',
     )
     expect(await closing(second)).toEqual([expect.objectContaining({ outcome: 'approved', reviewId: second, fresh: true, toldInResult: true })])
     const log = await logOf(chat)
@@ -505,7 +706,8 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     const log = await logOf(chat)
     expect(log.filter((e) => e.type === 'plan/review').map((e) => e.data.outcome)).toEqual(['requested', 'approved'])
     expect(modes(log)).toEqual([true, false])
-    expect(errors).toEqual([])
+    // The proxy answers 502 for what it had routed to the killed instance (the page's polls): no other error.
+    expect(errors.filter((error) => !error.startsWith('console: Failed to load resource: the server responded with a status of 502 (Bad Gateway)'))).toEqual([])
     await page.close()
   }, 120_000)
 })

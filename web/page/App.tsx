@@ -24,6 +24,7 @@ import {
   useMemo,
   useRef,
   useState,
+  type ComponentProps,
   type FormEvent,
   type KeyboardEvent,
   type MouseEvent,
@@ -48,37 +49,44 @@ interface CommandNote {
 }
 
 const PLAN_COMMAND = /^\/plan(?:\s+([\s\S]*))?$/
+/** A word after a `/` at the start (`/plann foo`, `/help`): a command the chat does not have (R118). A path (`/etc/hosts`) is none. */
+const SOME_COMMAND = /^\/([A-Za-z][\w-]*)(?=\s|$)/
+/** What an unknown command answers (R118), in place of going to the model. */
+const unknownCommandText = (name: string) =>
+  `Unknown command /${name}. The commands are /plan <task>, /plan and /plan off; to send a message that starts with /, type // instead.`
 
 /**
  * The state of a chat nobody has written in yet: the server holds nothing of it (R103: its GETs
  * answer 404 and create nothing) until the first message or `/plan` creates it.
  */
-function newChatState(response: Response): ChatState {
-  return {
-    instance: response.headers.get('x-plan-mode-instance') ?? '',
-    mode: { active: false },
-    review: null,
-    options: [],
-    versions: [],
-    chart: { value: null },
-  }
+function newChatState(instance: string): ChatState {
+  return { instance, mode: { active: false }, review: null, options: [], versions: [], chart: { value: null } }
 }
 
 /**
  * Polls the plan state (any instance answers), and loads it at once when asked. Answers can
  * arrive out of order (different instances): an older request's answer never replaces a newer's.
+ * A chat this page made up (`isNew`) exists nowhere yet: it is shown as new, and polled from the
+ * first load asked for (the page's first message or command creates it).
  */
-function useChatState(chatId: string): [ChatState | null, () => void] {
-  const [state, setState] = useState<ChatState | null>(null)
+function useChatState(chatId: string, isNew: boolean): [ChatState | null, () => void] {
+  const [state, setState] = useState<ChatState | null>(isNew ? newChatState('') : null)
   const load = useRef<() => void>(() => {})
   useEffect(() => {
     let stopped = false
     let sent = 0
     let shown = 0
-    load.current = () => {
+    let timer: ReturnType<typeof setInterval> | undefined
+    const fetchState = () => {
       const number = ++sent
       fetch(`/api/chats/${chatId}/state`)
-        .then((response) => (response.ok ? (response.json() as Promise<ChatState>) : response.status === 404 ? newChatState(response) : null))
+        .then((response) =>
+          response.ok
+            ? (response.json() as Promise<ChatState>)
+            : response.status === 404
+              ? newChatState(response.headers.get('x-plan-mode-instance') ?? '')
+              : null,
+        )
         .then((next) => {
           if (stopped || next === null || number < shown) return
           shown = number
@@ -86,17 +94,78 @@ function useChatState(chatId: string): [ChatState | null, () => void] {
         })
         .catch(() => {})
     }
-    load.current()
-    const timer = setInterval(() => load.current(), 400)
+    load.current = () => {
+      fetchState()
+      timer ??= setInterval(fetchState, 400)
+    }
+    if (!isNew) load.current()
     return () => {
       stopped = true
       clearInterval(timer)
     }
-  }, [chatId])
+  }, [chatId, isNew])
   return [state, useCallback(() => load.current(), [])]
 }
 
-export function App({ chatId, initialMessages }: { chatId: string; initialMessages: UIMessage[] }) {
+/**
+ * Follows new content (R113): while the conversation is scrolled to its end, whatever is added
+ * (a streamed reply, a note, a review card) scrolls into view; once the user scrolls away, nothing
+ * moves, and `behind` is true until the end is in view again (the page then offers "Jump to
+ * latest"). `jump` scrolls to the end and follows again.
+ */
+function useFollow() {
+  const scroller = useRef<HTMLDivElement>(null)
+  const content = useRef<HTMLOListElement>(null)
+  const following = useRef(true)
+  const [behind, setBehind] = useState(false)
+  useEffect(() => {
+    const box = scroller.current
+    const list = content.current
+    if (box === null || list === null) return
+    const atEnd = () => box.scrollHeight - box.scrollTop - box.clientHeight <= 24
+    let last = box.scrollTop
+    // Only the reader stops the following, by scrolling up: the browser's own moves (scroll
+    // anchoring while content above changes size) go down or nowhere.
+    const onScroll = () => {
+      if (atEnd()) following.current = true
+      else if (box.scrollTop < last) following.current = false
+      last = box.scrollTop
+      setBehind(!following.current)
+    }
+    const resized = new ResizeObserver(() => {
+      if (following.current) box.scrollTop = box.scrollHeight
+      setBehind(!following.current)
+    })
+    box.addEventListener('scroll', onScroll, { passive: true })
+    resized.observe(list)
+    resized.observe(box)
+    return () => {
+      box.removeEventListener('scroll', onScroll)
+      resized.disconnect()
+    }
+  }, [])
+  const jump = useCallback(() => {
+    following.current = true
+    setBehind(false)
+    if (scroller.current !== null) scroller.current.scrollTop = scroller.current.scrollHeight
+  }, [])
+  return { scroller, content, behind, jump }
+}
+
+/** Sets `--topbar-height` on the page to the header's height: a phone's conversation fills the rest of the screen. */
+function useTopbarHeight() {
+  const topbar = useRef<HTMLDivElement>(null)
+  useEffect(() => {
+    const bar = topbar.current
+    if (bar === null) return
+    const observer = new ResizeObserver(() => bar.parentElement?.style.setProperty('--topbar-height', `${bar.offsetHeight}px`))
+    observer.observe(bar)
+    return () => observer.disconnect()
+  }, [])
+  return topbar
+}
+
+export function App({ chatId, initialMessages, isNew = false }: { chatId: string; initialMessages: UIMessage[]; isNew?: boolean }) {
   const transport = useMemo(() => new DefaultChatTransport({ api: '/api/chat' }), [])
   const { messages, sendMessage, setMessages, status, addToolApprovalResponse, error } = useChat({
     id: chatId,
@@ -104,7 +173,9 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
     transport,
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   })
-  const [state, refresh] = useChatState(chatId)
+  const [state, refresh] = useChatState(chatId, isNew)
+  const follow = useFollow()
+  const topbar = useTopbarHeight()
   const [draft, setDraft] = useState('')
   const [notes, setNotes] = useState<CommandNote[]>([])
   /** A `/plan <message>` typed while an answer streamed: sent once the chat is ready. */
@@ -123,7 +194,10 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
       void sendMessage({ text: held })
     }
   }, [busy, held, sendMessage])
-  useEffect(refresh, [status, messages.length, refresh])
+  // Not while a message is only submitted: a new chat exists once its answer starts.
+  useEffect(() => {
+    if (status !== 'submitted' && (messages.length > 0 || status !== 'ready')) refresh()
+  }, [status, messages.length, refresh])
 
   async function runCommand(input: string, rawInput: string) {
     const response = await fetch(`/api/chats/${chatId}/command`, {
@@ -154,12 +228,21 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
     const command = PLAN_COMMAND.exec(text)
     if (command) {
       setDraft('')
+      follow.jump()
       void runCommand(text, command[1] ?? '')
+      return
+    }
+    const unknown = SOME_COMMAND.exec(text)
+    if (unknown) {
+      setDraft('')
+      follow.jump()
+      setNotes((all) => [...all, { id: ++noteIds.current, input: text, kind: 'error', text: unknownCommandText(unknown[1]!), after: messages.length }])
       return
     }
     if (busy || reviewWaits) return // a message waits for the answer (and for the review); a /plan does not
     setDraft('')
-    void sendMessage({ text })
+    follow.jump()
+    void sendMessage({ text: text.startsWith('//') ? text.slice(1) : text })
   }
 
   const versionOf = (plan: string) => [...(state?.versions ?? [])].reverse().find((v) => v.plan === plan)
@@ -254,30 +337,40 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
   return (
     <ReviewOptionsContext.Provider value={state?.options ?? []}>
     <div className="web-chat">
-      <div className="topbar">
+      <div className="topbar" ref={topbar}>
         <h1>Plan mode</h1>
         <ModeBadge mode={state?.mode} />
         <span className="badge" data-testid="instance" title="The server instance that answered the last state request">
-          {state ? `instance ${state.instance}` : 'connecting…'}
+          {state === null ? 'connecting…' : state.instance === '' ? 'new chat' : `instance ${state.instance}`}
         </span>
         <span className="badge" data-testid="status">{busy ? 'answering…' : status === 'error' ? 'error' : 'ready'}</span>
       </div>
       <div className="layout">
         <section className="conversation" aria-label="Chat">
-          <ol className="messages" data-testid="messages">
-            {notes.filter((n) => n.after === 0).map((note) => <NoteLine key={`n${note.id}`} note={note} />)}
-            {messages.map((message, index) => (
-              <MessageItem
-                key={message.id}
-                message={message}
-                versionOf={versionOf}
-                answer={answer}
-                answerWithComments={answerWithComments}
-                answerDecision={answerDecision}
-                after={notes.filter((n) => n.after === index + 1)}
-              />
-            ))}
-          </ol>
+          <div className="scroll-area">
+            <div className="scroller" data-testid="scroller" ref={follow.scroller}>
+              <ol className="messages" data-testid="messages" ref={follow.content}>
+                {notes.filter((n) => n.after === 0).map((note) => <NoteLine key={`n${note.id}`} note={note} />)}
+                {messages.map((message, index) => (
+                  <MessageItem
+                    key={message.id}
+                    message={message}
+                    versionOf={versionOf}
+                    answer={answer}
+                    answerWithComments={answerWithComments}
+                    answerDecision={answerDecision}
+                    progress={index < messages.length - 1 ? 'ended' : busy ? 'running' : status === 'error' ? 'failed' : 'ended'}
+                    after={notes.filter((n) => n.after === index + 1)}
+                  />
+                ))}
+              </ol>
+            </div>
+            {follow.behind && (
+              <button type="button" className="jump" data-testid="jump" onClick={follow.jump}>
+                Jump to latest ↓
+              </button>
+            )}
+          </div>
           {error && <p className="chat-error" role="alert">{error.message}</p>}
           <form className="composer" onSubmit={submit}>
             <textarea
@@ -286,19 +379,23 @@ export function App({ chatId, initialMessages }: { chatId: string; initialMessag
               value={draft}
               placeholder={
                 busy
-                  ? 'Answering… /plan and /plan off still apply at the next step'
+                  ? 'Answering… /plan off still applies'
                   : reviewWaits
-                    ? 'Answer the plan review first (Approve, Approve in a fresh context, Keep planning or Leave plan mode), or type /plan off'
-                    : 'Message, /plan <task>, /plan off'
+                    ? 'Answer the plan above, or /plan off'
+                    : 'Message, or /plan <task>'
               }
               onChange={(event) => setDraft(event.target.value)}
               onKeyDown={(event) => {
-                if (event.key === 'Enter' && !event.shiftKey) submit(event)
+                if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) submit(event)
               }}
               rows={2}
               maxLength={8000}
             />
-            <button type="submit" data-testid="send" disabled={draft.trim() === '' || ((busy || reviewWaits) && !PLAN_COMMAND.test(draft.trim()))}>
+            <button
+              type="submit"
+              data-testid="send"
+              disabled={draft.trim() === '' || ((busy || reviewWaits) && !PLAN_COMMAND.test(draft.trim()) && !SOME_COMMAND.test(draft.trim()))}
+            >
               Send
             </button>
           </form>
@@ -368,6 +465,7 @@ function MessageItem({
   answer,
   answerWithComments,
   answerDecision,
+  progress,
   after,
 }: {
   message: UIMessage
@@ -375,18 +473,36 @@ function MessageItem({
   answer: Answer
   answerWithComments: AnswerWithComments
   answerDecision: AnswerDecision
+  progress: Progress
   after: CommandNote[]
 }) {
   return (
     <>
       <li className={`message ${message.role}`} data-role={message.role}>
         {message.parts.map((part, index) => {
-          if (part.type === 'text') return <p key={index} className="text">{part.text}</p>
+          if (part.type === 'text') {
+            // The model's text is markdown, rendered as the plan is (R115); the user's is shown as typed.
+            return message.role === 'assistant' ? (
+              <div key={index} className="text markdown" data-testid="assistant-text">
+                <PlanMarkdown text={part.text} />
+              </div>
+            ) : (
+              <p key={index} className="text">{part.text}</p>
+            )
+          }
           if (!isToolUIPart(part)) return null
           const name = getToolName(part)
           if (name === 'exit_plan_mode') {
             return (
-              <PlanCard key={index} part={part} versionOf={versionOf} answer={answer} answerWithComments={answerWithComments} answerDecision={answerDecision} />
+              <PlanCard
+                key={index}
+                part={part}
+                versionOf={versionOf}
+                answer={answer}
+                answerWithComments={answerWithComments}
+                answerDecision={answerDecision}
+                progress={progress}
+              />
             )
           }
           return (
@@ -411,6 +527,18 @@ function summarize(input: unknown): string {
 type ToolPart = Extract<UIMessage['parts'][number], { toolCallId: string }>
 type ApprovalPart = Extract<ToolPart, { state: 'approval-requested' }>
 
+/**
+ * Where the answer a message belongs to is: still being written (`running`), stopped by an error
+ * (`failed`), or over. An approved plan is carried out in the answer that holds its card (R117).
+ */
+type Progress = 'running' | 'failed' | 'ended'
+
+/** What an approved card says (R117): carrying the plan out while its answer runs, carried out once it has ended. */
+function approvedOutcome(fresh: boolean, progress: Progress): string {
+  const approved = fresh ? 'Approved in a fresh context' : 'Approved'
+  return progress === 'running' ? `${approved}: carrying it out` : progress === 'failed' ? `${approved}: carrying it out stopped with an error` : `${approved} and carried out`
+}
+
 /** A plan the model presented: the review while it waits for the user, its outcome after. */
 function PlanCard({
   part,
@@ -418,17 +546,19 @@ function PlanCard({
   answer,
   answerWithComments,
   answerDecision,
+  progress,
 }: {
   part: ToolPart
   versionOf: (plan: string) => PlanVersion | undefined
   answer: Answer
   answerWithComments: AnswerWithComments
   answerDecision: AnswerDecision
+  progress: Progress
 }) {
   const [feedback, setFeedback] = useState('')
   const [comments, setComments] = useState<PlanComment[]>([])
   /** The line whose comment box is open, and what is typed in it. */
-  const [commenting, setCommenting] = useState<{ line: number; quote: string } | null>(null)
+  const [commenting, setCommenting] = useState<{ line: number; quote: string; label: string } | null>(null)
   const [draft, setDraft] = useState('')
   const [sending, setSending] = useState(false)
   const [sendError, setSendError] = useState<string | null>(null)
@@ -444,9 +574,7 @@ function PlanCard({
         ? 'Closed: plan mode was left without carrying out the plan'
         : `Closed (${version.outcome}${version.fresh ? ', fresh context' : ''})`
     : part.state === 'output-available'
-      ? version?.fresh
-        ? 'Approved in a fresh context: carrying it out'
-        : 'Approved: carrying it out'
+      ? approvedOutcome(version?.fresh === true, progress)
       : part.state === 'output-denied'
         ? `Kept planning${part.approval.reason ? `: ${part.approval.reason}` : ''}`
         : part.state === 'output-error'
@@ -464,13 +592,13 @@ function PlanCard({
     [open, commenting, comments],
   )
 
-  const startComment = (line: number, quote: string) => {
-    setCommenting({ line, quote })
+  const startComment = (line: number, quote: string, label: string) => {
+    setCommenting({ line, quote, label })
     setDraft('')
   }
   const addComment = () => {
     if (commenting === null || draft.trim() === '') return
-    setComments((all) => [...all, { ...commenting, text: draft.trim() }])
+    setComments((all) => [...all, { line: commenting.line, quote: commenting.quote, text: draft.trim() }])
     setCommenting(null)
     setDraft('')
     setSendError(null)
@@ -484,7 +612,7 @@ function PlanCard({
   }
   async function keepPlanning(approvalPart: ApprovalPart) {
     // A comment typed but not added yet goes too: the user pressed Keep planning with it in view.
-    const all = commenting !== null && draft.trim() !== '' ? [...comments, { ...commenting, text: draft.trim() }] : comments
+    const all = commenting !== null && draft.trim() !== '' ? [...comments, { line: commenting.line, quote: commenting.quote, text: draft.trim() }] : comments
     const text = feedback.trim()
     if (all.length === 0) return answer(approvalPart.approval.id, false, text || undefined)
     setSending(true)
@@ -514,9 +642,9 @@ function PlanCard({
       </div>
       {open && commenting === null && comments.length === 0 && <p className="hint comment-hint">Click a line of the plan to comment on it.</p>}
       {open && commenting !== null && (
-        <div className="comment-box" data-testid="comment-box" role="group" aria-label={`Comment on line ${commenting.line}`}>
+        <div className="comment-box" data-testid="comment-box" role="group" aria-label={`Comment on ${commenting.label}`}>
           <p className="comment-on">
-            On line {commenting.line}: <q className="comment-quote" data-testid="comment-quote">{commenting.quote}</q>
+            <span data-testid="comment-on">On {commenting.label}:</span> <q className="comment-quote" data-testid="comment-quote">{commenting.quote}</q>
           </p>
           <textarea
             aria-label="Comment"
@@ -609,6 +737,12 @@ function PlanCard({
             maxLength={4000}
             rows={2}
             onChange={(event) => setFeedback(event.target.value)}
+            onKeyDown={(event) => {
+              // Enter sends, as in the composer; Shift+Enter is a new line (R118).
+              if (event.key !== 'Enter' || event.shiftKey || event.nativeEvent.isComposing) return
+              event.preventDefault()
+              if (!sending) void keepPlanning(part)
+            }}
           />
           <button type="button" data-testid="keep-planning" disabled={sending} onClick={() => void keepPlanning(part)}>
             {sending ? 'Sending…' : 'Keep planning'}
@@ -702,7 +836,39 @@ function lineBlock(tag: (typeof LINE_TAGS)[number]) {
   return LineBlock
 }
 
-const LINE_COMPONENTS = Object.fromEntries(LINE_TAGS.map((tag) => [tag, lineBlock(tag)])) as Components
+/** A link in rendered markdown opens in a new tab and gives the page it opens no handle on this one (unsafe URLs are already removed). */
+function SafeLink({ node: _node, ...props }: ComponentProps<'a'> & ExtraProps) {
+  return <a {...props} target="_blank" rel="noopener noreferrer nofollow" />
+}
+
+const TEXT_COMPONENTS: Components = { a: SafeLink }
+const LINE_COMPONENTS = { ...Object.fromEntries(LINE_TAGS.map((tag) => [tag, lineBlock(tag)])), a: SafeLink } as Components
+
+/** What a block is called where the card names it (R114): a numbered line by the number shown beside it. */
+const BLOCK_NAMES: Readonly<Record<string, string>> = { PRE: 'the code block', BLOCKQUOTE: 'the quote', TR: 'the table row', P: 'the paragraph' }
+
+/**
+ * The name of a block of the rendered plan (inside `plan`), as a reader sees it: `step 3` for the
+ * third item of a numbered list (`step 2.1` for the first item of a list numbered inside step 2),
+ * `the heading`, `the bullet`, `the paragraph`…
+ */
+function blockName(block: Element, plan: Element): string {
+  if (block.tagName === 'LI') {
+    const numbers: number[] = []
+    const outer = (item: Element) => {
+      const next = item.parentElement?.closest('li') ?? null
+      return next !== null && plan.contains(next) ? next : null
+    }
+    for (let item: Element | null = block; item !== null; item = outer(item)) {
+      const list = item.parentElement
+      if (!(list instanceof HTMLOListElement)) break
+      numbers.unshift(list.start + Array.prototype.indexOf.call(list.children, item))
+    }
+    return numbers.length > 0 && block.parentElement instanceof HTMLOListElement ? `step ${numbers.join('.')}` : 'the bullet'
+  }
+  if (/^H[1-6]$/.test(block.tagName)) return 'the heading'
+  return BLOCK_NAMES[block.tagName] ?? 'the line'
+}
 
 const FENCE = /^\s*(?:```|~~~)/
 
@@ -728,14 +894,14 @@ function quoteOf(plan: string, start: number, end: number, tag: string): string 
  * default). With `onLine` (an open review card), each block can be clicked (or focused and
  * Enter pressed) to comment on the plan's line it is written on.
  */
-function PlanMarkdown({ text, marks = null, onLine }: { text: string; marks?: LineMarks | null; onLine?: ((line: number, quote: string) => void) | undefined }) {
+function PlanMarkdown({ text, marks = null, onLine }: { text: string; marks?: LineMarks | null; onLine?: ((line: number, quote: string, label: string) => void) | undefined }) {
   const pick = (target: EventTarget, container: Element) => {
     const block = (target as Element).closest?.('[data-line]')
     if (!block || !container.contains(block) || (target as Element).closest('a')) return
     const start = Number(block.getAttribute('data-line'))
     const end = Number(block.getAttribute('data-line-end') ?? start)
     const quote = quoteOf(text, start, end, block.tagName.toLowerCase())
-    if (quote !== '' && text.includes(quote)) onLine?.(start, quote)
+    if (quote !== '' && text.includes(quote)) onLine?.(start, quote, blockName(block, container))
   }
   const onClick = (event: MouseEvent<HTMLDivElement>) => {
     if (window.getSelection()?.isCollapsed === false) return // selecting text to copy it, not commenting
@@ -747,7 +913,7 @@ function PlanMarkdown({ text, marks = null, onLine }: { text: string; marks?: Li
     event.preventDefault()
     pick(event.target, event.currentTarget)
   }
-  const markdown = <Markdown remarkPlugins={[htmlAsText]} components={onLine ? LINE_COMPONENTS : undefined}>{text}</Markdown>
+  const markdown = <Markdown remarkPlugins={[htmlAsText]} components={onLine ? LINE_COMPONENTS : TEXT_COMPONENTS}>{text}</Markdown>
   if (!onLine) return markdown
   return (
     <LineMarksContext.Provider value={marks}>
