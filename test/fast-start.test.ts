@@ -8,7 +8,7 @@
  * module is needed.
  */
 import { execFile } from 'node:child_process'
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { access, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -81,6 +81,21 @@ describe('npm start builds the web page only when its sources changed', () => {
   }, 120_000)
 })
 
+describe('two builds of the page at once (two starts, a test run beside a start)', () => {
+  it('R111: both succeed and leave one whole build: each is written beside the directory and renamed into place, and no temp directory stays behind', async () => {
+    const build = () => run(process.execPath, [join(ROOT, 'web', 'build.mjs'), '--force', '--out-dir', 'shared'], { cwd: temp, env: ENV, maxBuffer: 1 << 24 })
+    const both = await Promise.all([build(), build()])
+    expect(both.map((result) => result.stdout.split('\n').filter((line) => line.startsWith('shared')))).toEqual([['shared: built'], ['shared: built']])
+    const out = join(temp, 'shared')
+    const index = await readFile(join(out, 'index.html'), 'utf8')
+    const assets = [...index.matchAll(/(?:src|href)="\/(assets\/[^"]+)"/g)].map((match) => match[1]!)
+    expect(assets.length).toBeGreaterThan(0)
+    for (const asset of assets) await access(join(out, asset))
+    expect(Object.keys((JSON.parse(await readFile(join(out, '.sources.json'), 'utf8')) as { sources: object }).sources)).toContain('web/page/App.tsx')
+    expect((await readdir(temp)).filter((name) => name.startsWith('shared'))).toEqual(['shared'])
+  })
+})
+
 describe('the CLI from a clone starts without compiling TypeScript', () => {
   it('R112: --version and --help load no typescript once the transpile cache holds their files', async () => {
     const env = { ...ENV, PLAN_MODE_TS_CACHE: join(temp, 'ts-cache') }
@@ -102,5 +117,5 @@ describe('the CLI from a clone starts without compiling TypeScript', () => {
     expect((await cli(['--version'])).stdout).toBe(`${version}\n`)
     expect((await cli(['--version'], [noTypescript])).stdout).toBe(`${version}\n`)
     expect((await cli(['--help'], [noTypescript])).stdout).toMatch(/^Usage: plan-mode <command> \[options\]\n/)
-  }, 60_000)
+  })
 })
