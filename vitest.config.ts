@@ -18,7 +18,15 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 20_000,
+    // Built once per run, not per file: the web chat's page (test/global-setup.ts).
+    globalSetup: ['test/global-setup.ts'],
+    // Hang guards, not time limits: a test or hook waits on events, and these only end one that
+    // never gets them. Generous, so that a busy machine (two copies of the suite at once) does not
+    // turn slowness into failures.
+    testTimeout: 120_000,
+    hookTimeout: 300_000,
+    // `expect.poll` waits for what the page or a server brings about: its cap too is a hang guard.
+    expect: { poll: { timeout: 60_000 } },
     // Vitest's default is one worker fewer than the cores: one on these 2-core machines, so every
     // file ran after the other. Much of the suite waits (browsers, PostgreSQL, child processes):
     // two files at once keep `npm test` well under 5 minutes.

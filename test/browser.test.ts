@@ -22,4 +22,4 @@ it('without Debian\'s Chromium the browser tests use the one shipped in @spartic
   } finally {
     await browser.close()
   }
-}, 60_000)
+})

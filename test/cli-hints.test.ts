@@ -85,5 +85,5 @@ describe('the hint works when pasted', () => {
     ])
     expect(fromClone).toEqual({ hint: `npm run cli -- inspect ${inside}`, code: 0, table: true })
     expect(fromOutside).toEqual({ hint: `npm --prefix ${ROOT} run cli -- inspect ${outside}`, code: 0, table: true })
-  }, 60_000)
+  })
 })

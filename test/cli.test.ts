@@ -593,7 +593,7 @@ describe('stopping: SIGTERM ends every command within a second (R108)', () => {
     const ended = await terminate(cli, () => whenOpened(cli, large), 'inspect while reading')
     expect(ended).toEqual({ code: null, signal: 'SIGTERM' })
     expect(cli.out()).toBe('')
-  }, 60_000)
+  })
 
   it('R108: visualize stops at SIGTERM while it reads a large log: exit code 143, nothing served', async () => {
     const cli = spawnCli(['visualize', large, '--port', '0'])
@@ -601,27 +601,27 @@ describe('stopping: SIGTERM ends every command within a second (R108)', () => {
     expect(ended).toEqual({ code: 143, signal: null })
     expect(cli.out()).toBe('')
     expect(cli.err()).toBe('')
-  }, 60_000)
+  })
 
   it('R108: visualize serving stops at SIGTERM: it closes and exits 0', async () => {
     // A generous grace: on a busy machine closing may take longer than the default 0.5 s.
     const cli = spawnCli(['visualize', log, '--port', '0'], { env: { PLAN_MODE_STOP_GRACE_MS: GENEROUS_GRACE_MS } })
     const ended = await terminate(cli, () => cli.seen('Ctrl-C to stop.\n'), 'visualize while serving')
     expect(ended).toEqual({ code: 0, signal: null })
-  }, 60_000)
+  })
 
   it('R108: a close that outlasts the default 0.5 s still exits 0 when PLAN_MODE_STOP_GRACE_MS gives it the time (visualize, its server 1.5 s slow to close)', async () => {
     const cli = spawnCli(['visualize', '--port', '0'], { env: { NODE_OPTIONS: `--import=${await slowCloseModule(1500)}`, PLAN_MODE_STOP_GRACE_MS: GENEROUS_GRACE_MS } })
     const ended = await terminate(cli, () => cli.seen('Ctrl-C to stop.\n'), 'visualize slow to close, generous grace')
     expect(ended).toEqual({ code: 0, signal: null })
-  }, 60_000)
+  })
 
   it('R108: a command that has not closed PLAN_MODE_STOP_GRACE_MS after SIGTERM is ended with exit code 143 (visualize, its server slow to close, a grace of 50 ms)', async () => {
     const cli = spawnCli(['visualize', '--port', '0'], { env: { NODE_OPTIONS: `--import=${await slowCloseModule(60_000)}`, PLAN_MODE_STOP_GRACE_MS: '50' } })
     const ended = await terminate(cli, () => cli.seen('Ctrl-C to stop.\n'), 'visualize slow to close, 50 ms grace')
     expect(ended).toEqual({ code: 143, signal: null })
     expect(cli.err()).toBe('')
-  }, 60_000)
+  })
 
   it('R108: a PLAN_MODE_STOP_GRACE_MS that is not an integer 0..2147483647 is refused: one line, exit code 2, nothing served', async () => {
     for (const value of ['soon', '-1', '1.5', '2147483648']) {
@@ -641,13 +641,13 @@ describe('stopping: SIGTERM ends every command within a second (R108)', () => {
         cli.child.kill('SIGKILL')
       }
     }
-  }, 60_000)
+  })
 
   it('R108: a command that has not closed 0.5 s after SIGTERM is ended with exit code 143 (demo waiting out a --delay)', async () => {
     const cli = spawnCli(['demo', '--delay', '60000', '--no-color', '--log', join(dir, 'delayed.jsonl')])
     const ended = await terminate(cli, () => cli.seen('── turn 1: default mode ──\n'), 'demo in a delay')
     expect(ended).toEqual({ code: 143, signal: null })
-  }, 60_000)
+  })
 })
 
 describe('the visualizer script', () => {

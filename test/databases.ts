@@ -16,7 +16,7 @@ export function usePGlite(): () => PGlite {
   beforeAll(async () => {
     lite = new PGlite()
     await lite.waitReady
-  }, 60_000)
+  })
   afterAll(() => lite?.close())
   return () => {
     if (!lite) throw new Error('usePGlite: the PGlite is made before the file\'s tests; read it in a test or a hook')
@@ -46,11 +46,11 @@ export function useTestPostgres(): FilePostgres {
   const closers: (() => Promise<unknown>)[] = []
   beforeAll(async () => {
     started = await startTestPostgres()
-  }, 60_000)
+  })
   afterAll(async () => {
     for (const close of closers.splice(0).reverse()) await close().catch(() => {})
     await started?.destroy()
-  }, 60_000)
+  })
   const current = (): TestPostgres => {
     if (!started) throw new Error('useTestPostgres: the server starts before the file\'s tests; read it in a test or a hook')
     return started

@@ -270,7 +270,7 @@ describe('inspector: the WebSocket transport', () => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL')
         resolve(null)
-      }, 10_000)
+      }, 100_000) // a hang guard: the test waits for the exit
       child.on('exit', (exitCode) => {
         clearTimeout(timer)
         resolve(exitCode)

@@ -311,7 +311,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
 })
 
 /** Waits for a condition that a NOTIFY (and the read it wakes) brings about; the cap is only a safety net. */
-const until = (check: () => void) => vi.waitFor(check, { timeout: 10_000, interval: 5 })
+const until = (check: () => void) => vi.waitFor(check, { timeout: 60_000, interval: 5 })
 
 /** The session's rows as events, straight from the table (what every instance must agree with). */
 async function rowsOf(db: PGlite, session: string) {

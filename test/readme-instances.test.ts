@@ -19,7 +19,7 @@ it('R84, R79, R80, R81: `npm run instances`: two Node processes on one PostgreSQ
   let stderr = ''
   child.stdout.on('data', (chunk) => (stdout += chunk))
   child.stderr.on('data', (chunk) => (stderr += chunk))
-  const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), 60_000)
+  const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), 100_000)
   const code = await new Promise((resolve) => child.on('exit', resolve))
   clearTimeout(timer)
   expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
@@ -32,4 +32,4 @@ it('R84, R79, R80, R81: `npm run instances`: two Node processes on one PostgreSQ
     'A: answer → approved',
     'B: step: section off; told: The user approved your plan and plan mode is off; carry out the plan, starting now.',
   ])
-}, 90_000)
+})

@@ -201,7 +201,8 @@ describe('visualizer server: comments on the plan from a page (R100)', () => {
         tone: 'error',
         reviewOpen: false,
       })
-      expect(logged('plan/review').map((record) => record.outcome)).toEqual(['keep-planning', 'failed'])
+      // The status can reach the page before the failed review's record lands in the log: wait for it.
+      await expect.poll(() => logged('plan/review').map((record) => record.outcome)).toEqual(['keep-planning', 'failed'])
     } finally {
       page.ws.close()
       await demo.close()

@@ -80,7 +80,7 @@ beforeAll(async () => {
   // The page must need nothing but its own server.
   await page.route((url) => url.origin !== new URL(visualizer.url).origin, (route) => route.abort())
   await page.goto(visualizer.url)
-}, 30_000) // a browser's start is slow on a busy machine
+})
 
 afterAll(async () => {
   await visible?.close()

@@ -2,7 +2,6 @@ import { mkdir } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
-import { build } from 'vite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildPlan } from '../cli/offline-model.js'
 import { planProjection } from '../src/index.js'
@@ -26,7 +25,7 @@ let browser: Browser
 let db: pg.Pool
 
 beforeAll(async () => {
-  await build({ configFile: fileURLToPath(new URL('../web/vite.config.ts', import.meta.url)), logLevel: 'error' })
+  // The page (web/dist) is built once per run, by test/global-setup.ts.
   ;[cluster, browser] = await Promise.all([startCluster({ chunkDelayMs: 25, replyDelayMs: 300 }), launchChromium()])
   db = new pg.Pool({ connectionString: cluster.databaseUrl, max: 2 })
   db.on('error', () => {})

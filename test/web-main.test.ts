@@ -50,7 +50,7 @@ it('npm run web starts the chat on PGlite with the offline model, prints its URL
   } finally {
     child.kill('SIGKILL')
   }
-}, 60_000)
+})
 
 it('R100: after Keep planning with comments (POST /api/chats/:id/review), the model\'s next request holds the feedback exactly once, in the exit call\'s result, whether the page answers the card or the next message settles it (R87); one closing record', async () => {
   // In process, on PGlite, with the offline model at full speed: its requests are recorded.
@@ -105,7 +105,7 @@ it('R100: after Keep planning with comments (POST /api/chats/:id/review), the mo
     await web.close()
     await lite.close()
   }
-}, 60_000)
+})
 
 it('R101, R102: Leave plan mode and Approve in a fresh context through POST /api/chats/:id/review: a leave is told once, in the exit call\'s result, and plan mode is left; a fresh approval is recorded fresh: true and the model\'s context starts again from the handoff text, in that request and the ones after it', async () => {
   const lite = new PGlite()
@@ -239,4 +239,4 @@ it('R101, R102: Leave plan mode and Approve in a fresh context through POST /api
     await web.close()
     await lite.close()
   }
-}, 60_000)
+})

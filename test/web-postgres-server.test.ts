@@ -43,7 +43,7 @@ it('R106: an instance starts while another instance\'s transaction reads the cha
     await serving.query('COMMIT')
     await starting.catch(() => {})
   }
-}, 60_000)
+})
 
 it('R106: an instance started on the tables of an older version (jsonb, no owner or turn columns) changes them once to what the demo needs', async () => {
   const admin = await client()
@@ -65,4 +65,4 @@ it('R106: an instance started on the tables of an older version (jsonb, no owner
     'web_contexts.id text',
     'web_contexts.context json',
   ])
-}, 60_000)
+})

@@ -39,7 +39,7 @@ beforeAll(async () => {
   lite = new PGlite()
   await lite.waitReady
   web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }) })
-}, 60_000)
+})
 
 afterAll(async () => {
   await web?.close()
@@ -153,7 +153,7 @@ describe('R103: a chat is the browser\'s that created it', () => {
     // The same browser is the owner from then on.
     const again = await fetch(new URL(`/api/chats/${chat}/state`, web.url), { headers: { cookie: pair! } })
     expect([again.status, again.headers.getSetCookie()]).toEqual([200, []])
-  }, 60_000)
+  })
 
   it('R103: the page\'s load (GET /) and the chart (GET /api/chart) give a fresh browser its owner cookie, before any chat request', async () => {
     for (const path of ['/', '/api/chart']) {
@@ -164,7 +164,7 @@ describe('R103: a chat is the browser\'s that created it', () => {
         ['plan_mode_owner=<id>.<signature>; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000'],
       ])
     }
-  }, 60_000)
+  })
 
   it('R103: two tabs of a browser that loaded the page, whose first chat requests run at once, have one owner: both chats stay theirs', async () => {
     const tabs = browser(web.url)
@@ -174,7 +174,7 @@ describe('R103: a chat is the browser\'s that created it', () => {
     const statuses = []
     for (const chat of [first, second]) statuses.push((await tabs.get(`/api/chats/${chat}`)).status)
     expect(statuses).toEqual([200, 200])
-  }, 60_000)
+  })
 
   it('R103: another browser cannot read a chat: its messages and its state answer 404 no such chat, with or without a cookie of its own', async () => {
     const owner = browser(web.url)
@@ -186,7 +186,7 @@ describe('R103: a chat is the browser\'s that created it', () => {
       expect(await answer(await who.get(`/api/chats/${chat}`))).toEqual([404, NO_CHAT])
       expect(await answer(await who.get(`/api/chats/${chat}/state`))).toEqual([404, NO_CHAT])
     }
-  }, 60_000)
+  })
 
   it('R103: another browser cannot act on a chat: answering its review, a /plan in it and a chat request answer 404 no such chat, and its log does not change', async () => {
     const owner = browser(web.url)
@@ -199,7 +199,7 @@ describe('R103: a chat is the browser\'s that created it', () => {
     expect(await answer(await stranger.post('/api/chat', { id: chat, messages: answered(messages, { approved: true }) }))).toEqual([404, NO_CHAT])
     expect(await logOf(lite, chat)).toEqual(before)
     expect((await openReviewOf(owner, chat))?.reviewId).toBe(review.reviewId)
-  }, 60_000)
+  })
 
   it('R103: a review answer on chat A naming chat B\'s open review is refused 409 and changes nothing in either chat', async () => {
     const owner = browser(web.url)
@@ -209,7 +209,7 @@ describe('R103: a chat is the browser\'s that created it', () => {
     const response = await owner.post(`/api/chats/${a}/review`, { reviewId: reviewB.reviewId, decision: 'Approve in a fresh context' })
     expect(response.status).toBe(409)
     expect([(await openReviewOf(owner, a))?.reviewId, (await openReviewOf(owner, b))?.reviewId]).toEqual([reviewA.reviewId, reviewB.reviewId])
-  }, 60_000)
+  })
 })
 
 describe('R103: an owner cookie is one the server signed, and only one', () => {
@@ -240,7 +240,7 @@ describe('R103: an owner cookie is one the server signed, and only one', () => {
       }
     }
     expect(outcomes).toEqual(Object.fromEntries(Object.keys(forgeries).map((name) => [name, { created: 200, newCookie: true, attackerReads: 404 }])))
-  }, 60_000)
+  })
 
   it('R103: a request carrying two owner cookies is refused 400, even when the server signed both, and creates no chat', async () => {
     const [one, two] = [browser(web.url), browser(web.url)]
@@ -254,7 +254,7 @@ describe('R103: an owner cookie is one the server signed, and only one', () => {
     ])
     expect((await lite.query('SELECT id FROM web_chats WHERE id = $1', [chat])).rows).toEqual([])
     expect(await logOf(lite, chat)).toEqual([])
-  }, 60_000)
+  })
 
   describe('a page on another port of the same host (cookies ignore ports)', () => {
     let evil: Server
@@ -333,7 +333,7 @@ describe('R104: what a request must be', () => {
     expect(answers).toEqual(origins.flatMap((origin) => ['command', 'review'].map((route) => [origin, route, 403, { error: 'cross-site request refused' }])))
     expect(await logOf(lite, chat)).toEqual(before)
     expect((await openReviewOf(owner, chat))?.reviewId).toBe(review.reviewId)
-  }, 60_000)
+  })
 
   it('R104: an Origin that is not exactly http://<Host> is refused 403: a trailing slash, another port, https, localhost for 127.0.0.1, no port', async () => {
     const owner = browser(web.url)
@@ -347,7 +347,7 @@ describe('R104: what a request must be', () => {
       answers.push([origin, ...(await answer(response))])
     }
     expect(answers).toEqual(origins.map((origin) => [origin, 403, { error: 'cross-site request refused' }]))
-  }, 60_000)
+  })
 
   it('R104: a JSON route takes only application/json: a text/plain body from the page\'s own origin answers 415 and changes nothing', async () => {
     const owner = browser(web.url)
@@ -357,7 +357,7 @@ describe('R104: what a request must be', () => {
     const response = await owner.send(`/api/chats/${chat}/command`, { method: 'POST', body: JSON.stringify({ input: 'off' }), headers: { 'content-type': 'text/plain' } })
     expect(await answer(response)).toEqual([415, { error: 'the body must be JSON (content-type: application/json)' }])
     expect(await logOf(lite, chat)).toEqual(before)
-  }, 60_000)
+  })
 
   it('R104: malformed UI messages answer 400 naming what is wrong, never 500', async () => {
     const owner = browser(web.url)
@@ -374,7 +374,7 @@ describe('R104: what a request must be', () => {
     const answers = []
     for (const messages of malformed) answers.push([messages, ...(await answer(await owner.post('/api/chat', { id: chat, messages })))])
     expect(answers).toEqual(malformed.map((messages) => [messages, 400, refused]))
-  }, 60_000)
+  })
 
   it('R104: a JSON body nested 100,000 levels deep answers 400, never 500', async () => {
     const owner = browser(web.url)
@@ -383,7 +383,7 @@ describe('R104: what a request must be', () => {
     const body = `{"id":"${chat}","messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"hi","providerMetadata":{"x":${deep}}}]}]}`
     const response = await owner.send('/api/chat', { method: 'POST', body, headers: { 'content-type': 'application/json' } })
     expect(await answer(response)).toEqual([400, { error: 'the body is nested too deeply (at most 64 levels)' }])
-  }, 60_000)
+  })
 })
 
 describe('R83: text holding U+0000 in the web chat', () => {
@@ -398,7 +398,7 @@ describe('R83: text holding U+0000 in the web chat', () => {
     const saved = await savedMessages(owner, chat)
     expect(saved[0]).toMatchObject({ id: 'u1', role: 'user', parts: [{ type: 'text', text }] })
     expect(saved.length).toBeGreaterThan(1) // the answer was saved too
-  }, 60_000)
+  })
 })
 
 describe('R104: the cluster proxy checks what an instance checks', () => {
@@ -418,7 +418,7 @@ describe('R104: the cluster proxy checks what an instance checks', () => {
     const refused = [421, { error: 'this server answers only to 127.0.0.1 and localhost' }]
     expect(await rawRequest(web.url, '/api/chart', { host: 'evil.example' })).toEqual(refused)
     expect(await rawRequest(proxyUrl, '/api/chart', { host: 'evil.example' })).toEqual(refused)
-  }, 30_000)
+  })
 
   it('R104: the proxy streams a body and answers 413 once it passes the 4 MiB cap, before the client has sent it all (it does not buffer)', async () => {
     const req = httpRequest(new URL('/api/chat', proxyUrl), {
@@ -449,7 +449,7 @@ describe('R104: the cluster proxy checks what an instance checks', () => {
     })
     expect(sent).toBeLessThan(LIMIT)
     req.destroy()
-  }, 60_000)
+  })
 })
 
 describe('R105: approvals are signed by the server, per chat', () => {
@@ -468,7 +468,7 @@ describe('R105: approvals are signed by the server, per chat', () => {
     expect(await closingRecords(lite, chat, review.reviewId)).toEqual([])
     expect((await openReviewOf(owner, chat))?.reviewId).toBe(review.reviewId)
     expect(cardOf(await savedMessages(owner, chat), review.callId)?.state).toBe('approval-requested')
-  }, 60_000)
+  })
 
   it('R105: the card\'s own approval, signed by the server, approves the plan', async () => {
     const owner = browser(web.url)
@@ -479,7 +479,7 @@ describe('R105: approvals are signed by the server, per chat', () => {
     expect(chunksOf(text).filter((c) => c.type === 'error')).toEqual([])
     expect((await closingRecords(lite, chat, review.reviewId)).map((e) => e.data.outcome)).toEqual(['approved'])
     expect(cardOf(await savedMessages(owner, chat), review.callId)?.state).toBe('output-available')
-  }, 60_000)
+  })
 
   describe('with a model that gives every call of a tool the same id', () => {
     let db: PGlite
@@ -489,7 +489,7 @@ describe('R105: approvals are signed by the server, per chat', () => {
       await db.waitReady
       const model = oneCallIdPerTool(offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }))
       sameIds = await startWebChat({ db, listen: pgliteListen(db), instance: 'y', model })
-    }, 60_000)
+    })
     afterAll(async () => {
       await sameIds?.close()
       await db?.close()
@@ -513,7 +513,7 @@ describe('R105: approvals are signed by the server, per chat', () => {
       ])
       expect(await closingRecords(db, second, review.reviewId)).toEqual([])
       expect((await openReviewOf(owner, second))?.reviewId).toBe(review.reviewId)
-    }, 60_000)
+    })
   })
 })
 
@@ -528,7 +528,7 @@ describe('R105: the deployment\'s approval secret', () => {
     await expect(started).rejects.toThrow(new TypeError('the approval secret must be at least 32 characters'))
     await expect(started).rejects.toBeInstanceOf(TypeError)
     expect(statements).toEqual([])
-  }, 60_000)
+  })
 })
 
 describe('R106: one request at a time per chat, and the open review\'s card is never lost', () => {
@@ -555,7 +555,7 @@ describe('R106: one request at a time per chat, and the open review\'s card is n
     const stale = [messages[0]!, { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'hello?' }] }]
     expect(await answer(await owner.post('/api/chat', { id: chat, messages: stale }))).toEqual([409, { error: CARD_LOST }])
     expect(cardOf(await savedMessages(owner, chat), review.callId)?.state).toBe('approval-requested')
-  }, 60_000)
+  })
 })
 
 
@@ -634,7 +634,7 @@ describe('R106: a client that goes away mid-answer', () => {
   let stalling: WebChat
   beforeAll(async () => {
     stalling = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'stalling', model: stallingModel })
-  }, 60_000)
+  })
   afterAll(async () => {
     await stalling?.close()
   })
@@ -652,7 +652,7 @@ describe('R106: a client that goes away mid-answer', () => {
       turn: await turnOf(chat),
     })
     await expect.poll(saved, { timeout: 30_000, interval: 50 }).toEqual({ messages: [['user', 'what is in the README?'], ['assistant', streamed]], turn: null })
-  }, 60_000)
+  })
 
   it('R106: a client that goes away after the review\'s approval request: the card is saved waiting, and the review is answered through it', async () => {
     stall.after = (chunk) => chunk.type === 'tool-call' && chunk.toolName === 'exit_plan_mode'
@@ -674,7 +674,7 @@ describe('R106: a client that goes away mid-answer', () => {
     const text = await (await owner.post('/api/chat', { id: chat, messages: answered(messages, { approved: true }) })).text()
     expect(chunksOf(text).filter((c) => c.type === 'error')).toEqual([])
     expect((await closingRecords(lite, chat, review!.reviewId)).map((e) => e.data.outcome)).toEqual(['approved'])
-  }, 60_000)
+  })
 })
 
 describe('R106: a client that goes away while megabytes of the answer are on their way', () => {
@@ -705,7 +705,7 @@ describe('R106: a client that goes away while megabytes of the answer are on the
   let flooded: WebChat
   beforeAll(async () => {
     flooded = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'flooded', model: flooding })
-  }, 60_000)
+  })
   afterAll(async () => {
     await flooded?.close()
   })
@@ -720,7 +720,7 @@ describe('R106: a client that goes away while megabytes of the answer are on the
       turn: await turnOf(chat),
     })
     await expect.poll(saved, { timeout: 30_000, interval: 50 }).toEqual({ roles: ['user', 'assistant'], turn: null })
-  }, 60_000)
+  })
 })
 
 describe('R106: a request decides on the rows the database holds, whether or not its instance heard of them', () => {
@@ -729,7 +729,7 @@ describe('R106: a request decides on the rows the database holds, whether or not
   beforeAll(async () => {
     const hearsNothing: PgListen = async () => async () => {}
     deaf = await startWebChat({ db: lite, listen: hearsNothing, instance: 'deaf', model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }) })
-  }, 60_000)
+  })
   afterAll(async () => {
     await deaf?.close()
   })
@@ -755,7 +755,7 @@ describe('R106: a request decides on the rows the database holds, whether or not
     const [status, body] = await answer(await owner.post('/api/chat', { id: chat, messages: settled }))
     expect([status, typeof body === 'string' ? chunksOf(body).filter((c) => c.type === 'error') : body]).toEqual([200, []])
     expect(cardOf(await savedMessages(owner, chat), review.callId)).toMatchObject({ state: 'output-error', errorText: text })
-  }, 60_000)
+  })
 })
 
 /**
@@ -838,7 +838,7 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
     }
     slow = await startWebChat({ db, listen: pgliteListen(lite), instance: 'slow', model: gated.model })
     quick = await startWebChat({ db, listen: pgliteListen(lite), instance: 'quick', model: gated.model, turnLeaseMs: 300 })
-  }, 60_000)
+  })
   afterAll(async () => {
     gated.releaseAll()
     await slow?.close()
@@ -905,7 +905,7 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
       again: review !== null && review.reviewId !== opened!.reviewId,
       card: cardOf(await savedMessages(owner, chat), review?.callId)?.state,
     }).toEqual({ two: [200, 'answered'], closed: ['keep-planning'], again: true, card: 'approval-requested' })
-  }, 60_000)
+  })
 
   it('R106: a request that took an expired turn before the review opened never replaces the saved card of that open review with messages lacking it', async () => {
     const owner = browser(slow.url)
@@ -932,7 +932,7 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
       open: review!.reviewId,
       card: 'approval-requested',
     })
-  }, 60_000)
+  })
 })
 
 describe('R103, R104: other pages cannot churn an instance\'s open sessions', () => {
@@ -940,7 +940,7 @@ describe('R103, R104: other pages cannot churn an instance\'s open sessions', ()
   let busy: WebChat
   beforeAll(async () => {
     busy = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'busy', model: gated.model })
-  }, 60_000)
+  })
   afterAll(async () => {
     gated.releaseAll()
     await busy?.close()
@@ -1012,7 +1012,7 @@ describe('#23 fresh-eyes review: the web chat\'s gate', () => {
       again: true,
       card: 'approval-requested',
     })
-  }, 60_000)
+  })
 
   it('R104: a body refused 400 or 415 (messages that are not UI messages, a /plan input or a reviewId that is not a string, a text/plain /plan) creates no chat', async () => {
     const owner = browser(web.url)
@@ -1034,7 +1034,7 @@ describe('#23 fresh-eyes review: the web chat\'s gate', () => {
       ],
       created: 0,
     })
-  }, 60_000)
+  })
 
   it('R103: a chat saved before chats had owners is claimed by a POST only: a cookie-less GET of it answers 404 no such chat and claims nothing, and the user\'s POST then claims it', async () => {
     const chat = randomUUID()
@@ -1046,7 +1046,7 @@ describe('#23 fresh-eyes review: the web chat\'s gate', () => {
     const posted = (await user.post(`/api/chats/${chat}/command`, { input: 'add a cache' })).status
     const read = (await user.get(`/api/chats/${chat}/state`)).status
     expect({ gets, ownerAfterGets, posted, read }).toEqual({ gets: [[404, NO_CHAT], [404, NO_CHAT]], ownerAfterGets: null, posted: 200, read: 200 })
-  }, 60_000)
+  })
 
   it('R103: the known limit R103 states: a server on another port can have this server sign an owner id for itself (GET /), plant it in the browser, and then read and answer the chats that browser creates', async () => {
     // The other server's fetch: no cookie, so this server answers with a new signed one.
@@ -1059,7 +1059,7 @@ describe('#23 fresh-eyes review: the web chat\'s gate', () => {
     const other = webClient(web.url, { cookie: planted })
     const state = await other.get(`/api/chats/${chat}/state`)
     expect([state.status, ((await state.json()) as { mode: { active: boolean } }).mode.active]).toEqual([200, true])
-  }, 60_000)
+  })
 
   it('R106: a turnLeaseMs that is not a whole number of milliseconds from 100 to 2147483647: startWebChat rejects with a TypeError before it touches the database', async () => {
     const statements: string[] = []
@@ -1075,7 +1075,7 @@ describe('#23 fresh-eyes review: the web chat\'s gate', () => {
       ))
     }
     expect({ refused, statements }).toEqual({ refused: Array(6).fill('turnLeaseMs must be a whole number of milliseconds from 100 to 2147483647'), statements: [] })
-  }, 60_000)
+  })
 })
 
 describe('R106: with a model that gives every call of a tool the same id, the open review\'s card is told from earlier cards of that id', () => {
@@ -1083,7 +1083,7 @@ describe('R106: with a model that gives every call of a tool the same id, the op
   let reusing: WebChat
   beforeAll(async () => {
     reusing = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'reusing', model: oneCallIdPerTool(gated.model) })
-  }, 60_000)
+  })
   afterAll(async () => {
     gated.releaseAll()
     await reusing?.close()
@@ -1138,5 +1138,5 @@ describe('R106: with a model that gives every call of a tool the same id, the op
       gated.releaseAll()
       await Promise.all([one, two])
     }
-  }, 60_000)
+  })
 })

@@ -8,11 +8,13 @@
  * SHA-256; a start whose recorded files all hash the same skips the build and loads no vite.
  *
  * Options: `--out-dir <dir>` builds there instead (tests); `--force` builds whatever the record says.
+ * A build is written to a sibling temp directory and renamed into place, so two builds at once (two
+ * `npm start`s, a test run beside a start) never mix their files, and a reader sees one whole build.
  * Plain JavaScript, so that checking costs no TypeScript either.
  */
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { readFile, readdir, writeFile } from 'node:fs/promises'
+import { readFile, readdir, rename, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -90,10 +92,34 @@ async function main() {
     return 0
   }
   const vite = join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin', 'vite.js')
-  const args = [vite, 'build', '--config', join(ROOT, 'web', 'vite.config.ts'), '--outDir', outDir]
+  const temp = `${outDir}.${process.pid}.tmp`
+  const args = [vite, 'build', '--config', join(ROOT, 'web', 'vite.config.ts'), '--outDir', temp]
   const { status, signal } = spawnSync(process.execPath, args, { cwd: ROOT, stdio: 'inherit' })
-  if (status === 0) console.log(`${shown}: built`)
-  return status ?? (signal ? 1 : 0)
+  if (status !== 0) {
+    await rm(temp, { recursive: true, force: true })
+    return status ?? (signal ? 1 : 0)
+  }
+  await replaceDir(outDir, temp)
+  console.log(`${shown}: built`)
+  return 0
+}
+
+/**
+ * Puts the finished build `temp` in place of `outDir`: the old one is renamed aside and removed.
+ * When another build landed in between (its sources were the same), that one stays and `temp` goes.
+ */
+async function replaceDir(outDir, temp) {
+  const old = `${outDir}.${process.pid}.old`
+  await rename(outDir, old).catch((error) => {
+    if (error.code !== 'ENOENT') throw error
+  })
+  try {
+    await rename(temp, outDir)
+  } catch (error) {
+    if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error
+    await rm(temp, { recursive: true, force: true })
+  }
+  await rm(old, { recursive: true, force: true })
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) process.exitCode = await main()
