@@ -177,7 +177,7 @@ export function evaluate(r) {
 }
 
 /**
- * The targets table, as RESULTS.md and the README show it.
+ * The targets table, as RESULTS.md and docs/benchmarks.md show it.
  * @param {ReturnType<typeof evaluate>} targets
  * @returns {string} markdown
  */

@@ -2,11 +2,11 @@
  * `npm run bench` (= `npm run build && node bench/run.mjs`): runs every suite against the built
  * library, each in its own process, one after another, so they never compete for the cores;
  * judges the targets (bench/report.mjs); profiles each missed target in a process of its own
- * (bench/profile.mjs); writes bench/RESULTS.md and the targets table in the README. Every
+ * (bench/profile.mjs); writes bench/RESULTS.md and the targets table in docs/benchmarks.md. Every
  * number is measured in this run.
  *
  * `node bench/run.mjs --quick`: a smoke check (fewer rounds and samples, smaller logs, no 1e7
- * events) that writes bench/RESULTS.quick.md and leaves the README alone.
+ * events) that writes bench/RESULTS.quick.md and leaves docs/benchmarks.md alone.
  * `--profile-all` profiles every target, missed or not.
  */
 import { fork } from 'node:child_process'
@@ -118,15 +118,15 @@ writeFileSync(out, render(info, results, targets, profiles))
 const table = targetsTable(targets)
 process.stdout.write(`\n${table}\n\nbench: wrote ${fileURLToPath(out)} in ${info.seconds.toFixed(0)} s\n`)
 
-// A full run of the built package also refreshes the table in the README, between its markers.
+// A full run of the built package also refreshes the table in docs/benchmarks.md, between its markers.
 if (!QUICK && !process.env.BENCH_OUT && !process.env.BENCH_LIB) {
-  const readme = new URL('../README.md', import.meta.url)
+  const readme = new URL('../docs/benchmarks.md', import.meta.url)
   const text = readFileSync(readme, 'utf8')
   const [start, end] = ['<!-- bench:targets -->', '<!-- /bench:targets -->']
   const from = text.indexOf(start)
   const to = text.indexOf(end)
-  if (from < 0 || to < from) throw new Error(`README.md: the markers ${start} … ${end} are missing`)
+  if (from < 0 || to < from) throw new Error(`docs/benchmarks.md: the markers ${start} … ${end} are missing`)
   const machineLine = `Measured on ${info.date.slice(0, 10)}: ${info.cores} cores, Node ${info.node}, xstate ${info.xstate}.`
   writeFileSync(readme, `${text.slice(0, from + start.length)}\n${machineLine}\n\n${table}\n${text.slice(to)}`)
-  process.stdout.write('bench: updated the targets table in README.md\n')
+  process.stdout.write('bench: updated the targets table in docs/benchmarks.md\n')
 }

@@ -285,7 +285,7 @@ describe('inspector: the WebSocket transport', () => {
   })
 })
 
-describe('README: the hosted Stately inspector sees the same actors', () => {
+describe('docs/cli-and-visualizer.md: the hosted Stately inspector sees the same actors', () => {
   it('visualizer/examples/stately-inspector.ts: through @statelyai/inspect/server, the relay that feeds https://stately.ai/inspect', async () => {
     const port = await freePort()
     const { planMode, close } = createStatelyInspectedPlanMode('PLAN', port)

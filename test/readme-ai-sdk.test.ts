@@ -4,7 +4,7 @@ import type { PlanMode, ReviewAnswer, ReviewChannel } from '../src/index.js'
 import { createAiSdkAgent } from '../examples/ai-sdk.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
 
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const GUIDE = readFileSync(new URL('../docs/ai-sdk.md', import.meta.url), 'utf8')
 const EXAMPLE = readFileSync(new URL('../examples/ai-sdk.ts', import.meta.url), 'utf8')
 
 const SYSTEM = 'You are a coding agent.'
@@ -15,9 +15,9 @@ afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.dispose()))
 })
 
-describe('README: the Vercel AI SDK example', () => {
-  it('the README shows the example file verbatim', () => {
-    expect(README).toContain(EXAMPLE.trim())
+describe('docs/ai-sdk.md: the Vercel AI SDK example', () => {
+  it('docs/ai-sdk.md shows the example file verbatim', () => {
+    expect(GUIDE).toContain(EXAMPLE.trim())
   })
 
   it('R56, R45, R50: /plan with a message, a review kept planning with feedback, then approved: the example behaves as documented', async () => {

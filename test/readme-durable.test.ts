@@ -4,10 +4,10 @@ import { join } from 'node:path'
 import { expect, it } from 'vitest'
 import { openDurableAgent } from '../examples/durable-log.js'
 
-it('R4: the README durable-log example resumes the mode and a pending selection after a restart', async () => {
-  const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+it('R4: the docs/stateless-hosts.md durable-log example resumes the mode and a pending selection after a restart', async () => {
+  const guide = await readFile(new URL('../docs/stateless-hosts.md', import.meta.url), 'utf8')
   const example = await readFile(new URL('../examples/durable-log.ts', import.meta.url), 'utf8')
-  expect(readme).toContain(example.trim())
+  expect(guide).toContain(example.trim())
   const dir = await mkdtemp(join(tmpdir(), 'plan-mode-readme-'))
   try {
     const first = await openDurableAgent(dir)

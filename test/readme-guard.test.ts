@@ -7,7 +7,7 @@ import type { PlanMode } from '../src/index.js'
 import { createGuardedAgent } from '../examples/guarded-agent.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
 
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const GUIDE = readFileSync(new URL('../docs/guard.md', import.meta.url), 'utf8')
 const EXAMPLE = readFileSync(new URL('../examples/guarded-agent.ts', import.meta.url), 'utf8')
 const BLOCKED = 'writeFile is not available in plan mode; present your plan with exit_plan_mode first.'
 
@@ -16,12 +16,12 @@ afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.dispose()))
 })
 
-describe('README: a guarded AI SDK agent', () => {
-  it('the README shows the example file verbatim', () => {
-    expect(README).toContain(EXAMPLE.trim())
+describe('docs/guard.md: a guarded AI SDK agent', () => {
+  it('docs/guard.md shows the example file verbatim', () => {
+    expect(GUIDE).toContain(EXAMPLE.trim())
   })
 
-  it('R89, R92, R93: the planner plans and its write is blocked; after /plan off the default model writes; inspect prints what the README shows', async () => {
+  it('R89, R92, R93: the planner plans and its write is blocked; after /plan off the default model writes; inspect prints what docs/guard.md shows', async () => {
     const planner = scriptedModel([
       { toolCalls: [{ name: 'writeFile', input: { path: 'src/cache.ts' } }] },
       { toolCalls: [{ name: 'readFile', input: { path: 'src/importer.ts' } }] },
@@ -45,6 +45,6 @@ describe('README: a guarded AI SDK agent', () => {
 
     expect(foldViolations(agent.session.events)).toMatchObject({ observed: 0, blocked: 1 })
     const printed = formatReport(inspectEvents('session.jsonl', agent.session.events), styles(false)).replace(/call-0-0-[0-9a-f]+/g, 'call-0-0-…')
-    expect(README).toContain(printed)
+    expect(GUIDE).toContain(printed)
   })
 })

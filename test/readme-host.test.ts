@@ -15,10 +15,10 @@ import {
 } from '../src/index.js'
 
 /**
- * The README's "What the host logs" and "The plan section" blocks, and its account of the F,
+ * docs/hand-written-loop.md's "What the host logs" and "The plan section" blocks, and its account of the F,
  * pending and K columns of `plan-mode inspect`, checked against the library.
  */
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const GUIDE = readFileSync(new URL('../docs/hand-written-loop.md', import.meta.url), 'utf8')
 const example = (name: string) => readFileSync(new URL(`../examples/${name}`, import.meta.url), 'utf8')
 
 const services: PlanMode[] = []
@@ -34,10 +34,10 @@ function service(section = PLAN_SECTION): PlanMode {
 
 const strip = (events: readonly SessionEvent[]) => events.map(({ type, data }) => ({ type, data }))
 
-describe('README: what the host logs', () => {
-  it('the README shows the logged /plan runner and the plan section verbatim', () => {
-    expect(README).toContain(example('plan-command.ts').trim())
-    expect(README).toContain(example('plan-section.ts').trim())
+describe('docs/hand-written-loop.md: what the host logs', () => {
+  it('docs/hand-written-loop.md shows the logged /plan runner and the plan section verbatim', () => {
+    expect(GUIDE).toContain(example('plan-command.ts').trim())
+    expect(GUIDE).toContain(example('plan-section.ts').trim())
   })
 
   it('R58: the runner logs command/run { commandId, name, args: the text after /plan } and command/done { commandId, kind, text }', async () => {
@@ -88,7 +88,7 @@ describe('README: what the host logs', () => {
   })
 })
 
-describe('README: the F, pending and K columns of plan-mode inspect', () => {
+describe('docs/cli-and-visualizer.md: the F, pending and K columns of plan-mode inspect', () => {
   it('R2, R58, R30, R31: F folds plan/mode, pending shows a logged selection on its way (not an unlogged one), K is the last request/header or an approved review', async () => {
     const review = { ask: async () => ({ answers: [{ id: 'plan-review', selected: ['Approve'] }] }) }
     const planMode = createPlanMode({ section: PLAN_SECTION }, { review, logger: { warn: () => {} } })

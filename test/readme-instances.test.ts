@@ -4,11 +4,11 @@ import { fileURLToPath } from 'node:url'
 import { expect, it } from 'vitest'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const GUIDE = readFileSync(new URL('../docs/postgres.md', import.meta.url), 'utf8')
 const EXAMPLE = readFileSync(new URL('../examples/many-instances.ts', import.meta.url), 'utf8')
 
-it('the README shows the many-instances example verbatim', () => {
-  expect(README).toContain(EXAMPLE.trim())
+it('docs/postgres.md shows the many-instances example verbatim', () => {
+  expect(GUIDE).toContain(EXAMPLE.trim())
 })
 
 it('R84, R79, R80, R81: `npm run instances`: two Node processes on one PostgreSQL server; a /plan on one applies at the other\'s next step, a review opened on one is answered on the other and told once', async () => {

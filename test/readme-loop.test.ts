@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { createAgent } from '../examples/hand-written-loop.js'
 import type { Model } from '../examples/model.js'
+import { planThenBuild } from '../examples/turn-it-on.js'
 import type { ReviewAnswer, ReviewChannel } from '../src/index.js'
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
@@ -57,11 +58,36 @@ describe('README: the hand-written loop', () => {
   })
 })
 
-describe('README: the visualizer and Stately inspector examples', () => {
-  it('the README shows both example files verbatim (test/visualizer.test.ts and test/inspect.test.ts run them)', () => {
+describe('docs/cli-and-visualizer.md: the visualizer and Stately inspector examples', () => {
+  it('docs/cli-and-visualizer.md shows both example files verbatim (test/visualizer.test.ts and test/inspect.test.ts run them)', () => {
+    const guide = readFileSync(new URL('../docs/cli-and-visualizer.md', import.meta.url), 'utf8')
     for (const file of ['visible-plan-mode.ts', 'stately-inspector.ts']) {
       const example = readFileSync(new URL(`../visualizer/examples/${file}`, import.meta.url), 'utf8')
-      expect(README).toContain(example.trim())
+      expect(guide).toContain(example.trim())
     }
+  })
+})
+
+describe('README: how plan mode is turned on in the hand-written loop', () => {
+  it('the README shows examples/model.ts and examples/turn-it-on.ts verbatim', () => {
+    for (const file of ['model.ts', 'turn-it-on.ts']) expect(README).toContain(readFileSync(new URL(`../examples/${file}`, import.meta.url), 'utf8').trim())
+  })
+
+  it('R53, R56, R50: /plan <message> turns plan mode on and the message opens the turn; the approved plan is carried out with plan mode off', async () => {
+    const review: ReviewChannel = { ask: async () => ({ answers: [{ id: 'plan-review', selected: ['Approve'] }] }) }
+    const replies = [{ text: 'Here is the plan.', toolCall: { name: 'exit_plan_mode', args: { plan: '# Migration\n1. Migrate.' } } }, { text: 'Migrated.' }]
+    const systems: string[] = []
+    const model: Model = async ({ system }) => (systems.push(system), replies.shift() ?? { text: 'done' })
+    const { planMode, agent, history } = await planThenBuild(model, review)
+    expect(systems).toEqual(['Plan mode: explore and design, then present the whole plan with exit_plan_mode.', ''])
+    expect(history).toEqual([
+      'draft the migration',
+      'Here is the plan.',
+      'Plan approved — plan mode exited; carry out the plan starting with your next step.',
+      'Migrated.',
+    ])
+    expect(planMode.get(agent)).toEqual({ active: false })
+    expect(agent.session.events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }, { active: false }])
+    await planMode.dispose()
   })
 })

@@ -6,7 +6,7 @@ import { createAgent } from '../examples/hand-written-loop.js'
 import type { Model } from '../examples/model.js'
 import { createTerminalReview } from '../examples/terminal-review.js'
 
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const GUIDE = readFileSync(new URL('../docs/hand-written-loop.md', import.meta.url), 'utf8')
 const EXAMPLE = readFileSync(new URL('../examples/terminal-review.ts', import.meta.url), 'utf8')
 
 const PLAN = '# Migration\n1. Migrate.'
@@ -57,9 +57,9 @@ afterEach(() => {
   for (const rl of terminals.splice(0)) rl.close()
 })
 
-describe('README: the sample ReviewChannel (a terminal)', () => {
-  it('the README shows the example file verbatim', () => {
-    expect(README).toContain(EXAMPLE.trim())
+describe('docs/hand-written-loop.md: the sample ReviewChannel (a terminal)', () => {
+  it('docs/hand-written-loop.md shows the example file verbatim', () => {
+    expect(GUIDE).toContain(EXAMPLE.trim())
   })
 
   it('R43, R45, R47, R50: it shows the plan, sends the feedback verbatim to the model, then approves (in the README loop)', async () => {

@@ -5,7 +5,7 @@ import { createMemorySessionLog, type SessionLog } from '../src/index.js'
 import { chatRequest } from '../examples/serverless-review.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
 
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const GUIDE = readFileSync(new URL('../docs/stateless-hosts.md', import.meta.url), 'utf8')
 const EXAMPLE = readFileSync(new URL('../examples/serverless-review.ts', import.meta.url), 'utf8')
 const SYSTEM = 'You are a coding agent.'
 const SECTION = 'Plan mode: explore read-only, then present the whole plan with exit_plan_mode.'
@@ -31,9 +31,9 @@ const reviewRecords = (log: SessionLog) =>
     return rest
   })
 
-describe('README: the serverless useChat recipe (durable reviews through the AI SDK tool approval)', () => {
-  it('the README shows the example file verbatim', () => {
-    expect(README).toContain(EXAMPLE.trim())
+describe('docs/stateless-hosts.md: the serverless useChat recipe (durable reviews through the AI SDK tool approval)', () => {
+  it('docs/stateless-hosts.md shows the example file verbatim', () => {
+    expect(GUIDE).toContain(EXAMPLE.trim())
   })
 
   it('R82: the plan is presented in one request and approved in the next, each with a fresh service; the model reads the approval in the result', async () => {

@@ -22,10 +22,10 @@ function memoryTable(): EventTable & { rows: SessionEvent[]; loaded: number[] } 
   }
 }
 
-it('R76: the README stateless-host example serves each request from the checkpoint and the tail', async () => {
-  const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+it('R76: the docs/stateless-hosts.md stateless-host example serves each request from the checkpoint and the tail', async () => {
+  const guide = await readFile(new URL('../docs/stateless-hosts.md', import.meta.url), 'utf8')
   const example = await readFile(new URL('../examples/stateless-request.ts', import.meta.url), 'utf8')
-  expect(readme).toContain(example.trim())
+  expect(guide).toContain(example.trim())
   const table = memoryTable()
   const checkpoints = createMemoryCheckpointStore()
 

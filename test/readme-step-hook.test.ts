@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createPlanModeHooks } from '../examples/step-hook.js'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type PlanMode } from '../src/index.js'
 
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const GUIDE = readFileSync(new URL('../docs/hand-written-loop.md', import.meta.url), 'utf8')
 const EXAMPLE = readFileSync(new URL('../examples/step-hook.ts', import.meta.url), 'utf8')
 
 type Message = { role: 'user' | 'assistant' | 'tool'; content: string }
@@ -12,7 +12,7 @@ const BASE = 'You are an agent.'
 const SECTION = 'PLAN MODE.'
 
 /**
- * A framework of the kind the README describes: its step hook returns one step's system prompt and
+ * A framework of the kind docs/hand-written-loop.md describes: its step hook returns one step's system prompt and
  * messages, and the framework forgets them afterwards (each step starts again from the call's input
  * and the messages the steps produced).
  */
@@ -36,9 +36,9 @@ afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.dispose()))
 })
 
-describe('README: plan mode in a framework that forgets a step hook’s messages', () => {
-  it('the README shows the example file verbatim', () => {
-    expect(README).toContain(EXAMPLE.trim())
+describe('docs/hand-written-loop.md: plan mode in a framework that forgets a step hook’s messages', () => {
+  it('docs/hand-written-loop.md shows the example file verbatim', () => {
+    expect(GUIDE).toContain(EXAMPLE.trim())
   })
 
   it('R32, R18: the notice reaches the model at its step, stays at its place for the rest of the call, and lands in the history there', async () => {

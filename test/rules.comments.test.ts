@@ -76,10 +76,10 @@ describe('R100: comments anchored to the plan', () => {
     expect((await planMode.stepBoundary(agent)).messages).toEqual([])
   })
 
-  it('R100: the README shows the exact text the model reads for a comment', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+  it('R100: docs/reviews.md shows the exact text the model reads for a comment', () => {
+    const guide = readFileSync(new URL('../docs/reviews.md', import.meta.url), 'utf8')
     const told = `The user chose to keep planning; their feedback: ${commentsText([ON_BACKUP])}`
-    expect(readme).toContain(told.split('\n').map((line) => `// ${line}`).join('\n').replace('// The user', '// the model reads: The user'))
+    expect(guide).toContain(told.split('\n').map((line) => `// ${line}`).join('\n').replace('// The user', '// the model reads: The user'))
   })
 
   it('R100, R44, R101: consent is read from the approving options alone, never from comments, any other option, a custom that is not a string, or what a getter, a Proxy or toJSON shows (property)', () => {
