@@ -1,6 +1,8 @@
 /**
  * xstate-plan-mode: plan mode for AI agent loops, one XState v5 actor per agent.
  * The public surface is fixed by docs/spec.md §1.
+ *
+ * @module xstate-plan-mode
  */
 export {
   createPlanMode,

@@ -1,6 +1,8 @@
 /**
  * xstate-plan-mode/node: the durable adapters, which need Node's file system.
  * Kept apart from the main entry so that the core stays usable in any JavaScript runtime.
+ *
+ * @module xstate-plan-mode/node
  */
 export {
   openJsonlSessionLog,

@@ -17,6 +17,8 @@
  * The adapter writes `turn/start`/`turn/end` (`runTurn`) and one `request/header { step }` per
  * step to the agent's session log. Keep one `withPlanMode` per agent for its lifetime (the queue
  * of steered messages lives in it) and run one loop at a time per agent.
+ *
+ * @module xstate-plan-mode/ai-sdk
  */
 
 import {

@@ -1,3 +1,9 @@
+/**
+ * `xstate-plan-mode/inspect`: plan-mode actors in the visualizer and in Stately's inspector
+ * (`@statelyai/inspect` and `ws` are optional peers, loaded when first needed).
+ *
+ * @module xstate-plan-mode/inspect
+ */
 import { createRequire } from 'node:module'
 import type * as StatelyInspect from '@statelyai/inspect'
 import type { InspectionEvent, Observer } from 'xstate'

@@ -14,6 +14,8 @@
  * function writes nothing past it, so an append its instance reported timed out never lands later.
  * Appends are announced with NOTIFY, but a notification is only a hint to read: anyone who can
  * connect may send one, so an instance takes only rows of the table.
+ *
+ * @module xstate-plan-mode/postgres
  */
 import { checkpointEventProblem, PLAN_CHECKPOINT_VERSION, readCheckpoint, type CheckpointStore, type PlanCheckpoint } from '../log/checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT } from '../log/kinds.js'

@@ -4,6 +4,8 @@
  * mode adds this guard. It reads the state in force and never writes plan state: its only write is
  * a `plan/violation` record, telemetry for `foldViolations`, `plan-mode inspect` and the
  * visualizer.
+ *
+ * @module xstate-plan-mode/guard
  */
 import { PLAN_VIOLATION_EVENT, type PlanViolationData, type ViolationAction } from '../log/kinds.js'
 import type { PlanMode } from '../service.js'

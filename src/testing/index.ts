@@ -2,6 +2,8 @@
  * `xstate-plan-mode/testing`: a conformance kit for hosts. The guide is on the exports below
  * (`defineConformanceSuite`, `ConformanceAgent` and its members), so that it ships in the type
  * declarations (a file-leading comment does not survive the declaration bundle).
+ *
+ * @module xstate-plan-mode/testing
  */
 import { describe, expect, it } from 'vitest'
 
