@@ -73,7 +73,7 @@ describe('README: how plan mode is turned on in the hand-written loop', () => {
     for (const file of ['model.ts', 'turn-it-on.ts']) expect(README).toContain(readFileSync(new URL(`../examples/${file}`, import.meta.url), 'utf8').trim())
   })
 
-  it('R53, R56, R50: /plan <message> turns plan mode on and the message opens the turn; the approved plan is carried out with plan mode off', async () => {
+  it('R56, R50: /plan <message> turns plan mode on and the message opens the turn; the approved plan is carried out with plan mode off', async () => {
     const review: ReviewChannel = { ask: async () => ({ answers: [{ id: 'plan-review', selected: ['Approve'] }] }) }
     const replies = [{ text: 'Here is the plan.', toolCall: { name: 'exit_plan_mode', args: { plan: '# Migration\n1. Migrate.' } } }, { text: 'Migrated.' }]
     const systems: string[] = []

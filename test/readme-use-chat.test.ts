@@ -76,12 +76,12 @@ describe('README: the useChat route and client component', () => {
     expect(README).toContain(CLIENT.trim())
   })
 
-  it('R53, R82, R50: /plan on the plan route, a plan presented as an approval card, approved with addToolApprovalResponse; the next request carries it out', async () => {
+  it('R56, R82, R50: /plan on the plan route, a plan presented as an approval card, approved with addToolApprovalResponse; the next request carries it out', async () => {
     const { model, routes, types, logs } = setup([
       { toolCalls: [{ name: 'exit_plan_mode', input: { plan: PLAN } }] },
       { text: 'Migrating now.' },
     ])
-    expect(await plan(routes, 'chat-1', '')).toMatchObject({ kind: 'success', message: '' })
+    expect(await plan(routes, 'chat-1', '')).toEqual({ kind: 'success', text: 'Plan mode on. Use /plan off to leave.', message: '' })
     const chat = new TestChat('chat-1', routes)
     await chat.sendMessage({ text: 'Plan the migration.' })
     await settled(chat)
@@ -102,7 +102,7 @@ describe('README: the useChat route and client component', () => {
     ])
   })
 
-  it('R82, R45, R56: /plan <message> sends the message next; a denial with a reason keeps planning with the reason as the feedback', async () => {
+  it('R82, R45, R54, R56: /plan <message> (untrimmed) sends the trimmed message next; a denial with a reason keeps planning with the reason as the feedback', async () => {
     const { model, routes, logs } = setup([{ toolCalls: [{ name: 'exit_plan_mode', input: { plan: PLAN } }] }, { text: 'Revising.' }])
     const command = await plan(routes, 'chat-2', ' draft the migration')
     expect(command).toMatchObject({ kind: 'success', message: 'draft the migration' })
@@ -120,13 +120,13 @@ describe('README: the useChat route and client component', () => {
     ])
   })
 
-  it('R87: a /plan off while the card waits closes its review; the next message settles the card and the model is not refused', async () => {
+  it('R87, R55: a /plan off while the card waits closes its review; the next message settles the card and the model is not refused', async () => {
     const { model, routes, logs } = setup([{ toolCalls: [{ name: 'exit_plan_mode', input: { plan: PLAN } }] }, { text: 'Answering directly.' }])
     await plan(routes, 'chat-3', '')
     const chat = new TestChat('chat-3', routes)
     await chat.sendMessage({ text: 'Plan the migration.' })
     await settled(chat)
-    expect(await plan(routes, 'chat-3', 'off')).toMatchObject({ kind: 'success' })
+    expect(await plan(routes, 'chat-3', 'off')).toEqual({ kind: 'success', text: 'Plan mode off.', message: '' })
     await chat.sendMessage({ text: 'Just answer: what is a backfill?' })
     await settled(chat)
     expect(chat.error).toBeUndefined()
