@@ -258,8 +258,10 @@ describe('visualizer server: the whole set of decisions in the demo (R101, R102)
         'Decisions made while planning:\n- v1: Mind resume.',
         `The plan:\n\n${v2}`,
       ].join('\n\n')
-      const after = logged().slice(logged().findIndex((event) => event.type === 'plan/review' && event.fresh === true))
-      expect(after.map((event) => event.type)).toEqual(['plan/review', 'tool/result', 'plan/mode', 'message', 'request/header', 'message', 'turn/end'])
+      // The status comes with the review's record; the step that carries the plan out logs after it.
+      const afterFresh = () => logged().slice(logged().findIndex((event) => event.type === 'plan/review' && event.fresh === true))
+      await expect.poll(() => afterFresh().map((event) => event.type)).toEqual(['plan/review', 'tool/result', 'plan/mode', 'message', 'request/header', 'message', 'turn/end'])
+      const after = afterFresh()
       expect(after[3]).toEqual({ type: 'message', role: 'user', text, handoff: { version: 2, decisions: 1 } })
       expect(after[5]).toEqual({ type: 'message', role: 'assistant', text: 'Carrying out plan v2 in a fresh context.' })
       expect(logged().filter((event) => event.type === 'message' && event.text === text)).toHaveLength(1)
@@ -272,8 +274,8 @@ describe('visualizer server: the whole set of decisions in the demo (R101, R102)
       const from = logged().length
       send({ kind: 'command', command: 'leave' })
       await expect.poll(() => statuses().at(-1)?.text).toBe('Left plan mode: the plan is not carried out; the agent stops and waits for you.')
+      await expect.poll(() => logged().slice(from).map((event) => event.type)).toEqual(['plan/review', 'tool/result', 'plan/mode', 'message', 'turn/end'])
       const leaving = logged().slice(from)
-      expect(leaving.map((event) => event.type)).toEqual(['plan/review', 'tool/result', 'plan/mode', 'message', 'turn/end'])
       expect(leaving[0]).toEqual({ type: 'plan/review', outcome: 'left', title: 'Tidy the session log (v1)', plan: v1 })
       expect(leaving[1]).toEqual({ type: 'tool/result', tool: 'exit_plan_mode', error: 'The user left plan mode without carrying out the plan; stop here and wait for their message.' })
       expect(leaving[2]).toEqual({ type: 'plan/mode', active: false })
