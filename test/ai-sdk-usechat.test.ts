@@ -4,8 +4,6 @@ import {
   lastAssistantMessageIsCompleteWithApprovalResponses,
   stepCountIs,
   streamText,
-  type ChatState,
-  type ChatStatus,
   type ChatTransport,
   type LanguageModel,
   type UIMessage,
@@ -15,6 +13,7 @@ import { describe, expect, it, vi } from 'vitest'
 import { withPlanMode } from '../src/adapters/ai-sdk.js'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type SessionLog } from '../src/index.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
+import { MemoryChatState } from './fixtures/memory-chat-state.js'
 
 /**
  * R82 with the AI SDK's own chat client: `AbstractChat` (what `useChat` wraps) talks to a server
@@ -27,17 +26,6 @@ const SYSTEM = 'You are a coding agent.'
 const SECTION = 'Plan mode: explore read-only, then present the whole plan with exit_plan_mode.'
 const PLAN = '# Migrate the users table\n\n1. Add the column.\n2. Backfill it.'
 const SECRET = 'a secret only the server knows'
-
-/** A chat's state kept in plain memory: what a UI framework's store would hold. */
-class MemoryChatState implements ChatState<UIMessage> {
-  status: ChatStatus = 'ready'
-  error: Error | undefined = undefined
-  messages: UIMessage[] = []
-  pushMessage = (message: UIMessage) => void this.messages.push(message)
-  popMessage = () => void this.messages.pop()
-  replaceMessage = (index: number, message: UIMessage) => void (this.messages[index] = message)
-  snapshot = <T>(thing: T): T => structuredClone(thing)
-}
 
 class TestChat extends AbstractChat<UIMessage> {
   constructor(transport: ChatTransport<UIMessage>) {

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs'
-import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type ChatState, type ChatStatus, type UIMessage } from 'ai'
+import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai'
 import { describe, expect, it, vi } from 'vitest'
 import { createMemorySessionLog, type SessionLog } from '../src/index.js'
 import { createChatRoutes } from '../examples/use-chat-route.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
+import { MemoryChatState } from './fixtures/memory-chat-state.js'
 
 /**
  * The README's `useChat` route (examples/use-chat-route.ts), run exactly as printed: the AI SDK's
@@ -16,17 +17,6 @@ const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 const ROUTE = readFileSync(new URL('../examples/use-chat-route.ts', import.meta.url), 'utf8')
 const CLIENT = readFileSync(new URL('../examples/use-chat-client.tsx', import.meta.url), 'utf8')
 const PLAN = '# Migrate the users table\n\n1. Add the column.\n2. Backfill it.'
-
-/** A chat's state kept in plain memory: what React's store holds for `useChat`. */
-class MemoryChatState implements ChatState<UIMessage> {
-  status: ChatStatus = 'ready'
-  error: Error | undefined = undefined
-  messages: UIMessage[] = []
-  pushMessage = (message: UIMessage) => void this.messages.push(message)
-  popMessage = () => void this.messages.pop()
-  replaceMessage = (index: number, message: UIMessage) => void (this.messages[index] = message)
-  snapshot = <T>(thing: T): T => structuredClone(thing)
-}
 
 /** The client as `PlanModeChat` configures `useChat`, on the route's handlers instead of the network. */
 class TestChat extends AbstractChat<UIMessage> {
