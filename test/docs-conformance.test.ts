@@ -1,0 +1,11 @@
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+// The kit's scenarios, each named by its rule, run on the guide's example host.
+import '../examples/conformance-host.js'
+
+describe('docs/conformance.md: the conformance kit on examples/conformance-host.ts', () => {
+  it('docs/conformance.md shows examples/conformance-host.ts verbatim', () => {
+    const guide = readFileSync(new URL('../docs/conformance.md', import.meta.url), 'utf8')
+    expect(guide).toContain(readFileSync(new URL('../examples/conformance-host.ts', import.meta.url), 'utf8').trim())
+  })
+})
