@@ -152,6 +152,17 @@ describe('docs: every fenced block of the README and the guides is run, checked 
     expect(gone).toEqual([])
   })
 
+  it('regression: docs/hand-written-loop.md has no stray fence (a lone line and a fence left from the move turned every block after it inside out)', () => {
+    const blocks = fencedBlocks('docs/hand-written-loop.md').blocks
+    expect(blocks.map((block) => block.lang)).toEqual(['ts', 'ts', 'ts', 'ts'])
+    expect(blocks.map((block) => block.text.split('\n')[0])).toEqual([
+      "import { COMMAND_DONE_EVENT, COMMAND_RUN_EVENT, type PlanAgent, type PlanMode } from 'xstate-plan-mode'",
+      '/** A plan-policy section: the system-prompt text plan mode sends while it is on (`createPlanMode({ section })`). */',
+      "import type { Interface } from 'node:readline/promises'",
+      "import { createCallTranscript, type PlanAgent, type PlanMode } from 'xstate-plan-mode'",
+    ])
+  })
+
   it('a text block that shows what a command prints is read by the test that asserts it', () => {
     const unread = NOT_CODE.filter((entry) => entry.assertedBy !== undefined && !read(entry.assertedBy).includes(`../${entry.file}`))
     expect(unread).toEqual([])
