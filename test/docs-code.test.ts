@@ -84,7 +84,7 @@ function fencedBlocks(file: string): { blocks: Block[]; problems: string[] } {
   return { blocks, problems }
 }
 
-/** Whether `source` imports or reads `path` (given relative to the root), from the folder `from`. */
+/** Whether `source` imports `path` (as `…/path-without-extension.js'`) or reads it (its path in a string). */
 function references(source: string, path: string): boolean {
   const stem = path.replace(/\.tsx?$/, '')
   return source.includes(`${stem}.js'`) || source.includes(`${path}'`) || source.includes(`${path}\``)
