@@ -62,12 +62,6 @@ describe('docs/guard.md: a planning model (examples/planning-model.ts)', () => {
     expect(builder.requests()).toEqual([])
     expect(agent.session.events.at(-1)?.type).toBe('turn/end')
   })
-
-  it('R93: the default models (Anthropic plans, OpenAI builds) are built without a key; none is asked before a turn', async () => {
-    const { planMode, agent } = createTwoModelAgent()
-    services.push(planMode)
-    expect(agent.session.events).toEqual([])
-  })
 })
 
 describe('docs/guard.md: a headless CI job (examples/headless-ci.ts)', () => {
