@@ -27,16 +27,16 @@ import {
   type UserMessage,
 } from 'xstate-plan-mode'
 import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
-import { chooseChatModel } from './chat-model.js'
+import { chooseChatModel } from '../shared/chat-model.js'
 import { errorMessage, styles as makeStyles, type CliIo, type Styles } from './io.js'
 import { newLogPath, openNewLog } from './log-file.js'
 import { renderMarkdown } from './markdown.js'
-import { offlineChatModel } from './offline-model.js'
+import { offlineChatModel } from '../shared/offline-model.js'
 import { planCommandRunner } from './plan-command.js'
-import { countLines, workspaceTools } from './workspace-tools.js'
+import { countLines, workspaceTools } from '../shared/workspace-tools.js'
 import { inspectHint } from './invocation.js'
 // One rule for what a comment on a line quotes, in the chat and in the visualizer's page (R100).
-import { lineQuote } from '../visualizer/client/model.js'
+import { lineQuote } from '../shared/visualizer/client/model.js'
 
 export { lineQuote }
 

@@ -11,12 +11,12 @@ import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage } from '
 import { createPlanMode, PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, type PlanAgent, type ReviewAnswer, type ReviewChannel, type SessionEvent } from 'xstate-plan-mode'
 import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
 import { createPlanModeInspector, type PlanModeInspector } from 'xstate-plan-mode/inspect'
-import type { Visualizer } from '../visualizer/server.js'
+import type { Visualizer } from '../shared/visualizer/server.js'
 import { untilAborted, type CliIo, type Styles } from './io.js'
 import { inspectHint } from './invocation.js'
 import { newLogPath, openNewLog } from './log-file.js'
 import { planCommandRunner } from './plan-command.js'
-import { scriptedModel, type ScriptedReply } from './scripted-model.js'
+import { scriptedModel, type ScriptedReply } from '../shared/scripted-model.js'
 
 /** Options of {@link runDemo}. */
 export interface DemoOptions {

@@ -37,9 +37,7 @@ export interface CliIo {
 }
 
 /** Bad input: `main` prints its message as one line on stderr and returns exit code 2. */
-export class CliError extends Error {
-  override readonly name = 'CliError'
-}
+export { CliError } from '../shared/cli-error.js'
 
 /**
  * Why `bin.ts` aborts `CliIo.signal`: the signal that asked the CLI to stop (R108). A command

@@ -264,9 +264,9 @@ function integer(name: string, text: string, min: number, max: number): number {
   return value
 }
 
-/** The package's version, from its package.json (beside `cli/` in a clone, beside `dist/` when built). */
+/** The package's version, from its package.json (found by the package's own name: from `apps/cli/` in a clone, from `dist/` when built). */
 function version(): string {
-  return (createRequire(import.meta.url)('../package.json') as { version: string }).version
+  return (createRequire(import.meta.url)('xstate-plan-mode/package.json') as { version: string }).version
 }
 
 /**

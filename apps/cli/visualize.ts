@@ -7,8 +7,8 @@
 import { basename } from 'node:path'
 import { createMemorySessionLog, createPlanMode } from 'xstate-plan-mode'
 import { createPlanModeInspector } from 'xstate-plan-mode/inspect'
-import { logAgentId } from '../visualizer/log-reading.js'
-import type { Visualizer } from '../visualizer/server.js'
+import { logAgentId } from '../shared/visualizer/log-reading.js'
+import type { Visualizer } from '../shared/visualizer/server.js'
 import { loadLogFile } from './log-file.js'
 import { CliError, untilAborted, yieldUnlessStopped, type CliIo } from './io.js'
 
@@ -17,7 +17,7 @@ import { CliError, untilAborted, yieldUnlessStopped, type CliIo } from './io.js'
  * @throws CliError when the port is taken or the page's files cannot be found.
  */
 export async function startVisualizer(port: number): Promise<Visualizer> {
-  const { start } = await import('../visualizer/server.js')
+  const { start } = await import('../shared/visualizer/server.js')
   try {
     return await start({ port })
   } catch (error) {

@@ -5,7 +5,7 @@
  * bad input (a `CliError`), reported before anything starts.
  */
 import { createGateway, type LanguageModel } from 'ai'
-import { CliError } from './io.js'
+import { CliError } from './cli-error.js'
 
 /** The providers `--provider` accepts. */
 export const CHAT_PROVIDERS = ['openai', 'anthropic', 'gateway', 'offline'] as const

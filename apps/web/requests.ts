@@ -1,6 +1,6 @@
 /**
- * What the web chat takes from a request (R104), in one place for its instances (`web/server.ts`)
- * and the cluster's proxy in front of them (`web/cluster.ts`): a request one refuses, the other
+ * What the web chat takes from a request (R104), in one place for its instances (`apps/web/server.ts`)
+ * and the cluster's proxy in front of them (`apps/web/cluster.ts`): a request one refuses, the other
  * refuses too, with the same status and text.
  */
 import type { IncomingMessage } from 'node:http'

@@ -1,6 +1,6 @@
 /**
  * The web chat's server: one instance of a `useChat` app with plan mode. Every request may land on
- * any instance (a load balancer, the round-robin proxy of `web/cluster.ts`), so nothing lives only
+ * any instance (a load balancer, the round-robin proxy of `apps/web/cluster.ts`), so nothing lives only
  * in this process: the session log, the pending selections and the open reviews are in PostgreSQL
  * (`xstate-plan-mode/postgres`), and each chat's messages are saved there after every response.
  * The process keeps only caches: the service's attached agents and the open sessions, which
@@ -21,10 +21,10 @@
  *   decisions the SDK's approve/deny cannot carry either (R101): `Approve in a fresh context`,
  *   `Leave plan mode`; see `review` below;
  * - `GET /api/chart`: the statechart's definition, for the page's drawing;
- * - anything else: the built page (`web/dist`, `npm run web:build`).
+ * - anything else: the built page (`apps/web/dist`, `npm run web:build`).
  * Every response names the instance that answered it (`x-plan-mode-instance`).
  *
- * What a request must be (R103–R106, the demo's security contract; `web/requests.ts` holds the
+ * What a request must be (R103–R106, the demo's security contract; `apps/web/requests.ts` holds the
  * checks the cluster's proxy makes too): a loopback `Host` (421); for a POST, this server's own
  * `Origin` (403) and a JSON body (415) of at most 4 MiB (413) nested at most 64 deep (400). A chat
  * is the browser's that first wrote in it: the browser gets a random owner id, signed with the
@@ -76,8 +76,8 @@ import {
 } from 'xstate-plan-mode'
 import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
 import { createPostgresPlanStore, isSeqTaken, type PgListen, type PgQueryable, type PostgresSessionLog } from 'xstate-plan-mode/postgres'
-import { offlineChatModel } from '../cli/offline-model.js'
-import { workspaceTools } from '../cli/workspace-tools.js'
+import { offlineChatModel } from '../shared/offline-model.js'
+import { workspaceTools } from '../shared/workspace-tools.js'
 import {
   BODY_TOO_LARGE,
   CROSS_SITE_REFUSED,
@@ -92,7 +92,7 @@ import {
   TOO_DEEP,
 } from './requests.js'
 // The library's one bounded wait and timer bound (the web chat runs from this repository's sources).
-import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from '../src/timeouts.js'
+import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from './timeouts.js'
 
 /** The plan-mode section: the model plans while it is in the system prompt. */
 export const SECTION =
@@ -122,7 +122,7 @@ export interface WebChatOptions {
   listen: PgListen
   /** This instance's name, sent with every response. */
   instance: string
-  /** The model; the offline model (`cli/offline-model.ts`) when absent. */
+  /** The model; the offline model (`apps/shared/offline-model.ts`) when absent. */
   model?: LanguageModel
   /** The offline model's pause between streamed chunks, in ms (default 40). */
   chunkDelayMs?: number
@@ -194,7 +194,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const turnLeaseMs = checkTurnLease(options.turnLeaseMs ?? DEFAULT_TURN_LEASE_MS)
   // Validated a whole number above: safe to write into the statement.
   const turnLease = `interval '${turnLeaseMs} milliseconds'`
-  const workspace = options.workspace ?? fileURLToPath(new URL('..', import.meta.url))
+  const workspace = options.workspace ?? fileURLToPath(new URL('../..', import.meta.url))
   const chunkDelayMs = options.chunkDelayMs ?? 40
   const model = options.model ?? offlineChatModel({ section: SECTION, chunkDelayMs, replyDelayMs: options.replyDelayMs ?? chunkDelayMs })
   const store = createPostgresPlanStore({ db, listen, prefix: 'web_' })
@@ -1206,7 +1206,7 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
 }
 
-/** The built page: `/` and unknown paths are the app; files come from `web/dist` only. */
+/** The built page: `/` and unknown paths are the app; files come from `apps/web/dist` only. */
 async function page(path: string, res: ServerResponse): Promise<void> {
   const relative = normalize(path).replace(/^([/\\])+/, '')
   const file = relative === '' || !extname(relative) ? 'index.html' : relative

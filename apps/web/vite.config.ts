@@ -3,12 +3,12 @@ import { defineConfig } from 'vite'
 import { recordSources } from './build.mjs'
 
 /**
- * Builds the web chat's page (`web/page/`) into `web/dist/`, which the server serves. The page
+ * Builds the web chat's page (`apps/web/page/`) into `apps/web/dist/`, which the server serves. The page
  * imports the package by name, as a user's app does; here the names resolve to the sources.
- * `npm start` builds through `web/build.mjs`, which skips a build whose sources are unchanged (R111):
+ * `npm start` builds through `apps/web/build.mjs`, which skips a build whose sources are unchanged (R111):
  * `recordSources` writes down what this build read.
  */
-const src = (path: string) => fileURLToPath(new URL(`../src/${path}`, import.meta.url))
+const src = (path: string) => fileURLToPath(new URL(`../../src/${path}`, import.meta.url))
 
 export default defineConfig({
   root: fileURLToPath(new URL('./page/', import.meta.url)),

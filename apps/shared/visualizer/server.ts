@@ -2,7 +2,7 @@
  * The visualizer's server: one local page that shows every agent's plan-mode statechart live.
  *
  * - `GET /` serves the page; its modules (`/app.js`, …) are the TypeScript sources of
- *   `visualizer/client/`, transpiled on request, and elkjs comes from `node_modules`: no CDN and no
+ *   `apps/shared/visualizer/client/`, transpiled on request, and elkjs comes from `node_modules`: no CDN and no
  *   build step.
  * - `ws://…/inspect` receives inspection messages (the Stately protocol plus `plan-mode.agent` and
  *   `plan-mode.log`, see `xstate-plan-mode/inspect`) from any number of agents' inspectors.

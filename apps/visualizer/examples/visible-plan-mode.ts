@@ -1,7 +1,7 @@
 import { createPlanMode, type PlanAgent, type PlanModeOptions } from 'xstate-plan-mode'
 import { createPlanModeInspector } from 'xstate-plan-mode/inspect'
 
-/** Plan mode whose agents show live in the visualizer (`node visualizer/cli.mjs`). */
+/** Plan mode whose agents show live in the visualizer (`node apps/visualizer/cli.mjs`). */
 export function createVisiblePlanMode(section: string, options: PlanModeOptions = {}, url = 'ws://127.0.0.1:5178/inspect') {
   const inspector = createPlanModeInspector({ url }) // buffers until the visualizer is up
   const planMode = createPlanMode({ section }, { ...options, inspect: inspector.inspect })

@@ -876,7 +876,7 @@ const FENCE = /^\s*(?:```|~~~)/
  * The quote a click on a block anchors to (R100): the plan's line the block is written on (all its
  * lines for a block written on several, a code block without its fences), without its indentation,
  * its heading, list or block-quote marker and its trailing spaces, as the terminal chat quotes a
- * line (`lineQuote` of cli/chat.ts): the words, not the markup, so that the quote still names them
+ * line (`lineQuote` of apps/cli/chat.ts): the words, not the markup, so that the quote still names them
  * when a revision renumbers the list. Always one piece of the plan, hence an exact excerpt of it;
  * the trimmed line when nothing but a marker is left.
  */

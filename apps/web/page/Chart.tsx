@@ -1,5 +1,5 @@
 /**
- * The agent's statechart, drawn by the visualizer's own chart module (`visualizer/client/chart.ts`:
+ * The agent's statechart, drawn by the visualizer's own chart module (`apps/shared/visualizer/client/chart.ts`:
  * elkjs layout, SVG, a class toggle for the live states), from the definition the server sends,
  * highlighted with the state value of the agent's actor on the instance that answered.
  *
@@ -9,8 +9,8 @@
  */
 import ELK from 'elkjs/lib/elk.bundled.js'
 import { useEffect, useMemo, useRef, useState } from 'react'
-import { CHART_FONTS, canvasMeasure, chartModel, drawChart, highlight, layoutChart } from '../../visualizer/client/chart.js'
-import { activeStatePaths, type StateNodeDefinition } from '../../visualizer/client/model.js'
+import { CHART_FONTS, canvasMeasure, chartModel, drawChart, highlight, layoutChart } from '../../shared/visualizer/client/chart.js'
+import { activeStatePaths, type StateNodeDefinition } from '../../shared/visualizer/client/model.js'
 
 /** The least the chart is scaled down: its smallest text stays at 9 px; the panel scrolls instead. */
 const MIN_SCALE = 9 / Math.min(CHART_FONTS.state, CHART_FONTS.edge)

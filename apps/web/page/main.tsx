@@ -8,7 +8,7 @@ import { VALIDATES_WITHOUT_EVAL } from './jitless.js'
 import type { UIMessage } from 'ai'
 import { createRoot } from 'react-dom/client'
 import { App } from './App.js'
-import '../../visualizer/client/style.css'
+import '../../shared/visualizer/client/style.css'
 import './style.css'
 
 const CHAT_ID = /^[A-Za-z0-9_-]{1,100}$/

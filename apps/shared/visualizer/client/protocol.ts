@@ -21,7 +21,7 @@ export interface WireItem {
 }
 
 /**
- * The library's reading of one log event, made by the server (`visualizer/log-reading.ts`): the
+ * The library's reading of one log event, made by the server (`apps/shared/visualizer/log-reading.ts`): the
  * page cannot import the library, and must not define the log's meaning a second time.
  */
 export interface LogReading {
