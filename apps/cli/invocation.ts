@@ -7,7 +7,7 @@ import { dirname, isAbsolute, relative, resolve, sep } from 'node:path'
 
 /** How the running CLI was started. */
 export interface Invocation {
-  /** The script Node runs (`process.argv[1]`): `cli/bin.ts` in a clone, the `plan-mode` bin, `dist/cli.js`, … */
+  /** The script Node runs (`process.argv[1]`): `apps/cli/bin.ts` in a clone, the `plan-mode` bin, `dist/cli.js`, … */
   script: string | undefined
   /** The directory the user ran the command from (npm runs scripts in the package root and keeps it in `INIT_CWD`). */
   userCwd: string
@@ -29,7 +29,7 @@ export function currentInvocation(env: Record<string, string | undefined> = proc
 
 /**
  * The command that runs `plan-mode <args>` the way this CLI was run:
- * - from a clone's sources (`cli/bin.ts`, i.e. `npm run demo` or `npm run cli`): `npm run cli -- <args>`,
+ * - from a clone's sources (`apps/cli/bin.ts`, i.e. `npm run demo` or `npm run cli`): `npm run cli -- <args>`,
  *   with `--prefix <clone>` when the user is outside the clone (npm runs it in the clone's root);
  * - from a project's local install (`node_modules/.bin/plan-mode`): `npx plan-mode <args>`;
  * - from a build run by path (`node dist/cli.js`): `node <that path> <args>`;
@@ -42,8 +42,8 @@ export function cliCommand(args: readonly string[], paths: ReadonlySet<number> =
   const absolute = (arg: string, i: number) => (paths.has(i) ? resolve(cwd, arg) : arg)
   const asGiven = (arg: string, i: number) => (paths.has(i) && userCwd !== cwd ? resolve(cwd, arg) : arg)
 
-  if (normalized.endsWith('/cli/bin.ts')) {
-    const root = dirname(dirname(script!))
+  if (normalized.endsWith('/apps/cli/bin.ts')) {
+    const root = dirname(dirname(dirname(script!)))
     const inside = !relative(root, userCwd).startsWith('..') && !isAbsolute(relative(root, userCwd))
     const npm = inside ? 'npm run cli --' : `npm --prefix ${quote(root)} run cli --`
     return [npm, ...args.map(absolute).map(quote)].join(' ')
