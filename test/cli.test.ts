@@ -662,7 +662,7 @@ describe('the visualizer script', () => {
   it('--help prints its usage and exits 0', async () => {
     const result = await runScript(['--help'])
     expect(result).toMatchObject({ code: 0, stderr: '' })
-    expect(result.stdout).toMatch(/^Usage: node visualizer\/cli\.mjs \[--port N\] \[--demo\]\n/)
+    expect(result.stdout).toMatch(/^Usage: node apps\/visualizer\/cli\.mjs \[--port N\] \[--demo\]\n/)
   })
 
   it('an unknown option is one line and exit code 2', async () => {

@@ -848,7 +848,7 @@ describe('npm run visualizer', () => {
   it('--help prints its usage and exits 0', async () => {
     const result = await npm(['--help'])
     expect(result).toMatchObject({ code: 0, stderr: '' })
-    expect(result.stdout).toMatch(/^Usage: node visualizer\/cli\.mjs \[--port N\] \[--demo\]\n/)
+    expect(result.stdout).toMatch(/^Usage: node apps\/visualizer\/cli\.mjs \[--port N\] \[--demo\]\n/)
   })
 
   it('a port in use is one line, plan-mode: …, and exit code 2', async () => {
