@@ -28,7 +28,7 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
   {
     // The CLI is an app beside the library: it imports the package by its name, which Node
     // resolves through package.json "exports" (a self-reference) to the bundles above.
-    entry: { cli: 'cli/bin.ts' },
+    entry: { cli: 'apps/cli/bin.ts' },
     format: ['esm'],
     sourcemap: true,
     clean: false,
@@ -37,7 +37,7 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     async onSuccess() {
       // The visualizer page, prebuilt: users have neither typescript nor elkjs at run time.
       const ts = (await import('typescript')).default
-      const from = 'visualizer/client/'
+      const from = 'apps/shared/visualizer/client/'
       const to = `${outDir}/visualizer-client/`
       await mkdir(to, { recursive: true })
       for (const name of await readdir(from)) {

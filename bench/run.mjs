@@ -39,8 +39,8 @@ const PROFILE_ALL = process.argv.includes('--profile-all')
 function runChild(script, args) {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(new URL(script, import.meta.url)), args, {
-      // The TypeScript loader: the postgres suite starts its cluster with scripts/local-postgres.ts.
-      execArgv: ['--expose-gc', '--max-old-space-size=8192', '--import', fileURLToPath(new URL('../visualizer/register.mjs', import.meta.url))],
+      // The TypeScript loader: the postgres suite starts its cluster with apps/shared/local-postgres.ts.
+      execArgv: ['--expose-gc', '--max-old-space-size=8192', '--import', fileURLToPath(new URL('../apps/shared/register.mjs', import.meta.url))],
       env: { ...process.env, ...(QUICK ? { BENCH_QUICK: '1' } : {}) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })

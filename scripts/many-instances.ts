@@ -7,7 +7,7 @@
 import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { onServer, startInstance } from '../examples/many-instances.js'
-import { startTestPostgres } from './local-postgres.js'
+import { startTestPostgres } from '../apps/shared/local-postgres.js'
 
 const PLAN = '# Add the audit log\n\n1. Create the table.\n2. Write to it on every change.'
 const APPROVE = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 /**
  * Draws the plan-mode statechart as a static SVG (docs/statechart.svg) from the built machine:
- * `npm run statechart` (`npm run build && node --import ./visualizer/register.mjs
+ * `npm run statechart` (`npm run build && node --import ./apps/shared/register.mjs
  * scripts/statechart-svg.mjs --fit 1600x1200`).
  *
- * The layout is the visualizer's own (visualizer/client/chart.ts, `layoutChart`): each region of
+ * The layout is the visualizer's own (apps/shared/visualizer/client/chart.ts, `layoutChart`): each region of
  * the parallel root one layered elkjs layout, the regions packed into rows that show the chart
  * largest in the `--fit` box. The chart model is read here from the live machine rather than from
  * its JSON definition (what the page receives), because only the live state nodes still carry
@@ -16,7 +16,7 @@ import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ELK from 'elkjs/lib/elk.bundled.js'
 import { planModeMachine } from '../dist/index.js'
-import { METRICS, layoutChart } from '../visualizer/client/chart.ts'
+import { METRICS, layoutChart } from '../apps/shared/visualizer/client/chart.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const output = resolve(here, '../docs/statechart.svg')

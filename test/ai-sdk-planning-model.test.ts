@@ -3,7 +3,7 @@ import { MockLanguageModelV3 } from 'ai/test'
 import { afterEach, describe, expect, it } from 'vitest'
 import { withPlanMode, type PlanModeAiSdk, type StepProviderOptions } from '../src/adapters/ai-sdk.js'
 import { createMemorySessionLog, createPlanMode, type CommandResult, type PlanAgent, type PlanMode } from '../src/index.js'
-import { respondingModel, type ScriptedReply } from '../cli/scripted-model.js'
+import { respondingModel, type ScriptedReply } from '../apps/shared/scripted-model.js'
 import { seen, type LoopKind } from './fixtures/ai-sdk-model.js'
 
 const SYSTEM = 'You are a careful coding agent.'

@@ -15,10 +15,10 @@ import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CHAT_SECTION, chooseOption, lineQuote, numberedLines, planVersionLines } from '../cli/chat.js'
-import { chooseChatModel, importProvider } from '../cli/chat-model.js'
-import { CliError, styles } from '../cli/io.js'
-import { main, type CliIo } from '../cli/main.js'
+import { CHAT_SECTION, chooseOption, lineQuote, numberedLines, planVersionLines } from '../apps/cli/chat.js'
+import { chooseChatModel, importProvider } from '../apps/shared/chat-model.js'
+import { CliError, styles } from '../apps/cli/io.js'
+import { main, type CliIo } from '../apps/cli/main.js'
 import { createMemorySessionLog, type PlanAgent } from '../src/index.js'
 import { terminalPage } from './fixtures/ansi-html.js'
 import { launchChromium } from './fixtures/browser.js'
@@ -860,7 +860,7 @@ describe('plan-mode chat as a process', () => {
   function spawnChat(cwd: string, log: string) {
     const child = spawn(
       process.execPath,
-      ['--import', join(REPO, 'visualizer/register.mjs'), join(REPO, 'cli/bin.ts'), 'chat', '--provider', 'offline', '--log', log],
+      ['--import', join(REPO, 'apps/shared/register.mjs'), join(REPO, 'apps/cli/bin.ts'), 'chat', '--provider', 'offline', '--log', log],
       { cwd, env: { ...process.env, NO_COLOR: '1', PLAN_MODE_STOP_GRACE_MS: '30000' }, stdio: ['pipe', 'pipe', 'pipe'] },
     )
     let out = ''

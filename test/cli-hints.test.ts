@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { cliCommand, currentInvocation, inspectHint, type Invocation } from '../cli/invocation.js'
+import { cliCommand, currentInvocation, inspectHint, type Invocation } from '../apps/cli/invocation.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '')
 
 describe('the inspect hint names the command as it was run', () => {
-  const clone = (userCwd: string): Invocation => ({ script: '/src/app/cli/bin.ts', userCwd, cwd: '/src/app' })
+  const clone = (userCwd: string): Invocation => ({ script: '/src/app/apps/cli/bin.ts', userCwd, cwd: '/src/app' })
 
   it('from a clone (npm start, npm run cli): npm run cli -- inspect <absolute path>', () => {
     expect(inspectHint('/tmp/x/session.jsonl', clone('/src/app'))).toBe('inspect it: npm run cli -- inspect /tmp/x/session.jsonl')

@@ -3,7 +3,7 @@
  * colours; only the styling differs (and code spans keep their backticks when plain).
  */
 import { describe, expect, it } from 'vitest'
-import { renderInline, renderMarkdown } from '../cli/markdown.js'
+import { renderInline, renderMarkdown } from '../apps/cli/markdown.js'
 
 const ESC = '\u001b['
 const bold = (text: string) => `${ESC}1m${text}${ESC}22m`

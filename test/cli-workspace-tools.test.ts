@@ -9,7 +9,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
-import { MAX_READ_BYTES, countLines, listFiles, readTextFile } from '../cli/workspace-tools.js'
+import { MAX_READ_BYTES, countLines, listFiles, readTextFile } from '../apps/shared/workspace-tools.js'
 
 /**
  * What runs before the tools' next open() or readdir() (which opens a directory), once: a test

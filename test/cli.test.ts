@@ -10,8 +10,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
-import { loadLogFile } from '../cli/log-file.js'
-import { main, type CliIo } from '../cli/main.js'
+import { loadLogFile } from '../apps/cli/log-file.js'
+import { main, type CliIo } from '../apps/cli/main.js'
 import { parseJsonlLog } from '../src/node.js'
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url))
@@ -477,7 +477,7 @@ describe('serving', () => {
   })
 })
 
-/** The CLI as a user runs it: `node --import visualizer/register.mjs cli/bin.ts …` (`npm run cli`). */
+/** The CLI as a user runs it: `node --import apps/shared/register.mjs apps/cli/bin.ts …` (`npm run cli`). */
 const REPO = fileURLToPath(new URL('..', import.meta.url))
 interface CliProcess {
   child: ChildProcess
@@ -489,7 +489,7 @@ interface CliProcess {
   seen(text: string): Promise<void>
 }
 function spawnCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliProcess {
-  const child = spawn(process.execPath, ['--import', join(REPO, 'visualizer/register.mjs'), join(REPO, 'cli/bin.ts'), ...args], {
+  const child = spawn(process.execPath, ['--import', join(REPO, 'apps/shared/register.mjs'), join(REPO, 'apps/cli/bin.ts'), ...args], {
     cwd: options.cwd ?? REPO,
     env: { ...process.env, NO_COLOR: '1', ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -651,7 +651,7 @@ describe('stopping: SIGTERM ends every command within a second (R108)', () => {
 })
 
 describe('the visualizer script', () => {
-  const script = fileURLToPath(new URL('../visualizer/cli.mjs', import.meta.url))
+  const script = fileURLToPath(new URL('../apps/visualizer/cli.mjs', import.meta.url))
   const runScript = (args: string[]) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       execFile(process.execPath, [script, ...args], { timeout: 20_000 }, (error, stdout, stderr) =>
@@ -662,7 +662,7 @@ describe('the visualizer script', () => {
   it('--help prints its usage and exits 0', async () => {
     const result = await runScript(['--help'])
     expect(result).toMatchObject({ code: 0, stderr: '' })
-    expect(result.stdout).toMatch(/^Usage: node visualizer\/cli\.mjs \[--port N\] \[--demo\]\n/)
+    expect(result.stdout).toMatch(/^Usage: node apps\/visualizer\/cli\.mjs \[--port N\] \[--demo\]\n/)
   })
 
   it('an unknown option is one line and exit code 2', async () => {

@@ -2,11 +2,11 @@ import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { pgListen, type PgListen } from '../src/adapters/postgres.js'
-import { startTestPostgres, type TestPostgres } from '../scripts/local-postgres.js'
+import { startTestPostgres, type TestPostgres } from '../apps/shared/local-postgres.js'
 
 /**
  * The database of a test file, made before its tests and closed after them: one PGlite, or a
- * throwaway PostgreSQL server (scripts/local-postgres.ts). Kept out of test/helpers.ts, which the
+ * throwaway PostgreSQL server (apps/shared/local-postgres.ts). Kept out of test/helpers.ts, which the
  * files without a database import.
  */
 

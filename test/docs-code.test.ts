@@ -39,8 +39,8 @@ const RUNNERS: Record<string, { test: string; via?: string; typeChecked?: string
     test: 'test/readme-use-chat.test.ts',
     typeChecked: 'a React component: tsc checks it against @ai-sdk/react; the route it talks to is run by the test, and the web chat (web/page/, driven in Chromium) is the same client in full',
   },
-  'visualizer/examples/visible-plan-mode.ts': { test: 'test/visualizer.test.ts' },
-  'visualizer/examples/stately-inspector.ts': { test: 'test/inspect.test.ts' },
+  'apps/visualizer/examples/visible-plan-mode.ts': { test: 'test/visualizer.test.ts' },
+  'apps/visualizer/examples/stately-inspector.ts': { test: 'test/inspect.test.ts' },
 }
 
 /** Blocks that are not code to run. `assertedBy`: the test that checks the block is what the command prints. */

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
-import { formatReport, inspectEvents } from '../cli/inspect.js'
-import { styles } from '../cli/io.js'
+import { formatReport, inspectEvents } from '../apps/cli/inspect.js'
+import { styles } from '../apps/cli/io.js'
 import type { PlanMode, SessionEvent } from '../src/index.js'
 import { planInCi } from '../examples/headless-ci.js'
 import { createTwoModelAgent } from '../examples/planning-model.js'
 import { scriptedModel } from './fixtures/ai-sdk-model.js'
-import { respondingModel } from '../cli/scripted-model.js'
+import { respondingModel } from '../apps/shared/scripted-model.js'
 
 const GUIDE = readFileSync(new URL('../docs/guard.md', import.meta.url), 'utf8')
 const example = (name: string) => readFileSync(new URL(`../examples/${name}`, import.meta.url), 'utf8')

@@ -54,7 +54,7 @@ describe('npm start builds the web page only when its sources changed', () => {
   it('R111: two first starts at once both build and leave one whole build (each written beside the directory and renamed into place, no temp directory behind); a second start skips the build and loads no vite; a changed source builds again', async () => {
     const out = join(temp, 'page')
     const build = (env: Record<string, string> = {}) =>
-      run(process.execPath, [join(ROOT, 'web', 'build.mjs'), '--out-dir', 'page'], { cwd: temp, env: { ...ENV, ...env }, maxBuffer: 1 << 24 })
+      run(process.execPath, [join(ROOT, 'apps', 'web', 'build.mjs'), '--out-dir', 'page'], { cwd: temp, env: { ...ENV, ...env }, maxBuffer: 1 << 24 })
 
     // Two starts at once (two `npm start`s, a test run beside a start): both build, one build stays, whole.
     const both = await Promise.all([build(), build()])
@@ -65,7 +65,7 @@ describe('npm start builds the web page only when its sources changed', () => {
     for (const asset of assets) await access(join(out, asset))
     expect((await readdir(temp)).filter((name) => name.startsWith('page'))).toEqual(['page'])
     const record = JSON.parse(await readFile(join(out, '.sources.json'), 'utf8')) as { sources: Record<string, string> }
-    for (const file of ['web/page/App.tsx', 'web/page/index.html', 'web/page/style.css', 'visualizer/client/chart.ts', 'web/vite.config.ts', 'package-lock.json']) {
+    for (const file of ['apps/web/page/App.tsx', 'apps/web/page/index.html', 'apps/web/page/style.css', 'apps/shared/visualizer/client/chart.ts', 'apps/web/vite.config.ts', 'package-lock.json']) {
       expect(record.sources[file]).toMatch(/^[0-9a-f]{64}$/)
     }
     const built = await stat(join(out, 'index.html'))
@@ -77,7 +77,7 @@ describe('npm start builds the web page only when its sources changed', () => {
     expect((await stat(join(out, 'index.html'))).mtimeMs).toBe(built.mtimeMs)
 
     // A source that changed since (its recorded hash differs): the build runs, so vite is loaded.
-    record.sources['web/page/App.tsx'] = '0'.repeat(64)
+    record.sources['apps/web/page/App.tsx'] = '0'.repeat(64)
     await writeFile(join(out, '.sources.json'), JSON.stringify(record))
     const stale = await build({ NODE_OPTIONS: noVite }).then(
       () => 'built without vite',
@@ -92,7 +92,7 @@ describe('the CLI from a clone starts without compiling TypeScript', () => {
     const env = { ...ENV, PLAN_MODE_TS_CACHE: join(temp, 'ts-cache') }
     const noTypescript = await refuse('typescript', /\/node_modules\/typescript\/|^typescript$/)
     const cli = (args: string[], imports: string[] = []) =>
-      run(process.execPath, [...imports.flatMap((file) => ['--import', file]), '--import', './visualizer/register.mjs', 'cli/bin.ts', ...args], {
+      run(process.execPath, [...imports.flatMap((file) => ['--import', file]), '--import', './apps/shared/register.mjs', 'apps/cli/bin.ts', ...args], {
         cwd: ROOT,
         env,
       })

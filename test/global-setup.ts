@@ -2,7 +2,7 @@
  * Runs once per `vitest run`, before any test file: what several files (or one file's every run)
  * would otherwise build for themselves is built here, once.
  *
- * - The web chat's page (`web/dist/`), which the browser tests serve: `web/build.mjs`, as
+ * - The web chat's page (`apps/web/dist/`), which the browser tests serve: `apps/web/build.mjs`, as
  *   `npm start` runs it, so a run whose page sources are unchanged skips the build (R111), and a
  *   build lands whole (a temp directory renamed into place) even with another run or `npm start`
  *   of this clone building at the same time.
@@ -25,5 +25,5 @@ function node(args: string[]): Promise<void> {
 }
 
 export default async function setup(): Promise<void> {
-  await node(['web/build.mjs'])
+  await node(['apps/web/build.mjs'])
 }

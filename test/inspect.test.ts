@@ -13,7 +13,7 @@ import {
   type SnapshotMessage,
 } from '../src/adapters/inspect.js'
 import { createMemorySessionLog, createPlanMode, planModeMachine, type PlanAgent } from '../src/index.js'
-import { createStatelyInspectedPlanMode } from '../visualizer/examples/stately-inspector.js'
+import { createStatelyInspectedPlanMode } from '../apps/visualizer/examples/stately-inspector.js'
 
 /** A stand-in with the plan-mode chart's shape: parallel regions, nested pending states. */
 const regions = createMachine({
@@ -243,7 +243,7 @@ describe('inspector: the WebSocket transport', () => {
     cleanups.push(() => server.close())
     const refusedPort = await freePort()
     const inspectModule = pathToFileURL(fileURLToPath(new URL('../src/adapters/inspect.ts', import.meta.url))).href
-    const register = fileURLToPath(new URL('../visualizer/register.mjs', import.meta.url))
+    const register = fileURLToPath(new URL('../apps/shared/register.mjs', import.meta.url))
     const script = `
       import { createActor, createMachine } from 'xstate'
       import { createPlanModeInspector } from ${JSON.stringify(inspectModule)}
@@ -286,7 +286,7 @@ describe('inspector: the WebSocket transport', () => {
 })
 
 describe('docs/cli-and-visualizer.md: the hosted Stately inspector sees the same actors', () => {
-  it('visualizer/examples/stately-inspector.ts: through @statelyai/inspect/server, the relay that feeds https://stately.ai/inspect', async () => {
+  it('apps/visualizer/examples/stately-inspector.ts: through @statelyai/inspect/server, the relay that feeds https://stately.ai/inspect', async () => {
     const port = await freePort()
     const { planMode, close } = createStatelyInspectedPlanMode('PLAN', port)
     cleanups.push(close)

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { APPROVED_NEWS_TEXT, NOTICE_TEXTS, REVIEW_MESSAGES } from '../src/index.js'
-import { offlineReply, readConversation } from '../cli/offline-model.js'
+import { offlineReply, readConversation } from '../apps/shared/offline-model.js'
 
 /**
- * The offline model (`cli/offline-model.ts`, the chat apps' model without an API key) reads a
+ * The offline model (`apps/shared/offline-model.ts`, the chat apps' model without an API key) reads a
  * provider-level prompt: what it answers is the user's latest message, whatever plan mode adds.
  */
 const SECTION = '## Plan mode (test section)'

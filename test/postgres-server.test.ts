@@ -42,7 +42,7 @@ function service(store: PostgresPlanStore, options: Parameters<typeof createPlan
 /** A host instance in a Node process of its own (test/fixtures/pg-instance-child.ts), killed after the file if still running. */
 function instanceProcess(prefix: string, ...args: string[]) {
   const child = fork(fileURLToPath(new URL('./fixtures/pg-instance-child.ts', import.meta.url)), [String(server.port), prefix, 's1', ...args], {
-    execArgv: ['--import', fileURLToPath(new URL('../visualizer/register.mjs', import.meta.url))],
+    execArgv: ['--import', fileURLToPath(new URL('../apps/shared/register.mjs', import.meta.url))],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   })
   closers.push(async () => void (child.exitCode === null && child.kill('SIGKILL')))

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
-import { inspectEvents } from '../cli/inspect.js'
+import { inspectEvents } from '../apps/cli/inspect.js'
 import { createPlanCommand } from '../examples/plan-command.js'
 import { PLAN_SECTION } from '../examples/plan-section.js'
 import {

@@ -14,7 +14,7 @@ it('docs/postgres.md shows the many-instances example verbatim', () => {
 it('R84, R79, R80, R81: `npm run instances`: two Node processes on one PostgreSQL server; a /plan on one applies at the other\'s next step, a review opened on one is answered on the other and told once', async () => {
   // The script itself starts a throwaway cluster and stops it, and kills its instances if it fails.
   // Its own process group: a timeout kills the script, its two instances and its cluster at once.
-  const child = spawn(process.execPath, ['--import', './visualizer/register.mjs', 'scripts/many-instances.ts'], { cwd: root, detached: true })
+  const child = spawn(process.execPath, ['--import', './apps/shared/register.mjs', 'scripts/many-instances.ts'], { cwd: root, detached: true })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk) => (stdout += chunk))

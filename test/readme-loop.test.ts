@@ -62,7 +62,7 @@ describe('docs/cli-and-visualizer.md: the visualizer and Stately inspector examp
   it('docs/cli-and-visualizer.md shows both example files verbatim (test/visualizer.test.ts and test/inspect.test.ts run them)', () => {
     const guide = readFileSync(new URL('../docs/cli-and-visualizer.md', import.meta.url), 'utf8')
     for (const file of ['visible-plan-mode.ts', 'stately-inspector.ts']) {
-      const example = readFileSync(new URL(`../visualizer/examples/${file}`, import.meta.url), 'utf8')
+      const example = readFileSync(new URL(`../apps/visualizer/examples/${file}`, import.meta.url), 'utf8')
       expect(guide).toContain(example.trim())
     }
   })

@@ -258,8 +258,8 @@ describe('R101, R102, R76: a fresh approval read from a checkpoint and the event
 describe('R101: where a decision is shown', () => {
   it('R101: the timeline line and plan-mode inspect read a fresh approval as approved (fresh context), and a leave as left', async () => {
     const { describePlanLogEvent } = await import('../src/index.js')
-    const { formatReport, inspectEvents } = await import('../cli/inspect.js')
-    const { styles } = await import('../cli/io.js')
+    const { formatReport, inspectEvents } = await import('../apps/cli/inspect.js')
+    const { styles } = await import('../apps/cli/io.js')
     const log = createMemorySessionLog([
       { type: 'plan/mode', data: { active: true } },
       { type: 'plan/review', data: { outcome: 'left', title: TITLE, plan: PLAN } },

@@ -4,9 +4,9 @@
  * durable one. Every text below is copied from docs/spec.md.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { formatReport, inspectEvents } from '../cli/inspect.js'
-import { styles } from '../cli/io.js'
-import { createLogReader } from '../visualizer/log-reading.js'
+import { formatReport, inspectEvents } from '../apps/cli/inspect.js'
+import { styles } from '../apps/cli/io.js'
+import { createLogReader } from '../apps/shared/visualizer/log-reading.js'
 import {
   HEADLESS_STOP_MESSAGE,
   createMemorySessionLog,

@@ -1,6 +1,6 @@
 import { generateText, jsonSchema, tool } from 'ai'
 import { expect, it } from 'vitest'
-import { respondingModel } from '../cli/scripted-model.js'
+import { respondingModel } from '../apps/shared/scripted-model.js'
 
 it('the offline models give tool calls ids unique across models, as a provider does: a chat continued by another instance matches approvals by them (R82; regression: both gave call-0-0)', async () => {
   const reply = () => ({ toolCalls: [{ name: 'noop', input: {} }] })

@@ -11,12 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
 import { createPlanModeInspector, type ActorMessage, type InspectionMessage } from '../src/adapters/inspect.js'
 import { createMemorySessionLog, createPlanMode, planModeMachine, type PlanAgent, type ReviewAnswer } from '../src/index.js'
-import { chartModel, layoutChart, type ElkLayout } from '../visualizer/client/chart.js'
-import { VisualizerModel, describeLogEvent, lineQuote, storyOf, summarize } from '../visualizer/client/model.js'
-import type { ServerMessage, WireItem } from '../visualizer/client/protocol.js'
-import { createRetainedHistory } from '../visualizer/history.js'
-import { createLogReader, eventTime, logAgentId } from '../visualizer/log-reading.js'
-import { parseViewerMessage, start, type Visualizer } from '../visualizer/server.js'
+import { chartModel, layoutChart, type ElkLayout } from '../apps/shared/visualizer/client/chart.js'
+import { VisualizerModel, describeLogEvent, lineQuote, storyOf, summarize } from '../apps/shared/visualizer/client/model.js'
+import type { ServerMessage, WireItem } from '../apps/shared/visualizer/client/protocol.js'
+import { createRetainedHistory } from '../apps/shared/visualizer/history.js'
+import { createLogReader, eventTime, logAgentId } from '../apps/shared/visualizer/log-reading.js'
+import { parseViewerMessage, start, type Visualizer } from '../apps/shared/visualizer/server.js'
 
 let visualizer: Visualizer
 beforeAll(async () => {
@@ -848,7 +848,7 @@ describe('npm run visualizer', () => {
   it('--help prints its usage and exits 0', async () => {
     const result = await npm(['--help'])
     expect(result).toMatchObject({ code: 0, stderr: '' })
-    expect(result.stdout).toMatch(/^Usage: node visualizer\/cli\.mjs \[--port N\] \[--demo\]\n/)
+    expect(result.stdout).toMatch(/^Usage: node apps\/visualizer\/cli\.mjs \[--port N\] \[--demo\]\n/)
   })
 
   it('a port in use is one line, plan-mode: …, and exit code 2', async () => {

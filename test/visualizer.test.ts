@@ -10,11 +10,11 @@ import { fileURLToPath } from 'node:url'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
-import { main } from '../cli/main.js'
+import { main } from '../apps/cli/main.js'
 import { createMemorySessionLog, type PlanAgent, type PlanMode, type ReviewAnswer, type ReviewChannel } from '../src/index.js'
-import { createVisiblePlanMode } from '../visualizer/examples/visible-plan-mode.js'
-import type { ServerMessage } from '../visualizer/client/protocol.js'
-import { start, type Visualizer } from '../visualizer/server.js'
+import { createVisiblePlanMode } from '../apps/visualizer/examples/visible-plan-mode.js'
+import type { ServerMessage } from '../apps/shared/visualizer/client/protocol.js'
+import { start, type Visualizer } from '../apps/shared/visualizer/server.js'
 import { launchChromium } from './fixtures/browser.js'
 
 const ARTIFACTS = new URL('./artifacts/', import.meta.url)
@@ -70,7 +70,7 @@ async function chartTextSizes(on: Page): Promise<{ smallest: number; count: numb
 beforeAll(async () => {
   await mkdir(ARTIFACTS, { recursive: true })
   visualizer = await start({ port: 0 })
-  // The README's example (visualizer/examples/visible-plan-mode.ts), pointed at this server.
+  // The README's example (apps/visualizer/examples/visible-plan-mode.ts), pointed at this server.
   visible = createVisiblePlanMode('PLAN', { review }, visualizer.inspectUrl)
   planMode = visible.planMode
   visible.show(agent)
@@ -103,7 +103,7 @@ describe('visualizer in Chromium', () => {
   })
 
   it('the highlight moves to mode.active after /plan', async () => {
-    // Logged around its run as a host logs its commands (cli/plan-command.ts).
+    // Logged around its run as a host logs its commands (apps/cli/plan-command.ts).
     agent.session.append('command/run', { commandId: 'cmd-1', name: 'plan', args: '' })
     const result = await planMode.command.run({ agent, rawInput: '' })
     agent.session.append('command/done', { commandId: 'cmd-1', ...result })

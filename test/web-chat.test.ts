@@ -3,13 +3,13 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildPlan } from '../cli/offline-model.js'
+import { buildPlan } from '../apps/shared/offline-model.js'
 import { planProjection } from '../src/index.js'
-import { startCluster, type Cluster } from '../web/cluster.js'
+import { startCluster, type Cluster } from '../apps/web/cluster.js'
 import { launchChromium } from './fixtures/browser.js'
 
 /**
- * The web chat (web/) in real Chromium, as a deployment runs it: two instances (two Node
+ * The web chat (apps/web/) in real Chromium, as a deployment runs it: two instances (two Node
  * processes) on one PostgreSQL database behind a round-robin proxy, so consecutive requests of a
  * page land on different instances. The offline model thinks 300 ms before each reply (so a
  * `/plan off` can be typed while an answer streams, between two of its steps) and streams a chunk
@@ -25,7 +25,7 @@ let browser: Browser
 let db: pg.Pool
 
 beforeAll(async () => {
-  // The page (web/dist) is built once per run, by test/global-setup.ts.
+  // The page (apps/web/dist) is built once per run, by test/global-setup.ts.
   ;[cluster, browser] = await Promise.all([startCluster({ chunkDelayMs: 25, replyDelayMs: 300 }), launchChromium()])
   db = new pg.Pool({ connectionString: cluster.databaseUrl, max: 2 })
   db.on('error', () => {})

@@ -2,17 +2,17 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
 import { expect, it } from 'vitest'
-import { offlineChatModel } from '../cli/offline-model.js'
+import { offlineChatModel } from '../apps/shared/offline-model.js'
 import { pgliteListen } from '../src/adapters/postgres.js'
 import { reviewQuestion } from '../src/index.js'
-import { SECTION, startWebChat } from '../web/server.js'
+import { SECTION, startWebChat } from '../apps/web/server.js'
 import { webClient } from './web-client.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
 it('npm run web starts the chat on PGlite with the offline model, prints its URL, and serves the plan state', async () => {
-  // What `npm run web` runs after building the page (web/main.ts), on a free port.
-  const child = spawn(process.execPath, ['--import', './visualizer/register.mjs', 'web/main.ts'], {
+  // What `npm run web` runs after building the page (apps/web/main.ts), on a free port.
+  const child = spawn(process.execPath, ['--import', './apps/shared/register.mjs', 'apps/web/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', DATABASE_URL: '', OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', AI_GATEWAY_API_KEY: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -25,7 +25,7 @@ it('npm run web starts the chat on PGlite with the offline model, prints its URL
         if (output.includes('\n')) resolve(output.split('\n')[0]!)
       })
       child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
-      child.once('exit', (code) => reject(new Error(`web/main.ts exited (${code}):\n${output}`)))
+      child.once('exit', (code) => reject(new Error(`apps/web/main.ts exited (${code}):\n${output}`)))
     })
     expect(line).toMatch(/^web chat: http:\/\/127\.0\.0\.1:\d+\/  \(model: offline \(a scripted model; no network\); log: PGlite, in memory\)$/)
     const url = /http:\/\/\S+/.exec(line)![0]

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest'
-import { startWebChat, type WebChat } from '../web/server.js'
+import { startWebChat, type WebChat } from '../apps/web/server.js'
 import { useTestPostgres } from './databases.js'
 
 /**

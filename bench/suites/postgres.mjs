@@ -1,6 +1,6 @@
 /**
  * Suite `postgres` (R83–R84): the PostgreSQL adapter on a throwaway local cluster of Debian's
- * postgresql-15 (scripts/local-postgres.ts, started and stopped here), through `pg`.
+ * postgresql-15 (apps/shared/local-postgres.ts, started and stopped here), through `pg`.
  * - flush: a step boundary that flushes a pending selection through the adapter (one statement:
  *   the row and its NOTIFY), against one `INSERT` of the same row, autocommitted, on the same
  *   connection (a pool of one);
@@ -13,7 +13,7 @@
 import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { startTestPostgres } from '../../scripts/local-postgres.ts'
+import { startTestPostgres } from '../../apps/shared/local-postgres.ts'
 import { LIB_URL, QUICK, interleave, nowNs, percentile } from '../harness.mjs'
 import { SECTION } from '../steps.mjs'
 

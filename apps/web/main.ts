@@ -1,0 +1,67 @@
+/**
+ * `npm run web`: the web chat on 127.0.0.1, on PGlite (PostgreSQL in this process) with the
+ * offline model, unless told otherwise:
+ * - `DATABASE_URL=postgres://…`: the log on that server, shared with every other instance;
+ * - `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` or `AI_GATEWAY_API_KEY`: that provider's model, as
+ *   `plan-mode chat` chooses it;
+ * - `PORT` (default 5173 for `npm run web`, 0 = a free one), `WEB_INSTANCE` (the name in
+ *   responses), `WEB_CHUNK_DELAY_MS` and `WEB_REPLY_DELAY_MS` (the offline model's pace: between
+ *   streamed chunks, and before each reply);
+ * - `PLAN_MODE_APPROVAL_SECRET` (at least 32 characters): the deployment's secret that signs
+ *   approvals (R105); without it the first instance on the database generates one and keeps it
+ *   there, for every instance on the database.
+ * Prints `web chat: <url>` once it serves, and stops on SIGINT/SIGTERM.
+ */
+import { PGlite } from '@electric-sql/pglite'
+import pg from 'pg'
+import { pgListen, pgliteListen, type PgListen, type PgQueryable } from 'xstate-plan-mode/postgres'
+import { chooseChatModel } from '../shared/chat-model.js'
+import { startWebChat } from './server.js'
+
+const env = process.env
+const choice = await chooseChatModel({}, env)
+let db: PgQueryable
+let listen: PgListen
+let endDb: () => Promise<void>
+if (env.DATABASE_URL) {
+  const config = { connectionString: env.DATABASE_URL }
+  const pool = new pg.Pool({ ...config, query_timeout: 10_000, connectionTimeoutMillis: 5_000 })
+  pool.on('error', () => {}) // a lost idle connection: the next query reports it
+  db = pool
+  listen = pgListen(async () => {
+    const client = new pg.Client(config)
+    await client.connect()
+    return client
+  })
+  endDb = () => pool.end()
+} else {
+  const lite = new PGlite()
+  await lite.waitReady
+  db = lite
+  listen = pgliteListen(lite)
+  endDb = () => lite.close()
+}
+
+const chat = await startWebChat({
+  db,
+  listen,
+  instance: env.WEB_INSTANCE ?? 'web',
+  ...(choice.provider === 'offline' ? {} : { model: choice.model }),
+  ...(env.WEB_CHUNK_DELAY_MS ? { chunkDelayMs: Number(env.WEB_CHUNK_DELAY_MS) } : {}),
+  ...(env.WEB_REPLY_DELAY_MS ? { replyDelayMs: Number(env.WEB_REPLY_DELAY_MS) } : {}),
+  port: Number(env.PORT ?? 5173),
+  ...(env.PLAN_MODE_APPROVAL_SECRET ? { approvalSecret: env.PLAN_MODE_APPROVAL_SECRET } : {}),
+})
+const database = env.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : 'PGlite, in memory'
+console.log(`web chat: ${chat.url}  (model: ${choice.label}; log: ${database})`)
+
+let stopping = false
+const stop = async () => {
+  if (stopping) return
+  stopping = true
+  await chat.close().catch(() => {})
+  await endDb().catch(() => {})
+  process.exit(0)
+}
+process.on('SIGINT', stop)
+process.on('SIGTERM', stop)

@@ -1,8 +1,0 @@
-/**
- * `node --import ./visualizer/register.mjs file.ts`: lets Node 20 run the apps' TypeScript
- * (`cli/`, `visualizer/`) directly, with `xstate-plan-mode` resolved to the library's sources in
- * `src/` (see ts-loader.mjs).
- */
-import { register } from 'node:module'
-
-register('./ts-loader.mjs', import.meta.url)
