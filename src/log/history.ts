@@ -1,4 +1,4 @@
-import type { SessionEvent, SessionLog } from '../types.js'
+import type { SessionEvent, SessionLog } from './session.js'
 import { checkpointStart } from './checkpoint.js'
 import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, presentsPlan, type PlanEpisode, type ReviewOutcome } from './kinds.js'
 

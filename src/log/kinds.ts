@@ -1,5 +1,4 @@
-import type { SessionEvent } from '../types.js'
-import type { PlanModeEvent } from '../machines/planMode.events.js'
+import type { SessionEvent } from './session.js'
 
 /**
  * The one home of the log's meaning: every event kind plan mode reads, what it means, and how
@@ -285,6 +284,23 @@ export interface PlanLogLine {
   detail: string
 }
 
+/**
+ * What a log event appended after attach tells the chart (R70): the chart's `LOG.*` events. The
+ * log defines them and the chart accepts them, so the log's meaning needs nothing of the chart.
+ */
+export type PlanLogObservation =
+  | { type: 'LOG.PLAN_MODE'; active: boolean }
+  | { type: 'LOG.TURN_START' }
+  | { type: 'LOG.TURN_END' }
+  | { type: 'LOG.REQUEST_HEADER' }
+  /** A host's logged `/plan` run (R58), heard live: its selection counts once its `command/done` says success (R86). */
+  | { type: 'LOG.COMMAND_RUN'; commandId: string; active: boolean }
+  | { type: 'LOG.COMMAND_DONE'; commandId: string; success: boolean }
+  /** A durable review's request (R79), the chart's own or another process's. */
+  | { type: 'LOG.REVIEW_REQUESTED'; review: OpenPlanReview }
+  /** A record closing a durable review (R80), the chart's own or another process's. */
+  | { type: 'LOG.REVIEW_CLOSED'; reviewId: string; outcome: ReviewOutcome; feedback?: string; toldInResult: boolean; by?: 'policy'; fresh?: true }
+
 /** One kind of log event and how each reader takes it. */
 export interface PlanLogKind {
   /** What the event means, with the rules that read it. */
@@ -307,7 +323,7 @@ export interface PlanLogKind {
    * reaches the actor (R70).
    * @throws on a payload the chart must not believe (R61).
    */
-  readonly observe?: (data: Record<string, unknown> | undefined, seq: number) => PlanModeEvent | undefined
+  readonly observe?: (data: Record<string, unknown> | undefined, seq: number) => PlanLogObservation | undefined
   /**
    * Its effect on the durable reviews' fold (R79–R81); returns `fold` itself when it changes
    * nothing. Absent: reviews are unchanged.
@@ -796,7 +812,7 @@ export function latestApprovedPlan(events: readonly SessionEvent[], before?: Rev
  * cannot matter to it (R70: dropped before they reach the actor).
  * @throws on an invalid `plan/mode` (R61).
  */
-export function observePlanLogEvent(event: SessionEvent): PlanModeEvent | undefined {
+export function observePlanLogEvent(event: SessionEvent): PlanLogObservation | undefined {
   return planLogKind(event.type)?.observe?.(payload(event), event.seq)
 }
 

@@ -1,4 +1,4 @@
-import type { SessionEvent } from '../types.js'
+import type { SessionEvent } from './session.js'
 import { PLAN_VIOLATION_EVENT, type ViolationAction } from './kinds.js'
 
 /** One `plan/violation` record (R90), with the seq the log gave it. */
