@@ -110,10 +110,14 @@ export function isReviewOutcome(value: unknown): value is ReviewOutcome {
   return CLOSING_OUTCOMES.has(value)
 }
 
-/** The news a closing record leaves for the next step boundary, or null when it tells nothing (R81). */
-function newsOf(data: Record<string, unknown>): ReviewNews | null {
-  if (data.toldInResult === true) return null
-  const { outcome, feedback } = data
+/**
+ * The news a review's outcome leaves for the next step boundary, or null when it tells nothing
+ * (R81): none once the call's result told it; an approval, a leave, a keep-planning (with its
+ * feedback) or a superseded review is told. The one reading of news: the fold reads it off a
+ * closing record, the chart off the review it closes.
+ */
+export function reviewNews(outcome: unknown, feedback: unknown, toldInResult: boolean): ReviewNews | null {
+  if (toldInResult) return null
   if (outcome === 'keep-planning' && typeof feedback === 'string') return { outcome, feedback }
   return outcome === 'approved' || outcome === 'left' || outcome === 'keep-planning' || outcome === 'superseded' ? { outcome } : null
 }
@@ -136,7 +140,7 @@ function foldReviewRecord(fold: ReviewFold, data: Record<string, unknown> | unde
     return { open, closed: null, news: null }
   }
   if (fold.open?.reviewId !== reviewId || !CLOSING_OUTCOMES.has(outcome)) return fold
-  return { open: null, closed: { reviewId, outcome: outcome as ReviewOutcome }, news: newsOf(data) }
+  return { open: null, closed: { reviewId, outcome: outcome as ReviewOutcome }, news: reviewNews(outcome, data.feedback, data.toldInResult === true) }
 }
 
 /**
@@ -561,37 +565,46 @@ export function projectPlanLogEvent(state: PlanProjectionState, event: SessionEv
 }
 
 /**
- * Folds one event into `fold` (incremental: `plan-mode inspect` folds event by event).
- * Returns `fold` itself for events that cannot matter.
+ * The one reader of the log (emmett's `evolve`): the fold after one more event, each kind read as
+ * the table says. Replay (`replayPlanLog`), restore from a checkpoint and its tail
+ * (`replayFromCheckpoint`), the checkpoint itself, the approved plan, the episode a handoff and
+ * the history read, and the incremental readers (`plan-mode inspect`, the visualizer) are this
+ * fold started from different places. Returns `fold` itself for events that cannot matter.
  * @throws on an invalid `plan/mode` (R61).
  */
-export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLogFold {
-  const kind = planLogKind(event.type)
+export function evolvePlanLog(fold: PlanLogFold, event: SessionEvent): PlanLogFold {
+  const kind = kindOf(event.type)
   if (kind === undefined) return fold
   const data = payload(event)
-  if (event.type === PLAN_MODE_EVENT) readPlanModeData(data)
+  if (kind === PLAN_MODE_KIND) readPlanModeData(data)
   // The history settles a presentation with any first closing record, a lost answer's too (R96).
   const episode = episodeAfter(fold.episode, event.type, data)
   if (kind === PLAN_REVIEW_KIND && isStrayApproval(fold.review, data)) return { ...fold, episode, lastSeq: event.seq } // R80
-  const approved = approvedAfter(fold.approved, event.type, data, event.seq)
   const told = kind.tells?.(data, fold.projection.active)
   return {
     projection: kind.project === undefined ? fold.projection : kind.project(fold.projection, data),
     openTurn: kind.opensTurn ?? fold.openTurn,
     told: told === undefined ? fold.told : told,
     review: kind.review === undefined ? fold.review : kind.review(fold.review, data, event.seq),
-    approved,
+    approved: approvedAfter(fold.approved, event.type, data, event.seq),
     episode,
     lastSeq: event.seq,
   }
 }
 
+/** The plan-mode log as a decider's read side: its initial state and its one `evolve` (R64, R76). */
+export const planLogDecider = Object.freeze({ initialState: EMPTY_PLAN_LOG_FOLD, evolve: evolvePlanLog })
+
 /**
- * Replays a whole log once (R64, R71): the same fold as `foldPlanLogEvent`, kept in locals, so
- * that attach costs close to a bare `foldPlanMode` loop. The `switch` only finds an event's kind
- * in the table (a switch over the types is several times faster than a keyed lookup per event,
- * and most events are not plan mode's); what each kind means is read from the table. A test
- * checks that it finds every kind the table has.
+ * Folds one event into `fold`: `evolvePlanLog` under the name `plan-mode inspect` and the
+ * visualizer import. Returns `fold` itself for events that cannot matter.
+ * @throws on an invalid `plan/mode` (R61).
+ */
+export const foldPlanLogEvent: (fold: PlanLogFold, event: SessionEvent) => PlanLogFold = evolvePlanLog
+
+/**
+ * Replays a whole log (R64): `evolvePlanLog` from the empty fold; `lastSeq` is the log's last
+ * event, from which a reader follows the log.
  * @throws on an invalid `plan/mode` (R61): the agent cannot attach until the log is repaired.
  */
 export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
@@ -600,27 +613,13 @@ export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
 
 /**
  * `replayPlanLog` from a checkpoint's fold (R76): `base` is the fold of the events before
- * `events[from]`, and the replay reads `events[from]` on.
+ * `events[from]`, and the replay reads `events[from]` on, event by event through `evolvePlanLog`.
  */
 export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLogFold, from: number): PlanLogFold {
-  let { projection, openTurn, told, review, approved, episode } = base
-  for (let i = from; i < events.length; i++) {
-    const event = events[i]!
-    const kind = kindOf(event.type)
-    if (kind === undefined) continue
-    if (kind === PLAN_MODE_KIND) readPlanModeData(event.data) // R61: every plan/mode is checked, not only the last
-    const data = event.data as Record<string, unknown> | undefined
-    // The history settles a presentation with any first closing record, a lost answer's too (R96).
-    if (kind === PLAN_MODE_KIND || kind === PLAN_REVIEW_KIND) episode = episodeAfter(episode, event.type, payload(event))
-    if (kind === PLAN_REVIEW_KIND && isStrayApproval(review, data)) continue // R80: a lost answer changes nothing
-    if (kind === PLAN_MODE_KIND || kind === PLAN_REVIEW_KIND) approved = approvedAfter(approved, event.type, payload(event), event.seq)
-    if (kind.tells !== undefined) told = kind.tells(data, projection.active) ?? told
-    if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
-    if (kind.project !== undefined) projection = kind.project(projection, data)
-    if (kind.review !== undefined) review = kind.review(review, data, event.seq)
-  }
-  const last = events.length > from ? events[events.length - 1] : undefined
-  return { projection, openTurn, told, review, approved, episode, lastSeq: last === undefined ? base.lastSeq : last.seq }
+  let fold = base
+  for (let i = from; i < events.length; i++) fold = evolvePlanLog(fold, events[i]!)
+  const last = events.length > from ? events[events.length - 1]!.seq : base.lastSeq
+  return fold.lastSeq === last ? fold : { ...fold, lastSeq: last }
 }
 
 /** What attach rebuilds from a log (R64): F, the kept selection, the open turn and K. */
