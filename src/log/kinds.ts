@@ -333,6 +333,11 @@ export interface PlanLogKind {
    * nothing. Absent: reviews are unchanged.
    */
   readonly review?: (fold: ReviewFold, data: Record<string, unknown> | undefined, seq: number) => ReviewFold
+  /**
+   * The violation it records (R90, R92), checked: a payload that is not what the guard writes
+   * is none (logs are untrusted input). Absent: the kind records none.
+   */
+  readonly violation?: (data: Record<string, unknown> | undefined) => PlanViolationData | undefined
   /** The event as a timeline line (`plan-mode inspect`, the visualizer): `detail` sums up its payload. */
   readonly describe: (data: Record<string, unknown>) => PlanLogLine
 }
@@ -380,6 +385,7 @@ function kind(spec: PlanLogKind): PlanLogKind {
     tells: spec.tells,
     observe: spec.observe,
     review: spec.review,
+    violation: spec.violation,
     describe: spec.describe,
   }
 }
@@ -488,6 +494,11 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
   }),
   [PLAN_VIOLATION_EVENT]: kind({
     meaning: 'A side-effecting tool was called while plan mode was in force, observed or blocked by the opt-in guard (R89, R90); telemetry only.',
+    violation(data) {
+      const { tool, callId, action } = data ?? {}
+      if (typeof tool !== 'string' || typeof callId !== 'string' || (action !== 'observed' && action !== 'blocked')) return undefined
+      return { tool, callId, action }
+    },
     describe: (data) => ({
       tone: 'violation',
       label: `plan/violation ${text(data.action) ?? '?'}`,
@@ -537,6 +548,11 @@ function kindOf(type: string): PlanLogKind | undefined {
 /** The kind of a log event type, or undefined for a type plan mode does not read. */
 function planLogKind(type: string): PlanLogKind | undefined {
   return Object.hasOwn(PLAN_LOG_KINDS, type) ? PLAN_LOG_KINDS[type] : undefined
+}
+
+/** The plan-mode violation an event records (R90, R92), as the table reads it, or undefined. */
+export function violationOf(event: SessionEvent): PlanViolationData | undefined {
+  return kindOf(event.type)?.violation?.(payload(event))
 }
 
 function payload(event: SessionEvent): Record<string, unknown> | undefined {
