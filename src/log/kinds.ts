@@ -334,6 +334,13 @@ export interface PlanLogKind {
    */
   readonly review?: (fold: ReviewFold, data: Record<string, unknown> | undefined, seq: number) => ReviewFold
   /**
+   * The plan approved last once this event is logged (R98); absent: unchanged. A lost racing
+   * answer's approval (R80) never reaches it: the fold skips such a record.
+   */
+  readonly approves?: (approved: ApprovedPlan | null, data: Record<string, unknown> | undefined, seq: number) => ApprovedPlan | null
+  /** The planning episode once this event is logged (R96, R102); absent: unchanged. */
+  readonly episode?: (episode: PlanEpisode | null, data: Record<string, unknown> | undefined) => PlanEpisode | null
+  /**
    * The violation it records (R90, R92), checked: a payload that is not what the guard writes
    * is none (logs are untrusted input). Absent: the kind records none.
    */
@@ -385,6 +392,8 @@ function kind(spec: PlanLogKind): PlanLogKind {
     tells: spec.tells,
     observe: spec.observe,
     review: spec.review,
+    approves: spec.approves,
+    episode: spec.episode,
     violation: spec.violation,
     describe: spec.describe,
   }
@@ -402,6 +411,9 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       return { active, runs: state.runs, kept: null }
     },
     observe: (data) => ({ type: 'LOG.PLAN_MODE', active: readPlanModeData(data) }),
+    // Entering plan mode again voids the approved plan (R98); every plan/mode starts an episode (R96).
+    approves: (approved, data) => (data?.active === true ? null : approved),
+    episode: () => null,
     describe: (data) => ({
       tone: 'mode',
       label: `plan/mode ${data.active === true ? 'on' : data.active === false ? 'off' : '?'}`,
@@ -415,6 +427,8 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
     // A durable approval not given in the call's result is told at the next boundary (R81).
     tells: (data) => (leavesPlanMode(data?.outcome) && (typeof data!.reviewId !== 'string' || data!.toldInResult === true) ? false : undefined),
     review: foldReviewRecord,
+    approves: approvedByRecord,
+    episode: episodeByRecord,
     // Durable reviews' records reach the chart: another process may have opened or answered one (R79, R80).
     observe: (data, seq) => {
       if (typeof data?.reviewId !== 'string') return undefined
@@ -594,7 +608,7 @@ export function evolvePlanLog(fold: PlanLogFold, event: SessionEvent): PlanLogFo
   const data = payload(event)
   if (kind === PLAN_MODE_KIND) readPlanModeData(data)
   // The history settles a presentation with any first closing record, a lost answer's too (R96).
-  const episode = episodeAfter(fold.episode, event.type, data)
+  const episode = kind.episode === undefined ? fold.episode : kind.episode(fold.episode, data)
   if (kind === PLAN_REVIEW_KIND && isStrayApproval(fold.review, data)) return { ...fold, episode, lastSeq: event.seq } // R80
   const told = kind.tells?.(data, fold.projection.active)
   return {
@@ -602,7 +616,7 @@ export function evolvePlanLog(fold: PlanLogFold, event: SessionEvent): PlanLogFo
     openTurn: kind.opensTurn ?? fold.openTurn,
     told: told === undefined ? fold.told : told,
     review: kind.review === undefined ? fold.review : kind.review(fold.review, data, event.seq),
-    approved: approvedAfter(fold.approved, event.type, data, event.seq),
+    approved: kind.approves === undefined ? fold.approved : kind.approves(fold.approved, data, event.seq),
     episode,
     lastSeq: event.seq,
   }
@@ -750,25 +764,23 @@ function restoreBackward(events: readonly SessionEvent[]): PlanLogRestore {
 }
 
 /**
- * The approved plan after one event (R98): an approval record replaces it (a lost racing
- * answer's record carries the same plan), an entry into plan mode voids it.
+ * The approved plan after a `plan/review` (R98): an approval record replaces it (a lost racing
+ * answer's record carries the same plan).
  */
-function approvedAfter(approved: ApprovedPlan | null, type: string, data: Record<string, unknown> | undefined, seq: number): ApprovedPlan | null {
-  if (type === PLAN_MODE_EVENT) return data?.active === true ? null : approved
-  if (type !== PLAN_REVIEW_EVENT || data?.outcome !== 'approved' || typeof data.plan !== 'string') return approved
+function approvedByRecord(approved: ApprovedPlan | null, data: Record<string, unknown> | undefined, seq: number): ApprovedPlan | null {
+  if (data?.outcome !== 'approved' || typeof data.plan !== 'string') return approved
   const title = typeof data.title === 'string' ? data.title : ''
   return { title, plan: data.plan, seq, ...(data.by === 'policy' ? { by: 'policy' as const } : {}), ...(data.fresh === true ? { fresh: true as const } : {}) }
 }
 
 /**
- * The episode after one event (R96): a `plan/mode` starts a new one, a presented plan is its next
- * version, and keep-planning feedback on one of its versions is a decision (R102). A channel
- * review's record presents and settles at once; a durable review's request presents, and the
- * first closing record of its id settles it, as `planHistory` reads them.
+ * The episode after a `plan/review` (R96): a presented plan is its next version, and
+ * keep-planning feedback on one of its versions is a decision (R102). A channel review's record
+ * presents and settles at once; a durable review's request presents, and the first closing
+ * record of its id settles it, as `planHistory` reads them.
  */
-export function episodeAfter(episode: PlanEpisode | null, type: string, data: Record<string, unknown> | undefined): PlanEpisode | null {
-  if (type === PLAN_MODE_EVENT) return null
-  if (type !== PLAN_REVIEW_EVENT || data === undefined) return episode
+function episodeByRecord(episode: PlanEpisode | null, data: Record<string, unknown> | undefined): PlanEpisode | null {
+  if (data === undefined) return episode
   const reviewId = typeof data.reviewId === 'string' ? data.reviewId : undefined
   if (presentsPlan(data)) {
     const version = (episode?.version ?? 0) + 1
@@ -781,6 +793,15 @@ export function episodeAfter(episode: PlanEpisode | null, type: string, data: Re
   if (settled === undefined) return episode
   const open = episode!.open!.filter((entry) => entry !== settled)
   return episodeOf(episode!.version, episode!.plan, withDecision(episode!.decisions, settled.version, data.feedback), open)
+}
+
+/**
+ * The episode after one event of type `type` (R96), as the table reads it: a `plan/mode` starts
+ * a new one, a `plan/review` presents or settles a version, any other event leaves it.
+ */
+export function episodeAfter(episode: PlanEpisode | null, type: string, data: Record<string, unknown> | undefined): PlanEpisode | null {
+  const next = kindOf(type)?.episode
+  return next === undefined ? episode : next(episode, data)
 }
 
 /** `decisions` with the feedback on `version`, in version order (unchanged when there is no feedback). */
@@ -817,7 +838,7 @@ export function latestApprovedPlan(events: readonly SessionEvent[], before?: Rev
     if (event.type !== PLAN_MODE_EVENT && event.type !== PLAN_REVIEW_EVENT) continue
     const data = payload(event)
     const decides = event.type === PLAN_MODE_EVENT ? data?.active === true : data?.outcome === 'approved' && typeof data.plan === 'string'
-    if (decides && !isStrayApprovalAt(events, i, before, from)) return approvedAfter(null, event.type, data, event.seq)
+    if (decides && !isStrayApprovalAt(events, i, before, from)) return kindOf(event.type)!.approves!(null, data, event.seq)
   }
   return undefined
 }
