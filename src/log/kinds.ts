@@ -595,8 +595,9 @@ export function projectPlanLogEvent(state: PlanProjectionState, event: SessionEv
 }
 
 /**
- * The one reader of the log (emmett's `evolve`): the fold after one more event, each kind read as
- * the table says. Replay (`replayPlanLog`), restore from a checkpoint and its tail
+ * The one reader of the log (emmett's `evolve`; `EMPTY_PLAN_LOG_FOLD` is its initial state, and
+ * the chart is the side that decides): the fold after one more event, each kind read as the
+ * table says. Replay (`replayPlanLog`), restore from a checkpoint and its tail
  * (`replayFromCheckpoint`), the checkpoint itself, the approved plan, the episode a handoff and
  * the history read, and the incremental readers (`plan-mode inspect`, the visualizer) are this
  * fold started from different places. Returns `fold` itself for events that cannot matter.
@@ -621,9 +622,6 @@ export function evolvePlanLog(fold: PlanLogFold, event: SessionEvent): PlanLogFo
     lastSeq: event.seq,
   }
 }
-
-/** The plan-mode log as a decider's read side: its initial state and its one `evolve` (R64, R76). */
-export const planLogDecider = Object.freeze({ initialState: EMPTY_PLAN_LOG_FOLD, evolve: evolvePlanLog })
 
 /**
  * Folds one event into `fold`: `evolvePlanLog` under the name `plan-mode inspect` and the
