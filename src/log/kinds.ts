@@ -2,10 +2,13 @@ import type { SessionEvent } from './session.js'
 
 /**
  * The one home of the log's meaning: every event kind plan mode reads, what it means, and how
- * each reader takes it. The pure fold (`foldPlanMode`), the attach replay (`replayPlanLog`), the
- * live observation (`observePlanLogEvent`), the projection (`planProjection`), `plan-mode
- * inspect` and the visualizer's timeline all read this table; none of them spells a kind's
- * meaning again.
+ * each reader takes it (`PLAN_LOG_KINDS`), and the one fold over it (`evolvePlanLog`). Replay,
+ * restore from a checkpoint and its tail, the checkpoint, the approved plan, the episode (history,
+ * handoff), the projection (`planProjection`), the violations (`foldViolations`), the live
+ * observation (`observePlanLogEvent`), `plan-mode inspect` and the visualizer's timeline read
+ * this table; none of them spells a kind's meaning again. Two readers read it from the end for
+ * speed (attach of a whole log, R71: `restorePlanLog`; the approved plan at a step:
+ * `latestApprovedPlan`); property tests hold both equal to the fold.
  */
 
 /** The mode's only durable fact (R1): `{ active }`, a whole-value replacement. */
