@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { expect, it } from 'vitest'
-import { EMPTY_PLAN_LOG_FOLD, PLAN_LOG_KINDS, evolvePlanLog, foldPlanLogEvent, replayPlanLog, restorePlanLog } from '../src/log/kinds.js'
+import { EMPTY_PLAN_LOG_FOLD, PLAN_LOG_KINDS, evolvePlanLog, foldPlanLogEvent, latestApprovedPlan, replayPlanLog, restorePlanLog } from '../src/log/kinds.js'
 import { foldPlanMode, type SessionEvent } from '../src/index.js'
 
 const eventArb = fc.oneof(
@@ -71,6 +71,16 @@ it('R64, R71: attach reads the log from the end and finds what the forward fold 
       })
     }),
     { numRuns: 3000 },
+  )
+})
+
+it('R98, R80: the approved plan read from the end (approvedPlan at a step) is the one fold\'s, lost answers\' approvals included', () => {
+  fc.assert(
+    fc.property(fc.array(eventArb, { maxLength: 60 }), (raw) => {
+      const events: SessionEvent[] = raw.map((e, i) => ({ seq: i + 1, ...e }))
+      expect(latestApprovedPlan(events) ?? null).toEqual(replayPlanLog(events).approved)
+    }),
+    { numRuns: 2000 },
   )
 })
 
