@@ -48,9 +48,11 @@ function keepLog(events: readonly SessionEvent[]): void {
   const log = events.map(({ type, data }) => ({ type, data }))
   logs.set(JSON.stringify(log), log)
   // The same log with a guard's telemetry in its middle (R90): the violations' reader counts it,
-  // every other reader ignores it (R70).
+  // every other reader ignores it (R70); and a request at its end, which tells what the log left
+  // untold (R30, R81) and lets a checkpoint follow a fresh approval (R102: none is made before).
   const middle = Math.floor(log.length / 2)
-  const guarded = [...log.slice(0, middle), { type: 'plan/violation', data: { tool: 'write_file', callId: 'c-guard', action: 'blocked' } }, ...log.slice(middle)]
+  const violation = { type: 'plan/violation', data: { tool: 'write_file', callId: 'c-guard', action: 'blocked' } }
+  const guarded = [...log.slice(0, middle), violation, ...log.slice(middle), { type: 'request/header', data: { model: 'm' } }]
   logs.set(JSON.stringify(guarded), guarded)
 }
 
