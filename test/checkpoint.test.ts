@@ -17,7 +17,8 @@ import {
 } from '../src/index.js'
 import { openFileCheckpointStore } from '../src/node.js'
 import { restorePlanLog } from '../src/log/kinds.js'
-import { createCheckpoint, restoreSession } from '../src/log/checkpoint.js'
+import { approvedPlanOf, createCheckpoint, restoreSession } from '../src/log/checkpoint.js'
+import { episodeBefore, planHistory } from '../src/log/history.js'
 import { canonicalJson, eventDigest, fnv1a64 } from '../src/log/digest.js'
 
 const SECTION = 'PLAN MODE'
@@ -472,5 +473,48 @@ describe('R76: the file checkpoint store', () => {
     const store = openFileCheckpointStore(directory)
     await writeFile(join(directory, 'b.json'), '{"version":')
     await expect(store.load('b')).rejects.toThrow(new Error(`${join(directory, 'b.json')}: not valid JSON`))
+  })
+})
+
+describe('R76: checkpoints stored before the log had one reader (#25) are still read', () => {
+  /** A log with a keep-planning, a durable review's request, its fresh approval told in the result and an open /plan run. */
+  const LOG = [
+    { type: 'plan/mode', data: { active: true } },
+    { type: 'turn/start', data: { trigger: 'user' } },
+    { type: 'request/header', data: { step: 0 } },
+    { type: 'plan/review', data: { outcome: 'keep-planning', title: 'T', plan: '# v1', feedback: 'smaller' } },
+    { type: 'plan/review', data: { outcome: 'requested', reviewId: 'r1', title: 'T', plan: '# v2', callId: 'c1' } },
+    { type: 'plan/review', data: { outcome: 'approved', reviewId: 'r1', title: 'T', plan: '# v2', fresh: true, toldInResult: true } },
+    { type: 'request/header', data: { step: 1 } },
+    { type: 'command/run', data: { commandId: 'x', name: 'plan', args: '' } },
+    { type: 'turn/end', data: { reason: 'stop' } },
+    { type: 'command/done', data: { commandId: 'x', kind: 'success' } },
+    { type: 'plan/mode', data: { active: false } },
+    { type: 'turn/start', data: { trigger: 'user' } },
+  ]
+  /**
+   * The bytes the code before #25 (commit 267efa9) saved after events 5 and 9 of `LOG`, as a
+   * store keeps them: one with a durable review open in its episode, one with a fresh approval.
+   */
+  const STORED: Record<number, string> = {
+    5: '{"version":"xstate-plan-mode/checkpoint@3","agentId":"agent-1","seq":5,"type":"plan/review","digest":"fnv1a64:d2a4a07bd18105e7","projection":{"active":true,"runs":{},"kept":null},"openTurn":true,"told":true,"review":{"open":{"reviewId":"r1","title":"T","plan":"# v2","version":5,"callId":"c1"},"closed":null,"news":null},"episode":{"version":2,"plan":"# v2","decisions":[{"version":1,"feedback":"smaller"}],"open":[{"reviewId":"r1","version":2}]}}',
+    9: '{"version":"xstate-plan-mode/checkpoint@3","agentId":"agent-1","seq":9,"type":"turn/end","digest":"fnv1a64:b9a088a9aff89c37","projection":{"active":true,"runs":{"x":true},"kept":false},"openTurn":false,"told":true,"review":{"open":null,"closed":{"reviewId":"r1","outcome":"approved"},"news":null},"approved":{"title":"T","plan":"# v2","seq":6,"fresh":true},"episode":{"version":2,"plan":"# v2","decisions":[{"version":1,"feedback":"smaller"}]}}',
+  }
+
+  it.each([5, 9])('R76: the checkpoint stored after event %i is the one made today, byte for byte, and attach from it and its tail reads the whole log', (k) => {
+    const whole = createMemorySessionLog(LOG)
+    const made = createCheckpoint('agent-1', replayPlanLog(whole.events.slice(0, k)), whole.events.slice(0, k))
+    expect(JSON.stringify(made)).toBe(STORED[k])
+    const warn = () => {
+      throw new Error('the stored checkpoint was ignored')
+    }
+    for (let end = k; end <= LOG.length; end++) {
+      const upTo = createMemorySessionLog(LOG.slice(0, end))
+      const tail = createMemorySessionLog(LOG.slice(k - 1, end), { checkpoint: JSON.parse(STORED[k]!), agentId: 'agent-1' })
+      expect(restoreSession(tail, 'agent-1', warn).restore).toEqual(restorePlanLog(upTo.events))
+      expect(approvedPlanOf(tail, 'agent-1')).toEqual(replayPlanLog(upTo.events).approved)
+      const full = planHistory(upTo.events).filter((plan) => plan.seq > k)
+      expect(planHistory(tail.events, episodeBefore(tail, 'agent-1'))).toEqual(full)
+    }
   })
 })

@@ -3,6 +3,9 @@ import { describe, expect, it } from 'vitest'
 import { createActor } from 'xstate'
 import { createMemorySessionLog, planProjection, readCheckpoint, replayFromCheckpoint, replayPlanLog, type SessionEvent, type SessionLog } from '../src/index.js'
 import { approvedPlanOf, createCheckpoint, restoreSession } from '../src/log/checkpoint.js'
+import { foldViolations } from '../src/log/violations.js'
+import { UNATTACHED_PORTS } from '../src/machines/planMode.effects.js'
+import { restoreSnapshot } from '../src/machines/planMode.restore.js'
 import { createPlanHistory, episodeBefore, planHistory } from '../src/log/history.js'
 import { restorePlanLog } from '../src/log/kinds.js'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
@@ -44,13 +47,21 @@ const logs = new Map<string, { type: string; data: unknown }[]>()
 function keepLog(events: readonly SessionEvent[]): void {
   const log = events.map(({ type, data }) => ({ type, data }))
   logs.set(JSON.stringify(log), log)
+  // The same log with a guard's telemetry in its middle (R90): the violations' reader counts it,
+  // every other reader ignores it (R70); and a request at its end, which tells what the log left
+  // untold (R30, R81) and lets a checkpoint follow a fresh approval (R102: none is made before).
+  const middle = Math.floor(log.length / 2)
+  const violation = { type: 'plan/violation', data: { tool: 'write_file', callId: 'c-guard', action: 'blocked' } }
+  const guarded = [...log.slice(0, middle), violation, ...log.slice(middle), { type: 'request/header', data: { model: 'm' } }]
+  logs.set(JSON.stringify(guarded), guarded)
 }
 
 /**
  * Everything the log's readers say of a session (R64, R76, R79, R81, R96, R98, R102): the replay's
  * fold, what attach restores (F, the kept selection and so P, the open turn, K, the open review,
  * the untold outcome), the approved plan (as `approvedPlan` reads it), the due handoff, the plan
- * history from where the session's events begin and the version the next plan gets, and the
+ * history from where the session's events begin and the version the next plan gets, the
+ * violations (R92) of those events, the chart's snapshot attach restores from the fold, and the
  * projection (on logs without a lost answer's approval, which the projection alone cannot tell, R80).
  */
 function readers(session: SessionLog, fold: unknown, projection: unknown) {
@@ -61,9 +72,12 @@ function readers(session: SessionLog, fold: unknown, projection: unknown) {
   const history = createPlanHistory(start)
   for (const event of session.events) history.read(event)
   const approved = approvedPlanOf(session, AGENT)
+  const { restore } = restoreSession(session, AGENT, warn)
   return {
     fold,
-    restore: restoreSession(session, AGENT, warn).restore,
+    restore,
+    chart: restoreSnapshot(restore, null, UNATTACHED_PORTS, 1000),
+    violations: foldViolations(session.events),
     approved,
     handoff: dueHandoff(session.events, approved, start),
     plans: history.plans,
@@ -99,8 +113,9 @@ function checkpointReadersDiffer(log: readonly { type: string; data: unknown }[]
   const full = readers(whole, replayPlanLog(events), strays ? null : events.reduce(planProjection.apply, planProjection.init()))
   // The tail's history lists the plans presented after the checkpoint (all of them when the
   // loaded events start at seq 1: the whole log, read whole).
+  // Violations are not carried by a checkpoint (telemetry, R70): the tail's are those of the events loaded.
   const begin = tail.events[0]?.seq === 1 ? 0 : k
-  const expected = { ...full, plans: full.plans.filter((plan) => plan.seq > begin) }
+  const expected = { ...full, plans: full.plans.filter((plan) => plan.seq > begin), violations: foldViolations(events.slice(tail.events[0]!.seq - 1)) }
   for (const key of Object.keys(expected) as (keyof typeof expected)[]) {
     if (!isDeepStrictEqual(fromTail[key], expected[key])) {
       return `${key} from the checkpoint after ${k} events and the tail:\n  ${JSON.stringify(fromTail[key])}\nfrom the whole log:\n  ${JSON.stringify(expected[key])}`

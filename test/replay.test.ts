@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { expect, it } from 'vitest'
-import { EMPTY_PLAN_LOG_FOLD, PLAN_LOG_KINDS, foldPlanLogEvent, replayPlanLog, restorePlanLog } from '../src/log/kinds.js'
+import { EMPTY_PLAN_LOG_FOLD, PLAN_LOG_KINDS, evolvePlanLog, foldPlanLogEvent, latestApprovedPlan, replayPlanLog, restorePlanLog } from '../src/log/kinds.js'
 import { foldPlanMode, type SessionEvent } from '../src/index.js'
 
 const eventArb = fc.oneof(
@@ -39,19 +39,14 @@ it('R64, R71: the one-pass attach replay agrees with the incremental fold and wi
   )
 })
 
-it('R64, R71: the replay finds every kind of the log table (a kind missing from its switch changes its fold)', () => {
+it('R64, R71: the one evolve finds every kind of the log table (a kind missing from its switch is never read)', () => {
+  // A kind it reads moves the fold to its event (lastSeq), even one that changes nothing else
+  // (plan/violation); a type that is not plan mode's returns the fold itself.
   for (const type of Object.keys(PLAN_LOG_KINDS)) {
-    const data = type === 'plan/mode' ? { active: true } : type === 'plan/review' ? { outcome: 'approved' } : { commandId: 'c', name: 'plan', args: '', kind: 'success' }
-    const events: SessionEvent[] = [{ seq: 1, type: 'command/run', data: { commandId: 'c', name: 'plan', args: 'off' } }, { seq: 2, type, data }]
-    const incremental = events.reduce(foldPlanLogEvent, EMPTY_PLAN_LOG_FOLD)
-    const replayed = replayPlanLog(events)
-    expect({ type, projection: replayed.projection, openTurn: replayed.openTurn, told: replayed.told }).toEqual({
-      type,
-      projection: incremental.projection,
-      openTurn: incremental.openTurn,
-      told: incremental.told,
-    })
+    const data = type === 'plan/mode' ? { active: true } : {}
+    expect({ type, lastSeq: evolvePlanLog(EMPTY_PLAN_LOG_FOLD, { seq: 1, type, data }).lastSeq }).toEqual({ type, lastSeq: 1 })
   }
+  expect(evolvePlanLog(EMPTY_PLAN_LOG_FOLD, { seq: 1, type: 'message', data: {} })).toBe(EMPTY_PLAN_LOG_FOLD)
 })
 
 it('R64, R71: attach reads the log from the end and finds what the forward fold finds', () => {
@@ -76,6 +71,16 @@ it('R64, R71: attach reads the log from the end and finds what the forward fold 
       })
     }),
     { numRuns: 3000 },
+  )
+})
+
+it('R98, R80: the approved plan read from the end (approvedPlan at a step) is the one fold\'s, lost answers\' approvals included', () => {
+  fc.assert(
+    fc.property(fc.array(eventArb, { maxLength: 60 }), (raw) => {
+      const events: SessionEvent[] = raw.map((e, i) => ({ seq: i + 1, ...e }))
+      expect(latestApprovedPlan(events) ?? null).toEqual(replayPlanLog(events).approved)
+    }),
+    { numRuns: 2000 },
   )
 })
 

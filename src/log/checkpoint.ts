@@ -1,4 +1,4 @@
-import type { SessionEvent, SessionLog } from '../types.js'
+import type { SessionEvent, SessionLog } from './session.js'
 import { eventDigest } from './digest.js'
 import { EMPTY_REVIEW_FOLD, TURN_END_EVENT, isReviewOutcome, latestApprovedPlan, replayPlanLog, replayPlanLogFrom, requestFollows, restorePlanLog, type ApprovedPlan, type OpenPresentation, type PlanDecision, type PlanEpisode, type PlanLogFold, type PlanLogRestore, type PlanProjectionState, type ReviewFold } from './kinds.js'
 

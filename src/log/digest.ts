@@ -1,4 +1,4 @@
-import type { SessionEvent } from '../types.js'
+import type { SessionEvent } from './session.js'
 
 /**
  * The digest that binds a checkpoint to the event it ends at (R76): 64-bit FNV-1a over the UTF-8

@@ -1,6 +1,6 @@
-import type { SessionEvent, SessionLog } from '../types.js'
+import type { SessionEvent, SessionLog } from './session.js'
 import { checkpointStart } from './checkpoint.js'
-import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, presentsPlan, type PlanEpisode, type ReviewOutcome } from './kinds.js'
+import { PLAN_REVIEW_EVENT, episodeAfter, presentsPlan, type PlanEpisode, type ReviewOutcome } from './kinds.js'
 
 /** One plan the model presented (R96), as the log tells it. */
 export interface PresentedPlan {
@@ -48,21 +48,18 @@ export function createPlanHistory(start: PlanEpisode | null = null): PlanHistory
   const plans: PresentedPlan[] = []
   /** The durable reviews still open, by id: their first closing record ends them (R80). */
   const open = new Map<string, PresentedPlan>()
-  /** The last plan of the current episode. */
-  let previous: Pick<PresentedPlan, 'version' | 'plan'> | null = start
+  /** The current episode, as the log's one fold reads it (`episodeAfter`): its last plan and version. */
+  let episode: PlanEpisode | null = start
   return {
     plans,
-    next: () => ({ version: previous === null ? 1 : previous.version + 1, previous: previous?.plan ?? null }),
+    next: () => ({ version: (episode?.version ?? 0) + 1, previous: episode?.plan ?? null }),
     read(event) {
       // The events up to the checkpoint the start was read from are in it already (R76).
       if (start?.after !== undefined && event.seq <= start.after) return undefined
-      if (event.type === PLAN_MODE_EVENT) {
-        previous = null // a new episode
-        return undefined
-      }
-      if (event.type !== PLAN_REVIEW_EVENT) return undefined
-      const data = event.data as Record<string, unknown> | null | undefined
-      if (typeof data !== 'object' || data === null) return undefined
+      const data = typeof event.data === 'object' && event.data !== null ? (event.data as Record<string, unknown>) : undefined
+      const before = episode
+      episode = episodeAfter(episode, event.type, data)
+      if (event.type !== PLAN_REVIEW_EVENT || data === undefined) return undefined
       if (!presentsPlan(data)) {
         const presented = typeof data.reviewId === 'string' ? open.get(data.reviewId) : undefined
         if (presented === undefined || typeof data.outcome !== 'string') return undefined
@@ -72,11 +69,11 @@ export function createPlanHistory(start: PlanEpisode | null = null): PlanHistory
       }
       const entry: PresentedPlan = {
         seq: event.seq,
-        version: previous === null ? 1 : previous.version + 1,
+        version: episode!.version,
         title: typeof data.title === 'string' ? data.title : '',
         plan: data.plan as string,
         outcome: 'open',
-        previous: previous === null ? null : previous.plan,
+        previous: before?.plan ?? null,
       }
       if (typeof data.reviewId === 'string') {
         entry.reviewId = data.reviewId
@@ -85,7 +82,6 @@ export function createPlanHistory(start: PlanEpisode | null = null): PlanHistory
         settle(entry, data)
       }
       plans.push(entry)
-      previous = entry
       return entry
     },
   }

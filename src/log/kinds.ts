@@ -1,12 +1,14 @@
-import type { SessionEvent } from '../types.js'
-import type { PlanModeEvent } from '../machines/planMode.events.js'
+import type { SessionEvent } from './session.js'
 
 /**
  * The one home of the log's meaning: every event kind plan mode reads, what it means, and how
- * each reader takes it. The pure fold (`foldPlanMode`), the attach replay (`replayPlanLog`), the
- * live observation (`observePlanLogEvent`), the projection (`planProjection`), `plan-mode
- * inspect` and the visualizer's timeline all read this table; none of them spells a kind's
- * meaning again.
+ * each reader takes it (`PLAN_LOG_KINDS`), and the one fold over it (`evolvePlanLog`). Replay,
+ * restore from a checkpoint and its tail, the checkpoint, the approved plan, the episode (history,
+ * handoff), the projection (`planProjection`), the violations (`foldViolations`), the live
+ * observation (`observePlanLogEvent`), `plan-mode inspect` and the visualizer's timeline read
+ * this table; none of them spells a kind's meaning again. Two readers read it from the end for
+ * speed (attach of a whole log, R71: `restorePlanLog`; the approved plan at a step:
+ * `latestApprovedPlan`); property tests hold both equal to the fold.
  */
 
 /** The mode's only durable fact (R1): `{ active }`, a whole-value replacement. */
@@ -111,10 +113,14 @@ export function isReviewOutcome(value: unknown): value is ReviewOutcome {
   return CLOSING_OUTCOMES.has(value)
 }
 
-/** The news a closing record leaves for the next step boundary, or null when it tells nothing (R81). */
-function newsOf(data: Record<string, unknown>): ReviewNews | null {
-  if (data.toldInResult === true) return null
-  const { outcome, feedback } = data
+/**
+ * The news a review's outcome leaves for the next step boundary, or null when it tells nothing
+ * (R81): none once the call's result told it; an approval, a leave, a keep-planning (with its
+ * feedback) or a superseded review is told. The one reading of news: the fold reads it off a
+ * closing record, the chart off the review it closes.
+ */
+export function reviewNews(outcome: unknown, feedback: unknown, toldInResult: boolean): ReviewNews | null {
+  if (toldInResult) return null
   if (outcome === 'keep-planning' && typeof feedback === 'string') return { outcome, feedback }
   return outcome === 'approved' || outcome === 'left' || outcome === 'keep-planning' || outcome === 'superseded' ? { outcome } : null
 }
@@ -137,7 +143,7 @@ function foldReviewRecord(fold: ReviewFold, data: Record<string, unknown> | unde
     return { open, closed: null, news: null }
   }
   if (fold.open?.reviewId !== reviewId || !CLOSING_OUTCOMES.has(outcome)) return fold
-  return { open: null, closed: { reviewId, outcome: outcome as ReviewOutcome }, news: newsOf(data) }
+  return { open: null, closed: { reviewId, outcome: outcome as ReviewOutcome }, news: reviewNews(outcome, data.feedback, data.toldInResult === true) }
 }
 
 /**
@@ -285,6 +291,23 @@ export interface PlanLogLine {
   detail: string
 }
 
+/**
+ * What a log event appended after attach tells the chart (R70): the chart's `LOG.*` events. The
+ * log defines them and the chart accepts them, so the log's meaning needs nothing of the chart.
+ */
+export type PlanLogObservation =
+  | { type: 'LOG.PLAN_MODE'; active: boolean }
+  | { type: 'LOG.TURN_START' }
+  | { type: 'LOG.TURN_END' }
+  | { type: 'LOG.REQUEST_HEADER' }
+  /** A host's logged `/plan` run (R58), heard live: its selection counts once its `command/done` says success (R86). */
+  | { type: 'LOG.COMMAND_RUN'; commandId: string; active: boolean }
+  | { type: 'LOG.COMMAND_DONE'; commandId: string; success: boolean }
+  /** A durable review's request (R79), the chart's own or another process's. */
+  | { type: 'LOG.REVIEW_REQUESTED'; review: OpenPlanReview }
+  /** A record closing a durable review (R80), the chart's own or another process's. */
+  | { type: 'LOG.REVIEW_CLOSED'; reviewId: string; outcome: ReviewOutcome; feedback?: string; toldInResult: boolean; by?: 'policy'; fresh?: true }
+
 /** One kind of log event and how each reader takes it. */
 export interface PlanLogKind {
   /** What the event means, with the rules that read it. */
@@ -307,12 +330,24 @@ export interface PlanLogKind {
    * reaches the actor (R70).
    * @throws on a payload the chart must not believe (R61).
    */
-  readonly observe?: (data: Record<string, unknown> | undefined, seq: number) => PlanModeEvent | undefined
+  readonly observe?: (data: Record<string, unknown> | undefined, seq: number) => PlanLogObservation | undefined
   /**
    * Its effect on the durable reviews' fold (R79–R81); returns `fold` itself when it changes
    * nothing. Absent: reviews are unchanged.
    */
   readonly review?: (fold: ReviewFold, data: Record<string, unknown> | undefined, seq: number) => ReviewFold
+  /**
+   * The plan approved last once this event is logged (R98); absent: unchanged. A lost racing
+   * answer's approval (R80) never reaches it: the fold skips such a record.
+   */
+  readonly approves?: (approved: ApprovedPlan | null, data: Record<string, unknown> | undefined, seq: number) => ApprovedPlan | null
+  /** The planning episode once this event is logged (R96, R102); absent: unchanged. */
+  readonly episode?: (episode: PlanEpisode | null, data: Record<string, unknown> | undefined) => PlanEpisode | null
+  /**
+   * The violation it records (R90, R92), checked: a payload that is not what the guard writes
+   * is none (logs are untrusted input). Absent: the kind records none.
+   */
+  readonly violation?: (data: Record<string, unknown> | undefined) => PlanViolationData | undefined
   /** The event as a timeline line (`plan-mode inspect`, the visualizer): `detail` sums up its payload. */
   readonly describe: (data: Record<string, unknown>) => PlanLogLine
 }
@@ -360,6 +395,9 @@ function kind(spec: PlanLogKind): PlanLogKind {
     tells: spec.tells,
     observe: spec.observe,
     review: spec.review,
+    approves: spec.approves,
+    episode: spec.episode,
+    violation: spec.violation,
     describe: spec.describe,
   }
 }
@@ -376,6 +414,9 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       return { active, runs: state.runs, kept: null }
     },
     observe: (data) => ({ type: 'LOG.PLAN_MODE', active: readPlanModeData(data) }),
+    // Entering plan mode again voids the approved plan (R98); every plan/mode starts an episode (R96).
+    approves: (approved, data) => (data?.active === true ? null : approved),
+    episode: () => null,
     describe: (data) => ({
       tone: 'mode',
       label: `plan/mode ${data.active === true ? 'on' : data.active === false ? 'off' : '?'}`,
@@ -389,6 +430,8 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
     // A durable approval not given in the call's result is told at the next boundary (R81).
     tells: (data) => (leavesPlanMode(data?.outcome) && (typeof data!.reviewId !== 'string' || data!.toldInResult === true) ? false : undefined),
     review: foldReviewRecord,
+    approves: approvedByRecord,
+    episode: episodeByRecord,
     // Durable reviews' records reach the chart: another process may have opened or answered one (R79, R80).
     observe: (data, seq) => {
       if (typeof data?.reviewId !== 'string') return undefined
@@ -468,6 +511,11 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
   }),
   [PLAN_VIOLATION_EVENT]: kind({
     meaning: 'A side-effecting tool was called while plan mode was in force, observed or blocked by the opt-in guard (R89, R90); telemetry only.',
+    violation(data) {
+      const { tool, callId, action } = data ?? {}
+      if (typeof tool !== 'string' || typeof callId !== 'string' || (action !== 'observed' && action !== 'blocked')) return undefined
+      return { tool, callId, action }
+    },
     describe: (data) => ({
       tone: 'violation',
       label: `plan/violation ${text(data.action) ?? '?'}`,
@@ -519,6 +567,11 @@ function planLogKind(type: string): PlanLogKind | undefined {
   return Object.hasOwn(PLAN_LOG_KINDS, type) ? PLAN_LOG_KINDS[type] : undefined
 }
 
+/** The plan-mode violation an event records (R90, R92), as the table reads it, or undefined. */
+export function violationOf(event: SessionEvent): PlanViolationData | undefined {
+  return kindOf(event.type)?.violation?.(payload(event))
+}
+
 function payload(event: SessionEvent): Record<string, unknown> | undefined {
   const { data } = event
   return typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : undefined
@@ -545,37 +598,44 @@ export function projectPlanLogEvent(state: PlanProjectionState, event: SessionEv
 }
 
 /**
- * Folds one event into `fold` (incremental: `plan-mode inspect` folds event by event).
- * Returns `fold` itself for events that cannot matter.
+ * The one reader of the log (emmett's `evolve`; `EMPTY_PLAN_LOG_FOLD` is its initial state, and
+ * the chart is the side that decides): the fold after one more event, each kind read as the
+ * table says. Replay (`replayPlanLog`), restore from a checkpoint and its tail
+ * (`replayFromCheckpoint`), the checkpoint itself, the approved plan, the episode a handoff and
+ * the history read, and the incremental readers (`plan-mode inspect`, the visualizer) are this
+ * fold started from different places. Returns `fold` itself for events that cannot matter.
  * @throws on an invalid `plan/mode` (R61).
  */
-export function foldPlanLogEvent(fold: PlanLogFold, event: SessionEvent): PlanLogFold {
-  const kind = planLogKind(event.type)
+export function evolvePlanLog(fold: PlanLogFold, event: SessionEvent): PlanLogFold {
+  const kind = kindOf(event.type)
   if (kind === undefined) return fold
   const data = payload(event)
-  if (event.type === PLAN_MODE_EVENT) readPlanModeData(data)
+  if (kind === PLAN_MODE_KIND) readPlanModeData(data)
   // The history settles a presentation with any first closing record, a lost answer's too (R96).
-  const episode = episodeAfter(fold.episode, event.type, data)
+  const episode = kind.episode === undefined ? fold.episode : kind.episode(fold.episode, data)
   if (kind === PLAN_REVIEW_KIND && isStrayApproval(fold.review, data)) return { ...fold, episode, lastSeq: event.seq } // R80
-  const approved = approvedAfter(fold.approved, event.type, data, event.seq)
   const told = kind.tells?.(data, fold.projection.active)
   return {
     projection: kind.project === undefined ? fold.projection : kind.project(fold.projection, data),
     openTurn: kind.opensTurn ?? fold.openTurn,
     told: told === undefined ? fold.told : told,
     review: kind.review === undefined ? fold.review : kind.review(fold.review, data, event.seq),
-    approved,
+    approved: kind.approves === undefined ? fold.approved : kind.approves(fold.approved, data, event.seq),
     episode,
     lastSeq: event.seq,
   }
 }
 
 /**
- * Replays a whole log once (R64, R71): the same fold as `foldPlanLogEvent`, kept in locals, so
- * that attach costs close to a bare `foldPlanMode` loop. The `switch` only finds an event's kind
- * in the table (a switch over the types is several times faster than a keyed lookup per event,
- * and most events are not plan mode's); what each kind means is read from the table. A test
- * checks that it finds every kind the table has.
+ * Folds one event into `fold`: `evolvePlanLog` under the name `plan-mode inspect` and the
+ * visualizer import. Returns `fold` itself for events that cannot matter.
+ * @throws on an invalid `plan/mode` (R61).
+ */
+export const foldPlanLogEvent: (fold: PlanLogFold, event: SessionEvent) => PlanLogFold = evolvePlanLog
+
+/**
+ * Replays a whole log (R64): `evolvePlanLog` from the empty fold; `lastSeq` is the log's last
+ * event, from which a reader follows the log.
  * @throws on an invalid `plan/mode` (R61): the agent cannot attach until the log is repaired.
  */
 export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
@@ -584,27 +644,13 @@ export function replayPlanLog(events: readonly SessionEvent[]): PlanLogFold {
 
 /**
  * `replayPlanLog` from a checkpoint's fold (R76): `base` is the fold of the events before
- * `events[from]`, and the replay reads `events[from]` on.
+ * `events[from]`, and the replay reads `events[from]` on, event by event through `evolvePlanLog`.
  */
 export function replayPlanLogFrom(events: readonly SessionEvent[], base: PlanLogFold, from: number): PlanLogFold {
-  let { projection, openTurn, told, review, approved, episode } = base
-  for (let i = from; i < events.length; i++) {
-    const event = events[i]!
-    const kind = kindOf(event.type)
-    if (kind === undefined) continue
-    if (kind === PLAN_MODE_KIND) readPlanModeData(event.data) // R61: every plan/mode is checked, not only the last
-    const data = event.data as Record<string, unknown> | undefined
-    // The history settles a presentation with any first closing record, a lost answer's too (R96).
-    if (kind === PLAN_MODE_KIND || kind === PLAN_REVIEW_KIND) episode = episodeAfter(episode, event.type, payload(event))
-    if (kind === PLAN_REVIEW_KIND && isStrayApproval(review, data)) continue // R80: a lost answer changes nothing
-    if (kind === PLAN_MODE_KIND || kind === PLAN_REVIEW_KIND) approved = approvedAfter(approved, event.type, payload(event), event.seq)
-    if (kind.tells !== undefined) told = kind.tells(data, projection.active) ?? told
-    if (kind.opensTurn !== undefined) openTurn = kind.opensTurn
-    if (kind.project !== undefined) projection = kind.project(projection, data)
-    if (kind.review !== undefined) review = kind.review(review, data, event.seq)
-  }
-  const last = events.length > from ? events[events.length - 1] : undefined
-  return { projection, openTurn, told, review, approved, episode, lastSeq: last === undefined ? base.lastSeq : last.seq }
+  let fold = base
+  for (let i = from; i < events.length; i++) fold = evolvePlanLog(fold, events[i]!)
+  const last = events.length > from ? events[events.length - 1]!.seq : base.lastSeq
+  return fold.lastSeq === last ? fold : { ...fold, lastSeq: last }
 }
 
 /** What attach rebuilds from a log (R64): F, the kept selection, the open turn and K. */
@@ -719,25 +765,23 @@ function restoreBackward(events: readonly SessionEvent[]): PlanLogRestore {
 }
 
 /**
- * The approved plan after one event (R98): an approval record replaces it (a lost racing
- * answer's record carries the same plan), an entry into plan mode voids it.
+ * The approved plan after a `plan/review` (R98): an approval record replaces it (a lost racing
+ * answer's record carries the same plan).
  */
-function approvedAfter(approved: ApprovedPlan | null, type: string, data: Record<string, unknown> | undefined, seq: number): ApprovedPlan | null {
-  if (type === PLAN_MODE_EVENT) return data?.active === true ? null : approved
-  if (type !== PLAN_REVIEW_EVENT || data?.outcome !== 'approved' || typeof data.plan !== 'string') return approved
+function approvedByRecord(approved: ApprovedPlan | null, data: Record<string, unknown> | undefined, seq: number): ApprovedPlan | null {
+  if (data?.outcome !== 'approved' || typeof data.plan !== 'string') return approved
   const title = typeof data.title === 'string' ? data.title : ''
   return { title, plan: data.plan, seq, ...(data.by === 'policy' ? { by: 'policy' as const } : {}), ...(data.fresh === true ? { fresh: true as const } : {}) }
 }
 
 /**
- * The episode after one event (R96): a `plan/mode` starts a new one, a presented plan is its next
- * version, and keep-planning feedback on one of its versions is a decision (R102). A channel
- * review's record presents and settles at once; a durable review's request presents, and the
- * first closing record of its id settles it, as `planHistory` reads them.
+ * The episode after a `plan/review` (R96): a presented plan is its next version, and
+ * keep-planning feedback on one of its versions is a decision (R102). A channel review's record
+ * presents and settles at once; a durable review's request presents, and the first closing
+ * record of its id settles it, as `planHistory` reads them.
  */
-export function episodeAfter(episode: PlanEpisode | null, type: string, data: Record<string, unknown> | undefined): PlanEpisode | null {
-  if (type === PLAN_MODE_EVENT) return null
-  if (type !== PLAN_REVIEW_EVENT || data === undefined) return episode
+function episodeByRecord(episode: PlanEpisode | null, data: Record<string, unknown> | undefined): PlanEpisode | null {
+  if (data === undefined) return episode
   const reviewId = typeof data.reviewId === 'string' ? data.reviewId : undefined
   if (presentsPlan(data)) {
     const version = (episode?.version ?? 0) + 1
@@ -750,6 +794,15 @@ export function episodeAfter(episode: PlanEpisode | null, type: string, data: Re
   if (settled === undefined) return episode
   const open = episode!.open!.filter((entry) => entry !== settled)
   return episodeOf(episode!.version, episode!.plan, withDecision(episode!.decisions, settled.version, data.feedback), open)
+}
+
+/**
+ * The episode after one event of type `type` (R96), as the table reads it: a `plan/mode` starts
+ * a new one, a `plan/review` presents or settles a version, any other event leaves it.
+ */
+export function episodeAfter(episode: PlanEpisode | null, type: string, data: Record<string, unknown> | undefined): PlanEpisode | null {
+  const next = kindOf(type)?.episode
+  return next === undefined ? episode : next(episode, data)
 }
 
 /** `decisions` with the feedback on `version`, in version order (unchanged when there is no feedback). */
@@ -786,7 +839,7 @@ export function latestApprovedPlan(events: readonly SessionEvent[], before?: Rev
     if (event.type !== PLAN_MODE_EVENT && event.type !== PLAN_REVIEW_EVENT) continue
     const data = payload(event)
     const decides = event.type === PLAN_MODE_EVENT ? data?.active === true : data?.outcome === 'approved' && typeof data.plan === 'string'
-    if (decides && !isStrayApprovalAt(events, i, before, from)) return approvedAfter(null, event.type, data, event.seq)
+    if (decides && !isStrayApprovalAt(events, i, before, from)) return kindOf(event.type)!.approves!(null, data, event.seq)
   }
   return undefined
 }
@@ -796,7 +849,7 @@ export function latestApprovedPlan(events: readonly SessionEvent[], before?: Rev
  * cannot matter to it (R70: dropped before they reach the actor).
  * @throws on an invalid `plan/mode` (R61).
  */
-export function observePlanLogEvent(event: SessionEvent): PlanModeEvent | undefined {
+export function observePlanLogEvent(event: SessionEvent): PlanLogObservation | undefined {
   return planLogKind(event.type)?.observe?.(payload(event), event.seq)
 }
 

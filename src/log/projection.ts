@@ -1,4 +1,4 @@
-import type { SessionEvent } from '../types.js'
+import type { SessionEvent } from './session.js'
 import { EMPTY_PROJECTION, projectPlanLogEvent, type PlanProjectionState } from './kinds.js'
 
 export type { PlanProjectionState } from './kinds.js'

@@ -1,5 +1,5 @@
-import type { SessionEvent } from '../types.js'
-import { PLAN_VIOLATION_EVENT, type ViolationAction } from './kinds.js'
+import type { SessionEvent } from './session.js'
+import { violationOf, type ViolationAction } from './kinds.js'
 
 /** One `plan/violation` record (R90), with the seq the log gave it. */
 export interface ViolationEntry {
@@ -25,7 +25,7 @@ export interface ViolationFold extends ViolationCounts {
 
 /**
  * The violations a session log records (R92), for dashboards: a pure fold that needs no plan-mode
- * service, reading only `plan/violation` events. A record whose payload is not what the guard
+ * service, reading each event as the log's table does (`violationOf`: only `plan/violation`). A record whose payload is not what the guard
  * writes (a `tool` or `callId` that is not a string, an `action` other than `observed` or
  * `blocked`) is skipped: logs are untrusted input.
  */
@@ -33,11 +33,9 @@ export function foldViolations(events: readonly SessionEvent[]): ViolationFold {
   // Tool names come from the log: no prototype, so `__proto__` is a name like any other.
   const fold: ViolationFold = { observed: 0, blocked: 0, byTool: Object.create(null) as Record<string, ViolationCounts>, entries: [] }
   for (const event of events) {
-    if (event.type !== PLAN_VIOLATION_EVENT) continue
-    const data = event.data as Partial<Record<string, unknown>> | null
-    if (typeof data !== 'object' || data === null) continue
-    const { tool, callId, action } = data
-    if (typeof tool !== 'string' || typeof callId !== 'string' || (action !== 'observed' && action !== 'blocked')) continue
+    const violation = violationOf(event)
+    if (violation === undefined) continue
+    const { tool, callId, action } = violation
     fold[action]++
     const perTool = Object.hasOwn(fold.byTool, tool) ? fold.byTool[tool]! : (fold.byTool[tool] = { observed: 0, blocked: 0 })
     perTool[action]++

@@ -1,5 +1,5 @@
 import type { ReviewComment, SetOutcome } from '../types.js'
-import type { OpenPlanReview, ReviewNews, ReviewOutcome } from '../log/kinds.js'
+import type { PlanLogObservation, ReviewNews, ReviewOutcome } from '../log/kinds.js'
 import type { ReviewVerdict } from '../plan/review.js'
 
 /** Events the plan-mode statechart accepts, named for the domain. */
@@ -26,18 +26,8 @@ export type PlanModeEvent =
   | { type: 'REVIEW.ABORT'; review: number; message: string }
   /** `dispose` or `detach`: open reviews fail as reloaded, then the actor stops (R60, R63). */
   | { type: 'RELOAD' }
-  /** Observed log events (only those that can matter reach the chart, R70). */
-  | { type: 'LOG.PLAN_MODE'; active: boolean }
-  | { type: 'LOG.TURN_START' }
-  | { type: 'LOG.TURN_END' }
-  | { type: 'LOG.REQUEST_HEADER' }
-  /** A host's logged `/plan` run (R58), heard live: its selection counts once its `command/done` says success (R86). */
-  | { type: 'LOG.COMMAND_RUN'; commandId: string; active: boolean }
-  | { type: 'LOG.COMMAND_DONE'; commandId: string; success: boolean }
-  /** A durable review's request (R79), the chart's own or another process's. */
-  | { type: 'LOG.REVIEW_REQUESTED'; review: OpenPlanReview }
-  /** A record closing a durable review (R80), the chart's own or another process's. */
-  | { type: 'LOG.REVIEW_CLOSED'; reviewId: string; outcome: ReviewOutcome; feedback?: string; toldInResult: boolean; by?: 'policy'; fresh?: true }
+  /** Observed log events (only those that can matter reach the chart, R70), as the log's table reads them. */
+  | PlanLogObservation
   /** The log's answer to the chart's own appends (sent back by the append effects). */
   | { type: 'PLAN_MODE.APPENDED' }
   | { type: 'PLAN_MODE.APPEND_FAILED'; error: unknown }

@@ -21,7 +21,7 @@ import {
   lacksLeadingHeading,
   planTitle,
 } from '../plan/review.js'
-import { leavesPlanMode, type OpenPlanReview, type ReviewNews, type ReviewOutcome } from '../log/kinds.js'
+import { leavesPlanMode, reviewNews, type OpenPlanReview, type ReviewNews, type ReviewOutcome } from '../log/kinds.js'
 import type { SetOutcome } from '../types.js'
 
 /**
@@ -142,13 +142,6 @@ export function initialContext(
   if (reviews.lastClosed) context.lastClosed = reviews.lastClosed
   if (reviews.news) context.news = reviews.news
   return context
-}
-
-/** What a closed review leaves the model to hear at the next boundary, if anything (R81). */
-function newsOf(result: ReviewResult): ReviewNews | null {
-  if (result.toldInResult) return null
-  if (result.outcome === 'keep-planning') return result.feedback === undefined ? { outcome: result.outcome } : { outcome: result.outcome, feedback: result.feedback }
-  return result.outcome === 'approved' || result.outcome === 'left' || result.outcome === 'superseded' ? { outcome: result.outcome } : null
 }
 
 /**
@@ -548,7 +541,7 @@ const planModeSetup = setup({
       const failed = review?.failed
       const closedReview = { number: review?.number ?? 0, result, ...(lost ? { lost } : {}), ...(failed !== undefined ? { failed } : {}) }
       if (review?.durable === undefined) return { closedReview, review: null }
-      const news = newsOf(result)
+      const news = reviewNews(result.outcome, result.feedback, result.toldInResult === true)
       return {
         closedReview,
         review: null,
