@@ -1,7 +1,8 @@
 import { once } from 'node:events'
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http'
 import { createHash, randomUUID } from 'node:crypto'
-import { PGlite } from '@electric-sql/pglite'
+import type { PGlite } from '@electric-sql/pglite'
+import { startPGlite } from '../scripts/pglite-cache.js'
 import { wrapLanguageModel, type LanguageModel } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { offlineChatModel } from '../cli/offline-model.js'
@@ -36,8 +37,7 @@ let lite: PGlite
 let web: WebChat
 
 beforeAll(async () => {
-  lite = new PGlite()
-  await lite.waitReady
+  lite = await startPGlite()
   web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }) })
 })
 
@@ -485,8 +485,7 @@ describe('R105: approvals are signed by the server, per chat', () => {
     let db: PGlite
     let sameIds: WebChat
     beforeAll(async () => {
-      db = new PGlite()
-      await db.waitReady
+      db = await startPGlite()
       const model = oneCallIdPerTool(offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }))
       sameIds = await startWebChat({ db, listen: pgliteListen(db), instance: 'y', model })
     })

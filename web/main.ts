@@ -12,10 +12,10 @@
  *   there, for every instance on the database.
  * Prints `web chat: <url>` once it serves, and stops on SIGINT/SIGTERM.
  */
-import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { pgListen, pgliteListen, type PgListen, type PgQueryable } from 'xstate-plan-mode/postgres'
 import { chooseChatModel } from '../cli/chat-model.js'
+import { startPGlite } from '../scripts/pglite-cache.js'
 import { startWebChat } from './server.js'
 
 const env = process.env
@@ -35,8 +35,8 @@ if (env.DATABASE_URL) {
   })
   endDb = () => pool.end()
 } else {
-  const lite = new PGlite()
-  await lite.waitReady
+  // A fresh database each start, loaded from a cached initialised data directory (scripts/pglite-cache.ts).
+  const lite = await startPGlite()
   db = lite
   listen = pgliteListen(lite)
   endDb = () => lite.close()
