@@ -414,6 +414,26 @@ describe('R104: the cluster proxy checks what an instance checks', () => {
     await new Promise<void>((resolve) => (proxy ? proxy.close(() => resolve()) : resolve()))
   })
 
+  it('requests arriving at once while one of two instances refuses connections (killed) all reach the other: a request whose instance refused is retried on one it has not tried, never on the refusing one again (a 502 failed the web chat\'s killed-instance test when two files ran at once)', async () => {
+    // A port nothing listens on: an instance that was killed.
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const deadUrl = `http://127.0.0.1:${(closed.address() as { port: number }).port}/`
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const served: { instance: string; method: string; path: string }[] = []
+    const twoInstances = clusterProxy([{ name: 'dead', url: deadUrl }, { name: 'x', url: web.url }], served)
+    await new Promise<void>((resolve) => twoInstances.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(twoInstances.address() as { port: number }).port}/api/chart`
+      const statuses = await Promise.all(Array.from({ length: 24 }, () => fetch(url).then((response) => response.status)))
+      expect(statuses).toEqual(Array.from({ length: 24 }, () => 200))
+      expect(new Set(served.map((s) => s.instance))).toEqual(new Set(['x']))
+    } finally {
+      twoInstances.closeAllConnections()
+      await new Promise<void>((resolve) => twoInstances.close(() => resolve()))
+    }
+  })
+
   it('R104: through the proxy, Host: evil.example answers 421, as the instance alone does (DNS rebinding)', async () => {
     const refused = [421, { error: 'this server answers only to 127.0.0.1 and localhost' }]
     expect(await rawRequest(web.url, '/api/chart', { host: 'evil.example' })).toEqual(refused)
