@@ -723,7 +723,9 @@ describe('R106: a client that goes away while megabytes of the answer are on the
   })
   let flooded: WebChat
   beforeAll(async () => {
-    flooded = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'flooded', model: flooding })
+    // A stream whose client stopped reading ends with its turn's lease (R106): a short one, so the
+    // test waits 3 s for it, not the default 30.
+    flooded = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'flooded', model: flooding, turnLeaseMs: 3_000 })
   })
   afterAll(async () => {
     await flooded?.close()
@@ -738,7 +740,7 @@ describe('R106: a client that goes away while megabytes of the answer are on the
       roles: (await savedMessages(owner, chat)).map((m) => m.role),
       turn: await turnOf(chat),
     })
-    await expect.poll(saved, { timeout: 30_000, interval: 50 }).toEqual({ roles: ['user', 'assistant'], turn: null })
+    await expect.poll(saved, { interval: 50 }).toEqual({ roles: ['user', 'assistant'], turn: null })
   })
 })
 
