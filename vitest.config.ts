@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { defineConfig } from 'vitest/config'
+import { configDefaults, defineConfig } from 'vitest/config'
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url))
 
@@ -18,6 +18,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // Two unpacks of the bundled Chromium (~190 MB each): a variation `npm run test:deep` runs.
+    exclude: [...configDefaults.exclude, ...(process.env.PLAN_MODE_CHROMIUM === 'bundled' ? [] : ['test/browser-unpack.test.ts'])],
     // Built once per run, not per file: the web chat's page (test/global-setup.ts).
     globalSetup: ['test/global-setup.ts'],
     // Hang guards, not time limits: a test or hook waits on events, and these only end one that

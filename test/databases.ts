@@ -1,8 +1,9 @@
-import { PGlite } from '@electric-sql/pglite'
+import type { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { pgListen, type PgListen } from '../src/adapters/postgres.js'
 import { startTestPostgres, type TestPostgres } from '../apps/shared/local-postgres.js'
+import { startPGlite } from '../apps/shared/pglite-cache.js'
 
 /**
  * The database of a test file, made before its tests and closed after them: one PGlite, or a
@@ -10,12 +11,14 @@ import { startTestPostgres, type TestPostgres } from '../apps/shared/local-postg
  * files without a database import.
  */
 
-/** One PGlite for the file (it takes seconds to start): the returned function gives it, in a test or a hook. */
+/**
+ * One PGlite for the file, loaded from a cached initialised data directory (apps/shared/pglite-cache.ts:
+ * initdb runs once per machine, not per file): the returned function gives it, in a test or a hook.
+ */
 export function usePGlite(): () => PGlite {
   let lite: PGlite | undefined
   beforeAll(async () => {
-    lite = new PGlite()
-    await lite.waitReady
+    lite = await startPGlite()
   })
   afterAll(() => lite?.close())
   return () => {

@@ -6,9 +6,13 @@
  *   `npm start` runs it, so a run whose page sources are unchanged skips the build (R111), and a
  *   build lands whole (a temp directory renamed into place) even with another run or `npm start`
  *   of this clone building at the same time.
+ * - The dump of a freshly initialised PGlite data directory (apps/shared/pglite-cache.ts), which
+ *   every PGlite of the tests (and `npm start`) loads instead of running initdb: made once per
+ *   machine, written whole, so the files that start a PGlite at once do not each make it.
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { ensurePGliteCache } from '../apps/shared/pglite-cache.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -25,5 +29,5 @@ function node(args: string[]): Promise<void> {
 }
 
 export default async function setup(): Promise<void> {
-  await node(['apps/web/build.mjs'])
+  await Promise.all([node(['apps/web/build.mjs']), ensurePGliteCache()])
 }

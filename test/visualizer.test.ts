@@ -43,8 +43,8 @@ const review: ReviewChannel = { ask: () => new Promise((resolve) => reviews.push
 const state = (path: string) => page.locator(`#chart g.state[data-state="${path}"]`)
 /** Waits until exactly these states (of those named) are highlighted. */
 async function expectActive(active: string[], inactive: string[] = []): Promise<void> {
-  for (const path of active) await expect.poll(() => state(path).getAttribute('class'), { timeout: 5000 }).toMatch(/\bactive\b/)
-  for (const path of inactive) await expect.poll(() => state(path).getAttribute('class'), { timeout: 5000 }).not.toMatch(/\bactive\b/)
+  for (const path of active) await expect.poll(() => state(path).getAttribute('class')).toMatch(/\bactive\b/)
+  for (const path of inactive) await expect.poll(() => state(path).getAttribute('class')).not.toMatch(/\bactive\b/)
 }
 const modeLabel = () => page.locator('#agents button[data-agent-id="agent-1"] .mode-label').textContent()
 /** The timeline's lines as shown: time, label. */

