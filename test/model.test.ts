@@ -256,6 +256,21 @@ describe('R101: the chart against the oracle on the paths that found the decisio
     await replayPath(durablePath(['another writer requests a review', 'answerReview(approve fresh, told in result (R101))', 'plan/review append resolves']))
   })
 
+  it('R102, R76: a fresh approval a request followed before the checkpoint is not due again from the checkpoint and the events after it (regression: the handoff was due again)', () => {
+    // Found by the chained walks: the tail after the checkpoint holds no request/header, and the
+    // due handoff read from it ignored that a checkpoint is made only when none is due.
+    const log = [
+      { type: 'plan/mode', data: { active: true } },
+      { type: 'plan/review', data: { outcome: 'approved', title: 'Ship the importer', plan: '# Ship the importer\n\n1. Parse the CSV.\n2. Store the rows.', fresh: true } },
+      { type: 'request/header', data: {} },
+      { type: 'turn/start', data: {} },
+      { type: 'plan/mode', data: { active: false } },
+    ]
+    for (const k of [3, 4, 5]) expect(checkpointReadersDiffer(log, k), `checkpoint after ${k} events`).toBeUndefined()
+    // Before the request, no checkpoint is made: the handoff is due.
+    expect(checkpointReadersDiffer(log, 2)).toBeNull()
+  })
+
   it('R101, R81: a durable leave not told in the result is not told once plan mode is entered again before the next boundary', async () => {
     await replayPath(durablePath(['log plan/mode true', 'another writer requests a review', 'answerReview(leave (R101))', 'plan/review append resolves', 'set(true)', 'stepBoundary']))
   })
