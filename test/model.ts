@@ -5,7 +5,7 @@
  * The chart's appends are entry actions whose completions come back as events
  * (`PLAN_MODE.APPENDED`, ...); its one invoked actor is the review question (`askReview`), which
  * resolves with the review's result and never rejects. `createTestModel` refuses a machine that
- * invokes, so the plain traversal helpers (`getAdjacencyMap`, `getShortestPaths`) take it, with
+ * invokes, so the plain traversal helper (`getAdjacencyMap`) takes it, with
  * the completions and the actor's `xstate.done.actor.<id>` event in the event list. In a traversal
  * the chart's ports are `UNATTACHED_PORTS` (and actions do not even run), so nothing completes
  * by itself: the alphabet says when. The invoke id is XState's default for an unnamed invoke,
@@ -54,7 +54,7 @@
  */
 import { vi } from 'vitest'
 import { createActor, transition, type AnyEventObject, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
-import { getAdjacencyMap, getShortestPaths } from 'xstate/graph'
+import { getAdjacencyMap } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
 import type { PlanModeSnapshot } from '../src/machines/planMode.view.js'
@@ -465,22 +465,9 @@ export function generatePaths(config: ModelConfig): GeneratedPaths {
     string,
     { state: PlanModeSnapshot; transitions: Record<string, { event: AnyEventObject; state: PlanModeSnapshot }> }
   >
-  const shortest = getShortestPaths(planModeMachine, options as never) as unknown as {
-    state: PlanModeSnapshot
-    steps: { event: AnyEventObject; state: PlanModeSnapshot }[]
-  }[]
-  const heads = new Map<string, { letters: Letter[]; keys: string[] }>()
-  for (const path of shortest) {
-    const steps = path.steps.filter((step) => step.event.type !== 'xstate.init')
-    heads.set(stateKey(path.state), {
-      letters: steps.map((step) => byEvent.get(step.event)!),
-      keys: steps.map((step) => stateKey(step.state)),
-    })
-  }
   const out = new Map<string, Edge[]>()
   let edges = 0
   for (const [key, { transitions }] of Object.entries(adjacency)) {
-    if (!heads.has(key)) throw new Error(`no shortest path to ${key}`)
     const from: Edge[] = []
     for (const { event, state } of Object.values(transitions)) {
       edges++
@@ -489,6 +476,14 @@ export function generatePaths(config: ModelConfig): GeneratedPaths {
     out.set(key, from)
   }
   const initialKey = stateKey(createActor(planModeMachine).getSnapshot() as PlanModeSnapshot)
+  // The shortest path to each vertex (breadth-first), for the invariant breaks' paths.
+  const heads = new Map<string, { letters: Step[]; keys: string[] }>([[initialKey, { letters: [], keys: [] }]])
+  for (const [key] of heads) {
+    const head = heads.get(key)!
+    for (const { letter, next } of out.get(key) ?? []) {
+      if (!heads.has(next)) heads.set(next, { letters: [...head.letters, letter], keys: [...head.keys, next] })
+    }
+  }
   const invariantBreaks = [...breaks.values()].map(({ source, letter, next }) => {
     const head = heads.get(source)!
     return { letters: [...head.letters, letter], keys: [...head.keys, next], config }
