@@ -502,7 +502,7 @@ interface Edge {
  * The most letters a walk takes before the next one starts (from the initial state): long
  * enough that a walk covers many edges, short enough that a failing walk reads as a story.
  */
-export const MAX_WALK = 40
+export const MAX_WALK = 16
 
 /**
  * Walks of the graph `out` (edges by source key) from `initial` that together take every edge of
