@@ -10,14 +10,15 @@ import { createPlanHistory, episodeBefore, planHistory } from '../src/log/histor
 import { restorePlanLog } from '../src/log/kinds.js'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import { dueHandoff } from '../src/plan/handoff.js'
-import { hasStrayApproval } from './ops.js'
+import { hasStrayApprovalOrLeave } from './ops.js'
 import { TEXT } from './oracle.js'
 import { AGENT, CoverageCollector, chartDefinition, durablePath, generatePaths, pathName, replayPath, type ModelPath } from './model.js'
 
 /**
  * Model-based tests: every edge of the plan-mode statechart's reachable graph (as the service
  * can drive it) in the channel and no-channel configurations, and the edges of the durable
- * reviews' graph (R78–R81) that reach what no shorter path reached, replayed on the real service
+ * reviews' graph (R78–R81) that reach what no earlier edge reached, chained into walks (each a
+ * path from a fresh service: its test's name lists its letters), replayed on the real service
  * and checked against the SPEC oracle after every step; then the coverage of the chart's
  * definition by those replays. Headless review policies (R94, R95) are letters of the channel
  * (a policy's approval and dismissal) and durable (`answerReviewByPolicy`, another writer's policy
@@ -62,7 +63,7 @@ function keepLog(events: readonly SessionEvent[]): void {
  * the untold outcome), the approved plan (as `approvedPlan` reads it), the due handoff, the plan
  * history from where the session's events begin and the version the next plan gets, the
  * violations (R92) of those events, the chart's snapshot attach restores from the fold, and the
- * projection (on logs without a lost answer's approval, which the projection alone cannot tell, R80).
+ * projection (on logs without a lost answer's approval or leave, which the projection alone cannot tell, R80).
  */
 function readers(session: SessionLog, fold: unknown, projection: unknown) {
   const warn = (message: string, error: unknown) => {
@@ -107,7 +108,7 @@ function checkpointReadersDiffer(log: readonly { type: string; data: unknown }[]
   } catch (error) {
     return `the checkpoint after ${k} events cannot be loaded: ${(error as Error).message}`
   }
-  const strays = hasStrayApproval(log)
+  const strays = hasStrayApprovalOrLeave(log)
   const after = tail.events.filter((event) => event.seq > k)
   const fromTail = readers(tail, restored, strays ? null : after.reduce(planProjection.apply, (checkpoint as { projection: never }).projection))
   const full = readers(whole, replayPlanLog(events), strays ? null : events.reduce(planProjection.apply, planProjection.init()))
@@ -205,8 +206,10 @@ describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statecha
     expect(runs('channel', 'dismiss review by policy (R94)', lands)).toBe(true)
     expect(runs('durable', 'answerReviewByPolicy(approve) (R95)', lands)).toBe(true)
     expect(runs('durable', 'answerReviewByPolicy(stop) (R95)', lands)).toBe(true)
-    // With no durable review open it resolves null and the chart hears nothing (R95).
-    expect(durable.paths.some((path) => path.letters[0]?.label === 'answerReviewByPolicy(approve) (R95)')).toBe(true)
+    // With no durable review open it resolves null and the chart hears nothing (R95): the walks
+    // replay it where the review region is idle (the state key before the letter says so).
+    const idleBefore = (path: ModelPath, i: number) => (i === 0 ? true : (JSON.parse(path.keys[i - 1]!) as { value: { review: unknown } }).value.review === 'idle')
+    expect(durable.paths.some((path) => path.letters.some((letter, i) => letter.label === 'answerReviewByPolicy(approve) (R95)' && idleBefore(path, i)))).toBe(true)
     // R95: whichever of the two records the log holds second lost.
     expect(runs('durable', 'answerReviewByPolicy(approve) (R95)', 'another writer approves', lands)).toBe(true)
     expect(runs('durable', 'answerReview(approve)', 'another writer approves by policy (R95)', lands)).toBe(true)
@@ -247,6 +250,7 @@ describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statecha
       `states ${states.length - missingStates.length}/${states.length}, ` +
         `transitions ${reachedTransitions}/${reachable}${allowed.size ? ` (+${allowed.size} allow-listed unreachable)` : ''}, ` +
         `paths ${paths.length} = ${withChannel.paths.length}+${withoutChannel.paths.length}+${durable.paths.length} ` +
+        `(${paths.reduce((n, path) => n + path.letters.length, 0)} steps) ` +
         `(graphs: ${withChannel.vertices}+${withoutChannel.vertices}+${durable.vertices} states, ` +
         `${withChannel.edges}+${withoutChannel.edges}+${durable.edges} edges; channel+no channel+durable)`,
     )
@@ -269,6 +273,21 @@ describe('R101: the chart against the oracle on the paths that found the decisio
 
   it('R101, R49: a durable fresh approval told in the result is recorded `…, fresh: true, toldInResult: true`', async () => {
     await replayPath(durablePath(['another writer requests a review', 'answerReview(approve fresh, told in result (R101))', 'plan/review append resolves']))
+  })
+
+  it('R102, R76: a fresh approval a request followed before the checkpoint is not due again from the checkpoint and the events after it (regression: the handoff was due again)', () => {
+    // Found by the chained walks: the tail after the checkpoint holds no request/header, and the
+    // due handoff read from it ignored that a checkpoint is made only when none is due.
+    const log = [
+      { type: 'plan/mode', data: { active: true } },
+      { type: 'plan/review', data: { outcome: 'approved', title: 'Ship the importer', plan: '# Ship the importer\n\n1. Parse the CSV.\n2. Store the rows.', fresh: true } },
+      { type: 'request/header', data: {} },
+      { type: 'turn/start', data: {} },
+      { type: 'plan/mode', data: { active: false } },
+    ]
+    for (const k of [3, 4, 5]) expect(checkpointReadersDiffer(log, k), `checkpoint after ${k} events`).toBeUndefined()
+    // Before the request, no checkpoint is made: the handoff is due.
+    expect(checkpointReadersDiffer(log, 2)).toBeNull()
   })
 
   it('R101, R81: a durable leave not told in the result is not told once plan mode is entered again before the next boundary', async () => {

@@ -5,7 +5,7 @@
  * The chart's appends are entry actions whose completions come back as events
  * (`PLAN_MODE.APPENDED`, ...); its one invoked actor is the review question (`askReview`), which
  * resolves with the review's result and never rejects. `createTestModel` refuses a machine that
- * invokes, so the plain traversal helpers (`getAdjacencyMap`, `getShortestPaths`) take it, with
+ * invokes, so the plain traversal helper (`getAdjacencyMap`) takes it, with
  * the completions and the actor's `xstate.done.actor.<id>` event in the event list. In a traversal
  * the chart's ports are `UNATTACHED_PORTS` (and actions do not even run), so nothing completes
  * by itself: the alphabet says when. The invoke id is XState's default for an unnamed invoke,
@@ -43,16 +43,18 @@
  * tell): all finite; never seqs, counters, results, ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
  *
  * Three configurations: a review channel, none, and durable reviews (`reviews: 'durable'`, no
- * channel, R78–R81; `durableAlphabet`). In the first two every edge of the adjacency map becomes
- * one path: the shortest path to its source, then the edge ("transition tour"); paths that are
- * prefixes of others are dropped. The durable graph is several times larger, so its edges are
- * chosen for coverage instead (`generateDurablePaths`). Its events may depend on the state (an
+ * channel, R78–R81; `durableAlphabet`). In the first two every edge of the adjacency map is
+ * replayed ("transition tour"); the durable graph is several times larger, so its edges are
+ * chosen for coverage instead (`generateDurablePaths`). The edges are chained into walks
+ * (`coveringWalks`): from where a walk is, the shortest way to the nearest edge not yet taken,
+ * then that edge, until the walk reaches `stopped` or `MAX_WALK` letters; each walk is one path,
+ * replayed from a fresh service. Its events may depend on the state (an
  * answer names the open review's id), so it is traversed here, breadth-first, with XState's pure
  * `transition` under an inspected scope that says which definition transitions each edge takes.
  */
 import { vi } from 'vitest'
 import { createActor, transition, type AnyEventObject, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
-import { getAdjacencyMap, getShortestPaths } from 'xstate/graph'
+import { getAdjacencyMap } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
 import type { PlanModeSnapshot } from '../src/machines/planMode.view.js'
@@ -377,6 +379,10 @@ function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
     case 'LOG.PLAN_MODE':
       if (target !== undefined) return event.active === target && F !== target
   }
+  // R86: command ids are unique. The model's one id stands for a new command only once the
+  // chart let go of the last: while it holds a success deferred (behind its own `plan/mode`
+  // append), another run or done of that id would be a reused id, which the spec rules out.
+  if ((event.type === 'LOG.COMMAND_RUN' || event.type === 'LOG.COMMAND_DONE') && s.context.deferredDone !== undefined) return false
   // R73: a closing actor's wait for its work in flight may run out (and only a closing actor's).
   if (isCloseTimeout(event)) return s.matches({ lifecycle: 'closing' })
   // A detached actor only finishes its work, still hearing the log until it stops; the next
@@ -431,9 +437,9 @@ export interface GeneratedPaths {
 }
 
 /**
- * Generates the paths of one configuration: the transition tour (one path per edge) of the
- * channel and no-channel graphs, and a coverage-chosen set of the durable graph's edges
- * (`generateDurablePaths`).
+ * Generates the paths of one configuration: walks that take every edge of the channel and
+ * no-channel graphs (the transition tour), and walks that take a coverage-chosen set of the
+ * durable graph's edges (`generateDurablePaths`). A shortest path leads to each invariant break.
  */
 export function generatePaths(config: ModelConfig): GeneratedPaths {
   if (config === 'durable') return generateDurablePaths()
@@ -459,51 +465,124 @@ export function generatePaths(config: ModelConfig): GeneratedPaths {
     string,
     { state: PlanModeSnapshot; transitions: Record<string, { event: AnyEventObject; state: PlanModeSnapshot }> }
   >
-  const shortest = getShortestPaths(planModeMachine, options as never) as unknown as {
-    state: PlanModeSnapshot
-    steps: { event: AnyEventObject; state: PlanModeSnapshot }[]
-  }[]
-  const heads = new Map<string, { letters: Letter[]; keys: string[] }>()
-  for (const path of shortest) {
-    const steps = path.steps.filter((step) => step.event.type !== 'xstate.init')
-    heads.set(stateKey(path.state), {
-      letters: steps.map((step) => byEvent.get(step.event)!),
-      keys: steps.map((step) => stateKey(step.state)),
-    })
-  }
-  const all: ModelPath[] = []
+  const out = new Map<string, Edge[]>()
   let edges = 0
   for (const [key, { transitions }] of Object.entries(adjacency)) {
-    const head = heads.get(key)
-    if (!head) throw new Error(`no shortest path to ${key}`)
+    const from: Edge[] = []
     for (const { event, state } of Object.values(transitions)) {
       edges++
-      all.push({
-        letters: [...head.letters, byEvent.get(event)!],
-        keys: [...head.keys, stateKey(state)],
-        config,
-      })
+      from.push({ letter: byEvent.get(event)!, next: stateKey(state) })
+    }
+    out.set(key, from)
+  }
+  const initialKey = stateKey(createActor(planModeMachine).getSnapshot() as PlanModeSnapshot)
+  // The shortest path to each vertex (breadth-first), for the invariant breaks' paths.
+  const heads = new Map<string, { letters: Step[]; keys: string[] }>([[initialKey, { letters: [], keys: [] }]])
+  for (const [key] of heads) {
+    const head = heads.get(key)!
+    for (const { letter, next } of out.get(key) ?? []) {
+      if (!heads.has(next)) heads.set(next, { letters: [...head.letters, letter], keys: [...head.keys, next] })
     }
   }
   const invariantBreaks = [...breaks.values()].map(({ source, letter, next }) => {
     const head = heads.get(source)!
     return { letters: [...head.letters, letter], keys: [...head.keys, next], config }
   })
-  return { paths: withoutPrefixes(all), vertices: Object.keys(adjacency).length, edges, invariantBreaks }
+  const walks = coveringWalks(config, initialKey, out, new Set([...out.values()].flat()))
+  return { paths: walks, vertices: Object.keys(adjacency).length, edges, invariantBreaks }
 }
 
-/** The paths that are not prefixes of others (nor repeats): replaying those replays the rest. */
-function withoutPrefixes(all: ModelPath[]): ModelPath[] {
-  const name = (p: ModelPath, n = p.letters.length) => p.letters.slice(0, n).map((l) => l.label).join(' → ')
-  const prefixes = new Set<string>()
-  for (const p of all) for (let n = 1; n < p.letters.length; n++) prefixes.add(name(p, n))
-  const seen = new Set<string>()
-  return all.filter((p) => {
-    const n = name(p)
-    if (prefixes.has(n) || seen.has(n)) return false
-    seen.add(n)
-    return true
-  })
+/** An edge of a configuration's graph: the letter, and the state key it leads to. */
+interface Edge {
+  letter: Step
+  next: string
+}
+
+/**
+ * The most letters a walk takes before the next one starts (from the initial state): long
+ * enough that a walk covers many edges, short enough that a failing walk reads as a story.
+ */
+export const MAX_WALK = 16
+
+/**
+ * Walks of the graph `out` (edges by source key) from `initial` that together take every edge of
+ * `cover` (and every vertex those reach), chained rather than one path per edge: from where the
+ * walk is, it goes the shortest way to the nearest edge not yet taken and takes it; a walk ends
+ * where nothing is left to take (in `stopped`, the service stops the actor: nothing follows) or
+ * where the next one would pass `MAX_WALK` letters, and the next walk starts from the initial
+ * state. Each walk is a path that replays from scratch; its name says every letter.
+ */
+function coveringWalks(config: ModelConfig, initial: string, out: ReadonlyMap<string, readonly Edge[]>, cover: ReadonlySet<Edge>): ModelPath[] {
+  // The graph in arrays (vertex and edge numbers): a breadth-first search runs after every
+  // route taken, over tens of thousands of edges in the durable graph.
+  const ids = new Map<string, number>()
+  const id = (key: string) => ids.get(key) ?? ids.set(key, ids.size).get(key)!
+  id(initial)
+  for (const [key, edges] of out) for (const edge of [{ next: key }, ...edges]) id(edge.next)
+  const keys = [...ids.keys()]
+  const edgeList: Edge[] = []
+  const from: number[][] = keys.map(() => [])
+  for (const [key, edges] of out) for (const edge of edges) from[id(key)]!.push(edgeList.push(edge) - 1)
+  const target = Int32Array.from(edgeList, (edge) => id(edge.next))
+  const untaken = Uint8Array.from(edgeList, (edge) => (cover.has(edge) ? 1 : 0))
+  /** How many untaken edges leave each vertex. */
+  const left = Int32Array.from(from, (edges) => edges.filter((e) => untaken[e] === 1).length)
+  let remaining = untaken.reduce((n, u) => n + u, 0)
+  const seen = new Int32Array(keys.length).fill(-1)
+  const via = new Int32Array(keys.length)
+  const queue = new Int32Array(keys.length)
+  let search = 0
+  /** The edges of the shortest way from `start` to the nearest untaken edge, that edge last (breadth-first). */
+  const nearest = (start: number): number[] | undefined => {
+    search++
+    seen[start] = search
+    queue[0] = start
+    for (let head = 0, tail = 1; head < tail; head++) {
+      const vertex = queue[head]!
+      if (left[vertex]! > 0) {
+        const route = [from[vertex]!.find((e) => untaken[e] === 1)!]
+        for (let at = vertex; at !== start; ) {
+          const e = via[at]!
+          route.unshift(e)
+          at = source[e]!
+        }
+        return route
+      }
+      for (const e of from[vertex]!) {
+        const next = target[e]!
+        if (seen[next] === search) continue
+        seen[next] = search
+        via[next] = e
+        queue[tail++] = next
+      }
+    }
+    return undefined
+  }
+  const source = new Int32Array(edgeList.length)
+  from.forEach((edges, vertex) => edges.forEach((e) => (source[e] = vertex)))
+  const walks: ModelPath[] = []
+  while (remaining > 0) {
+    const walk: ModelPath = { letters: [], keys: [], config }
+    let at = 0 // the initial state
+    for (;;) {
+      const route = nearest(at)
+      if (route === undefined) break
+      if (walk.letters.length > 0 && walk.letters.length + route.length > MAX_WALK) break
+      for (const e of route) {
+        if (untaken[e] === 1) {
+          untaken[e] = 0
+          left[source[e]!]!--
+          remaining--
+        }
+        walk.letters.push(edgeList[e]!.letter)
+        walk.keys.push(keys[target[e]!]!)
+      }
+      at = target[route.at(-1)!]!
+    }
+    if (walk.letters.length === 0) throw new Error(`${remaining} edges of the ${config} graph cannot be reached from its initial state`)
+    walks.push(walk)
+  }
+  return walks
 }
 
 /** A path's name: its letters. */
@@ -820,9 +899,9 @@ function inspectedTransition(): (s: PlanModeSnapshot, events: AnyEventObject[]) 
  * coverage target no earlier edge reached: a state or a definition transition (taken by the
  * macrostep, raised events and eventless transitions included), a vertex of the graph, a letter
  * in a configuration of the review region, a record's landing or failure or another writer's
- * record from a vertex whose own record is in flight, the close timeout from a closing vertex. Each kept edge becomes a path (the shortest path to
- * its source, then the edge), and paths that are prefixes of others are dropped. Breadth-first
- * order keeps the paths short.
+ * record from a vertex whose own record is in flight, the close timeout from a closing vertex.
+ * Walks through the graph take every kept edge (`coveringWalks`); the edges they pass on the way
+ * are replayed too.
  */
 function generateDurablePaths(): GeneratedPaths {
   const letters = durableAlphabet()
@@ -835,7 +914,8 @@ function generateDurablePaths(): GeneratedPaths {
   ])
   for (const node of initial._nodes) covered.add(`state ${node.id}`)
   const queue = [initialKey]
-  const kept: ModelPath[] = []
+  const out = new Map<string, Edge[]>()
+  const kept = new Set<Edge>()
   const invariantBreaks: ModelPath[] = []
   const closingTimeouts = new Map<string, string | undefined>()
   const reviewValue = (s: PlanModeSnapshot) => JSON.stringify((s.value as { review: unknown }).review)
@@ -878,6 +958,9 @@ function generateDurablePaths(): GeneratedPaths {
         continue
       }
       if (letter.label === 'close timeout expires') closingTimeouts.set(key, nextKey)
+      const edge: Edge = { letter, next: nextKey }
+      if (out.has(key)) out.get(key)!.push(edge)
+      else out.set(key, [edge])
       const targets = [
         ...[...states].map((id) => `state ${id}`),
         ...transitions,
@@ -893,7 +976,7 @@ function generateDurablePaths(): GeneratedPaths {
       ]
       if (targets.some((t) => !covered.has(t))) {
         for (const t of targets) covered.add(t)
-        kept.push(path)
+        kept.add(edge)
       }
       if (!vertices.has(nextKey)) {
         vertices.set(nextKey, { snapshot: next, letters: path.letters, keys: path.keys })
@@ -901,7 +984,7 @@ function generateDurablePaths(): GeneratedPaths {
       }
     }
   }
-  return { paths: withoutPrefixes(kept), vertices: vertices.size, edges, invariantBreaks, closingTimeouts }
+  return { paths: coveringWalks('durable', initialKey, out, kept), vertices: vertices.size, edges, invariantBreaks, closingTimeouts }
 }
 
 // ---------------------------------------------------------------------------------------------

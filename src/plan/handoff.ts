@@ -16,13 +16,17 @@ export interface PlanHandoff {
 
 /**
  * The handoff due at the next request (R102): when the plan approved last was approved into a
- * fresh context and no `request/header` follows its record (no request has been derived since),
+ * fresh context and no `request/header` follows its record (no request has been derived since;
+ * an approval before the first of `events`, which then follow a checkpoint, had one before it),
  * the plan, its version and the feedback given on its earlier versions; else null. `start` is the
  * episode the events begin in (`episodeBefore(session)` for events after a checkpoint, R76): its
  * versions and their decisions come before the events' own.
  */
 export function dueHandoff(events: readonly SessionEvent[], approved: ApprovedPlan | null, start: PlanEpisode | null = null): PlanHandoff | null {
   if (approved?.fresh !== true || requestFollows(events, approved.seq)) return null
+  // Approved before the events: they follow a checkpoint, and none is made while a handoff is
+  // due (R76), so a request followed the approval before it; the handoff was told there.
+  if (events.length > 0 && approved.seq < events[0]!.seq) return null
   const plans = planHistory(events, start).filter((plan) => plan.seq <= approved.seq)
   // The approved plan is the last one presented up to its approval: among the events, or the start's.
   const last = plans.at(-1) ?? start
