@@ -3,6 +3,11 @@ import { configDefaults, defineConfig } from 'vitest/config'
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url))
 
+/** Test files that replace a module with `vi.mock`: they run isolated (see `projects` below). */
+const ISOLATED = ['test/cli-workspace-tools.test.ts']
+/** Two unpacks of the bundled Chromium (~190 MB each): a variation `npm run test:deep` runs. */
+const DEEP_ONLY = process.env.PLAN_MODE_CHROMIUM === 'bundled' ? [] : ['test/browser-unpack.test.ts']
+
 export default defineConfig({
   resolve: {
     // The examples import the package by name, as users do; tests run them against the sources.
@@ -17,9 +22,6 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts'],
-    // Two unpacks of the bundled Chromium (~190 MB each): a variation `npm run test:deep` runs.
-    exclude: [...configDefaults.exclude, ...(process.env.PLAN_MODE_CHROMIUM === 'bundled' ? [] : ['test/browser-unpack.test.ts'])],
     // Built once per run, not per file: the web chat's page (test/global-setup.ts).
     globalSetup: ['test/global-setup.ts'],
     // Hang guards, not time limits: a test or hook waits on events, and these only end one that
@@ -33,5 +35,12 @@ export default defineConfig({
     // file ran after the other. Much of the suite waits (browsers, PostgreSQL, child processes):
     // two files at once keep `npm test` well under 5 minutes.
     maxWorkers: 2,
+    // One module graph per worker, not one per file: each file importing the AI SDK, xstate and
+    // the sources again was a third of the suite's CPU. The files that replace a module (vi.mock)
+    // run in a project of their own, isolated, so their mocks never reach the others.
+    projects: [
+      { extends: true, test: { name: 'shared', isolate: false, include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ISOLATED, ...DEEP_ONLY] } },
+      { extends: true, test: { name: 'isolated', include: ISOLATED, isolate: true } },
+    ],
   },
 })
