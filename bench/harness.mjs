@@ -18,12 +18,16 @@ export const LIB_URL = process.env.BENCH_RUN_LIB
     : new URL('../dist/index.js', import.meta.url).href
 
 /**
- * Imports the library under test.
- * @returns {Promise<typeof import('../dist/index.js')>}
+ * Imports the library under test, with the statechart (`planModeMachine`, which the core entry
+ * left for `/inspect` in issue #25) beside the core's exports, where the suites read it.
+ * @returns {Promise<typeof import('../dist/index.js') & Pick<typeof import('../dist/inspect.js'), 'planModeMachine'>>}
  * @throws when the library is not built (run `npm run build` first).
  */
 export async function loadLibrary() {
-  return import(LIB_URL)
+  const core = await import(LIB_URL)
+  if ('planModeMachine' in core) return core // a build from before #25
+  const { planModeMachine } = await import(new URL('./inspect.js', LIB_URL).href)
+  return { ...core, planModeMachine }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { convertToModelMessages, stepCountIs, streamText, type LanguageModel, type UIMessage } from 'ai'
-import { COMMAND_DONE_EVENT, COMMAND_RUN_EVENT, createPlanMode, type SessionLog, type UserMessage } from 'xstate-plan-mode'
+import { PLAN_LOG_EVENTS, createPlanMode, type SessionLog, type UserMessage } from 'xstate-plan-mode'
 import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
 
 const SECTION = 'Plan mode: explore read-only, then present the whole plan with exit_plan_mode.'
@@ -45,9 +45,9 @@ export function createChatRoutes(options: { model: LanguageModel; openSession: (
     const steered: UserMessage[] = [] // `/plan <message>`: the message, for the client to send next
     try {
       const commandId = crypto.randomUUID()
-      await agent.session.append(COMMAND_RUN_EVENT, { commandId, name: 'plan', args: input })
+      await agent.session.append(PLAN_LOG_EVENTS.commandRun, { commandId, name: 'plan', args: input })
       const result = await planMode.command.run({ agent: { ...agent, steer: (m) => steered.push(m) }, rawInput: input })
-      await agent.session.append(COMMAND_DONE_EVENT, { commandId, kind: result.kind, text: result.text })
+      await agent.session.append(PLAN_LOG_EVENTS.commandDone, { commandId, kind: result.kind, text: result.text })
       const message = steered.flatMap((m) => m.content.map((part) => (part as { text?: string }).text ?? '')).join('')
       return Response.json({ kind: result.kind, text: result.text, message })
     } finally {

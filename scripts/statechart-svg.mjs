@@ -15,7 +15,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ELK from 'elkjs/lib/elk.bundled.js'
-import { planModeMachine } from '../dist/index.js'
+import { planModeMachine } from '../dist/inspect.js'
 import { METRICS, layoutChart } from '../apps/shared/visualizer/client/chart.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))

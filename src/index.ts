@@ -1,86 +1,65 @@
 /**
  * xstate-plan-mode: plan mode for AI agent loops, one XState v5 actor per agent.
- * The public surface is fixed by docs/spec.md §1.
+ * The public surface is fixed by docs/spec.md §1: what a host calls (the service, the review
+ * channels, the memory log, the readers a UI or dashboard uses), the types it writes code against,
+ * and two tables: `PLAN_LOG_EVENTS` (the log's event types) and `PLAN_MODE_TEXTS` (every text).
+ * The statechart itself is in `xstate-plan-mode/inspect`; test/surface.test.ts pins this list.
  *
  * @module xstate-plan-mode
  */
+
+// The service.
+export { createPlanMode, type PlanMode, type PlanModeActor } from './service.js'
+export type {
+  PlanModeConfig,
+  PlanModeOptions,
+  PlanAgent,
+  SessionEvent,
+  SessionLog,
+  UserMessage,
+  PendingStore,
+  ReviewChannel,
+  ReviewRequest,
+  ReviewQuestion,
+  ReviewAnswer,
+  ReviewComment,
+  StepBoundaryResult,
+  OpenReviewView,
+  CommandResult,
+} from './types.js'
+export { EXIT_PLAN_MODE, type ExitPlanModeTool } from './plan/exit-tool.js'
+export type { PlanCommand } from './plan/command.js'
+export { headlessReview } from './plan/headless.js'
+export { PLAN_MODE_TEXTS } from './plan/texts.js'
+
+// The log: its event types, the memory log and checkpoints, and the readers of a log.
 export {
-  createPlanMode,
-  DISPOSED_MESSAGE,
-  DISPOSED_BEFORE_TURN_MESSAGE,
-  type PlanMode,
-  type PlanModeActor,
-  type PolicyReviewAnswer,
-} from './service.js'
-export { headlessReview, HEADLESS_STOP_MESSAGE, type HeadlessReviewPolicy, type HeadlessReviewOptions } from './plan/headless.js'
-export { resolveConfig } from './config.js'
-export {
-  PLAN_MODE_EVENT,
-  PLAN_REVIEW_EVENT,
-  TURN_START_EVENT,
-  TURN_END_EVENT,
-  REQUEST_HEADER_EVENT,
-  COMMAND_RUN_EVENT,
-  COMMAND_DONE_EVENT,
-  PLAN_VIOLATION_EVENT,
-  PLAN_LOG_KINDS,
-  presentsPlan,
-  EMPTY_PLAN_LOG_FOLD,
+  PLAN_LOG_EVENTS,
   foldPlanMode,
   validatePlanModeEvent,
   replayPlanLog,
   foldPlanLogEvent,
   describePlanLogEvent,
-  type PlanLogKind,
   type PlanLogFold,
   type PlanLogLine,
   type PlanModeData,
   type PlanReviewData,
-  type ApprovedPlan,
-  type PlanEpisode,
-  type PlanDecision,
-  type OpenPresentation,
-  type PlanViolationData,
-  type ViolationAction,
   type ReviewOutcome,
-  type OpenPlanReview,
-  type ReviewNews,
-  type ReviewFold,
+  type ApprovedPlan,
 } from './log/kinds.js'
-export { createPlanHistory, episodeBefore, planHistory, type PlanHistoryReader, type PresentedPlan } from './log/history.js'
-export { diffPlans, formatPlanDiff, type PlanDiffLine } from './plan/diff.js'
-export { foldViolations, type ViolationCounts, type ViolationEntry, type ViolationFold } from './log/violations.js'
-export { planProjection, type PlanProjection, type PlanProjectionState, type PlanProjectionView } from './log/projection.js'
-export { createMemorySessionLog, createMemoryCheckpointStore, type MemorySessionLogOptions } from './adapters/memory.js'
-export {
-  PLAN_CHECKPOINT_VERSION,
-  readCheckpoint,
-  replayFromCheckpoint,
-  type CheckpointStore,
-  type PlanCheckpoint,
-} from './log/checkpoint.js'
+export { createMemorySessionLog, createMemoryCheckpointStore } from './adapters/memory.js'
+export { PLAN_CHECKPOINT_VERSION, replayFromCheckpoint, type CheckpointStore, type PlanCheckpoint } from './log/checkpoint.js'
 export { eventDigest } from './log/digest.js'
-export {
-  EXIT_PLAN_MODE,
-  EXIT_PLAN_MODE_DESCRIPTION,
-  EXIT_PLAN_MODE_RESULT_TEXT,
-  EXIT_PLAN_MODE_SUBMITTED_TEXT,
-  type ExitPlanModeTool,
-  type ExitToolResult,
-  type ExitToolContext,
-} from './plan/exit-tool.js'
-export { type PlanCommand, type PlanCommandInput } from './plan/command.js'
-export { NOTICE_TEXTS } from './plan/narration.js'
-export type { NoticeKind } from './machines/planMode.events.js'
-export { REVIEW_MESSAGES, APPROVED_NEWS_TEXT, APPROVE_FRESH_LABEL, KEEP_PLANNING_LABEL, LEAVE_LABEL, approvedPlanSection, commentsText, planTitle, reviewQuestion } from './plan/review.js'
-export { dueHandoff, handoffText, type PlanHandoff } from './plan/handoff.js'
-export { planModeMachine, type PlanModeContext } from './machines/planMode.machine.js'
-export type { PlanModeEvent } from './machines/planMode.events.js'
-export * from './types.js'
+export { createPlanHistory, episodeBefore, planHistory, type PlanHistoryReader, type PresentedPlan } from './log/history.js'
+export { planProjection, type PlanProjection } from './log/projection.js'
+export { foldViolations, type ViolationFold } from './log/violations.js'
+export { diffPlans, formatPlanDiff, type PlanDiffLine } from './plan/diff.js'
+export { dueHandoff } from './plan/handoff.js'
+
+// For hosts whose framework's step hook adds messages for one step only.
+export { createCallTranscript } from './plan/transcript.js'
 
 /** The plan-policy prompt section's name, for hosts that assemble named sections (SPEC §1). */
 export const PLAN_POLICY_SECTION = 'plan:policy'
 /** The plan-policy section's place among the named sections (SPEC §1). */
 export const PLAN_POLICY_ORDER = 50
-export type { ExitPlanModeParameters, ExitPlanModeOutputSchema } from './plan/exit-tool.js'
-export { createCallTranscript, interleaveInjections, type CallTranscript, type CallInjection } from './plan/transcript.js'

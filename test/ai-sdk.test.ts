@@ -6,21 +6,8 @@ import {
   withPlanMode,
   type PlanModeAiSdk,
 } from '../src/adapters/ai-sdk.js'
-import {
-  EXIT_PLAN_MODE,
-  EXIT_PLAN_MODE_DESCRIPTION,
-  EXIT_PLAN_MODE_RESULT_TEXT,
-  createMemorySessionLog,
-  createPlanMode,
-  type CommandResult,
-  type PlanAgent,
-  type PlanMode,
-  type ReviewAnswer,
-  type ReviewChannel,
-  type ReviewRequest,
-  type SessionLog,
-  type UserMessage,
-} from '../src/index.js'
+import { EXIT_PLAN_MODE, createMemorySessionLog, createPlanMode, type CommandResult, type PlanAgent, type PlanMode, type ReviewAnswer, type ReviewChannel, type ReviewRequest, type SessionLog, type UserMessage } from '../src/index.js'
+import { EXIT_PLAN_MODE_DESCRIPTION, EXIT_PLAN_MODE_RESULT_TEXT } from '../src/plan/exit-tool.js'
 import { runLoop, scriptedModel, type LoopKind, type SeenRequest } from './fixtures/ai-sdk-model.js'
 
 const SYSTEM = 'You are a careful coding agent.'

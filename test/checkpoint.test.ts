@@ -3,18 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  PLAN_CHECKPOINT_VERSION,
-  createMemoryCheckpointStore,
-  createMemorySessionLog,
-  createPlanMode,
-  dueHandoff,
-  replayPlanLog,
-  type PlanAgent,
-  type PlanCheckpoint,
-  type SessionEvent,
-  type SessionLog,
-} from '../src/index.js'
+import { createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, dueHandoff, replayPlanLog, type PlanAgent, type PlanCheckpoint, type SessionEvent, type SessionLog } from '../src/index.js'
+import { PLAN_CHECKPOINT_VERSION } from '../src/log/checkpoint.js'
 import { openFileCheckpointStore } from '../src/node.js'
 import { restorePlanLog } from '../src/log/kinds.js'
 import { approvedPlanOf, createCheckpoint, restoreSession } from '../src/log/checkpoint.js'

@@ -156,7 +156,7 @@ describe('docs: every fenced block of the README and the guides is run, checked 
     const blocks = fencedBlocks('docs/hand-written-loop.md').blocks
     expect(blocks.map((block) => block.lang)).toEqual(['ts', 'ts', 'ts', 'ts'])
     expect(blocks.map((block) => block.text.split('\n')[0])).toEqual([
-      "import { COMMAND_DONE_EVENT, COMMAND_RUN_EVENT, type PlanAgent, type PlanMode } from 'xstate-plan-mode'",
+      "import { PLAN_LOG_EVENTS, type PlanAgent, type PlanMode } from 'xstate-plan-mode'",
       '/** A plan-policy section: the system-prompt text plan mode sends while it is on (`createPlanMode({ section })`). */',
       "import type { Interface } from 'node:readline/promises'",
       "import { createCallTranscript, type PlanAgent, type PlanMode } from 'xstate-plan-mode'",

@@ -8,12 +8,8 @@
  * that needed a cast would compile again. vitest only runs the run-time checks.
  */
 import { describe, expect, expectTypeOf, it } from 'vitest'
-import {
-  createPlanMode,
-  type ExitPlanModeOutputSchema,
-  type ExitPlanModeParameters,
-  type ExitPlanModeTool,
-} from '../src/index.js'
+import { createPlanMode, type ExitPlanModeTool } from '../src/index.js'
+import { type ExitPlanModeOutputSchema, type ExitPlanModeParameters } from '../src/plan/exit-tool.js'
 
 // The JSON Schema draft-07 type of `@types/json-schema` (its `JSONSchema7`, which the AI SDK and
 // many others use), restated: the package is not a dependency here, and `ai`'s re-export of it

@@ -12,7 +12,8 @@ import {
   type InspectionMessage,
   type SnapshotMessage,
 } from '../src/adapters/inspect.js'
-import { createMemorySessionLog, createPlanMode, planModeMachine, type PlanAgent } from '../src/index.js'
+import { createMemorySessionLog, createPlanMode, type PlanAgent } from '../src/index.js'
+import { planModeMachine } from '../src/machines/planMode.machine.js'
 import { createStatelyInspectedPlanMode } from '../apps/visualizer/examples/stately-inspector.js'
 
 /** A stand-in with the plan-mode chart's shape: parallel regions, nested pending states. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { APPROVED_NEWS_TEXT, NOTICE_TEXTS, REVIEW_MESSAGES } from '../src/index.js'
+import { APPROVED_NEWS_TEXT, REVIEW_MESSAGES } from '../src/plan/review.js'
+import { NOTICE_TEXTS } from '../src/plan/narration.js'
 import { offlineReply, readConversation } from '../apps/shared/offline-model.js'
 
 /**

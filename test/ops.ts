@@ -4,19 +4,8 @@
  */
 import { isDeepStrictEqual } from 'node:util'
 import fc from 'fast-check'
-import {
-  createMemorySessionLog,
-  createPlanMode,
-  foldPlanMode,
-  planProjection,
-  replayFromCheckpoint,
-  replayPlanLog,
-  type PlanCheckpoint,
-  type PlanModeState,
-  type ReviewAnswer,
-  type SessionEvent,
-  type SessionLog,
-} from '../src/index.js'
+import { createMemorySessionLog, createPlanMode, foldPlanMode, planProjection, replayFromCheckpoint, replayPlanLog, type PlanCheckpoint, type ReviewAnswer, type SessionEvent, type SessionLog } from '../src/index.js'
+import { type PlanModeState } from '../src/types.js'
 import {
   foldF,
   foldK,

@@ -3,16 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { inspectEvents } from '../apps/cli/inspect.js'
 import { createPlanCommand } from '../examples/plan-command.js'
 import { PLAN_SECTION } from '../examples/plan-section.js'
-import {
-  createMemorySessionLog,
-  createPlanMode,
-  planProjection,
-  resolveConfig,
-  type PlanAgent,
-  type PlanMode,
-  type SessionEvent,
-  type SessionLog,
-} from '../src/index.js'
+import { createMemorySessionLog, createPlanMode, planProjection, type PlanAgent, type PlanMode, type SessionEvent, type SessionLog } from '../src/index.js'
+import { resolveConfig } from '../src/config.js'
 
 /**
  * docs/hand-written-loop.md's "What the host logs" and "The plan section" blocks, and its account of the F,

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest'
-import { createMemorySessionLog, createPlanMode, type ExitToolResult, type PendingStore, type PlanAgent, type PlanMode, type ReviewAnswer, type SessionLog } from '../src/index.js'
+import { createMemorySessionLog, createPlanMode, type PendingStore, type PlanAgent, type PlanMode, type ReviewAnswer, type SessionLog } from '../src/index.js'
+import { type ExitToolResult } from '../src/plan/exit-tool.js'
 import { createControlledChannel, createControlledLog, settle, track } from './sut.js'
 import { createTurns } from '../src/turns.js'
 import type { SessionEvent } from '../src/index.js'

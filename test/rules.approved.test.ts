@@ -1,16 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { withPlanMode } from '../src/adapters/ai-sdk.js'
-import {
-  approvedPlanSection,
-  createMemoryCheckpointStore,
-  createMemorySessionLog,
-  createPlanMode,
-  headlessReview,
-  readCheckpoint,
-  type PlanAgent,
-  type PlanCheckpoint,
-  type PlanMode,
-} from '../src/index.js'
+import { createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, headlessReview, type PlanAgent, type PlanCheckpoint, type PlanMode } from '../src/index.js'
+import { readCheckpoint } from '../src/log/checkpoint.js'
+import { approvedPlanSection } from '../src/plan/review.js'
 import { runLoop, scriptedModel } from './fixtures/ai-sdk-model.js'
 import { APPROVE, createScriptedReview, PLAN, SECTION } from './helpers.js'
 

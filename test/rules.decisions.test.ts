@@ -1,18 +1,8 @@
 import { jsonSchema, tool, type ModelMessage } from 'ai'
 import { afterEach, describe, expect, it } from 'vitest'
 import { withPlanMode } from '../src/adapters/ai-sdk.js'
-import {
-  createMemoryCheckpointStore,
-  createMemorySessionLog,
-  createPlanMode,
-  dueHandoff,
-  episodeBefore,
-  planProjection,
-  type PlanAgent,
-  type PlanHandoff,
-  type PlanMode,
-  type ReviewAnswer,
-} from '../src/index.js'
+import { createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, dueHandoff, episodeBefore, planProjection, type PlanAgent, type PlanMode, type ReviewAnswer } from '../src/index.js'
+import { type PlanHandoff } from '../src/plan/handoff.js'
 import { runLoop, scriptedModel } from './fixtures/ai-sdk-model.js'
 import { createFaultyLog, createScriptedReview, PLAN, SECTION } from './helpers.js'
 

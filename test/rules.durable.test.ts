@@ -1,19 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import {
-  APPROVED_NEWS_TEXT,
-  EXIT_PLAN_MODE_SUBMITTED_TEXT,
-  PLAN_CHECKPOINT_VERSION,
-  createMemoryCheckpointStore,
-  createMemorySessionLog,
-  createPlanMode,
-  replayPlanLog,
-  type PlanAgent,
-  type PlanMode,
-  type PlanModeOptions,
-  type ReviewAnswer,
-  type SessionLog,
-  type StepBoundaryResult,
-} from '../src/index.js'
+import { createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, replayPlanLog, type PlanAgent, type PlanMode, type PlanModeOptions, type ReviewAnswer, type SessionLog, type StepBoundaryResult } from '../src/index.js'
+import { APPROVED_NEWS_TEXT } from '../src/plan/review.js'
+import { EXIT_PLAN_MODE_SUBMITTED_TEXT } from '../src/plan/exit-tool.js'
+import { PLAN_CHECKPOINT_VERSION } from '../src/log/checkpoint.js'
 import { eventDigest } from '../src/log/digest.js'
 import { TEXT } from './oracle.js'
 import { APPROVE, KEEP_PLANNING, PLAN, SECTION, createFaultyLog, createScriptedReview, flush, holdingLog, type FaultyLog } from './helpers.js'

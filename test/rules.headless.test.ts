@@ -7,21 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { formatReport, inspectEvents } from '../apps/cli/inspect.js'
 import { styles } from '../apps/cli/io.js'
 import { createLogReader } from '../apps/shared/visualizer/log-reading.js'
-import {
-  HEADLESS_STOP_MESSAGE,
-  createMemorySessionLog,
-  createPlanMode,
-  describePlanLogEvent,
-  headlessReview,
-  replayPlanLog,
-  type PlanAgent,
-  type PlanMode,
-  type ReviewAnswer,
-  type ReviewChannel,
-  type ReviewRequest,
-  type SessionLog,
-  type StepBoundaryResult,
-} from '../src/index.js'
+import { createMemorySessionLog, createPlanMode, describePlanLogEvent, headlessReview, replayPlanLog, type PlanAgent, type PlanMode, type ReviewAnswer, type ReviewChannel, type ReviewRequest, type SessionLog, type StepBoundaryResult } from '../src/index.js'
+import { HEADLESS_STOP_MESSAGE } from '../src/plan/headless.js'
 import { APPROVE, PLAN, SECTION, createHarness, flush, holdingLog } from './helpers.js'
 
 const DISMISSED = 'The user dismissed the plan review to speak instead; stay in plan mode, stop here, and wait for their message.'

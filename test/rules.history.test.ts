@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { createMemorySessionLog, createPlanHistory, diffPlans, episodeBefore, formatPlanDiff, planHistory, readCheckpoint } from '../src/index.js'
+import { createMemorySessionLog, createPlanHistory, diffPlans, episodeBefore, formatPlanDiff, planHistory } from '../src/index.js'
+import { readCheckpoint } from '../src/log/checkpoint.js'
 
 const V1 = '# Cache the importer\n\n1. Add an LRU.\n2. Test it.'
 const V2 = '# Cache the importer\n\n1. Add an LRU.\n2. Evict on write.\n3. Test it.'

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import {
-  createMemorySessionLog,
-  createPlanMode,
-  planProjection,
-  type PlanProjectionState,
-  type SessionEvent,
-} from '../src/index.js'
+import { createMemorySessionLog, createPlanMode, planProjection, type SessionEvent } from '../src/index.js'
+import { type PlanProjectionState } from '../src/log/projection.js'
 import { APPROVE, createHarness, ENTERING, LEAVING, PLAN, SECTION } from './helpers.js'
 
 const RELOADED = 'the plan-mode service was reloaded while the plan was under review; present the plan again'

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createPlanMode, EXIT_PLAN_MODE, resolveConfig, type PlanModeConfig, type ReviewAnswer } from '../src/index.js'
+import { createPlanMode, EXIT_PLAN_MODE, type PlanModeConfig, type ReviewAnswer } from '../src/index.js'
+import { resolveConfig } from '../src/config.js'
 import { APPROVE, createHarness, ENTERING, KEEP_PLANNING, PLAN, SECTION } from './helpers.js'
 
 const DESCRIPTION =

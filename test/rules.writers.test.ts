@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { COMMAND_DONE_EVENT, COMMAND_RUN_EVENT, createPlanMode, planProjection, type PlanAgent, type PlanMode, type SessionLog } from '../src/index.js'
+import { createPlanMode, planProjection, type PlanAgent, type PlanMode, type SessionLog } from '../src/index.js'
+import { COMMAND_DONE_EVENT, COMMAND_RUN_EVENT } from '../src/log/kinds.js'
 import { createMemorySessionLog } from '../src/adapters/memory.js'
 import { createScriptedReview, flush, LEAVING, PLAN, SECTION } from './helpers.js'
 

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import {
-  createCallTranscript,
-  createMemorySessionLog,
-  createPlanMode,
-  interleaveInjections,
-  type PlanAgent,
-} from '../src/index.js'
+import { createCallTranscript, createMemorySessionLog, createPlanMode, type PlanAgent } from '../src/index.js'
+import { interleaveInjections } from '../src/plan/transcript.js'
 
 /**
  * `createCallTranscript` and `interleaveInjections` (src/plan/transcript.ts): the framework-neutral

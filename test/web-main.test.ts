@@ -4,7 +4,7 @@ import { startPGlite } from '../apps/shared/pglite-cache.js'
 import { expect, it } from 'vitest'
 import { offlineChatModel } from '../apps/shared/offline-model.js'
 import { pgliteListen } from '../src/adapters/postgres.js'
-import { reviewQuestion } from '../src/index.js'
+import { reviewQuestion } from '../src/plan/review.js'
 import { SECTION, startWebChat } from '../apps/web/server.js'
 import { webClient } from './web-client.js'
 

@@ -1,6 +1,7 @@
 import { afterEach, expect, it, vi } from 'vitest'
 import { createPostgresPlanStore, pgliteListen, type PgQueryable, type PostgresSessionLog } from '../src/adapters/postgres.js'
-import { createPlanMode, REVIEW_MESSAGES, type PlanAgent } from '../src/index.js'
+import { createPlanMode, type PlanAgent } from '../src/index.js'
+import { REVIEW_MESSAGES } from '../src/plan/review.js'
 import { SECTION, startWebChat } from '../apps/web/server.js'
 import { usePGlite } from './databases.js'
 import { webClient } from './web-client.js'

@@ -13,12 +13,12 @@ import { randomUUID } from 'node:crypto'
 import { createInterface } from 'node:readline'
 import { stepCountIs, streamText, type LanguageModel, type ModelMessage, type TextStreamPart, type ToolSet } from 'ai'
 import {
+  PLAN_MODE_TEXTS,
+  PLAN_LOG_EVENTS,
   createPlanHistory,
   createPlanMode,
-  KEEP_PLANNING_LABEL,
   diffPlans,
   formatPlanDiff,
-  PLAN_MODE_EVENT,
   type PlanAgent,
   type ReviewAnswer,
   type ReviewChannel,
@@ -152,7 +152,7 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
 
   // A switch that lands at a step boundary is worth a line: it is when the model learns of it.
   const unsubscribe = session.subscribe((event) => {
-    if (event.type === PLAN_MODE_EVENT && turn && !quitting) {
+    if (event.type === PLAN_LOG_EVENTS.mode && turn && !quitting) {
       const active = (event.data as { active: boolean }).active
       screen.line(s.dim(`  · plan mode ${active ? 'on' : 'off'} from this step`))
     }
@@ -211,7 +211,7 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
         continue
       }
       // Only Keep planning asks for comments and feedback: with any other option they would keep planning (R44, R101).
-      if (label !== KEEP_PLANNING_LABEL) return { answers: [{ id: reviewed.id, selected: [label] }] }
+      if (label !== PLAN_MODE_TEXTS.review.labels.keepPlanning) return { answers: [{ id: reviewed.id, selected: [label] }] }
       const comments = await askComments(reviewed.detail, signal)
       const feedback = (await askLine(`${s.bold('feedback')} (Enter for none)> `, signal)).trim()
       return {

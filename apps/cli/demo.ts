@@ -8,7 +8,7 @@
  * execution steps in the default mode.
  */
 import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage } from 'ai'
-import { createPlanMode, PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, type PlanAgent, type ReviewAnswer, type ReviewChannel, type SessionEvent } from 'xstate-plan-mode'
+import { PLAN_LOG_EVENTS, createPlanMode, type PlanAgent, type ReviewAnswer, type ReviewChannel, type SessionEvent } from 'xstate-plan-mode'
 import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
 import { createPlanModeInspector, type PlanModeInspector } from 'xstate-plan-mode/inspect'
 import type { Visualizer } from '../shared/visualizer/server.js'
@@ -120,8 +120,8 @@ export async function runDemo(options: DemoOptions, io: CliIo): Promise<number> 
 
   // The log lines that matter to plan mode, as they land.
   const unsubscribe = session.subscribe((event: SessionEvent) => {
-    if (event.type === PLAN_MODE_EVENT) row('log', `#${event.seq} plan/mode ${JSON.stringify(event.data)}`, s.blue)
-    if (event.type === PLAN_REVIEW_EVENT) {
+    if (event.type === PLAN_LOG_EVENTS.mode) row('log', `#${event.seq} plan/mode ${JSON.stringify(event.data)}`, s.blue)
+    if (event.type === PLAN_LOG_EVENTS.review) {
       const data = event.data as { outcome: string; title: string }
       row('log', `#${event.seq} plan/review ${data.outcome} "${data.title}"`, s.blue)
     }

@@ -5,8 +5,8 @@
  * state and the plan's review history.
  */
 import {
+  replayPlanLog,
   describePlanLogEvent,
-  EMPTY_PLAN_LOG_FOLD,
   foldPlanLogEvent,
   foldViolations,
   diffPlans,
@@ -82,7 +82,7 @@ export function inspectEvents(file: string, events: readonly SessionEvent[], at?
     throw new CliError(`--at ${at}: ${file} has ${last === 0 ? 'no events' : `events 1..${last}`}`)
   }
   const end = at ?? last
-  let fold: PlanLogFold = EMPTY_PLAN_LOG_FOLD
+  let fold: PlanLogFold = replayPlanLog([])
   const rows: InspectRow[] = []
   for (const event of events) {
     if (event.seq > end) break

@@ -3,7 +3,7 @@
  * `command/done` with its result), as a host logs its commands, so that `plan-mode inspect` and
  * the projection (R58) can tell a selection on its way from the log alone.
  */
-import { COMMAND_DONE_EVENT, COMMAND_RUN_EVENT, type CommandResult, type PlanAgent, type PlanMode } from 'xstate-plan-mode'
+import { PLAN_LOG_EVENTS, type CommandResult, type PlanAgent, type PlanMode } from 'xstate-plan-mode'
 
 /** Runs one `/plan` the user typed; `rawInput` is what follows `/plan` (`''`, `off`, a message). */
 export type PlanCommandRunner = (rawInput: string) => Promise<CommandResult>
@@ -17,9 +17,9 @@ export type PlanCommandRunner = (rawInput: string) => Promise<CommandResult>
 export function planCommandRunner(planMode: PlanMode, agent: PlanAgent): PlanCommandRunner {
   return async (rawInput) => {
     const commandId = crypto.randomUUID()
-    await agent.session.append(COMMAND_RUN_EVENT, { commandId, name: 'plan', args: rawInput })
+    await agent.session.append(PLAN_LOG_EVENTS.commandRun, { commandId, name: 'plan', args: rawInput })
     const result = await planMode.command.run({ agent, rawInput })
-    await agent.session.append(COMMAND_DONE_EVENT, { commandId, kind: result.kind, text: result.text })
+    await agent.session.append(PLAN_LOG_EVENTS.commandDone, { commandId, kind: result.kind, text: result.text })
     return result
   }
 }

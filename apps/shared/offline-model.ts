@@ -16,7 +16,7 @@
  *   stops planning. What plan mode tells it at a boundary (a notice, a review's outcome: R81) is
  *   never taken for the user's message (R119).
  */
-import { APPROVED_NEWS_TEXT, EXIT_PLAN_MODE, NOTICE_TEXTS, REVIEW_MESSAGES, planTitle } from 'xstate-plan-mode'
+import { PLAN_MODE_TEXTS, EXIT_PLAN_MODE } from 'xstate-plan-mode'
 import { respondingModel, type ModelCallOptions, type ScriptedReply } from './scripted-model.js'
 import { countLines } from './workspace-tools.js'
 
@@ -63,11 +63,11 @@ export interface Conversation {
  */
 function isReviewNews(text: string): boolean {
   return (
-    text === APPROVED_NEWS_TEXT ||
-    text === REVIEW_MESSAGES.left ||
-    text === REVIEW_MESSAGES.superseded ||
-    text === REVIEW_MESSAGES.keepPlanning ||
-    text.startsWith(REVIEW_MESSAGES.keepPlanningWithFeedback)
+    text === PLAN_MODE_TEXTS.notices.approved ||
+    text === PLAN_MODE_TEXTS.review.messages.left ||
+    text === PLAN_MODE_TEXTS.review.messages.superseded ||
+    text === PLAN_MODE_TEXTS.review.messages.keepPlanning ||
+    text.startsWith(PLAN_MODE_TEXTS.review.messages.keepPlanningWithFeedback)
   )
 }
 
@@ -82,8 +82,8 @@ export function readConversation(prompt: Prompt): Conversation {
   for (const message of prompt) {
     if (message.role === 'user') {
       const text = message.content.map((part) => (part.type === 'text' ? part.text : '')).join('')
-      if (text === NOTICE_TEXTS.entering || text === NOTICE_TEXTS.leaving) {
-        since.push({ kind: 'notice', entering: text === NOTICE_TEXTS.entering })
+      if (text === PLAN_MODE_TEXTS.notices.entering || text === PLAN_MODE_TEXTS.notices.leaving) {
+        since.push({ kind: 'notice', entering: text === PLAN_MODE_TEXTS.notices.entering })
       } else if (isReviewNews(text)) {
         since.push({ kind: 'news', text })
       } else {
@@ -118,11 +118,11 @@ function planningReply({ request, since }: Conversation): ScriptedReply {
   const reviews = results.filter((r) => r.toolName === EXIT_PLAN_MODE)
   const lastReview = reviews.at(-1)
   if (lastReview && !lastReview.ok) {
-    if (lastReview.text === REVIEW_MESSAGES.dismissed) {
+    if (lastReview.text === PLAN_MODE_TEXTS.review.messages.dismissed) {
       return { text: 'Understood: I stay in plan mode and wait for your message.' }
     }
-    const known = [REVIEW_MESSAGES.keepPlanning, REVIEW_MESSAGES.reloaded, REVIEW_MESSAGES.alreadyOpen]
-    if (!lastReview.text.startsWith(REVIEW_MESSAGES.keepPlanningWithFeedback) && !(known as string[]).includes(lastReview.text)) {
+    const known = [PLAN_MODE_TEXTS.review.messages.keepPlanning, PLAN_MODE_TEXTS.review.messages.reloaded, PLAN_MODE_TEXTS.review.messages.alreadyOpen]
+    if (!lastReview.text.startsWith(PLAN_MODE_TEXTS.review.messages.keepPlanningWithFeedback) && !(known as string[]).includes(lastReview.text)) {
       return { text: `The plan review ended: ${lastReview.text}` }
     }
   }
@@ -136,9 +136,9 @@ function planningReply({ request, since }: Conversation): ScriptedReply {
 
   const read = results.find((r) => r.toolName === 'read_file' && r.ok)
   const feedback = reviews.flatMap((r) =>
-    r.text.startsWith(REVIEW_MESSAGES.keepPlanningWithFeedback) ? [r.text.slice(REVIEW_MESSAGES.keepPlanningWithFeedback.length)] : [],
+    r.text.startsWith(PLAN_MODE_TEXTS.review.messages.keepPlanningWithFeedback) ? [r.text.slice(PLAN_MODE_TEXTS.review.messages.keepPlanningWithFeedback.length)] : [],
   )
-  const revision = reviews.filter((r) => !r.ok && r.text !== REVIEW_MESSAGES.reloaded && r.text !== REVIEW_MESSAGES.alreadyOpen).length + 1
+  const revision = reviews.filter((r) => !r.ok && r.text !== PLAN_MODE_TEXTS.review.messages.reloaded && r.text !== PLAN_MODE_TEXTS.review.messages.alreadyOpen).length + 1
   const plan = buildPlan({
     request,
     revision,
@@ -157,13 +157,13 @@ const HANDOFF_PLAN = '\n\nThe plan:\n\n'
 function defaultReply({ request, since }: Conversation): ScriptedReply {
   // R101: the user left plan mode without carrying out the plan: stop and wait.
   const lastResult = [...since].reverse().find((h) => h.kind === 'result')
-  if (lastResult?.kind === 'result' && lastResult.toolName === EXIT_PLAN_MODE && !lastResult.ok && lastResult.text === REVIEW_MESSAGES.left) {
+  if (lastResult?.kind === 'result' && lastResult.toolName === EXIT_PLAN_MODE && !lastResult.ok && lastResult.text === PLAN_MODE_TEXTS.review.messages.left) {
     return { text: 'Understood: plan mode is off and I carry nothing out. I stop here and wait for your message.' }
   }
   // R102: a fresh context starts with the plan handed off: carry it out as after an approval.
   if (HANDOFF_START.test(request) && request.includes(HANDOFF_PLAN)) {
     const plan = request.slice(request.indexOf(HANDOFF_PLAN) + HANDOFF_PLAN.length)
-    const title = planTitle(plan) ?? 'the plan'
+    const title = PLAN_MODE_TEXTS.review.title(plan) ?? 'the plan'
     if (!since.some((h) => h.kind === 'call')) {
       return { text: `Approved in a fresh context. Carrying out "${title}", starting where the plan starts.`, toolCalls: [{ name: 'list_files', input: { path: '.' } }] }
     }
@@ -174,7 +174,7 @@ function defaultReply({ request, since }: Conversation): ScriptedReply {
   if (approvedAt >= 0) {
     const call = since.slice(0, approvedAt).reverse().find((h) => h.kind === 'call' && h.toolName === EXIT_PLAN_MODE)
     const plan = call?.kind === 'call' ? String((call.input as { plan?: unknown } | null)?.plan ?? '') : ''
-    const title = planTitle(plan) ?? 'the plan'
+    const title = PLAN_MODE_TEXTS.review.title(plan) ?? 'the plan'
     const after = since.slice(approvedAt + 1)
     if (!after.some((h) => h.kind === 'call')) {
       const read = since.find((h) => h.kind === 'call' && h.toolName === 'read_file')

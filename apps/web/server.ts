@@ -53,18 +53,11 @@ import { Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { convertToModelMessages, safeValidateUIMessages, stepCountIs, streamText, type LanguageModel, type ModelMessage, type PrepareStepFunction, type UIMessage } from 'ai'
 import {
-  APPROVE_FRESH_LABEL,
-  COMMAND_DONE_EVENT,
-  COMMAND_RUN_EVENT,
+  PLAN_MODE_TEXTS,
+  PLAN_LOG_EVENTS,
   createPlanMode,
   diffPlans,
-  KEEP_PLANNING_LABEL,
-  LEAVE_LABEL,
-  PLAN_REVIEW_EVENT,
-  REVIEW_MESSAGES,
   planHistory,
-  planModeMachine,
-  reviewQuestion,
   type PlanAgent,
   type PlanDiffLine,
   type PlanMode,
@@ -74,6 +67,7 @@ import {
   type SessionEvent,
   type UserMessage,
 } from 'xstate-plan-mode'
+import { planModeMachine } from 'xstate-plan-mode/inspect'
 import { withPlanMode } from 'xstate-plan-mode/ai-sdk'
 import { createPostgresPlanStore, isSeqTaken, type PgListen, type PgQueryable, type PostgresSessionLog } from 'xstate-plan-mode/postgres'
 import { offlineChatModel } from '../shared/offline-model.js'
@@ -397,7 +391,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       const open = planMode.openReview(agent)
       if (open?.callId === undefined || holdsOpenCard(saved, open.callId) || holdsOpenCard(messages, open.callId)) return
       try {
-        await planMode.answerReview(agent, open.reviewId, { answers: [{ id: 'plan-review', selected: [KEEP_PLANNING_LABEL] }] }, { toldInResult: true })
+        await planMode.answerReview(agent, open.reviewId, { answers: [{ id: 'plan-review', selected: [PLAN_MODE_TEXTS.review.labels.keepPlanning] }] }, { toldInResult: true })
         return
       } catch (error) {
         // Another instance wrote first (R84), or closed the review itself: decide again on the log as it is now.
@@ -575,7 +569,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   }
 
   /** The review's options, the same for every chat of this service. */
-  const reviewOptions = reviewQuestion('', planMode.decisions).options
+  const reviewOptions = PLAN_MODE_TEXTS.review.question('', planMode.decisions).options
 
   function state(chatId: string): Promise<ChatState> {
     return withAgent(chatId, (agent) => {
@@ -600,7 +594,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     const steered: UserMessage[] = []
     let result: Awaited<ReturnType<PlanMode['command']['run']>>
     const commandId = randomUUID() // unique across instances: every instance pairs the run with its done (R86)
-    await agent.session.append(COMMAND_RUN_EVENT, { commandId, name: 'plan', args: rawInput })
+    await agent.session.append(PLAN_LOG_EVENTS.commandRun, { commandId, name: 'plan', args: rawInput })
     for (let attempt = 1; ; attempt++) {
       steered.length = 0
       result = await planMode.command.run({ agent: { ...agent, steer: (message) => steered.push(message) }, rawInput })
@@ -608,7 +602,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       // again on the log as it is, as the user would, so a toggle that can be applied is applied.
       if (result.kind === 'success' || !isSeqTaken(result.text) || attempt === DECISION_ATTEMPTS) break
     }
-    await agent.session.append(COMMAND_DONE_EVENT, { commandId, kind: result.kind, text: result.text })
+    await agent.session.append(PLAN_LOG_EVENTS.commandDone, { commandId, kind: result.kind, text: result.text })
     const text = steered
       .flatMap((m) => m.content.flatMap((part) => ((part as { type?: unknown }).type === 'text' ? [String((part as { text?: unknown }).text)] : [])))
       .join('\n')
@@ -672,12 +666,12 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     // The review's first closing record (R80): the outcome the log holds, whoever wrote it.
     const closing = agent.session.events.find((event): event is SessionEvent<PlanReviewData> => {
       const data = event.data as Partial<PlanReviewData> | null
-      return event.type === PLAN_REVIEW_EVENT && data?.reviewId === reviewId && data.outcome !== 'requested'
+      return event.type === PLAN_LOG_EVENTS.review && data?.reviewId === reviewId && data.outcome !== 'requested'
     })
     if ('decision' in checked) {
       // R101: what the card shows, and what the model reads in the exit call's result.
-      if (checked.decision === LEAVE_LABEL && closing?.data.outcome === 'left') return { outcome: 'left', text: REVIEW_MESSAGES.left }
-      if (checked.decision === APPROVE_FRESH_LABEL && closing?.data.outcome === 'approved' && closing.data.fresh === true) return { outcome: 'approved', fresh: true }
+      if (checked.decision === PLAN_MODE_TEXTS.review.labels.leave && closing?.data.outcome === 'left') return { outcome: 'left', text: PLAN_MODE_TEXTS.review.messages.left }
+      if (checked.decision === PLAN_MODE_TEXTS.review.labels.approveFresh && closing?.data.outcome === 'approved' && closing.data.fresh === true) return { outcome: 'approved', fresh: true }
       throw new Error(`plan review ${reviewId} was answered but its record is not in this instance's log`)
     }
     if (closing === undefined || closing.data.outcome !== 'keep-planning' || typeof closing.data.feedback !== 'string') {
@@ -868,7 +862,7 @@ function commandInputOf(body: Record<string, unknown>): string {
 }
 
 /** The decisions the route takes (R101): the two the SDK's tool approval cannot carry. */
-const ROUTE_DECISIONS: readonly string[] = [APPROVE_FRESH_LABEL, LEAVE_LABEL]
+const ROUTE_DECISIONS: readonly string[] = [PLAN_MODE_TEXTS.review.labels.approveFresh, PLAN_MODE_TEXTS.review.labels.leave]
 
 /** The limits of a review answer: a comment quotes a line, so a plan's size bounds it. */
 const MAX_COMMENTS = 50

@@ -108,7 +108,7 @@ export function floorSide(lib, n) {
 function baselineSide(lib, n) {
   const session = lib.createMemorySessionLog(realisticEntries(n))
   const agent = { id: `agent-${n}`, session }
-  const baseline = createRefoldBaseline({ section: SECTION, foldPlanMode: lib.foldPlanMode, noticeTexts: lib.NOTICE_TEXTS })
+  const baseline = createRefoldBaseline({ section: SECTION, foldPlanMode: lib.foldPlanMode, noticeTexts: lib.PLAN_MODE_TEXTS?.notices ?? lib.NOTICE_TEXTS })
   const initial = baseline.get(agent).active
   // Cutting the log back also undoes the flip the baseline's K remembers, so its notices come
   // and go; a notice costs a microsecond against its folds, so it is not checked.

@@ -11,6 +11,14 @@ import type WebSocket from 'ws'
 import type { SessionEvent, SessionLog } from '../types.js'
 
 /**
+ * The per-agent statechart, ports unbound (SPEC §1), with its context and event types: for tools
+ * that draw or inspect the chart (`planModeMachine.definition`), not for running plan mode, which
+ * `createPlanMode` does.
+ */
+export { planModeMachine, type PlanModeContext } from '../machines/planMode.machine.js'
+export type { PlanModeEvent } from '../machines/planMode.events.js'
+
+/**
  * Inspection for plan-mode actors, speaking the Stately inspection protocol (`@xstate.actor`,
  * `@xstate.event`, `@xstate.snapshot`, as produced by `@statelyai/inspect`), plus two plan-mode
  * messages on the same wire: `plan-mode.agent` (which actor is which agent) and `plan-mode.log`

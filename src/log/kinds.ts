@@ -32,6 +32,33 @@ export const COMMAND_DONE_EVENT = 'command/done'
  */
 export const PLAN_VIOLATION_EVENT = 'plan/violation'
 
+/**
+ * The event types plan mode reads and writes, in one table (SPEC §1): the `type` of each
+ * `SessionEvent` a host appends (`turnStart`, `turnEnd`, `requestHeader`, `commandRun`,
+ * `commandDone`) or a reader looks for (`mode`, `review`, `violation`). Frozen.
+ *
+ * @example
+ * await session.append(PLAN_LOG_EVENTS.turnStart, {})
+ */
+export const PLAN_LOG_EVENTS = Object.freeze({
+  /** `plan/mode`: the mode's only durable fact, `{ active }` (R1). */
+  mode: PLAN_MODE_EVENT,
+  /** `plan/review`: a plan review's request or outcome (R49, R79). */
+  review: PLAN_REVIEW_EVENT,
+  /** `turn/start`: a turn opens (R5). */
+  turnStart: TURN_START_EVENT,
+  /** `turn/end`: a turn ends (R5). */
+  turnEnd: TURN_END_EVENT,
+  /** `request/header`: logged per request, the mode the model was told (R30). */
+  requestHeader: REQUEST_HEADER_EVENT,
+  /** `command/run`: a host command run, folded by the projection (R58). */
+  commandRun: COMMAND_RUN_EVENT,
+  /** `command/done`: a host command run's outcome (R58). */
+  commandDone: COMMAND_DONE_EVENT,
+  /** `plan/violation`: the guard saw a tool break plan mode (R90); telemetry only. */
+  violation: PLAN_VIOLATION_EVENT,
+} as const)
+
 /** What the guard did with a call that broke plan mode (R89). */
 export type ViolationAction = 'observed' | 'blocked'
 

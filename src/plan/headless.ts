@@ -46,7 +46,7 @@ export function policyVerdict(policy: HeadlessReviewPolicy): ReviewVerdict {
 /**
  * A ready review channel for runs with nobody to ask (R94). Give it as `createPlanMode`'s
  * `review` option. Every plan review it is asked is decided at once, by the policy:
- * - `'stop'`: it rejects with an `Error` of {@link HEADLESS_STOP_MESSAGE}, `code: 'ASK_CANCELLED'`
+ * - `'stop'`: it rejects with an `Error` of `PLAN_MODE_TEXTS.errors.headlessStop`, `code: 'ASK_CANCELLED'`
  *   and `by: 'policy'`, so the exit call fails with R46's dismissal text (the model stops and
  *   waits) and the review is recorded `plan/review { outcome: 'dismissed', title, plan, by: 'policy' }`;
  *   the run ends in plan mode with the plan in the log.

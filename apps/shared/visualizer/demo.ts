@@ -9,12 +9,12 @@
  * and it stops, waiting for the user.
  */
 import {
+  PLAN_MODE_TEXTS,
+  PLAN_LOG_EVENTS,
   createMemorySessionLog,
   createPlanMode,
   dueHandoff,
   episodeBefore,
-  REQUEST_HEADER_EVENT,
-  REVIEW_MESSAGES,
   type PlanAgent,
   type ReviewAnswer,
   type ReviewChannel,
@@ -141,7 +141,7 @@ export function startDemo(
           if (handoff !== null) {
             // The step's request starts a fresh context: one message holding the plan and the decisions.
             session.append('message', { role: 'user', text: handoff.text, handoff: { version: handoff.version, decisions: handoff.decisions.length } })
-            session.append(REQUEST_HEADER_EVENT, { step, freshContext: true })
+            session.append(PLAN_LOG_EVENTS.requestHeader, { step, freshContext: true })
             session.append('message', { role: 'assistant', text: `Carrying out plan v${handoff.version} in a fresh context.` })
             setStatus(`Approved in a fresh context: the agent carries out plan v${handoff.version} from a context that holds only the plan and the decisions made.`)
             return
@@ -160,15 +160,15 @@ export function startDemo(
           const text = error instanceof Error ? error.message : String(error)
           session.append('tool/result', { tool: 'exit_plan_mode', error: text })
           // The library's own messages (R45): keep planning, with or without feedback.
-          if (text === REVIEW_MESSAGES.keepPlanning) feedback = undefined
+          if (text === PLAN_MODE_TEXTS.review.messages.keepPlanning) feedback = undefined
           // Leave plan mode (R101): plan mode is left at the next step, where the agent stops.
-          else if (text === REVIEW_MESSAGES.left) {
+          else if (text === PLAN_MODE_TEXTS.review.messages.left) {
             left = true
             setStatus('You left plan mode: the agent stops at its next step without carrying out the plan.')
-          } else if (text.startsWith(REVIEW_MESSAGES.keepPlanningWithFeedback)) feedback = text.slice(REVIEW_MESSAGES.keepPlanningWithFeedback.length)
+          } else if (text.startsWith(PLAN_MODE_TEXTS.review.messages.keepPlanningWithFeedback)) feedback = text.slice(PLAN_MODE_TEXTS.review.messages.keepPlanningWithFeedback.length)
           // A direct switch closed the review: the next boundary applies it. Anything else
           // (a dismissal, a reload) stops the turn until the user speaks.
-          else if (!text.startsWith(REVIEW_MESSAGES.superseded)) {
+          else if (!text.startsWith(PLAN_MODE_TEXTS.review.messages.superseded)) {
             setStatus(text, 'error')
             return
           }

@@ -12,16 +12,9 @@
  * happened, for a replayed file (`plan-mode visualize <file>`).
  */
 import {
-  COMMAND_DONE_EVENT,
-  COMMAND_RUN_EVENT,
-  EMPTY_PLAN_LOG_FOLD,
-  NOTICE_TEXTS,
-  PLAN_MODE_EVENT,
-  PLAN_REVIEW_EVENT,
-  PLAN_VIOLATION_EVENT,
-  REQUEST_HEADER_EVENT,
-  TURN_END_EVENT,
-  TURN_START_EVENT,
+  replayPlanLog,
+  PLAN_MODE_TEXTS,
+  PLAN_LOG_EVENTS,
   createPlanHistory,
   describePlanLogEvent,
   diffPlans,
@@ -57,7 +50,7 @@ export function createLogReader(): LogReader {
     read(agentId, event) {
       let agent = agents.get(agentId)
       if (!agent) {
-        agent = { fold: EMPTY_PLAN_LOG_FOLD, commands: new Map(), plans: createPlanHistory(), lastSeq: -Infinity }
+        agent = { fold: replayPlanLog([]), commands: new Map(), plans: createPlanHistory(), lastSeq: -Infinity }
         agents.set(agentId, agent)
       }
       const before = agent.fold
@@ -133,17 +126,17 @@ const REVIEW_ENDINGS: Record<string, string> = {
 function storyLine(event: SessionEvent, before: PlanLogFold | null, commands: Map<string, string>): StoryLine | undefined {
   const data = isRecord(event.data) ? event.data : {}
   switch (event.type) {
-    case TURN_START_EVENT:
+    case PLAN_LOG_EVENTS.turnStart:
       return { tone: 'turn', label: 'Turn started', detail: '' }
-    case TURN_END_EVENT:
+    case PLAN_LOG_EVENTS.turnEnd:
       return { tone: 'turn', label: 'Turn ended', detail: '' }
-    case PLAN_MODE_EVENT:
+    case PLAN_LOG_EVENTS.mode:
       return {
         tone: 'mode',
         label: data.active === true ? 'Plan mode on' : data.active === false ? 'Plan mode off' : 'Plan mode: unreadable',
         detail: `logged plan/mode ${compactJson(event.data)}`,
       }
-    case PLAN_REVIEW_EVENT: {
+    case PLAN_LOG_EVENTS.review: {
       const outcome = typeof data.outcome === 'string' ? data.outcome : '?'
       const title = typeof data.title === 'string' ? `"${data.title}"` : ''
       const feedback = typeof data.feedback === 'string' ? `feedback: ${data.feedback}` : ''
@@ -153,12 +146,12 @@ function storyLine(event: SessionEvent, before: PlanLogFold | null, commands: Ma
       const ending = outcome === 'approved' && data.fresh === true ? 'Review answered: approved (fresh context)' : REVIEW_ENDINGS[outcome]
       return { tone: 'review', label: `${ending ?? `Review ended: ${outcome}`}${by}`, detail: [title, feedback].filter(Boolean).join(' — ') }
     }
-    case COMMAND_RUN_EVENT: {
+    case PLAN_LOG_EVENTS.commandRun: {
       const command = `/${String(data.name)}${typeof data.args === 'string' && data.args.trim() ? ` ${data.args.trim()}` : ''}`
       if (data.commandId !== undefined) commands.set(String(data.commandId), command)
       return { tone: 'command', label: `User: ${command}`, detail: '' }
     }
-    case COMMAND_DONE_EVENT: {
+    case PLAN_LOG_EVENTS.commandDone: {
       const command = commands.get(String(data.commandId))
       const failed = data.kind === 'error'
       return {
@@ -167,7 +160,7 @@ function storyLine(event: SessionEvent, before: PlanLogFold | null, commands: Ma
         detail: `${failed ? 'error answering' : 'answer to'} ${command ?? 'a command'}`,
       }
     }
-    case REQUEST_HEADER_EVENT: {
+    case PLAN_LOG_EVENTS.requestHeader: {
       const step = typeof data.step === 'number' || typeof data.step === 'string' ? `Step ${data.step}` : 'A step'
       if (before === null) return { tone: 'turn', label: step, detail: '' }
       // R30–R32: the model works under F; a step that follows a switch it was not told of (K
@@ -175,11 +168,11 @@ function storyLine(event: SessionEvent, before: PlanLogFold | null, commands: Ma
       const active = before.projection.active
       const where = active ? 'in plan mode' : 'in the default mode'
       if (before.told !== null && before.told !== active) {
-        return { tone: 'notice', label: `Notice: ${NOTICE_TEXTS[active ? 'entering' : 'leaving']}`, detail: `${step.toLowerCase()}, the model now works ${where}` }
+        return { tone: 'notice', label: `Notice: ${PLAN_MODE_TEXTS.notices[active ? 'entering' : 'leaving']}`, detail: `${step.toLowerCase()}, the model now works ${where}` }
       }
       return { tone: 'turn', label: step, detail: `the model works ${where}` }
     }
-    case PLAN_VIOLATION_EVENT: {
+    case PLAN_LOG_EVENTS.violation: {
       // R90: the guard's record of a side-effecting call made while plan mode was in force.
       const tool = typeof data.tool === 'string' ? data.tool : 'a tool'
       const label = data.action === 'blocked' ? `Blocked in plan mode: ${tool}` : `Ran in plan mode: ${tool}`
