@@ -685,17 +685,20 @@ function appendFunctionSql(events: string, turns: string, pending: string, name:
           next_seq bigint;
           now_ms float8;
           left_pending boolean;
+          deleted bigint;
+          ignored text;
         BEGIN
           IF p_deadline IS NOT NULL THEN
             now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
             IF now_ms >= p_deadline THEN
               RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}', DETAIL = now_ms::text;
             END IF;
-            PERFORM set_config('lock_timeout', LEAST(ceil(p_deadline - now_ms), 2147483647)::bigint || 'ms', true);
+            -- Assignments, not PERFORM: a simple expression skips a query's planning and executor.
+            ignored := set_config('lock_timeout', LEAST(ceil(p_deadline - now_ms), 2147483647)::bigint || 'ms', true);
             -- The check before the commit is the last one: a commit that then waited for a
             -- synchronous standby would end past the deadline, and write what was reported timed out.
             IF current_setting('synchronous_commit') <> 'off' THEN
-              PERFORM set_config('synchronous_commit', 'local', true);
+              ignored := set_config('synchronous_commit', 'local', true);
             END IF;
           END IF;
           -- The session's turn: a row lock on a table of the store's own, which a role without a
@@ -710,17 +713,26 @@ function appendFunctionSql(events: string, turns: string, pending: string, name:
           IF p_seq IS NULL OR p_seq = next_seq THEN
             INSERT INTO ${events} (session, seq, type, data, data_json) VALUES (p_session, next_seq, p_type, p_data, p_data_json);
             IF p_forget_pending THEN
-              IF p_type = '${PLAN_MODE_EVENT}' AND jsonb_typeof(p_data -> 'active') = 'boolean' THEN
-                DELETE FROM ${pending} p WHERE p.session = p_session AND p.pending = (p_data ->> 'active')::boolean;
-              END IF;
               SELECT p.pending INTO left_pending FROM ${pending} p WHERE p.session = p_session;
+              IF p_type = '${PLAN_MODE_EVENT}' AND p_data -> 'active' = to_jsonb(left_pending) THEN
+                DELETE FROM ${pending} p WHERE p.session = p_session AND p.pending = left_pending;
+                GET DIAGNOSTICS deleted = ROW_COUNT;
+                IF deleted > 0 THEN
+                  left_pending := NULL;
+                ELSE -- changed meanwhile by another writer: the row it left
+                  SELECT p.pending INTO left_pending FROM ${pending} p WHERE p.session = p_session;
+                END IF;
+              END IF;
             END IF;
             PERFORM pg_notify('${channel}', json_build_array(p_session, next_seq)::text);
           ELSE
             next_seq := NULL;
           END IF;
-          RETURN QUERY SELECT e.seq, e.type, e.data, e.data_json, NULL::float8, NULL::boolean FROM ${events} e
-            WHERE e.session = p_session AND e.seq > p_after AND (next_seq IS NULL OR e.seq < next_seq) ORDER BY e.seq;
+          -- None between the instance's view and its own row: nothing to read.
+          IF next_seq IS NULL OR next_seq > p_after + 1 THEN
+            RETURN QUERY SELECT e.seq, e.type, e.data, e.data_json, NULL::float8, NULL::boolean FROM ${events} e
+              WHERE e.session = p_session AND e.seq > p_after AND (next_seq IS NULL OR e.seq < next_seq) ORDER BY e.seq;
+          END IF;
           IF next_seq IS NOT NULL THEN
             now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
             IF now_ms >= p_deadline THEN
