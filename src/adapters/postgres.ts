@@ -199,16 +199,16 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   }
 
   /**
-   * Called as a `plan/mode {active}` append is sent: answers, once it was written, whether its
-   * function deleted the pending row this instance last wrote for the session (R85). That holds
-   * when this instance's pending selection asks for that mode, none of its pending writes for the
-   * session is on its way, and no `set` was called since; else the flush's `delete` sends its statement.
+   * Called as a `plan/mode {active}` append is sent. When this instance's pending selection asks
+   * for that mode and none of its pending writes for the session is on its way, the append deletes
+   * that row, and this answers, once it was written, whether no `set` was called since (R85);
+   * else it is undefined, the append leaves the table alone, and the flush's `delete` sends its statement.
    */
-  function pendingRowClearedBy(sessionId: string, data: unknown): () => boolean {
+  function pendingRowClearedBy(sessionId: string, data: unknown): (() => boolean) | undefined {
     const active = typeof data === 'object' && data !== null ? (data as { active?: unknown }).active : undefined
+    if (typeof active !== 'boolean' || pending.get(sessionId) !== active || pendingInFlight.has(sessionId)) return undefined
     const setBy = pendingSetBy.get(sessionId)
-    const clears = typeof active === 'boolean' && pending.get(sessionId) === active && !pendingInFlight.has(sessionId)
-    return () => clears && pendingSetBy.get(sessionId) === setBy
+    return () => pendingSetBy.get(sessionId) === setBy
   }
 
   /** Runs a pending-store write of a session, counted while it is on its way. */
@@ -282,8 +282,9 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         if (decides && this.#last + 1 < fixed) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
         const json = JSON.stringify(data ?? null) ?? 'null' // a function or a symbol has no JSON: stored as null
         const stored = storedData(json)
-        // A `plan/mode` deletes the session's pending row that asks for its mode (R16): when that
-        // row is this instance's own, last written before this statement, the flush's `delete` is done.
+        // A flush's `plan/mode` deletes the session's pending row that asks for its mode (R16): that
+        // row is this instance's own, last written before this statement, so the flush's `delete`
+        // is done. A `plan/mode` with no pending selection of that mode here (an idle `set`) leaves the table alone.
         const clears = type === PLAN_MODE_EVENT ? pendingRowClearedBy(this.sessionId, data) : undefined
         let retried = false
         for (let attempt = 1; ; attempt++) {
@@ -713,15 +714,13 @@ function appendFunctionSql(events: string, turns: string, pending: string, name:
           IF p_seq IS NULL OR p_seq = next_seq THEN
             INSERT INTO ${events} (session, seq, type, data, data_json) VALUES (p_session, next_seq, p_type, p_data, p_data_json);
             IF p_forget_pending THEN
-              SELECT p.pending INTO left_pending FROM ${pending} p WHERE p.session = p_session;
-              IF p_type = '${PLAN_MODE_EVENT}' AND p_data -> 'active' = to_jsonb(left_pending) THEN
-                DELETE FROM ${pending} p WHERE p.session = p_session AND p.pending = left_pending;
+              IF p_type = '${PLAN_MODE_EVENT}' AND jsonb_typeof(p_data -> 'active') = 'boolean' THEN
+                DELETE FROM ${pending} p WHERE p.session = p_session AND p.pending = (p_data ->> 'active')::boolean;
                 GET DIAGNOSTICS deleted = ROW_COUNT;
-                IF deleted > 0 THEN
-                  left_pending := NULL;
-                ELSE -- changed meanwhile by another writer: the row it left
-                  SELECT p.pending INTO left_pending FROM ${pending} p WHERE p.session = p_session;
-                END IF;
+              END IF;
+              -- None deleted (another writer's row asks for the other mode, or none is there): the row left.
+              IF deleted IS NULL OR deleted = 0 THEN
+                SELECT p.pending INTO left_pending FROM ${pending} p WHERE p.session = p_session;
               END IF;
             END IF;
             PERFORM pg_notify('${channel}', json_build_array(p_session, next_seq)::text);
