@@ -2,6 +2,9 @@ import type { PGlite } from '@electric-sql/pglite'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createPostgresPlanStore, isSeqTaken, pgliteListen, seqTakenMessage, type PgQueryable, type PostgresPlanStore } from '../src/adapters/postgres.js'
 import { createPlanMode, foldPlanMode, type PlanAgent, type PlanCheckpoint, type PlanMode } from '../src/index.js'
+import { readFileSync } from 'node:fs'
+import { createCheckpoint } from '../src/log/checkpoint.js'
+import { replayPlanLog } from '../src/log/kinds.js'
 import { usePGlite } from './databases.js'
 
 /**
@@ -674,5 +677,188 @@ describe('#23 on PGlite: an append reported as timed out is never written later'
     const fresh = service(await instance(db))
     const agentC: PlanAgent = { id: 's1', session: await (await instance(db)).openSession('s1') }
     expect({ a: a.get(agentA), b: b.get(agentB), fresh: fresh.get(agentC) }).toEqual({ a: { active: true }, b: { active: true }, fresh: { active: true } })
+  })
+})
+
+/**
+ * `db` as an instance reaches it, counting the statements sent (`sent`, their text) and telling
+ * when none is on its way (`settled`); `hold(text, params)` may hold one back until it resolves.
+ */
+function counting(db: PGlite, hold?: (text: string, params: unknown[] | undefined) => Promise<void> | undefined) {
+  const sent: string[] = []
+  let inFlight = 0
+  const idle: (() => void)[] = []
+  const wrapper = {
+    sent,
+    async query(text: string, params?: unknown[]) {
+      sent.push(text)
+      inFlight++
+      try {
+        await hold?.(text, params)
+        return (await db.query(text, params)) as { rows: Record<string, unknown>[] }
+      } finally {
+        if (--inFlight === 0) for (const resolve of idle.splice(0)) resolve()
+      }
+    },
+    exec: (sql: string) => db.exec(sql),
+    /** Resolves once the writes started from promise chains have been sent and none is on its way. */
+    async settled() {
+      await new Promise((resolve) => setImmediate(resolve))
+      if (inFlight > 0) await new Promise<void>((resolve) => idle.push(resolve))
+    },
+  } satisfies PgQueryable & Record<string, unknown>
+  return wrapper
+}
+
+async function pendingRows(db: PGlite) {
+  return (await db.query<{ session: string; pending: boolean }>(`SELECT session, pending FROM ${prefix}pending ORDER BY session`)).rows
+}
+
+/** The service of the README's setup (examples/many-instances.ts). */
+function readmeService(store: PostgresPlanStore): PlanMode {
+  return service(store, { reviews: 'durable', checkpoints: store.checkpoints })
+}
+
+describe('#25 on PGlite: one statement per flush, one round trip per openSession', () => {
+  it("R85, R16: a flush in the README's setup (durable reviews, pending store, checkpoints) sends one statement: the append deletes the pending row of the mode it logs (regression: a DELETE of the pending row followed every flush)", async () => {
+    const db = await database()
+    const wire = counting(db)
+    const store = createPostgresPlanStore({ db: wire, listen: pgliteListen(db), prefix })
+    open.push(store)
+    await store.migrate()
+    const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
+    const planMode = readmeService(store)
+    await agent.session.append('turn/start', {})
+    for (const active of [true, false, true]) {
+      expect(await planMode.set(agent, active)).toBe('queued')
+      await wire.settled()
+      expect(await pendingRows(db)).toEqual([{ session: 's1', pending: active }])
+      const before = wire.sent.length
+      await planMode.stepBoundary(agent)
+      await wire.settled()
+      expect(wire.sent.slice(before).map((text) => text.slice(0, text.indexOf('(')))).toEqual([`SELECT * FROM ${prefix}append`])
+      expect([planMode.get(agent), await pendingRows(db), store.pendingStore.get('s1')]).toEqual([{ active }, [], undefined])
+    }
+    // A new instance reads the same: no pending selection.
+    const fresh = await instance(db)
+    const again: PlanAgent = { id: 's1', session: await fresh.openSession('s1') }
+    expect([fresh.pendingStore.get('s1'), readmeService(fresh).get(again)]).toEqual([undefined, { active: true }])
+  })
+
+  it('R85: a pending write still on its way when a plan/mode is appended is deleted by the delete that follows (the append could not delete it: its DELETE is sent)', async () => {
+    const db = await database()
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    let held!: () => void
+    const holding = new Promise<void>((resolve) => (held = resolve))
+    const wire = counting(db, (text) => {
+      if (!text.startsWith(`INSERT INTO ${prefix}pending`)) return undefined
+      held()
+      return released
+    })
+    const store = createPostgresPlanStore({ db: wire, listen: pgliteListen(db), prefix })
+    open.push(store)
+    await store.migrate()
+    const log = await store.openSession('s1')
+    // The pending row's INSERT is held on its way (a pool of several connections) while the plan/mode lands.
+    const writing = store.pendingStore.set('s1', true)
+    await holding
+    await log.append('plan/mode', { active: true })
+    release()
+    await writing
+    expect(await pendingRows(db)).toEqual([{ session: 's1', pending: true }])
+    await store.pendingStore.delete('s1')
+    expect([await pendingRows(db), wire.sent.filter((text) => text.startsWith(`DELETE FROM ${prefix}pending`)).length]).toEqual([[], 1])
+  })
+
+  it('R83: openSession takes one round trip: the checkpoint, the events from its seq on, the pending selection and the server\'s clock come in one statement', async () => {
+    const db = await database()
+    const { store: writer, agent } = await checkpointedAtTurnEnd(db, {})
+    await agent.session.append('turn/start', {})
+    await agent.session.append('message', { text: 'hello' })
+    await writer.pendingStore.set('s1', false)
+    const wire = counting(db)
+    const store = createPostgresPlanStore({ db: wire, listen: pgliteListen(db), prefix })
+    open.push(store)
+    await store.migrate()
+    const before = wire.sent.length
+    const log = await store.openSession('s1')
+    expect(wire.sent.length - before).toBe(1)
+    expect([log.checkpoint, log.events.map((event) => event.seq), store.pendingStore.get('s1')]).toEqual([expect.objectContaining({ seq: 2, type: 'turn/end' }), [2, 3, 4], false])
+    // A session without a checkpoint or rows: one statement too.
+    const empty = await store.openSession('s2')
+    expect([wire.sent.length - before, empty.checkpoint, empty.events, store.pendingStore.get('s2')]).toEqual([2, undefined, [], undefined])
+    expect(readmeService(store).get({ id: 's1', session: log })).toEqual({ active: true, pending: false })
+  })
+
+  it("R83: a row appended while openSession reads is read once its NOTIFY is heard (regression guard: openSession reads again only when a hint came during its read)", async () => {
+    const db = await database()
+    const other = await instance(db)
+    const otherLog = await other.openSession('s1')
+    await otherLog.append('turn/start', {})
+    let notified!: () => void
+    const heard = new Promise<void>((resolve) => (notified = resolve))
+    const listen = pgliteListen(db)
+    // The other instance appends after this one's read and before its answer arrives.
+    const wire = counting(db)
+    const store = createPostgresPlanStore({
+      db: {
+        async query(text, params) {
+          const answer = await wire.query(text, params)
+          if (text.includes('server_ms')) {
+            await otherLog.append('message', { text: 'during the read' })
+            await heard
+          }
+          return answer
+        },
+        exec: (sql) => db.exec(sql),
+      },
+      listen: (channel, onNotify, onReconnect) => listen(channel, (payload) => (onNotify(payload), notified()), onReconnect),
+      prefix,
+    })
+    open.push(store)
+    const log = await store.openSession('s1')
+    expect(log.events.map((event) => event.seq)).toEqual([1])
+    await until(() => expect(log.events).toEqual(otherLog.events))
+    expect(log.events.map((event) => event.type)).toEqual(['turn/start', 'message'])
+  })
+
+  it('R83, R85: a database migrated by the version before #25 keeps working after this migrate: its checkpoint, rows and pending row load in one statement, a flush is one statement, and that version\'s appends (and its migrate run again) go on', async () => {
+    const db = await database()
+    const before25 = readFileSync(new URL('./fixtures/postgres-migrate-before-25.sql', import.meta.url), 'utf8').replaceAll('__prefix__', prefix)
+    await db.exec(before25)
+    // That version's instance: plan mode on, a turn ended (its checkpoint), a turn started, /plan off queued.
+    const append = `SELECT r_seq FROM ${prefix}append($1, $2, $3::jsonb, NULL, $4, $5, NULL)`
+    await db.query(append, ['s1', 'plan/mode', '{"active":true}', 1, 0])
+    await db.query(append, ['s1', 'turn/end', '{}', null, 1])
+    await db.query(append, ['s1', 'turn/start', '{}', null, 2])
+    const events = await rowsOf(db, 's1')
+    const checkpoint = createCheckpoint('s1', replayPlanLog(events.slice(0, 2)), events.slice(0, 2))
+    await db.query(`INSERT INTO ${prefix}checkpoints (session, seq, checkpoint) VALUES ('s1', 2, $1::json)`, [JSON.stringify(checkpoint)])
+    await db.query(`INSERT INTO ${prefix}pending (session, pending) VALUES ('s1', false)`)
+
+    const wire = counting(db)
+    const store = createPostgresPlanStore({ db: wire, listen: pgliteListen(db), prefix })
+    open.push(store)
+    await store.migrate()
+    const opened = wire.sent.length
+    const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
+    expect([wire.sent.length - opened, agent.session.checkpoint, agent.session.events.map((event) => event.seq)]).toEqual([1, checkpoint, [2, 3]])
+    const planMode = readmeService(store)
+    expect(planMode.get(agent)).toEqual({ active: true, pending: false })
+    const flushed = wire.sent.length
+    expect((await planMode.stepBoundary(agent)).section).toBe('')
+    await wire.settled()
+    expect([wire.sent.length - flushed, await pendingRows(db), (await rowsOf(db, 's1')).at(-1)]).toEqual([1, [], { seq: 4, type: 'plan/mode', data: { active: false } }])
+    // That version's instances call the six- and seven-argument functions: their appends land, and this one hears them.
+    await db.query(`SELECT r_seq FROM ${prefix}append($1, $2, $3::jsonb, NULL, NULL, $4)`, ['s1', 'message', '{"n":5}', 4])
+    await db.query(append, ['s1', 'message', '{"n":6}', null, 5])
+    await until(() => expect(agent.session.events.map((event) => event.seq)).toEqual([2, 3, 4, 5, 6]))
+    // Its migrate, run again by one of them, replaces only its own functions: this version's appends go on.
+    await db.exec(before25)
+    expect(await planMode.set(agent, true)).toBe('queued')
+    await planMode.stepBoundary(agent)
+    await wire.settled()
+    expect([planMode.get(agent), await pendingRows(db), (await rowsOf(db, 's1')).map((row) => row.seq)]).toEqual([{ active: true }, [], [1, 2, 3, 4, 5, 6, 7]])
   })
 })

@@ -1,12 +1,18 @@
 /**
- * Suite `postgres` (R83–R84): the PostgreSQL adapter on a throwaway local cluster of Debian's
- * postgresql-15 (apps/shared/local-postgres.ts, started and stopped here), through `pg`.
- * - flush: a step boundary that flushes a pending selection through the adapter (one statement:
- *   the row and its NOTIFY), against one `INSERT` of the same row, autocommitted, on the same
- *   connection (a pool of one);
+ * Suite `postgres` (R83–R85): the PostgreSQL adapter on a throwaway local cluster of Debian's
+ * postgresql-15 (apps/shared/local-postgres.ts, started and stopped here), through `pg`, in the
+ * README's setup (docs/postgres.md, examples/many-instances.ts: durable reviews, the store's
+ * pending store and checkpoints, a pool with `query_timeout`).
+ * - flush: a step boundary that flushes a pending selection through the adapter, against the
+ *   adapter's work done by hand on the same connection: one statement that inserts the row and
+ *   NOTIFYs it, autocommitted (the floor); one bare `INSERT` of the row is a reported column. The
+ *   statements each flush sends are counted (every one, the pending store's included);
  * - toggle: an idle `set` on instance A until instance B's service shows it, B in a process of its
- *   own (bench/pg-instance.mjs), against one raw NOTIFY from A's connection until B's process
- *   receives it on a listening connection; B stamps the moment on the clock A reads;
+ *   own (bench/pg-instance.mjs), against the same by hand: A's connection inserts a row and NOTIFYs
+ *   in one statement, B's process hears the NOTIFY on a listening connection and reads the row
+ *   from the table (a NOTIFY is only a hint, R83: the row is what counts); B stamps the moment on
+ *   the clock A reads. A bare NOTIFY round trip is a reported column;
+ * - openSession: the statements one `openSession` of a session with a checkpoint sends;
  * - appends: sequential appends to one session, and to 100 sessions at once (each session's
  *   appends in order), reported as appends per second with p50/p99 latencies.
  */
@@ -21,10 +27,29 @@ const ROUNDS = QUICK ? 3 : 7
 const SAMPLES = QUICK ? 50 : 200
 const APPENDS = QUICK ? 300 : 2000
 
-/** A `pg` pool and a `listen` for one instance. */
+/**
+ * A `pg` pool as the README makes it (`onServer`), a `listen`, and the pool seen through a wrapper
+ * that counts the statements sent and tells when none is on its way.
+ */
 function connection(pgLib, config, max) {
-  const db = new pg.Pool({ ...config, max })
-  db.on('error', () => {}) // an idle client cut off when the cluster stops at the end
+  const pool = new pg.Pool({ query_timeout: 10_000, connectionTimeoutMillis: 5_000, ...config, max })
+  pool.on('error', () => {}) // an idle client cut off when the cluster stops at the end
+  let inFlight = 0
+  let idle = []
+  const db = {
+    sent: 0,
+    options: pool.options, // the adapter reads `query_timeout` from it, as from a pool
+    query(text, params) {
+      db.sent++
+      inFlight++
+      return pool.query(text, params).finally(() => {
+        if (--inFlight === 0) for (const resolve of idle.splice(0)) resolve()
+      })
+    },
+    /** Resolves once no statement is on its way. */
+    settled: () => (inFlight === 0 ? Promise.resolve() : new Promise((resolve) => idle.push(resolve))),
+    end: () => pool.end(),
+  }
   const listen = pgLib.pgListen(async () => {
     const client = new pg.Client(config)
     await client.connect()
@@ -46,26 +71,41 @@ export async function run(lib) {
     await storeA.migrate()
     ends.push(() => storeA.close())
     await a.db.query('CREATE TABLE IF NOT EXISTS bench_raw (session text, seq bigint, type text, data jsonb, PRIMARY KEY (session, seq))')
-    const serviceA = lib.createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+    // The README's setup (examples/many-instances.ts).
+    const serviceA = lib.createPlanMode(
+      { section: SECTION },
+      { reviews: 'durable', pendingStore: storeA.pendingStore, checkpoints: storeA.checkpoints, logger: { warn: () => {} } },
+    )
     ends.push(() => serviceA.dispose())
 
-    // flush: a turn stays open; each sample queues the other mode (untimed) and flushes it.
+    // flush: a turn stays open; each sample queues the other mode (untimed, its pending-store
+    // write landed) and flushes it. Every statement the flush sends is counted, the pending
+    // store's included (it may land after the boundary resolved).
     const flushAgent = { id: 'flush', session: await storeA.openSession('flush') }
     await flushAgent.session.append('turn/start', {})
     let rawSeq = 0
+    let sentBefore = 0
+    const flushStatements = []
     const flush = {
       before: async () => {
         await serviceA.set(flushAgent, !serviceA.get(flushAgent).active)
+        // The pending store's write starts from a promise chain: let it start, then land.
+        await new Promise((resolve) => setImmediate(resolve))
+        await a.db.settled()
+        sentBefore = a.db.sent
       },
       run: () => serviceA.stepBoundary(flushAgent),
+      after: async () => {
+        await a.db.settled()
+        flushStatements.push(a.db.sent - sentBefore)
+      },
       samples: SAMPLES,
     }
     const insert = {
       run: () => a.db.query('INSERT INTO bench_raw (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb)', ['flush', ++rawSeq, 'plan/mode', '{"active":true}']),
       samples: SAMPLES,
     }
-    // The adapter's statement by hand (the row and its NOTIFY, one commit): what the flush costs
-    // the database, so the report can tell the library's own time from the NOTIFY's.
+    // The floor: the adapter's work by hand (the row and its NOTIFY, one commit).
     const statement = {
       run: () =>
         a.db.query(
@@ -76,8 +116,9 @@ export async function run(lib) {
     }
 
     // toggle: A commits idle; the sample ends when B's service, in its own process
-    // (bench/pg-instance.mjs), shows the new mode. The floor: a raw NOTIFY from A's connection
-    // until B's process receives it on its listening connection.
+    // (bench/pg-instance.mjs), shows the new mode. The floor: A's connection inserts a row and
+    // NOTIFYs, B's process hears it and reads the row from the table. Reported: a bare NOTIFY
+    // from A's connection until B's process receives it.
     const agentA = { id: 'toggle', session: await storeA.openSession('toggle') }
     const instanceB = fork(fileURLToPath(new URL('../pg-instance.mjs', import.meta.url)), [JSON.stringify(config), 'bench_', 'toggle'], {
       execArgv: process.execArgv,
@@ -91,8 +132,8 @@ export async function run(lib) {
       await exited
       clearTimeout(timer)
     })
-    const heard = { mode: [], ping: [], ready: [] }
-    const waiters = { mode: [], ping: [], ready: [] }
+    const heard = { mode: [], ping: [], row: [], ready: [] }
+    const waiters = { mode: [], ping: [], row: [], ready: [] }
     instanceB.on('message', (message) => {
       const waiter = waiters[message.kind].shift()
       if (waiter) waiter(message)
@@ -129,15 +170,41 @@ export async function run(lib) {
       elapsed: seenAt,
       samples: SAMPLES,
     }
+    let rowSeq = 0
+    const row = {
+      run: () => {
+        const seq = ++rowSeq
+        return Promise.all([
+          fromB('row'),
+          a.db.query(
+            `WITH ins AS (INSERT INTO bench_raw (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING seq) SELECT pg_notify($5, $6) FROM ins`,
+            ['row', seq, 'plan/mode', '{"active":true}', 'bench_row', JSON.stringify(['row', seq])],
+          ),
+        ]).then(([message]) => {
+          if (message.seq !== seq) throw new Error(`instance B read row ${message.seq}, not ${seq}: the samples are out of step`)
+          return message
+        })
+      },
+      elapsed: seenAt,
+      samples: SAMPLES,
+    }
     for (let i = 0; i < 50; i++) {
-      for (const side of [flush, insert, statement, toggle, notify]) {
+      for (const side of [flush, insert, statement, toggle, row, notify]) {
         await side.before?.()
         await side.run()
         await side.after?.()
       }
     }
     const { flush: flushStats, insert: insertStats, statement: statementStats } = await interleave({ flush, insert, statement }, { rounds: ROUNDS })
-    const { toggle: toggleStats, notify: notifyStats } = await interleave({ toggle, notify }, { rounds: ROUNDS })
+    const { toggle: toggleStats, row: rowStats, notify: notifyStats } = await interleave({ toggle, row, notify }, { rounds: ROUNDS })
+
+    // openSession: the statements it sends, on a session of the length the flushes made.
+    await a.db.settled()
+    const sentBeforeOpen = a.db.sent
+    const reopened = await storeA.openSession('flush')
+    await a.db.settled()
+    const openStatements = a.db.sent - sentBeforeOpen
+    await reopened.close()
 
     // appends per second: one session, then 100 sessions at once.
     const many = connection(pgLib, config, 10)
@@ -162,7 +229,20 @@ export async function run(lib) {
     }
     const oneSession = await appendRun(1, APPENDS)
     const hundredSessions = await appendRun(100, Math.ceil(APPENDS / 100))
-    return { rounds: ROUNDS, samples: SAMPLES, flush: flushStats, insert: insertStats, statement: statementStats, toggle: toggleStats, notify: notifyStats, throughput: [oneSession, hundredSessions] }
+    const statementsPerFlush = { min: Math.min(...flushStatements), max: Math.max(...flushStatements) }
+    return {
+      rounds: ROUNDS,
+      samples: SAMPLES,
+      flush: flushStats,
+      insert: insertStats,
+      statement: statementStats,
+      toggle: toggleStats,
+      row: rowStats,
+      notify: notifyStats,
+      statementsPerFlush,
+      openStatements,
+      throughput: [oneSession, hundredSessions],
+    }
   } finally {
     for (const end of ends.reverse()) await end().catch(() => {})
     await server.destroy()

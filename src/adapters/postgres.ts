@@ -155,6 +155,19 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
 
   const sessions = new Map<string, Set<Session>>()
   const pending = new Map<string, boolean>()
+  /** Per session: how many of its pending-store writes are on their way (R85). */
+  const pendingInFlight = new Map<string, number>()
+  /** Per session holding a pending selection: which `set` wrote it (a number of `pendingSets`). */
+  const pendingSetBy = new Map<string, number>()
+  let pendingSets = 0
+  /**
+   * The sessions whose pending row this instance's own `plan/mode` append deleted (its function
+   * deletes a row that asks for the mode it logs, R16), with no pending write of this instance
+   * since: the `delete` that follows the flush sends no statement.
+   */
+  const pendingRowDeleted = new Set<string>()
+  /** The hints heard for sessions being opened: a session opened without any reads nothing more. */
+  const openings = new Map<string, Set<{ heard: number }>>()
   const serverClock = new ServerClock()
   let stopListening: Promise<() => Promise<void>> | undefined
   let closed = false
@@ -170,9 +183,11 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       (payload) => {
         const note = readNotice(payload)
         if (note === undefined) return
+        for (const opening of openings.get(note.session) ?? []) opening.heard = Math.max(opening.heard, note.seq)
         for (const session of sessions.get(note.session) ?? []) session.heard(note.seq)
       },
       () => {
+        for (const set of openings.values()) for (const opening of set) opening.heard = Infinity
         for (const set of sessions.values()) for (const session of set) session.catchUp()
       },
     )
@@ -181,6 +196,31 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       if (stopListening === started) stopListening = undefined
     })
     return started
+  }
+
+  /**
+   * Called as a `plan/mode {active}` append is sent. When this instance's pending selection asks
+   * for that mode and none of its pending writes for the session is on its way, the append deletes
+   * that row, and this answers, once it was written, whether no `set` was called since (R85);
+   * else it is undefined, the append leaves the table alone, and the flush's `delete` sends its statement.
+   */
+  function pendingRowClearedBy(sessionId: string, data: unknown): (() => boolean) | undefined {
+    const active = typeof data === 'object' && data !== null ? (data as { active?: unknown }).active : undefined
+    if (typeof active !== 'boolean' || pending.get(sessionId) !== active || pendingInFlight.has(sessionId)) return undefined
+    const setBy = pendingSetBy.get(sessionId)
+    return () => pendingSetBy.get(sessionId) === setBy
+  }
+
+  /** Runs a pending-store write of a session, counted while it is on its way. */
+  async function writePending(sessionId: string, write: () => Promise<unknown>): Promise<void> {
+    pendingInFlight.set(sessionId, (pendingInFlight.get(sessionId) ?? 0) + 1)
+    try {
+      await write()
+    } finally {
+      const left = pendingInFlight.get(sessionId)! - 1
+      if (left === 0) pendingInFlight.delete(sessionId)
+      else pendingInFlight.set(sessionId, left)
+    }
   }
 
   class Session implements PostgresSessionLog {
@@ -213,6 +253,11 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       this.#last = loaded.at(-1)?.seq ?? checkpoint?.seq ?? 0
     }
 
+    /** The seq of the last event taken. */
+    get lastSeq(): number {
+      return this.#last
+    }
+
     subscribe(listener: (event: SessionEvent) => void): () => void {
       this.#listeners.add(listener)
       return () => void this.#listeners.delete(listener)
@@ -237,6 +282,10 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         if (decides && this.#last + 1 < fixed) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
         const json = JSON.stringify(data ?? null) ?? 'null' // a function or a symbol has no JSON: stored as null
         const stored = storedData(json)
+        // A flush's `plan/mode` deletes the session's pending row that asks for its mode (R16): that
+        // row is this instance's own, last written before this statement, so the flush's `delete`
+        // is done. A `plan/mode` with no pending selection of that mode here (an idle `set`) leaves the table alone.
+        const clears = type === PLAN_MODE_EVENT ? pendingRowClearedBy(this.sessionId, data) : undefined
         let retried = false
         for (let attempt = 1; ; attempt++) {
           const after = this.#last
@@ -244,7 +293,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           // client): it carries the deadline, so that it writes nothing once the append was reported timed out.
           const serverDeadline = deadline === undefined ? null : (serverClock.toServer(deadline) ?? null)
           this.#writing = true
-          const statement = query(db, `SELECT * FROM ${appendFunction}($1, $2, $3::jsonb, $4::json, $5, $6, $7)`, [
+          const statement = query(db, `SELECT * FROM ${appendFunction}($1, $2, $3::jsonb, $4::json, $5, $6, $7, $8)`, [
             this.sessionId,
             type,
             stored.jsonb,
@@ -252,6 +301,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
             decides ? fixed : null,
             after,
             serverDeadline,
+            clears !== undefined,
           ])
           const outcome = await settledBy(statement, deadline)
           const answer = 'value' in outcome ? outcome.value : undefined
@@ -259,13 +309,15 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           const answeredAt = now()
           this.#writing = false
           let own: number | undefined
+          let pendingLeft: unknown
           try {
-            if (answer !== undefined) own = this.#takeAnswer(answer.rows, answeredAt)
+            if (answer !== undefined) ({ own, pendingLeft } = this.#takeAnswer(answer.rows, answeredAt))
           } catch (error) {
             failure = error // an answer that is not rows: the row may be there; it is read like another's
             this.catchUp()
           }
-          if (this.#hinted > this.#last) this.catchUp()
+          // The answer holds every row up to its own: only a hint past that one is read.
+          if (this.#hinted > Math.max(this.#last, own ?? 0)) this.catchUp()
           this.#hinted = 0
           if (failure === DEADLINE) {
             // It writes nothing past the deadline it carries; one without (no clock read yet) may
@@ -297,6 +349,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           }
           // Refused: the rows appended since the instance's view were taken (its subscribers heard them).
           if (own === undefined) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
+          if (pendingLeft === null && clears?.()) pendingRowDeleted.add(this.sessionId)
           this.#take([{ seq: own, type, data: JSON.parse(json) as unknown }])
           for (let i = this.events.length - 1; i >= 0 && this.events[i]!.seq >= own; i--) if (this.events[i]!.seq === own) return this.events[i]!
           return { seq: own, type, data }
@@ -309,20 +362,23 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
 
     /**
      * Takes the rows an append's function answered (the rows appended before its own, oldest
-     * first) and returns the seq it wrote, or undefined when it refused a decision.
+     * first) and returns the seq it wrote (undefined when it refused a decision) and the pending
+     * row it left (`null` for none; a `plan/mode`'s).
      */
-    #takeAnswer(rows: unknown, answeredAt: number): number | undefined {
+    #takeAnswer(rows: unknown, answeredAt: number): { own: number | undefined; pendingLeft: unknown } {
       if (!Array.isArray(rows)) throw new Error('the database answered no rows')
       let own: number | undefined
+      let pendingLeft: unknown
       const before: SessionEvent[] = []
       for (const row of rows as Record<string, unknown>[]) {
         if (row.r_type === null) {
           own = Number(row.r_seq)
+          pendingLeft = row.r_pending
           serverClock.read(row.r_now, answeredAt) // the server's clock when it decided to commit
         } else before.push(eventOf(row.r_seq, row.r_type, row.r_data, row.r_data_json))
       }
       this.#take(before)
-      return own
+      return { own, pendingLeft }
     }
 
     /**
@@ -442,7 +498,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
               FOREIGN KEY (session, seq) REFERENCES ${events} (session, seq) ON DELETE CASCADE NOT VALID;
           END IF;
         END $do$;
-        ${appendFunctionSql(events, turnsTable, appendFunction, channel)}`
+        ${appendFunctionSql(events, turnsTable, pendingTable, appendFunction, channel)}`
       // One round trip, one implicit transaction (no BEGIN: a failed one would leave a pooled
       // connection in an aborted transaction). Instances that start at once on an empty database
       // may collide creating the first table; the one that lost migrates again.
@@ -480,42 +536,58 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       let checkpoint: PlanCheckpoint | undefined
       let loaded: SessionEvent[]
       let keptPending: unknown
+      // The hints heard while the session loads: one after its rows were read means more to read.
+      const opening = { heard: 0 }
+      let watching = openings.get(sessionId)
+      if (watching === undefined) openings.set(sessionId, (watching = new Set()))
+      watching.add(opening)
       try {
         await ensureListening()
-        // With the server's clock, which the session's appends carry their deadlines in.
-        const saved = await db.query(
-          `SELECT (SELECT checkpoint FROM ${checkpointTable} WHERE session = $1) AS checkpoint, extract(epoch FROM clock_timestamp())::float8 * 1000 AS server_ms`,
+        // One round trip: a first row with the checkpoint, the pending selection and the server's
+        // clock (which the session's appends carry their deadlines in), then the rows from the
+        // checkpoint's seq on (the event it ends at, then the ones after it), or the whole log.
+        const { rows } = await db.query(
+          `SELECT NULL::bigint AS seq, NULL::text AS type, NULL::jsonb AS data, NULL::json AS data_json, c.checkpoint,
+             (SELECT p.pending FROM ${pendingTable} p WHERE p.session = $1) AS pending, extract(epoch FROM clock_timestamp())::float8 * 1000 AS server_ms
+           FROM (SELECT NULL) one LEFT JOIN ${checkpointTable} c ON c.session = $1
+           UNION ALL
+           SELECT e.seq, e.type, e.data, e.data_json, NULL, NULL, NULL FROM ${events} e
+             WHERE e.session = $1 AND e.seq >= COALESCE((SELECT c.seq FROM ${checkpointTable} c WHERE c.session = $1), 1)
+           ORDER BY seq NULLS FIRST`,
           [sessionId],
         )
-        serverClock.read(saved.rows[0]?.server_ms, now())
-        const stored = saved.rows[0]?.checkpoint
+        if (!Array.isArray(rows) || rows.length === 0) throw new Error('the database answered no rows')
+        const [head, ...tail] = rows as Record<string, unknown>[]
+        serverClock.read(head!.server_ms, now())
+        const stored = head!.checkpoint
         const read = stored === undefined || stored === null ? undefined : readCheckpoint(stored, sessionId)
         // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76). It is
         // loaded with the event it ends at, which must be that event (another log's is not).
         checkpoint = read === undefined || 'problem' in read ? undefined : read
-        const load = async (from: number) =>
-          (await db.query(`SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 AND seq >= $2 ORDER BY seq`, [sessionId, from])).rows.map(rowEvent)
-        loaded = await load(checkpoint?.seq ?? 1)
-        if (checkpoint !== undefined && checkpointEventProblem(checkpoint, loaded[0]) !== undefined) {
+        loaded = tail.map(rowEvent)
+        if ((checkpoint === undefined && loaded[0] !== undefined && loaded[0].seq !== 1) || (checkpoint !== undefined && checkpointEventProblem(checkpoint, loaded[0]) !== undefined)) {
           checkpoint = undefined
-          loaded = await load(1)
+          loaded = (await db.query(`SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 ORDER BY seq`, [sessionId])).rows.map(rowEvent)
         }
-        const kept = await db.query(`SELECT pending FROM ${pendingTable} WHERE session = $1`, [sessionId])
-        keptPending = kept.rows[0]?.pending
+        keptPending = head!.pending
       } catch (error) {
         throw notOpened(messageOf(error))
+      } finally {
+        watching.delete(opening)
+        if (watching.size === 0 && openings.get(sessionId) === watching) openings.delete(sessionId)
       }
       // The log is folded whole or not at all: a hole would make every instance's fold wrong (R74).
       const missing = firstMissingSeq(loaded, checkpoint === undefined ? 0 : checkpoint.seq - 1)
       if (missing !== undefined) throw notOpened(`its log has no event at seq ${missing.seq} (the next row has seq ${missing.next})`)
       if (typeof keptPending === 'boolean') pending.set(sessionId, keptPending)
       else pending.delete(sessionId)
+      pendingRowDeleted.delete(sessionId)
       const session = new Session(sessionId, loaded, checkpoint)
       let set = sessions.get(sessionId)
       if (set === undefined) sessions.set(sessionId, (set = new Set()))
       set.add(session)
-      // Appends that landed between the load and the LISTEN taking effect.
-      session.catchUp()
+      // Rows announced while it loaded may have come after its read: read them now.
+      if (opening.heard > session.lastSeq) session.catchUp()
       return session
     },
 
@@ -523,14 +595,21 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
       get: (agentId) => pending.get(agentId),
       async set(agentId, value) {
         pending.set(agentId, value)
-        await db.query(
-          `INSERT INTO ${pendingTable} (session, pending) VALUES ($1, $2) ON CONFLICT (session) DO UPDATE SET pending = excluded.pending`,
-          [agentId, value],
+        pendingRowDeleted.delete(agentId)
+        pendingSetBy.set(agentId, ++pendingSets)
+        await writePending(agentId, () =>
+          db.query(
+            `INSERT INTO ${pendingTable} (session, pending) VALUES ($1, $2) ON CONFLICT (session) DO UPDATE SET pending = excluded.pending`,
+            [agentId, value],
+          ),
         )
       },
       async delete(agentId) {
         pending.delete(agentId)
-        await db.query(`DELETE FROM ${pendingTable} WHERE session = $1`, [agentId])
+        pendingSetBy.delete(agentId)
+        // The flush's own append deleted the row (one statement per flush): nothing left to send.
+        if (pendingRowDeleted.delete(agentId)) return
+        await writePending(agentId, () => db.query(`DELETE FROM ${pendingTable} WHERE session = $1`, [agentId]))
       },
     },
 
@@ -592,28 +671,35 @@ function readNotice(payload: string): Notice | undefined {
  * It waits for the session's turn (a lock on the session's row of the turns table, granted in the
  * order asked), so each append sees the rows of the one before it; it writes the row after the
  * last one the table holds (or after `p_after`, the instance's view, should the table hold less),
- * unless it is a decision (`p_seq`) and something was appended since; it NOTIFYs `[session, seq]`,
- * and answers the rows after `p_after` it did not write, then its own seq as a row whose type is
- * null, with the server's clock (`r_now`) at that last check.
+ * unless it is a decision (`p_seq`) and something was appended since; with `p_forget_pending`, a
+ * `plan/mode` it writes deletes the session's pending row that asks for the mode it logs (R16: P
+ * goes once the log holds its target; so a flush is one statement, R85); it NOTIFYs
+ * `[session, seq]`, and answers the rows after `p_after` it did not write, then its own seq as a
+ * row whose type is null, with the server's clock (`r_now`) at that last check and, with
+ * `p_forget_pending`, the session's pending row left after it (`r_pending`, null for none).
  */
-function appendFunctionSql(events: string, turns: string, name: string, channel: string): string {
+function appendFunctionSql(events: string, turns: string, pending: string, name: string, channel: string): string {
   return `
-        CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint, p_deadline float8)
-          RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json, r_now float8) LANGUAGE plpgsql AS $fn$
+        CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint, p_deadline float8, p_forget_pending boolean)
+          RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json, r_now float8, r_pending boolean) LANGUAGE plpgsql AS $fn$
         DECLARE
           next_seq bigint;
           now_ms float8;
+          left_pending boolean;
+          deleted bigint;
+          ignored text;
         BEGIN
           IF p_deadline IS NOT NULL THEN
             now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
             IF now_ms >= p_deadline THEN
               RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}', DETAIL = now_ms::text;
             END IF;
-            PERFORM set_config('lock_timeout', LEAST(ceil(p_deadline - now_ms), 2147483647)::bigint || 'ms', true);
+            -- Assignments, not PERFORM: a simple expression skips a query's planning and executor.
+            ignored := set_config('lock_timeout', LEAST(ceil(p_deadline - now_ms), 2147483647)::bigint || 'ms', true);
             -- The check before the commit is the last one: a commit that then waited for a
             -- synchronous standby would end past the deadline, and write what was reported timed out.
             IF current_setting('synchronous_commit') <> 'off' THEN
-              PERFORM set_config('synchronous_commit', 'local', true);
+              ignored := set_config('synchronous_commit', 'local', true);
             END IF;
           END IF;
           -- The session's turn: a row lock on a table of the store's own, which a role without a
@@ -627,25 +713,44 @@ function appendFunctionSql(events: string, turns: string, name: string, channel:
           SELECT GREATEST(COALESCE(max(e.seq), 0), p_after) + 1 INTO next_seq FROM ${events} e WHERE e.session = p_session;
           IF p_seq IS NULL OR p_seq = next_seq THEN
             INSERT INTO ${events} (session, seq, type, data, data_json) VALUES (p_session, next_seq, p_type, p_data, p_data_json);
+            IF p_forget_pending THEN
+              IF p_type = '${PLAN_MODE_EVENT}' AND jsonb_typeof(p_data -> 'active') = 'boolean' THEN
+                DELETE FROM ${pending} p WHERE p.session = p_session AND p.pending = (p_data ->> 'active')::boolean;
+                GET DIAGNOSTICS deleted = ROW_COUNT;
+              END IF;
+              -- None deleted (another writer's row asks for the other mode, or none is there): the row left.
+              IF deleted IS NULL OR deleted = 0 THEN
+                SELECT p.pending INTO left_pending FROM ${pending} p WHERE p.session = p_session;
+              END IF;
+            END IF;
             PERFORM pg_notify('${channel}', json_build_array(p_session, next_seq)::text);
           ELSE
             next_seq := NULL;
           END IF;
-          RETURN QUERY SELECT e.seq, e.type, e.data, e.data_json, NULL::float8 FROM ${events} e
-            WHERE e.session = p_session AND e.seq > p_after AND (next_seq IS NULL OR e.seq < next_seq) ORDER BY e.seq;
+          -- None between the instance's view and its own row: nothing to read.
+          IF next_seq IS NULL OR next_seq > p_after + 1 THEN
+            RETURN QUERY SELECT e.seq, e.type, e.data, e.data_json, NULL::float8, NULL::boolean FROM ${events} e
+              WHERE e.session = p_session AND e.seq > p_after AND (next_seq IS NULL OR e.seq < next_seq) ORDER BY e.seq;
+          END IF;
           IF next_seq IS NOT NULL THEN
             now_ms := extract(epoch FROM clock_timestamp())::float8 * 1000;
             IF now_ms >= p_deadline THEN
               RAISE EXCEPTION 'plan-mode: the append came after its deadline; nothing was written' USING ERRCODE = '${DEADLINE_PASSED}', DETAIL = now_ms::text;
             END IF;
-            RETURN QUERY SELECT next_seq, NULL::text, NULL::jsonb, NULL::json, now_ms;
+            RETURN QUERY SELECT next_seq, NULL::text, NULL::jsonb, NULL::json, now_ms, left_pending;
           END IF;
         END $fn$;
-        -- The call of an earlier version's instances, still serving while the new ones start: the same
-        -- append, in the same turns, with no deadline.
+        -- The calls of earlier versions' instances, still serving while the new ones start: the same
+        -- append, in the same turns, which leaves the pending row to their own DELETE (with no
+        -- deadline, for the oldest). An earlier version's migrate, run again, replaces these two
+        -- alone: this version's appends call the function above.
+        CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint, p_deadline float8)
+          RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json, r_now float8) LANGUAGE sql AS $fn$
+          SELECT a.r_seq, a.r_type, a.r_data, a.r_data_json, a.r_now FROM ${name}(p_session, p_type, p_data, p_data_json, p_seq, p_after, p_deadline, false) a
+        $fn$;
         CREATE OR REPLACE FUNCTION ${name}(p_session text, p_type text, p_data jsonb, p_data_json json, p_seq bigint, p_after bigint)
           RETURNS TABLE (r_seq bigint, r_type text, r_data jsonb, r_data_json json) LANGUAGE sql AS $fn$
-          SELECT a.r_seq, a.r_type, a.r_data, a.r_data_json FROM ${name}(p_session, p_type, p_data, p_data_json, p_seq, p_after, NULL::float8) a
+          SELECT a.r_seq, a.r_type, a.r_data, a.r_data_json FROM ${name}(p_session, p_type, p_data, p_data_json, p_seq, p_after, NULL::float8, false) a
         $fn$;`
 }
 
