@@ -141,16 +141,20 @@ describe('found by a review of the hardening and checkpoint work (each failed be
   })
 
   it('R76: a quiet step boundary does not wait for a slow checkpoint write', async () => {
-    const slowStore: CheckpointStore = { load: () => undefined, save: () => sleep(200).then(() => {}) }
+    // A write that lands only when the test says: the boundary resolving while it is held is the proof.
+    let land!: () => void
+    const held = new Promise<void>((resolve) => (land = resolve))
+    let saves = 0
+    const slowStore: CheckpointStore = { load: () => undefined, save: () => (saves++, held) }
     const planMode = createPlanMode({ section: 'S' }, { checkpoints: slowStore, checkpointEvery: 1, logger: { warn() {} } })
     const log = createMemorySessionLog()
     const agent: PlanAgent = { id: 'a', session: log }
     planMode.get(agent)
     log.append('turn/start', {})
     log.append('turn/end', {})
-    const started = Date.now()
     await planMode.stepBoundary(agent)
-    expect(Date.now() - started).toBeLessThan(100)
+    expect(saves).toBeGreaterThan(0)
+    land()
     await planMode.dispose()
   })
 
