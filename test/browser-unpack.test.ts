@@ -23,7 +23,7 @@ afterAll(async () => {
 
 it('two processes unpacking the bundled Chromium into an empty place at once both get one whole binary, which launches and renders a page', async () => {
   root = await mkdtemp(join(tmpdir(), 'plan-mode-unpack-'))
-  const unpack = () => run(process.execPath, ['--import', './visualizer/register.mjs', 'test/fixtures/unpack-chromium-child.ts', root!], { cwd: ROOT })
+  const unpack = () => run(process.execPath, ['--import', './apps/shared/register.mjs', 'test/fixtures/unpack-chromium-child.ts', root!], { cwd: ROOT })
   const [first, second] = await Promise.all([unpack(), unpack()])
   expect(first.stdout).toBe(second.stdout)
   expect((await readdir(root)).filter((name) => name.startsWith('plan-mode-sparticuz-chromium-'))).toEqual([first.stdout.slice(root.length + 1, -'/chromium'.length)])
