@@ -45,7 +45,7 @@ export default defineConfig({
     // the sources again was a third of the suite's CPU. The files that replace a module (vi.mock)
     // run in a project of their own, isolated, so their mocks never reach the others.
     projects: [
-      { extends: true, test: { name: 'shared', isolate: false, include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ISOLATED, ...DEEP_ONLY] } },
+      { extends: true, test: { name: 'shared', isolate: false, setupFiles: ['test/setup-shared.ts'], include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ISOLATED, ...DEEP_ONLY] } },
       { extends: true, test: { name: 'isolated', include: ISOLATED, isolate: true } },
     ],
   },

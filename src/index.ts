@@ -48,7 +48,7 @@ export {
   type ApprovedPlan,
 } from './log/kinds.js'
 export { createMemorySessionLog, createMemoryCheckpointStore } from './adapters/memory.js'
-export { PLAN_CHECKPOINT_VERSION, replayFromCheckpoint, type CheckpointStore, type PlanCheckpoint } from './log/checkpoint.js'
+export { PLAN_CHECKPOINT_VERSION, readCheckpoint, replayFromCheckpoint, type CheckpointStore, type PlanCheckpoint } from './log/checkpoint.js'
 export { eventDigest } from './log/digest.js'
 export { createPlanHistory, episodeBefore, planHistory, type PlanHistoryReader, type PresentedPlan } from './log/history.js'
 export { planProjection, type PlanProjection } from './log/projection.js'

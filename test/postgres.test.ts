@@ -323,6 +323,23 @@ async function rowsOf(db: PGlite, session: string) {
 }
 
 describe('#23 on PGlite: nothing forged, nothing bricked', () => {
+  it('R76, R83: a checkpoint row whose seq column is past the log\'s end and whose checkpoint cannot be used loads the whole log, not none of it (regression: openSession read the rows from that seq and opened an empty log)', async () => {
+    const db = await database()
+    const { store, saved } = await checkpointedAtTurnEnd(db, {})
+    // Only a role that may bypass the foreign key (a table owner in replica mode) can write this row.
+    await db.exec('SET session_replication_role = replica')
+    try {
+      await db.query(`UPDATE ${prefix}checkpoints SET seq = 90, checkpoint = $2::json WHERE session = $1`, ['s1', JSON.stringify({ ...saved, version: 'forged' })])
+    } finally {
+      await db.exec('SET session_replication_role = origin')
+    }
+    const session = await store.openSession('s1')
+    expect(session.events.map((e) => [e.seq, e.type])).toEqual([
+      [1, 'plan/mode'],
+      [2, 'turn/end'],
+    ])
+  })
+
   it('R83: a forged NOTIFY approving the open review is only a hint to read: no review closes, no event is heard, and the next append and a fresh instance agree with the live ones', async () => {
     const db = await database()
     const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { reviews: 'durable' })

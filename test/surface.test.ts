@@ -40,6 +40,7 @@ const VALUES = [
   'headlessReview',
   'planHistory',
   'planProjection',
+  'readCheckpoint',
   'replayFromCheckpoint',
   'replayPlanLog',
   'validatePlanModeEvent',

@@ -565,7 +565,10 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         // loaded with the event it ends at, which must be that event (another log's is not).
         checkpoint = read === undefined || 'problem' in read ? undefined : read
         loaded = tail.map(rowEvent)
-        if ((checkpoint === undefined && loaded[0] !== undefined && loaded[0].seq !== 1) || (checkpoint !== undefined && checkpointEventProblem(checkpoint, loaded[0]) !== undefined)) {
+        // The rows were read from the checkpoint row's seq column: when its checkpoint is not used,
+        // read them from seq 1 (a seq column past the log's end would otherwise load no row at all).
+        const readFromCheckpointRow = stored !== undefined && stored !== null
+        if ((checkpoint === undefined && (readFromCheckpointRow || (loaded[0] !== undefined && loaded[0].seq !== 1))) || (checkpoint !== undefined && checkpointEventProblem(checkpoint, loaded[0]) !== undefined)) {
           checkpoint = undefined
           loaded = (await db.query(`SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 ORDER BY seq`, [sessionId])).rows.map(rowEvent)
         }
