@@ -737,6 +737,17 @@ function readmeService(store: PostgresPlanStore): PlanMode {
 }
 
 describe('#25 on PGlite: one statement per flush, one round trip per openSession', () => {
+  it('R85, R64: an instance dropping its pending selection leaves another instance\'s newer one in the table (regression: the delete removed whatever the row held)', async () => {
+    const db = await database()
+    const [storeA, storeB] = [await instance(db), await instance(db)]
+    await storeA.pendingStore.set('s1', true)
+    await storeB.pendingStore.set('s1', false) // another instance's selection, written after A's
+    await storeA.pendingStore.delete('s1') // A drops its own (true): B's false stays for a restart
+    expect(await pendingRows(db)).toEqual([{ session: 's1', pending: false }])
+    await storeB.pendingStore.delete('s1')
+    expect(await pendingRows(db)).toEqual([])
+  })
+
   it("R85, R16: a flush in the README's setup (durable reviews, pending store, checkpoints) sends one statement: the append deletes the pending row of the mode it logs (regression: a DELETE of the pending row followed every flush)", async () => {
     const db = await database()
     const wire = counting(db)

@@ -608,11 +608,18 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         )
       },
       async delete(agentId) {
+        const dropped = pending.get(agentId)
         pending.delete(agentId)
         pendingSetBy.delete(agentId)
         // The flush's own append deleted the row (one statement per flush): nothing left to send.
         if (pendingRowDeleted.delete(agentId)) return
-        await writePending(agentId, () => db.query(`DELETE FROM ${pendingTable} WHERE session = $1`, [agentId]))
+        // Only the selection this instance drops: another instance's newer one, written since, is
+        // its own to drop, and must survive a restart until then.
+        await writePending(agentId, () =>
+          typeof dropped === 'boolean'
+            ? db.query(`DELETE FROM ${pendingTable} WHERE session = $1 AND pending = $2`, [agentId, dropped])
+            : db.query(`DELETE FROM ${pendingTable} WHERE session = $1`, [agentId]),
+        )
       },
     },
 
