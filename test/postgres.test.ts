@@ -1,6 +1,6 @@
 import type { PGlite } from '@electric-sql/pglite'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createPostgresPlanStore, isSeqTaken, pgliteListen, seqTakenMessage, type PgQueryable, type PostgresPlanStore } from '../src/adapters/postgres.js'
+import { createPostgresPlanStore, isSeqTaken, pgliteListen, seqTakenMessage, type PgListen, type PgQueryable, type PostgresPlanStore } from '../src/adapters/postgres.js'
 import { createPlanMode, foldPlanMode, type PlanAgent, type PlanCheckpoint, type PlanMode } from '../src/index.js'
 import { readFileSync } from 'node:fs'
 import { createCheckpoint } from '../src/log/checkpoint.js'
@@ -737,6 +737,39 @@ function readmeService(store: PostgresPlanStore): PlanMode {
 }
 
 describe('#25 on PGlite: one statement per flush, one round trip per openSession', () => {
+  it('R83, R74: an append whose answer stops short of its own row (a row before it missing) does not count a hint up to its own seq as read: the rows are read (regression: the hint was taken as covered and the session stalled)', async () => {
+    const db = await database()
+    const storeB = await instance(db)
+    let deliver: ((payload: string) => void) | undefined
+    let heldNotices = true
+    // Instance A: its NOTIFYs wait while the test holds them; the append's answer loses the rows
+    // before A's own (an answer that is not whole: a hostile or broken database).
+    const listen: PgListen = async (channel, onNotify, onReconnect) => {
+      deliver = onNotify
+      return pgliteListen(db)(channel, (payload) => { if (!heldNotices) onNotify(payload) }, onReconnect)
+    }
+    const appendOf = `SELECT * FROM ${prefix}append`
+    const wire = {
+      async query(text: string, params?: unknown[]) {
+        const result = (await db.query(text, params)) as { rows: Record<string, unknown>[] }
+        if (!text.startsWith(appendOf)) return result
+        deliver!(JSON.stringify(['s1', 2])) // A's own NOTIFY, heard while its append is on its way
+        return { ...result, rows: result.rows.filter((row) => row.r_type === null) }
+      },
+      exec: (sql: string) => db.exec(sql),
+    }
+    const storeA = createPostgresPlanStore({ db: wire, listen, prefix })
+    open.push(storeA)
+    const [logA, logB] = [await storeA.openSession('s1'), await storeB.openSession('s1')]
+    await logB.append('note', { by: 'B' }) // seq 1: A does not hear of it (its NOTIFYs are held)
+    await logA.append('note', { by: 'A' }) // seq 2: its answer lacks seq 1
+    heldNotices = false
+    await expect.poll(() => logA.events.map((event) => [event.seq, (event.data as { by: string }).by])).toEqual([
+      [1, 'B'],
+      [2, 'A'],
+    ])
+  })
+
   it('R85, R64: an instance dropping its pending selection leaves another instance\'s newer one in the table (regression: the delete removed whatever the row held)', async () => {
     const db = await database()
     const [storeA, storeB] = [await instance(db), await instance(db)]

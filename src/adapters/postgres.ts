@@ -316,8 +316,10 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
             failure = error // an answer that is not rows: the row may be there; it is read like another's
             this.catchUp()
           }
-          // The answer holds every row up to its own: only a hint past that one is read.
-          if (this.#hinted > Math.max(this.#last, own ?? 0)) this.catchUp()
+          // An answer taken whole holds every row up to its own: only a hint past that one is read.
+          // One whose rows stopped short of its own (a gap: R74) covers only the rows taken.
+          const covered = own !== undefined && this.#last >= own - 1 ? own : this.#last
+          if (this.#hinted > covered) this.catchUp()
           this.#hinted = 0
           if (failure === DEADLINE) {
             // It writes nothing past the deadline it carries; one without (no clock read yet) may
