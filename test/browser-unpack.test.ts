@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { chromium } from 'playwright-core'
+import { launchChromium, renderedHeading } from './fixtures/browser.js'
 import { afterAll, expect, it } from 'vitest'
 
 /**
@@ -27,12 +27,5 @@ it('two processes unpacking the bundled Chromium into an empty place at once bot
   const [first, second] = await Promise.all([unpack(), unpack()])
   expect(first.stdout).toBe(second.stdout)
   expect((await readdir(root)).filter((name) => name.startsWith('plan-mode-sparticuz-chromium-'))).toEqual([first.stdout.slice(root.length + 1, -'/chromium'.length)])
-  const browser = await chromium.launch({ executablePath: first.stdout, args: ['--headless', '--no-sandbox', '--disable-gpu'] })
-  try {
-    const page = await browser.newPage()
-    await page.setContent('<h1>plan mode</h1>')
-    expect(await page.textContent('h1')).toBe('plan mode')
-  } finally {
-    await browser.close()
-  }
+  expect(await renderedHeading(await launchChromium(first.stdout))).toBe('plan mode')
 })
