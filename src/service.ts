@@ -32,6 +32,8 @@ import {
   type ReviewVerdict,
 } from './plan/review.js'
 import { headlessReviewPolicy, policyVerdict, type HeadlessReviewPolicy } from './plan/headless.js'
+import { planStep, type PlanStep, type PlanStepOptions, type PlanStepService } from './plan/step.js'
+import { createCallReviews, type CallReviews } from './plan/call-review.js'
 import type { ApprovedPlan, ReviewOutcome } from './log/kinds.js'
 import { approvedPlanOf } from './log/checkpoint.js'
 import type {
@@ -122,6 +124,14 @@ export interface PlanMode {
   stepBoundary(agent: PlanAgent, options?: StepBoundaryOptions): Promise<StepBoundaryResult>
   /** The section under E, for hosts that assemble before the boundary; `''` without an agent (R21). */
   section(agent?: PlanAgent): string
+  /**
+   * `stepBoundary` for a framework adapter (R14): runs the boundary and decides what the step runs
+   * under: the state in force (R18, R93), the system prompt's part (R18, or the pinned approved
+   * plan, R99), the notices, and the handoff due (R102). See `PlanStep`.
+   */
+  step(agent: PlanAgent, options?: PlanStepOptions): Promise<PlanStep>
+  /** Durable reviews bound to a framework's tool call and its own tool approval (R82, R87). */
+  readonly callReviews: CallReviews
   /** The always-registered `exit_plan_mode` tool (R40–R52, R79). */
   readonly exitTool: ExitPlanModeTool
   /** The durable review the agent's log holds open, or null (R79): what a UI renders after any restart. */
@@ -469,14 +479,28 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
 
   const command = createPlanCommand({ select })
 
-  return {
+  /** The step boundary (R14–R20, R30–R36); `read` gets the state in force it leaves (R18) and its result. */
+  function boundary<T>(agent: PlanAgent, { signal, handoff }: StepBoundaryOptions = {}, read: (active: boolean, result: StepBoundaryResult) => T): Promise<T> {
+    return perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true, ...(handoff === true ? { handoff } : {}) }, (snapshot) => {
+      const { active, notice, news } = resultOf(snapshot, 'boundary')
+      return read(active, { section: active ? section : '', messages: notice === null && news === null ? [] : narration(news, notice) })
+    })
+  }
+
+  /** What `step` reads of this service (`planMode` is read when a step runs). */
+  const stepService: PlanStepService = {
+    decisions: settings.decisions,
+    get: (agent) => planMode.get(agent),
+    approvedPlan: (agent) => planMode.approvedPlan(agent),
+    boundary: (agent, options) => boundary(agent, options, (active, result) => ({ ...result, active })),
+  }
+
+  const planMode: PlanMode = {
     get: (agent) => planModeState(attachmentOf(agent).snapshot),
     set: async (agent, active) => (await select(agent, active)).outcome,
-    stepBoundary: (agent, { signal, handoff } = {}) =>
-      perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true, ...(handoff === true ? { handoff } : {}) }, (snapshot) => {
-        const { active, notice, news } = resultOf(snapshot, 'boundary')
-        return { section: active ? section : '', messages: notice === null && news === null ? [] : narration(news, notice) }
-      }),
+    stepBoundary: (agent, options) => boundary(agent, options, (_, result) => result),
+    step: (agent, options) => planStep(stepService, agent, options),
+    callReviews: createCallReviews(() => planMode),
     section: (agent) => (agent !== undefined && isEffectivelyActive(attachmentOf(agent).snapshot) ? section : ''),
     exitTool: createExitTool(executeExitTool, durableReviews ? 'durable' : 'channel'),
     openReview: (agent) => openDurableReview(attachmentOf(agent).snapshot),
@@ -507,4 +531,5 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       await Promise.all([...new Set(attachments.values())].map(close))
     },
   }
+  return planMode
 }
