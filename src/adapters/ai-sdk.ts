@@ -1,11 +1,15 @@
 /**
  * The Vercel AI SDK adapter (`ai@6`): plan mode for `generateText`, `streamText` and
- * `ToolLoopAgent`. It translates only: every plan decision is the core's (`stepBoundary`,
- * `exitTool.execute`); this module moves the core's answers into the SDK's step loop.
+ * `ToolLoopAgent`. It translates only: every plan decision is the service's (`planMode.step`:
+ * the state in force, the section or the pinned plan, the notices, the handoff; `exitTool.execute`;
+ * `planMode.callReviews`: which review a tool approval or denial answers, and what a closed one's
+ * call results in); this module finds the SDK's calls, approvals and denials and moves the
+ * service's answers into the SDK's step loop.
  *
- * Where the core's results go:
- * - the section: into the step's system prompt (`system + '\n\n' + section`; the section alone
- *   without a base system; the base system unchanged when the section is empty);
+ * Where the service's results go:
+ * - the step's section: into the step's system prompt (`system + '\n\n' + section`; the section
+ *   alone without a base system; the base system unchanged when the section is empty);
+ * - the step's state in force: the planning model (R93); its handoff: a fresh context (R102);
  * - the notices: user messages at the position of the step they were produced for, kept there for
  *   the rest of the call (the SDK forgets `prepareStep` messages after their step; `transcript`
  *   hands them to the host's history afterwards). The bookkeeping is the core's
@@ -38,15 +42,13 @@ import {
   type UIMessage,
   type UserModelMessage,
 } from 'ai'
-import { planArgument, type ExitPlanModeTool, type ExitToolResult } from '../plan/exit-tool.js'
-import { approvedPlanSection, closedReviewMessage, keepPlanningMessage } from '../plan/review.js'
-import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT, closedReviewsByCall } from '../log/kinds.js'
+import type { ExitPlanModeTool, ExitToolResult } from '../plan/exit-tool.js'
+import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
 import { createCallTranscript } from '../plan/transcript.js'
-import { dueHandoff, type PlanHandoff } from '../plan/handoff.js'
-import { episodeBefore } from '../log/history.js'
+import type { PlanHandoff } from '../plan/handoff.js'
 import { isReadOnlyTool, type PlanGuard } from '../guard/index.js'
 import type { PlanMode } from '../service.js'
-import type { OpenReviewView, PlanAgent, UserMessage } from '../types.js'
+import type { PlanAgent, UserMessage } from '../types.js'
 
 /**
  * The `exit_plan_mode` tool as an AI SDK tool: input `{ plan }`, output `{ approved: true }` (or,
@@ -209,26 +211,19 @@ export function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent): ExitPlan
 }
 
 /**
- * R82: a durable service's exit tool runs through the SDK's own tool approval. `needsApproval`
- * opens the review for a new call (the request is logged with the call's id) and asks for the
- * user's approval; the SDK ends the response with the `tool-approval-request`. In a later request,
- * perhaps another process, the client's approval makes the SDK run `execute`, which answers the
- * review bound to that call (Approve, told in this result) when the approved call's plan is the
- * one under review; a denial is answered Keep planning by `prepareStep` (see `answerDenials`). A
- * call the core refuses (R42) needs no approval: its `execute` fails with the refusal, as in a
- * channel service.
- *
- * A card shows its call's input and answers by the call's id, and the SDK and the UI keep one
- * call per id: so an approval is consent only for the plan its call carries, and a new call that
- * repeats the id of the call under review (in the same step, or a model that reuses ids) is
- * refused and closes that review, since its card can no longer tell which plan it shows.
+ * R82: a durable service's exit tool runs through the SDK's own tool approval; the service's
+ * `callReviews` decide. `needsApproval` hands a new call to `callReviews.request` (a review opened
+ * for it needs the user's approval; the SDK ends the response with the `tool-approval-request`),
+ * and a call it refuses needs none: its `execute` fails with the refusal. In a later request,
+ * perhaps another process, the client's approval makes the SDK run `execute`, which hands the
+ * approval to `callReviews.approve`; a denial is handed to `callReviews.deny` by `prepareStep`.
  */
 function durableExitTool(
   planMode: PlanMode,
   agent: PlanAgent,
   base: Pick<ExitPlanModeAiTool, 'description' | 'inputSchema'>,
 ): ExitPlanModeAiTool {
-  const { exitTool } = planMode
+  const { exitTool, callReviews } = planMode
   /**
    * Calls refused while the SDK asked whether they need approval, by call id: `execute` fails
    * with it. The SDK runs `execute` right after a `false`, which takes the entry; only a step
@@ -244,35 +239,17 @@ function durableExitTool(
     }
   }
 
-  /**
-   * Closes the open review as Keep planning, told in the result (R44: what is not consent keeps
-   * planning), so that no review waits for a card that cannot answer it. The error the call fails
-   * with: `text`, or the log's error when the record could not be appended (the review stays open).
-   */
-  async function closeWithoutConsent(open: OpenReviewView, text: string): Promise<Error> {
-    try {
-      await planMode.answerReview(agent, open.reviewId, KEEP_PLANNING_ANSWER, { toldInResult: true })
-      return new Error(text)
-    } catch (error) {
-      return error instanceof Error ? error : new Error(String(error))
-    }
-  }
-
   return tool<{ plan: string }, ExitToolResult>({
     ...base,
     async needsApproval(input, { toolCallId, messages }) {
-      // The SDK asks again for an approved call before it runs it: `execute` decides whether it is consent.
+      // The SDK asks again for an approved call before it runs it: `execute` hands the approval over.
       if (isApprovedCallRecheck(messages, toolCallId)) {
         refused.delete(toolCallId)
         return true
       }
-      const open = planMode.openReview(agent)
-      if (open !== null && open.callId === toolCallId) {
-        refuse(toolCallId, await closeWithoutConsent(open, approvalRefusal.repeatedId(toolCallId)))
-        return false
-      }
+      const request = callReviews.request(agent, toolCallId, input) // throws when the agent cannot be read
       try {
-        await exitTool.execute(input, { agent, callId: toolCallId })
+        await request
         refused.delete(toolCallId)
         return true
       } catch (error) {
@@ -286,12 +263,7 @@ function durableExitTool(
         refused.delete(toolCallId)
         throw refusal
       }
-      const open = planMode.openReview(agent)
-      if (open === null || open.callId !== toolCallId) throw new Error(approvalRefusal.noMatch(toolCallId))
-      // The user approved the card of this call, which shows the call's plan: consent to that plan only.
-      if (planArgument(input) !== open.plan) throw await closeWithoutConsent(open, approvalRefusal.otherPlan(toolCallId))
-      await planMode.answerReview(agent, open.reviewId, APPROVE_ANSWER, { toldInResult: true })
-      return { approved: true }
+      return callReviews.approve(agent, toolCallId, input)
     },
     toModelOutput: () => ({ type: 'text', value: exitTool.resultText }),
   })
@@ -299,21 +271,6 @@ function durableExitTool(
 
 /** How many refused calls whose `execute` has not run yet a durable exit tool remembers (aborted steps leave theirs). */
 const MAX_REFUSED_CALLS = 64
-
-/** The answer an approval in the SDK stands for (R44). */
-const APPROVE_ANSWER = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
-
-/** The answer that closes a review nobody could consent to (R44, R82). */
-const KEEP_PLANNING_ANSWER = { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] }
-
-/** What a durable exit call fails with when its approval is not consent (R82). */
-const approvalRefusal = {
-  noMatch: (toolCallId: string) => `the approval of tool call "${toolCallId}" matches no open plan review; nothing was approved`,
-  otherPlan: (toolCallId: string) =>
-    `the approval of tool call "${toolCallId}" is for another plan than the one under review; nothing was approved, and that review is closed: present the plan again`,
-  repeatedId: (toolCallId: string) =>
-    `exit_plan_mode call "${toolCallId}" repeats the id of the call under review; it is refused, and that review is closed: nothing was approved. Present the plan again, in one call.`,
-}
 
 /**
  * Whether the SDK is checking an approved call again before it runs it: the request's last
@@ -360,11 +317,11 @@ function deniedExitCalls(messages: readonly ModelMessage[], exitName: string): M
 }
 
 /**
- * The model's view of a denied exit call (R82): the SDK's `execution-denied` result becomes the
- * keep-planning text the user's answer means (R45), so the model reads what a channel service
- * would have told it.
+ * The model's view of a denied exit call (R82): the SDK's `execution-denied` result becomes
+ * `text(reason)`, the keep-planning text the user's answer means (R45, `callReviews.denialText`),
+ * so the model reads what a channel service would have told it.
  */
-function showDenials(messages: ModelMessage[], denied: ReadonlyMap<string, string | undefined>): ModelMessage[] {
+function showDenials(messages: ModelMessage[], denied: ReadonlyMap<string, string | undefined>, text: (reason: string | undefined) => string): ModelMessage[] {
   if (denied.size === 0) return messages
   return messages.map((message) => {
     if (message.role !== 'tool') return message
@@ -372,15 +329,10 @@ function showDenials(messages: ModelMessage[], denied: ReadonlyMap<string, strin
     const content = message.content.map((part) => {
       if (part.type !== 'tool-result' || !denied.has(part.toolCallId) || part.output.type !== 'execution-denied') return part
       changed = true
-      return { ...part, output: { type: 'error-text' as const, value: keepPlanningMessage(feedbackOf(denied.get(part.toolCallId))) } }
+      return { ...part, output: { type: 'error-text' as const, value: text(denied.get(part.toolCallId)) } }
     })
     return changed ? { ...message, content } : message
   })
-}
-
-/** A denial's reason as keep-planning feedback: blank means none (R45). */
-function feedbackOf(reason: string | undefined): string | undefined {
-  return reason === undefined || reason.trim() === '' ? undefined : reason
 }
 
 /**
@@ -429,16 +381,12 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
   let denied: ReadonlyMap<string, string | undefined> = new Map()
 
   /**
-   * R82: a denial in the request's last message answers the open review bound to that call Keep
-   * planning (the reason is the feedback), before the boundary, so the step runs as logged.
+   * R82: the denials in the request's messages go to `callReviews.deny` (the open review bound
+   * to a denied call keeps planning), before the boundary, so the step runs as logged.
    */
   async function answerDenials(messages: readonly ModelMessage[]): Promise<void> {
     denied = deniedExitCalls(messages, exitName)
-    const open = planMode.exitTool.reviews === 'durable' ? planMode.openReview(agent) : null
-    if (open?.callId === undefined || !denied.has(open.callId)) return
-    const feedback = feedbackOf(denied.get(open.callId))
-    const answer = { answers: [{ id: 'plan-review', selected: ['Keep planning'], ...(feedback === undefined ? {} : { custom: feedback }) }] }
-    await planMode.answerReview(agent, open.reviewId, answer, { toldInResult: true })
+    await planMode.callReviews.deny(agent, denied)
   }
 
   const prepareStep: PrepareStepFunction<PlanModeToolSet<TOOLS>> = async ({ stepNumber, messages }) => {
@@ -450,21 +398,10 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       await answerDenials(messages)
     }
     const signal = turnSignal ?? options.abortSignal
-    const readsApproved = options.pinApprovedPlan === true || planMode.decisions === 'all'
-    // R98, R99, R102: the approved plan, read while one may be carried out: at a step whose state
-    // in force will be inactive (E now, R18). Read before the boundary, which must know whether this
-    // step's request hands a fresh approval off: then the boundary does not tell it too (once).
-    const now = planMode.get(agent)
-    const approvedNow = readsApproved && (now.pending ?? now.active) === false ? planMode.approvedPlan(agent) : undefined
-    // Read before this step's header: a fresh approval no request followed yet is handed off now.
-    const due = approvedNow?.fresh === true ? dueHandoff(agent.session.events, approvedNow, episodeBefore(agent.session, agent.id)) : null
-    const boundary = await planMode.stepBoundary(agent, { ...(signal ? { signal } : {}), ...(due !== null ? { handoff: true } : {}) })
-    const carriesOut = boundary.section === ''
-    const approved = carriesOut && readsApproved ? (approvedNow !== undefined ? approvedNow : planMode.approvedPlan(agent)) : null
-    // A step whose flush failed runs in plan mode (R19): it hands nothing off, and the boundary told nothing.
-    const handing = carriesOut ? due : null
+    // The service decides the step (R18, R93, R99, R102); what follows puts it into the SDK's step.
+    const step = await planMode.step(agent, { ...(signal ? { signal } : {}), pinApprovedPlan: options.pinApprovedPlan === true })
     // Notices first: the user switched the mode before sending anything that follows it.
-    const deliveries = [...boundary.messages.map(toModelMessage), ...outbox.splice(0)]
+    const deliveries = [...step.messages.map(toModelMessage), ...outbox.splice(0)]
     try {
       // An aborted call sends no request, so nothing was told: no header (R30), the step stops.
       signal?.throwIfAborted()
@@ -474,24 +411,21 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       outbox.unshift(...deliveries) // not sent: they go with the next request
       throw error
     }
-    const allMessages = showDenials(call.inject(messages, deliveries), denied)
-    if (handing !== null) {
+    const allMessages = showDenials(call.inject(messages, deliveries), denied, planMode.callReviews.denialText)
+    if (step.handoff !== null) {
       // R102: the fresh context starts here: everything before this step's own deliveries is set aside.
-      fresh = { cut: allMessages.length - deliveries.length, seed: { role: 'user', content: [{ type: 'text', text: handing.text }] } }
-      handoff = handing
-      options.onHandoff?.(handing)
+      fresh = { cut: allMessages.length - deliveries.length, seed: { role: 'user', content: [{ type: 'text', text: step.handoff.text }] } }
+      handoff = step.handoff
+      options.onHandoff?.(step.handoff)
     }
     const stepMessages = fresh === null ? allMessages : [fresh.seed, ...allMessages.slice(fresh.cut)]
 
     const result: PrepareStepResult<PlanModeToolSet<TOOLS>> = {}
-    // R99: while carrying a plan out (state in force inactive), the approved plan stays in view.
-    const pinned = options.pinApprovedPlan === true ? approved : null
-    const stepSystem = composeSystem(system, pinned === null ? boundary.section : approvedPlanSection(pinned.plan))
+    const stepSystem = composeSystem(system, step.section)
     if (stepSystem !== undefined) result.system = stepSystem
     if (call.injections.length > 0 || denied.size > 0 || fresh !== null) result.messages = stepMessages
-    // R93: the boundary's state in force picks the model. The section is non-empty exactly when
-    // it is active (R18; R37 forbids a blank section). No fallback: the SDK runs this model only.
-    if (planning !== undefined && boundary.section !== '') {
+    // R93: the step's state in force picks the model. No fallback: the SDK runs this model only.
+    if (planning !== undefined && step.active) {
       result.model = planning.model
       if (planning.providerOptions !== undefined) result.providerOptions = planning.providerOptions
     }
@@ -543,18 +477,18 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       const waiting = (part: unknown): part is { type: string; state: string; toolCallId: string } =>
         (part as { type?: unknown }).type === `tool-${exitName}` && (part as { state?: unknown }).state === 'approval-requested'
       if (!messages.some((m) => m.role === 'assistant' && m.parts.some(waiting))) return messages
-      const closed = closedReviewsByCall(agent.session.events)
+      const settledCalls = planMode.callReviews.settled(agent)
       let changed = false
       const settled = messages.map((message) => {
         if (message.role !== 'assistant' || !message.parts.some(waiting)) return message
         const parts = message.parts.map((part) => {
-          const review = waiting(part) ? closed.get(part.toolCallId) : undefined
-          if (review === undefined) return part
+          const result = waiting(part) ? settledCalls.get(part.toolCallId) : undefined
+          if (result === undefined) return part
           changed = true
           const { approval: _approval, ...rest } = part as typeof part & { approval?: unknown }
-          return review.outcome === 'approved'
-            ? { ...rest, state: 'output-available', output: { approved: true } }
-            : { ...rest, state: 'output-error', errorText: closedReviewMessage(review.outcome, review.feedback) }
+          return 'output' in result
+            ? { ...rest, state: 'output-available', output: result.output }
+            : { ...rest, state: 'output-error', errorText: result.errorText }
         })
         return { ...message, parts } as typeof message
       })

@@ -880,35 +880,6 @@ export function observePlanLogEvent(event: SessionEvent): PlanLogObservation | u
   return planLogKind(event.type)?.observe?.(payload(event), event.seq)
 }
 
-/**
- * The durable reviews the log has closed, by the tool call whose request opened them (R82, R87):
- * each one's first closing record (R80: the first wins; a later one changes nothing). A call id
- * stands for the latest review requested with it: a model that reuses ids opens a new review
- * under an id an earlier, closed one had, and that new one is not closed.
- */
-export function closedReviewsByCall(events: readonly SessionEvent[]): Map<string, { outcome: ReviewOutcome; feedback?: string }> {
-  const callOf = new Map<string, string>()
-  const latestReviewOf = new Map<string, string>()
-  const closed = new Map<string, { outcome: ReviewOutcome; feedback?: string }>()
-  for (const event of events) {
-    if (event.type !== PLAN_REVIEW_EVENT) continue
-    const data = payload(event)
-    if (typeof data?.reviewId !== 'string') continue
-    if (data.outcome === 'requested') {
-      if (typeof data.callId === 'string') {
-        callOf.set(data.reviewId, data.callId)
-        latestReviewOf.set(data.callId, data.reviewId)
-        closed.delete(data.callId)
-      }
-      continue
-    }
-    const call = callOf.get(data.reviewId)
-    if (call === undefined || latestReviewOf.get(call) !== data.reviewId || closed.has(call) || !CLOSING_OUTCOMES.has(data.outcome)) continue
-    closed.set(call, { outcome: data.outcome as ReviewOutcome, ...(typeof data.feedback === 'string' ? { feedback: data.feedback } : {}) })
-  }
-  return closed
-}
-
 /** A log event as one timeline line, or undefined for a kind plan mode does not read. */
 export function describePlanLogEvent(event: SessionEvent): PlanLogLine | undefined {
   return planLogKind(event.type)?.describe(payload(event) ?? {})
