@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { withPlanMode } from '../src/adapters/ai-sdk.js'
 import { createCheckpoint } from '../src/log/checkpoint.js'
-import { createMemorySessionLog, createPlanMode, replayPlanLog, type PlanAgent, type PlanMode, type SessionLog } from '../src/index.js'
+import { PLAN_MODE_TEXTS, createMemorySessionLog, createPlanMode, replayPlanLog, type PlanAgent, type PlanMode, type SessionLog } from '../src/index.js'
+import { readReviewAnswer } from '../src/plan/review.js'
+import { approveAnswer, keepPlanningAnswer } from '../src/plan/review-answer.js'
 
 /**
  * `planMode.callReviews` (R82, R87): the durable review bound to a framework's tool call, decided by
@@ -97,6 +99,18 @@ describe('R82: callReviews decide the review of a framework tool call', () => {
         ['call-2', { output: { approved: true } }],
       ]),
     )
+  })
+})
+
+describe('R44, R45: the answers given on the user\'s behalf', () => {
+  it('R44, R45: they select the labels PLAN_MODE_TEXTS holds and read back as the decisions they stand for; a blank feedback is none', () => {
+    const { approve, keepPlanning } = PLAN_MODE_TEXTS.review.labels
+    expect(approveAnswer()).toEqual({ answers: [{ id: 'plan-review', selected: [approve] }] })
+    expect(keepPlanningAnswer(REASON)).toEqual({ answers: [{ id: 'plan-review', selected: [keepPlanning], custom: REASON }] })
+    expect(keepPlanningAnswer(' \n')).toEqual({ answers: [{ id: 'plan-review', selected: [keepPlanning] }] })
+    expect(readReviewAnswer(approveAnswer())).toEqual({ outcome: 'approved' })
+    expect(readReviewAnswer(keepPlanningAnswer(REASON))).toEqual({ outcome: 'keep-planning', feedback: REASON })
+    expect(readReviewAnswer(keepPlanningAnswer())).toEqual({ outcome: 'keep-planning' })
   })
 })
 
