@@ -57,7 +57,10 @@ export type ExitPlanModeAiTool = Tool<{ plan: string }, ExitToolResult>
 /** The host's tools plus `exit_plan_mode`, as `withPlanMode` hands them to the SDK. */
 export type PlanModeToolSet<TOOLS extends ToolSet = ToolSet> = TOOLS & Record<ExitPlanModeTool['name'], ExitPlanModeAiTool>
 
-/** Options of `withPlanMode`. */
+/**
+ * Options of `withPlanMode`: `{ planMode, agent, system, tools }` is the common case; the rest is
+ * opt-in, one key per feature (`guard`, `planning`, `approvedPlan`).
+ */
 export interface WithPlanModeOptions<TOOLS extends ToolSet = ToolSet> {
   /** The plan-mode service (`createPlanMode`). */
   planMode: PlanMode
@@ -87,12 +90,18 @@ export interface WithPlanModeOptions<TOOLS extends ToolSet = ToolSet> {
    * @throws TypeError from `withPlanMode` when the option has the wrong shape (R93).
    */
   planning?: PlanningModelOptions
+  /** What the loop does with the plan the user approved (R98–R102). */
+  approvedPlan?: ApprovedPlanOptions
+}
+
+/** The `approvedPlan` option of `withPlanMode` (R99, R102). */
+export interface ApprovedPlanOptions {
   /**
    * Pins the plan the user approved last (R98) into the system prompt of every step whose state
    * in force is inactive (R99), after the base system, until plan mode is entered again: a
    * compaction that drops the conversation does not drop the plan. Off by default.
    */
-  pinApprovedPlan?: boolean
+  pin?: boolean
   /**
    * Called once when a plan approved into a fresh context (R101) is handed off, at the step that
    * starts the fresh context (R102), with the plan, its version and the decisions made.
@@ -402,6 +411,8 @@ export function toModelMessage(message: UserMessage): UserModelMessage {
 export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOptions<TOOLS>): PlanModeAiSdk<TOOLS> {
   const { planMode, agent, system } = options
   const planning = planningOption(options.planning)
+  const pinApprovedPlan = options.approvedPlan?.pin === true
+  const onHandoff = options.approvedPlan?.onHandoff
   const hostTools = options.tools ?? ({} as TOOLS)
   const exitName = planMode.exitTool.name
   if (Object.hasOwn(hostTools, exitName)) throw new Error(`withPlanMode: a host tool is already named "${exitName}"`)
@@ -450,7 +461,7 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       await answerDenials(messages)
     }
     const signal = turnSignal ?? options.abortSignal
-    const readsApproved = options.pinApprovedPlan === true || planMode.decisions === 'all'
+    const readsApproved = pinApprovedPlan || planMode.decisions === 'all'
     // R98, R99, R102: the approved plan, read while one may be carried out: at a step whose state
     // in force will be inactive (E now, R18). Read before the boundary, which must know whether this
     // step's request hands a fresh approval off: then the boundary does not tell it too (once).
@@ -479,13 +490,13 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       // R102: the fresh context starts here: everything before this step's own deliveries is set aside.
       fresh = { cut: allMessages.length - deliveries.length, seed: { role: 'user', content: [{ type: 'text', text: handing.text }] } }
       handoff = handing
-      options.onHandoff?.(handing)
+      onHandoff?.(handing)
     }
     const stepMessages = fresh === null ? allMessages : [fresh.seed, ...allMessages.slice(fresh.cut)]
 
     const result: PrepareStepResult<PlanModeToolSet<TOOLS>> = {}
     // R99: while carrying a plan out (state in force inactive), the approved plan stays in view.
-    const pinned = options.pinApprovedPlan === true ? approved : null
+    const pinned = pinApprovedPlan ? approved : null
     const stepSystem = composeSystem(system, pinned === null ? boundary.section : approvedPlanSection(pinned.plan))
     if (stepSystem !== undefined) result.system = stepSystem
     if (call.injections.length > 0 || denied.size > 0 || fresh !== null) result.messages = stepMessages
