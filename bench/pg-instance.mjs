@@ -29,8 +29,7 @@ const store = pgLib.createPostgresPlanStore({
   prefix,
 })
 const service = lib.createPlanMode(
-  { section: SECTION },
-  { reviews: 'durable', pendingStore: store.pendingStore, checkpoints: store.checkpoints, logger: { warn: () => {} } },
+  { section: SECTION, review: 'durable', pendingStore: store.pendingStore, checkpoints: { store: store.checkpoints }, logger: { warn: () => {} } },
 )
 const agent = { id: sessionId, session: await store.openSession(sessionId) }
 let shown = service.get(agent).active

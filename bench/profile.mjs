@@ -142,7 +142,7 @@ async function countSteps(lib, shape) {
       else if (event.type === '@xstate.action') counts.actions++
     }
     const api = which === 'lib'
-      ? lib.createPlanMode({ section: SECTION }, { inspect })
+      ? lib.createPlanMode({ section: SECTION, inspect })
       : createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode, inspect })
     const agent = { id: `counted-${which}`, session: lib.createMemorySessionLog(realisticEntries(1000)) }
     const side = sideOf(api, agent, api.get(agent).active)

@@ -10,7 +10,7 @@ const readFile = tool({
 
 /** An AI SDK agent with plan mode: `/plan` switches it, `exit_plan_mode` asks the user to approve. */
 export function createAiSdkAgent(model: LanguageModel, review: ReviewChannel) {
-  const planMode = createPlanMode({ section: 'Plan mode: explore read-only, then present the whole plan with exit_plan_mode.' }, { review })
+  const planMode = createPlanMode({ section: 'Plan mode: explore read-only, then present the whole plan with exit_plan_mode.', review })
   const agent: PlanAgent = { id: 'main', session: createMemorySessionLog(), steer: (message) => plan.steer(message) }
   const plan = withPlanMode({ planMode, agent, system: 'You are a coding agent.', tools: { readFile } })
   const history: ModelMessage[] = []

@@ -35,7 +35,7 @@ function reviewQueue() {
 /** The driver: each member does what this host does at that moment (a hand-written loop's, here). */
 function myDriver(session: SessionLog = createMemorySessionLog()): ConformanceAgent {
   const reviews = reviewQueue()
-  const planMode = createPlanMode({ section: PLAN_SECTION }, { review: reviews.channel })
+  const planMode = createPlanMode({ section: PLAN_SECTION, review: reviews.channel })
   const steered: UserMessage[] = []
   const agent: PlanAgent = { id: 'main', session, steer: (message) => steered.push(message) }
   return {

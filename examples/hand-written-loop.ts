@@ -3,7 +3,7 @@ import type { Model } from './model.js'
 
 /** A hand-written agent loop with plan mode: turns, one step boundary per step, the exit tool. */
 export function createAgent(model: Model, review: ReviewChannel) {
-  const planMode = createPlanMode({ section: 'Plan mode: explore and design, then present the whole plan with exit_plan_mode.' }, { review })
+  const planMode = createPlanMode({ section: 'Plan mode: explore and design, then present the whole plan with exit_plan_mode.', review })
   const history: string[] = []
   const agent: PlanAgent = { id: 'main', session: createMemorySessionLog(), steer: (m) => history.push(textOf(m.content)) }
 

@@ -9,7 +9,7 @@ import { openJsonlSessionLog } from 'xstate-plan-mode/node'
  */
 export async function planInCi(model: LanguageModel, task: string, logPath: string) {
   const review = headlessReview({ policy: 'stop' }) // nobody to ask: every plan is dismissed, recorded with by: 'policy'
-  const planMode = createPlanMode({ section: 'Plan mode: explore read-only, then present the whole plan with exit_plan_mode.' }, { review })
+  const planMode = createPlanMode({ section: 'Plan mode: explore read-only, then present the whole plan with exit_plan_mode.', review })
   const session = await openJsonlSessionLog(logPath)
   const agent: PlanAgent = { id: 'ci', session }
   const plan = withPlanMode({ planMode, agent, system: 'You are a coding agent.' })

@@ -26,10 +26,12 @@ export function onServer(config: pg.PoolConfig): { db: pg.Pool; listen: PgListen
 export async function startInstance(db: PgQueryable, listen: PgListen) {
   const store = createPostgresPlanStore({ db, listen })
   await store.migrate() // safe from every instance at once
-  const planMode = createPlanMode(
-    { section: 'Plan mode is on: explore read-only, then present the plan with exit_plan_mode.' },
-    { reviews: 'durable', pendingStore: store.pendingStore, checkpoints: store.checkpoints },
-  )
+  const planMode = createPlanMode({
+    section: 'Plan mode is on: explore read-only, then present the plan with exit_plan_mode.',
+    review: 'durable',
+    pendingStore: store.pendingStore,
+    checkpoints: { store: store.checkpoints },
+  })
   /** The agent of a session: its checkpoint and the events after it, then every instance's appends. */
   const agent = async (sessionId: string): Promise<PlanAgent> => ({ id: sessionId, session: await store.openSession(sessionId) })
   const close = async () => {

@@ -1,7 +1,7 @@
 import type { PlanAgent, PlanMode, ReviewComment } from 'xstate-plan-mode'
 
 /**
- * The review UI's Keep planning with comments, for a service with `reviews: 'durable'`: each
+ * The review UI's Keep planning with comments, for a service with `review: 'durable'`: each
  * comment quotes the plan under review exactly; the model reads them at its next step.
  */
 export async function keepPlanningWithComments(planMode: PlanMode, agent: PlanAgent, comments: ReviewComment[]) {

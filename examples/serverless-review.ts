@@ -11,7 +11,7 @@ const SECTION = 'Plan mode: explore read-only, then present the whole plan with 
  * messages carry it: approved carries the plan out, denied keeps planning with the reason.
  */
 export async function chatRequest(model: LanguageModel, session: SessionLog, messages: ModelMessage[], approvalSecret: string) {
-  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable' }) // reviews live in the log
+  const planMode = createPlanMode({ section: SECTION, review: 'durable' }) // reviews live in the log
   const agent: PlanAgent = { id: 'main', session }
   const plan = withPlanMode({ planMode, agent, system: 'You are a coding agent.' })
   try {

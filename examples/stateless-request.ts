@@ -28,7 +28,7 @@ export async function handleRequest<T>(
   serve: (planMode: PlanMode, agent: PlanAgent) => Promise<T>,
 ): Promise<T> {
   const session = await loadSession(agentId, table, checkpoints)
-  const planMode = createPlanMode({ section: 'Plan mode is on.' }, { checkpoints })
+  const planMode = createPlanMode({ section: 'Plan mode is on.', checkpoints: { store: checkpoints } })
   try {
     return await serve(planMode, { id: agentId, session })
   } finally {

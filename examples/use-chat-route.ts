@@ -12,7 +12,7 @@ const SECTION = 'Plan mode: explore read-only, then present the whole plan with 
  */
 export function createChatRoutes(options: { model: LanguageModel; openSession: (chatId: string) => Promise<SessionLog>; approvalSecret: string }) {
   const open = async (chatId: string) => ({
-    planMode: createPlanMode({ section: SECTION }, { reviews: 'durable' }),
+    planMode: createPlanMode({ section: SECTION, review: 'durable' }),
     agent: { id: chatId, session: await options.openSession(chatId) },
   })
 

@@ -10,9 +10,8 @@
 
 // The service.
 export { createPlanMode, type PlanMode, type PlanModeActor } from './service.js'
+export type { PlanModeOptions } from './options.js'
 export type {
-  PlanModeConfig,
-  PlanModeOptions,
   PlanAgent,
   SessionEvent,
   SessionLog,

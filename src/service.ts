@@ -1,9 +1,7 @@
-import type { InspectionEvent, Observer } from 'xstate'
-import { Attachment, DISPOSED_MESSAGE, resultOf, type AttachmentSettings, type PlanModeActor } from './attachment.js'
-import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from './timeouts.js'
-import { resolveConfig } from './config.js'
+import { Attachment, DISPOSED_MESSAGE, resultOf, type PlanModeActor } from './attachment.js'
+import { waitAtMost } from './timeouts.js'
+import { planModeSettings, type PlanModeOptions } from './options.js'
 import { createTurns } from './turns.js'
-import { DEFAULT_CLOSE_TIMEOUT_MS } from './machines/planMode.machine.js'
 import { planProjection, type PlanProjection } from './log/projection.js'
 import type { PlanModeEvent } from './machines/planMode.events.js'
 import {
@@ -28,7 +26,6 @@ import {
   newsText,
   readReviewAnswer,
   ReviewCommentError,
-  type ReviewDecisions,
   type ReviewVerdict,
 } from './plan/review.js'
 import { headlessReviewPolicy, policyVerdict, type HeadlessReviewPolicy } from './plan/headless.js'
@@ -40,8 +37,6 @@ import type {
   AnswerReviewOptions,
   OpenReviewView,
   PlanAgent,
-  PlanModeConfig,
-  PlanModeOptions,
   PlanModeState,
   SetOutcome,
   StepBoundaryOptions,
@@ -56,51 +51,6 @@ const SET_NEEDS_BOOLEAN = 'plan mode set(agent, active) needs a boolean active'
 
 /** An operation called before `dispose` whose turn had not come fails with this (R60). */
 export const DISPOSED_BEFORE_TURN_MESSAGE = "plan-mode service was disposed before this call's turn came; nothing was done"
-
-/** The close timeout of R73, checked: a number of milliseconds from 0 to `MAX_TIMEOUT_MS`. */
-function closeTimeoutOf(value: unknown): number {
-  if (value === undefined) return DEFAULT_CLOSE_TIMEOUT_MS
-  if (!isTimeoutMs(value)) {
-    throw new TypeError(`plan mode option closeTimeoutMs must be a number of milliseconds from 0 to ${MAX_TIMEOUT_MS}; got ${String(value)}`)
-  }
-  return value
-}
-
-/** The bound of R77, checked: undefined (no bound) or a whole number, at least 1. */
-function maxAttachedAgentsOf(value: unknown): number | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new TypeError(`plan mode option maxAttachedAgents must be a whole number, at least 1; got ${String(value)}`)
-  }
-  return value
-}
-
-
-/** The decisions reviews offer (R101), checked. */
-function decisionsOf(value: unknown): ReviewDecisions {
-  if (value === undefined || value === 'approve-or-keep' || value === 'all') return value ?? 'approve-or-keep'
-  throw new TypeError(`plan mode option decisions must be 'approve-or-keep' or 'all'; got ${String(value)}`)
-}
-
-/** The review mode of R78, checked. */
-function reviewsOf(value: unknown): 'channel' | 'durable' {
-  if (value === undefined || value === 'channel' || value === 'durable') return value ?? 'channel'
-  throw new TypeError(`plan mode option reviews must be 'channel' or 'durable'; got ${String(value)}`)
-}
-
-/** How many events at least a checkpoint covers beyond the last one (R76). */
-const DEFAULT_CHECKPOINT_EVERY = 100
-
-/** The checkpoint settings of R76, checked. */
-function checkpointsOf(options: PlanModeOptions): AttachmentSettings['checkpoints'] {
-  const { checkpoints: store, checkpointEvery: every = DEFAULT_CHECKPOINT_EVERY } = options
-  if (typeof every !== 'number' || !Number.isSafeInteger(every) || every < 1) {
-    throw new TypeError(`plan mode option checkpointEvery must be a whole number of events, at least 1; got ${String(every)}`)
-  }
-  if (store === undefined) return undefined
-  if (typeof store?.save !== 'function') throw new TypeError('plan mode option checkpoints needs a save(agentId, checkpoint) method')
-  return { store, every }
-}
 
 /** What `answerReviewByPolicy` did (R95): which durable review it closed, and how it was recorded. */
 export interface PolicyReviewAnswer {
@@ -177,20 +127,12 @@ export interface PlanMode {
  * Creates the plan-mode service. The first call that names an agent attaches it: its actor
  * starts from the replayed log (R64) and follows the log's subscription from then on (R70).
  * Every call sends the agent's chart an event, waits, and reads the result from its snapshot.
- * @throws the config errors of `resolveConfig` (R37).
+ * @throws the option errors of `planModeSettings` (R37, R73, R76–R78, R101).
  */
-export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions = {}): PlanMode {
-  const { section } = resolveConfig(config)
-  const settings: AttachmentSettings = {
-    review: options.review,
-    logger: options.logger ?? console,
-    pendingStore: options.pendingStore,
-    inspect: options.inspect as Observer<InspectionEvent> | undefined,
-    closeTimeout: closeTimeoutOf(options.closeTimeoutMs),
-    checkpoints: checkpointsOf(options),
-    decisions: decisionsOf(options.decisions),
-  }
-  const durableReviews = reviewsOf(options.reviews) === 'durable'
+export function createPlanMode(options: PlanModeOptions): PlanMode {
+  const settings = planModeSettings(options)
+  const { section } = settings
+  const durableReviews = settings.reviews === 'durable'
   /** Each agent's attachment; a closing one stays until its actor stopped, answering reads. */
   const attachments = new Map<string, Attachment>()
   /** Each agent's operations take turns (§1). */
@@ -206,7 +148,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   /** Resolves on `dispose()`: nothing waits for an abandoned append after it. */
   let resolveDisposal!: () => void
   const disposal = new Promise<void>((resolve) => (resolveDisposal = resolve))
-  const maxAttached = maxAttachedAgentsOf(options.maxAttachedAgents)
+  const maxAttached = settings.maxAttachedAgents
 
   /** The agent's attachment for a read: a closing one until it stopped, else a new one from the log. */
   function attachmentOf(agent: PlanAgent): Attachment {

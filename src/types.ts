@@ -2,7 +2,6 @@
  * The public types of xstate-plan-mode (SPEC §1). Names are fixed: hosts and outside
  * conformance tests depend on them.
  */
-import type { CheckpointStore } from './log/checkpoint.js'
 import type { SessionEvent, SessionLog } from './log/session.js'
 
 export type { SessionEvent, SessionLog } from './log/session.js'
@@ -38,12 +37,6 @@ export interface PlanAgent {
   steer?(message: UserMessage): void
   /** Set when the agent is owned by another live agent: it cannot ask the user (R42.7). */
   owner?: string
-}
-
-/** The library's configuration (R37). */
-export interface PlanModeConfig {
-  /** The plan-policy prompt section, sent while plan mode is in force (R18). */
-  section: string
 }
 
 /** Where warnings about contained faults go (R19, R49, R61). */
@@ -107,45 +100,6 @@ export interface PendingStore {
   get(agentId: string): boolean | undefined
   set(agentId: string, pending: boolean): void | Promise<void>
   delete(agentId: string): void | Promise<void>
-}
-
-/** Options of `createPlanMode`. */
-export interface PlanModeOptions {
-  review?: ReviewChannel
-  logger?: PlanModeLogger
-  /** An XState inspection observer (for example from `createPlanModeInspector` or `@statelyai/inspect`). */
-  inspect?: unknown
-  /** Keeps pending selections across restarts (memory by default: none survive). */
-  pendingStore?: PendingStore
-  /**
-   * How long `dispose()` and `detach()` wait for an agent's work in flight (an append, a review's
-   * record) before abandoning it with one `logger.warn`, in milliseconds (R73). Default 5000.
-   */
-  closeTimeoutMs?: number
-  /**
-   * Where each agent's checkpoints are saved (R76): a host that loads an agent's checkpoint and
-   * only the events from it on attaches in O(tail). None by default.
-   */
-  checkpoints?: CheckpointStore
-  /** A checkpoint is saved when the agent goes idle after at least this many events (R76). Default 100. */
-  checkpointEvery?: number
-  /**
-   * At most this many agents stay attached (R77): beyond it, the least recently used agents that
-   * hold nothing their log (and pending store) does not leave memory, and attach again from the
-   * log when next named. No bound by default.
-   */
-  maxAttachedAgents?: number
-  /**
-   * How `exit_plan_mode` opens a review (R78): `'channel'` (default) asks the `review` channel and
-   * the call waits for the answer in this process; `'durable'` records the request in the log and
-   * the answer comes through `answerReview`, from any process attached to the same log.
-   */
-  reviews?: 'channel' | 'durable'
-  /**
-   * Which decisions a review offers (R101): `'approve-or-keep'` (default, R43's two options) or
-   * `'all'`: also Approve in a fresh context, and Leave plan mode without carrying the plan out.
-   */
-  decisions?: 'approve-or-keep' | 'all'
 }
 
 /** A durable review the log holds open (R79), as `openReview` returns it. */

@@ -48,8 +48,7 @@ async function chatRequest(
 ): Promise<Answered> {
   const warnings: unknown[][] = []
   const planMode = createPlanMode(
-    { section: SECTION },
-    { reviews: 'durable', logger: { warn: (...args: unknown[]) => warnings.push(args) }, ...(decisions === undefined ? {} : { decisions }) },
+    { section: SECTION, review: 'durable', logger: { warn: (...args: unknown[]) => warnings.push(args) }, ...(decisions === undefined ? {} : { decisions }) },
   )
   services.push(planMode)
   const agent: PlanAgent = { id: 'agent-1', session: log }
@@ -106,7 +105,7 @@ const approval = (approvalId: string, approved: boolean, reason?: string): Model
 const notices = (request: SeenRequest) => request.userTexts.filter((text) => text === ENTERING || text === LEAVING)
 /** The durable service as a later process sees the log. */
 function openReviewOf(log: SessionLog) {
-  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn() {} } })
+  const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn() {} } })
   services.push(planMode)
   return planMode.openReview({ id: 'agent-1', session: log })
 }
@@ -258,7 +257,7 @@ describe('R82: durable reviews through AI SDK 6 tool approval, across requests w
     expect(openReviewOf(log)).toEqual(open)
 
     // The real call's approval after its review was closed another way (the user left plan mode).
-    const other = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn() {} } })
+    const other = createPlanMode({ section: SECTION, review: 'durable', logger: { warn() {} } })
     services.push(other)
     expect(await other.set({ id: 'agent-1', session: log }, false)).toBe('committed')
     expect((reviews(log).at(-1) as { outcome: string }).outcome).toBe('superseded')
@@ -420,7 +419,7 @@ describe('R102, R81: a fresh approval answered through answerReview is told once
   async function approvedFresh(toldInResult: boolean) {
     const log = inPlanMode()
     const { request } = await presentPlan(log, undefined, 'all')
-    const answering = createPlanMode({ section: SECTION }, { reviews: 'durable', decisions: 'all', logger: { warn() {} } })
+    const answering = createPlanMode({ section: SECTION, review: 'durable', decisions: 'all', logger: { warn() {} } })
     services.push(answering)
     const agent: PlanAgent = { id: 'agent-1', session: log }
     const open = answering.openReview(agent)!
@@ -452,7 +451,7 @@ describe('R102, R81: a fresh approval answered through answerReview is told once
 
   it('R102, R81: a host that does not hand off (no adapter) is told a fresh approval once, at the next boundary', async () => {
     const log = inPlanMode()
-    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', decisions: 'all', logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, review: 'durable', decisions: 'all', logger: { warn() {} } })
     services.push(planMode)
     const agent: PlanAgent = { id: 'agent-1', session: log }
     const { reviewId } = (await planMode.exitTool.execute({ plan: PLAN }, { agent })) as { reviewId: string }
@@ -470,7 +469,7 @@ describe('R87: settleClosedApprovals gives a useChat host’s unanswered cards t
   /** A durable service's agent in plan mode, and its AI SDK wiring. */
   const planning = async () => {
     const session = createMemorySessionLog()
-    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'main', session }
     await planMode.set(agent, true)
     return { session, planMode, agent, plan: withPlanMode({ planMode, agent }) }
@@ -520,7 +519,7 @@ describe('R87: settleClosedApprovals gives a useChat host’s unanswered cards t
 describe('a durable exit tool remembers refused calls within a bound (R82)', () => {
   it('R82, R42: refused calls whose execute never ran (aborted steps) are let go past 64, the latest kept: memory stays bounded', async () => {
     const session = createMemorySessionLog() // not in plan mode: the core refuses every exit call (R42)
-    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
     services.push(planMode)
     const agent: PlanAgent = { id: 'main', session }
     const exit = withPlanMode({ planMode, agent }).tools.exit_plan_mode as unknown as {

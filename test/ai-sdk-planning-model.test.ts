@@ -64,7 +64,7 @@ type Tools = { read_file: typeof readFile; user_clicks: ReturnType<typeof clickT
 
 function setup(planning: Parameters<typeof withPlanMode>[0]['planning']) {
   const session = createMemorySessionLog()
-  const planMode = createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+  const planMode = createPlanMode({ section: SECTION, logger: { warn: () => {} } })
   services.push(planMode)
   const agent: PlanAgent = { id: 'agent-1', session }
   const clicks: CommandResult[] = []
@@ -242,7 +242,7 @@ describe.each<LoopKind>(['generateText', 'streamText'])('withPlanMode planning m
 
 describe('withPlanMode planning option', () => {
   const planMode = () => {
-    const service = createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+    const service = createPlanMode({ section: SECTION, logger: { warn: () => {} } })
     services.push(service)
     return service
   }

@@ -40,7 +40,7 @@ class TestChat extends AbstractChat<UIMessage> {
 function route(log: SessionLog, model: () => LanguageModel): ChatTransport<UIMessage> {
   return {
     async sendMessages({ messages }) {
-      const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable' })
+      const planMode = createPlanMode({ section: SECTION, review: 'durable' })
       const agent: PlanAgent = { id: 'main', session: log }
       const plan = withPlanMode({ planMode, agent, system: SYSTEM })
       await plan.startTurn()

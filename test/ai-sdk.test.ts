@@ -108,7 +108,7 @@ function setup(
 ): Setup {
   const session = options.session ?? createMemorySessionLog()
   const warn = vi.fn()
-  const planMode = createPlanMode({ section: SECTION }, { logger: { warn }, ...(options.review ? { review: options.review } : {}) })
+  const planMode = createPlanMode({ section: SECTION, logger: { warn }, ...(options.review ? { review: options.review } : {}) })
   services.push(planMode)
   const inbox: ModelMessage[] = []
   const clicks: CommandResult[] = []

@@ -24,7 +24,7 @@ afterEach(async () => {
 })
 
 function durable(session: SessionLog = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])) {
-  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable' })
+  const planMode = createPlanMode({ section: SECTION, review: 'durable' })
   services.push(planMode)
   const agent: PlanAgent = { id: 'agent-1', session }
   return { planMode, agent, session }

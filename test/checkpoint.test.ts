@@ -81,8 +81,8 @@ describe('R76: checkpoints', () => {
         const both: SessionLog = { ...full, events: full.events, checkpoint }
         expect(restoreSession(both, 'a', warn).restore).toEqual(restorePlanLog(full.events))
         // And so does the service: F, P and the section under E.
-        const planMode = createPlanMode({ section: SECTION }, { logger: { warn } })
-        const fromTail = createPlanMode({ section: SECTION }, { logger: { warn } })
+        const planMode = createPlanMode({ section: SECTION, logger: { warn } })
+        const fromTail = createPlanMode({ section: SECTION, logger: { warn } })
         const a: PlanAgent = { id: 'a', session: full }
         const b: PlanAgent = { id: 'a', session: tail }
         expect(fromTail.get(b)).toEqual(planMode.get(a))
@@ -96,7 +96,7 @@ describe('R76: checkpoints', () => {
   it('R76: the service saves a checkpoint when the agent goes idle after checkpointEvery events, and a new service attaches from it and the tail', async () => {
     const store = createMemoryCheckpointStore()
     const log = createMemorySessionLog()
-    const planMode = createPlanMode({ section: SECTION }, { checkpoints: store, checkpointEvery: 3, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, checkpoints: { store, every: 3 }, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'agent-1', session: log }
     log.append('turn/start', {})
     expect(await planMode.set(agent, true)).toBe('queued')
@@ -117,7 +117,7 @@ describe('R76: checkpoints', () => {
     })
     // A later process: the checkpoint, the event it ends at and the events after it.
     log.append('turn/start', {})
-    const next = createPlanMode({ section: SECTION }, { logger: { warn() {} } })
+    const next = createPlanMode({ section: SECTION, logger: { warn() {} } })
     const tail = createMemorySessionLog(seeds(log.events.slice(3)), { checkpoint: await store.load('agent-1'), agentId: 'agent-1' })
     const restarted: PlanAgent = { id: 'agent-1', session: tail }
     expect(tail.events.map((e) => e.seq)).toEqual([4, 5])
@@ -131,7 +131,7 @@ describe('R76: checkpoints', () => {
   it('R76: no checkpoint is saved before checkpointEvery events, nor in the middle of a turn', async () => {
     const store = createMemoryCheckpointStore()
     const log = createMemorySessionLog()
-    const planMode = createPlanMode({ section: SECTION }, { checkpoints: store, checkpointEvery: 4, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, checkpoints: { store, every: 4 }, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: log }
     planMode.get(agent)
     log.append('turn/start', {})
@@ -150,8 +150,7 @@ describe('R76: checkpoints', () => {
     const warnings: unknown[][] = []
     const failure = new Error('disk full')
     const planMode = createPlanMode(
-      { section: SECTION },
-      { checkpoints: { load: () => undefined, save: () => Promise.reject(failure) }, checkpointEvery: 1, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
+      { section: SECTION, checkpoints: { store: { load: () => undefined, save: () => Promise.reject(failure) }, every: 1 }, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
     )
     const log = createMemorySessionLog()
     const agent: PlanAgent = { id: 'a', session: log }
@@ -167,7 +166,7 @@ describe('R76: checkpoints', () => {
     const log = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/start', data: {} }])
     const stale = { ...checkpointAt(log.events, 1)!, version: 'xstate-plan-mode/checkpoint@0', openTurn: true }
     const session: SessionLog = { ...log, events: log.events, checkpoint: stale }
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     expect(planMode.get({ id: 'a', session })).toEqual({ active: true })
     expect(warnings).toEqual([
       [IGNORED, new Error(`the checkpoint's version is "xstate-plan-mode/checkpoint@0", not "${PLAN_CHECKPOINT_VERSION}"`)],
@@ -179,7 +178,7 @@ describe('R76: checkpoints', () => {
     const log = createMemorySessionLog([{ type: 'turn/start', data: {} }, { type: 'plan/mode', data: { active: true } }])
     // It claims seq 2 was a turn/end after plan mode was left: another log's checkpoint.
     const foreign = checkpointData({ seq: 2, type: 'turn/end', projection: { active: false, runs: {}, kept: null }, told: null })
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     expect(planMode.get({ id: 'a', session: { ...log, events: log.events, checkpoint: foreign } })).toEqual({ active: true })
     expect(warnings).toEqual([[IGNORED, new Error('the checkpoint covers seq 2 (turn/end), but the log holds plan/mode at seq 2')]])
   })
@@ -193,7 +192,7 @@ describe('R76: checkpoints', () => {
       },
       subscribe: () => () => {},
     }
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn() {} } })
     expect(() => planMode.get({ id: 'a', session: tail })).toThrow(
       new Error(
         "plan-mode: the session log holds no event from seq 1 and its checkpoint cannot be used (the log's events jump from the checkpoint's seq 9 to seq 11); load the whole log",
@@ -235,14 +234,14 @@ describe('R76: checkpoints', () => {
     }
   })
 
-  it('R76: checkpointEvery and checkpoints are checked', () => {
+  it('R76: checkpoints.every and checkpoints.store are checked', () => {
     for (const value of [0, 1.5, -3, '100']) {
-      expect(() => createPlanMode({ section: SECTION }, { checkpointEvery: value as never })).toThrow(
-        new TypeError(`plan mode option checkpointEvery must be a whole number of events, at least 1; got ${String(value)}`),
+      expect(() => createPlanMode({ section: SECTION, checkpoints: { store: createMemoryCheckpointStore(), every: value as never } })).toThrow(
+        new TypeError(`plan mode option checkpoints.every must be a whole number of events, at least 1; got ${String(value)}`),
       )
     }
-    expect(() => createPlanMode({ section: SECTION }, { checkpoints: {} as never })).toThrow(
-      new TypeError('plan mode option checkpoints needs a save(agentId, checkpoint) method'),
+    expect(() => createPlanMode({ section: SECTION, checkpoints: { store: {} as never } })).toThrow(
+      new TypeError('plan mode option checkpoints.store needs a save(agentId, checkpoint) method'),
     )
   })
 })
@@ -251,12 +250,12 @@ describe('R76: a checkpoint is bound to its session and to the event it ends at'
   const TITLE = 'Ship the importer'
   const PLAN = `# ${TITLE}\n\n1. Parse the CSV.`
   const APPROVE = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
-  const durable = (options: Parameters<typeof createPlanMode>[1] = {}) => createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn() {} }, ...options })
+  const durable = (options: Omit<Parameters<typeof createPlanMode>[0], 'section'> = {}) => createPlanMode({ section: SECTION, review: 'durable', logger: { warn() {} }, ...options })
 
   /** Session A's checkpoint (store key `agent-a`): its plan approved, saved at its turn/end, seq 5. */
   async function approvedCheckpoint(): Promise<unknown> {
     const store = createMemoryCheckpointStore()
-    const source = durable({ checkpoints: store, checkpointEvery: 1 })
+    const source = durable({ checkpoints: { store, every: 1 } })
     const a: PlanAgent = { id: 'agent-a', session: createMemorySessionLog() }
     expect(await source.set(a, true)).toBe('committed') // 1
     a.session.append('turn/start', {}) // 2
@@ -304,7 +303,7 @@ describe('R76: a checkpoint is bound to its session and to the event it ends at'
     // The log was rewritten since: the same seq and type, other data.
     const rewritten = createMemorySessionLog([{ type: 'plan/mode', data: { active: false } }, { type: 'turn/end', data: { turn: 'b7' } }])
     const warnings: unknown[][] = []
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     expect(planMode.get({ id: 'a', session: { ...rewritten, events: rewritten.events, checkpoint } })).toEqual({ active: false })
     const theirs = eventDigest(rewritten.events[1]!)
     expect(warnings).toEqual([[IGNORED, new Error(`the checkpoint ends at another event than the log's turn/end at seq 2 (digest ${checkpoint.digest}, the log's ${theirs})`)]])
@@ -350,7 +349,7 @@ describe('R76: a checkpoint is bound to its session and to the event it ends at'
     const whole = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/end', data: {} }, { type: 'turn/start', data: {} }])
     const checkpoint = checkpointAt(whole.events, 2)!
     const afterOnly: SessionLog = { ...whole, events: whole.events.slice(2), checkpoint }
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn() {} } })
     expect(() => planMode.get({ id: 'a', session: afterOnly })).toThrow(
       new Error(
         'plan-mode: the session log holds no event from seq 1 and its checkpoint cannot be used (the log does not hold the event the checkpoint ends at (seq 2), which a loader must load with the events after it); load the whole log',
@@ -381,7 +380,7 @@ describe('R76: a checkpoint is bound to its session and to the event it ends at'
     })
     const events = [log.events[0]!, Object.freeze({ seq: 2, type: 'turn/end', data: hostile })]
     const warnings: unknown[][] = []
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     expect(planMode.get({ id: 'a', session: { ...log, events, checkpoint } })).toEqual({ active: true })
     expect(warnings).toEqual([[IGNORED, new Error("the log's turn/end at seq 2 cannot be read: boom")]])
   })
@@ -404,7 +403,7 @@ describe('R76, R102: where no checkpoint is made', () => {
   it('R76, R102: none while a handoff is due: the checkpoint due at a turn/end before the handoff\'s request is not made; the next one is, after it', async () => {
     const store = createMemoryCheckpointStore()
     let reply = answer('Keep planning', 'Keep a backup.')
-    const planMode = createPlanMode({ section: SECTION }, { decisions: 'all', review: { ask: async () => reply }, checkpoints: store, checkpointEvery: 1 })
+    const planMode = createPlanMode({ section: SECTION, decisions: 'all', review: { ask: async () => reply }, checkpoints: { store, every: 1 } })
     const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/start', data: {} }])
     const agent: PlanAgent = { id: 'a', session }
     await expect(planMode.exitTool.execute({ plan: V1 }, { agent })).rejects.toThrow('The user chose to keep planning; their feedback: Keep a backup.')

@@ -15,7 +15,7 @@ const SECTION = 'PLAN MODE: explore and design; present the plan with exit_plan_
 
 /** A driver of one request's process: a new service over `log`; `reopen` gives the next process's log. */
 function durableAgent(log: SessionLog, reopen: () => Promise<SessionLog>, close: () => Promise<void>): DurableConformanceAgent {
-  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
+  const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
   const agent: PlanAgent = { id: 'agent-1', session: log }
   return {
     ...driverBasics(log, planMode, agent),

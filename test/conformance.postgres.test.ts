@@ -24,7 +24,7 @@ async function instanceOf(prefix: string, sessionId: string): Promise<{ store: P
 async function channelAgent(prefix: string): Promise<ConformanceAgent> {
   const { store, log } = await instanceOf(prefix, 'agent-1')
   const reviews = createReviewQueue()
-  const planMode = createPlanMode({ section: SECTION }, { review: reviews.channel, pendingStore: store.pendingStore, checkpoints: store.checkpoints, logger: { warn: () => {} } })
+  const planMode = createPlanMode({ section: SECTION, review: reviews.channel, pendingStore: store.pendingStore, checkpoints: { store: store.checkpoints }, logger: { warn: () => {} } })
   const steered: UserMessage[] = []
   const agent: PlanAgent = { id: 'agent-1', session: log, steer: (message) => steered.push(message) }
   return {
@@ -41,7 +41,7 @@ async function channelAgent(prefix: string): Promise<ConformanceAgent> {
 
 async function durableAgent(prefix: string): Promise<DurableConformanceAgent> {
   const { store, log } = await instanceOf(prefix, 'agent-1')
-  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', pendingStore: store.pendingStore, checkpoints: store.checkpoints, logger: { warn: () => {} } })
+  const planMode = createPlanMode({ section: SECTION, review: 'durable', pendingStore: store.pendingStore, checkpoints: { store: store.checkpoints }, logger: { warn: () => {} } })
   const agent: PlanAgent = { id: 'agent-1', session: log }
   return {
     ...driverBasics(log, planMode, agent),

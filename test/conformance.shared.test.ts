@@ -38,8 +38,8 @@ async function createSharedHost() {
   /** Starts (or restarts) the host's one service over the pending store file. */
   const start = (): PlanMode =>
     createPlanMode(
-      { section: SECTION },
       {
+        section: SECTION,
         pendingStore: openJsonlPendingStore(join(dir, 'pending.json'), { fsync: false }),
         logger: { warn: () => {} },
         // One channel for every agent: each question goes to its agent's inbox.

@@ -18,7 +18,7 @@ afterEach(async () => {
 
 /** A durable-review service whose agent has presented PLAN in a turn that has ended. */
 async function presented() {
-  const planMode = createPlanMode({ section: 'Plan mode is on.' }, { reviews: 'durable' })
+  const planMode = createPlanMode({ section: 'Plan mode is on.', review: 'durable' })
   services.push(planMode)
   const agent: PlanAgent = { id: 'main', session: createMemorySessionLog() }
   await planMode.command.run({ agent, rawInput: '' })
@@ -57,7 +57,7 @@ describe('docs/reviews.md: comments anchored to the plan', () => {
   })
 
   it('R100: with no open review the example answers nothing', async () => {
-    const planMode = createPlanMode({ section: 'Plan mode is on.' }, { reviews: 'durable' })
+    const planMode = createPlanMode({ section: 'Plan mode is on.', review: 'durable' })
     services.push(planMode)
     const agent: PlanAgent = { id: 'main', session: createMemorySessionLog() }
     expect(await keepPlanningWithComments(planMode, agent, [COMMENT])).toBeNull()

@@ -45,7 +45,7 @@ describe('durable pending selections', () => {
 
     const session = await openJsonlSessionLog(resolve(logPath), { logger: { warn() {} } })
     const store = openJsonlPendingStore(storePath)
-    const planMode = createPlanMode({ section: 'PLAN' }, { pendingStore: store })
+    const planMode = createPlanMode({ section: 'PLAN', pendingStore: store })
     const agent = { id: 'agent-1', session }
     // The log alone cannot tell (no command/run was logged); the store can.
     expect(planMode.get(agent)).toEqual({ active: false, pending: true })
@@ -81,7 +81,7 @@ describe('durable pending selections', () => {
 
   it('R6: a pending store keeps each agent apart and forgets a cancelled selection', async () => {
     const store = openJsonlPendingStore(join(dir, 'agents.json'))
-    const planMode = createPlanMode({ section: 'PLAN' }, { pendingStore: store })
+    const planMode = createPlanMode({ section: 'PLAN', pendingStore: store })
     const logs = await Promise.all(['a', 'b'].map((id) => openJsonlSessionLog(join(dir, `${id}.jsonl`))))
     const [a, b] = logs.map((session, i) => ({ id: ['a', 'b'][i]!, session }))
     for (const log of logs) await log.append('turn/start', {})

@@ -129,8 +129,8 @@ export function createHarness(
   const warnings: unknown[][] = []
   const steered: UserMessage[] = []
   const planMode = createPlanMode(
-    { section: SECTION },
     {
+      section: SECTION,
       ...(options.review === null ? {} : { review: options.review ?? review }),
       logger: { warn: (...args: unknown[]) => warnings.push(args) },
       ...(options.pendingStore ? { pendingStore: options.pendingStore } : {}),

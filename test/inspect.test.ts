@@ -144,7 +144,7 @@ describe('inspector: the Stately inspection protocol', () => {
   it('with createPlanMode: one root actor per agent, named by the agent id, carrying the whole plan-mode chart', async () => {
     const messages: InspectionMessage[] = []
     const inspector = createPlanModeInspector({ send: (message) => messages.push(message) })
-    const planMode = createPlanMode({ section: 'PLAN' }, { inspect: inspector.inspect })
+    const planMode = createPlanMode({ section: 'PLAN', inspect: inspector.inspect })
     const agent: PlanAgent = { id: 'agent-7', session: createMemorySessionLog() }
     expect(await planMode.set(agent, true)).toBe('committed')
     await settle()
@@ -165,7 +165,7 @@ describe('inspector: the Stately inspection protocol', () => {
     const inspector = createPlanModeInspector({ send: (message) => messages.push(message) })
     const session = createMemorySessionLog([{ type: 'turn/start', data: {} }])
     const agent: PlanAgent = { id: 'agent-1', session }
-    const planMode = createPlanMode({ section: 'PLAN' }, { inspect: inspector.inspect })
+    const planMode = createPlanMode({ section: 'PLAN', inspect: inspector.inspect })
     const actor = planMode.actor(agent)
     const unwatch = inspector.watch(agent, actor)
     await planMode.set(agent, true)

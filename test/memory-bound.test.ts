@@ -9,7 +9,7 @@ const agentsOf = (n: number): PlanAgent[] => Array.from({ length: n }, (_, i) =>
 
 describe('R77: idle agents leave memory', () => {
   it('R77: beyond maxAttachedAgents the least recently used idle agents leave memory, and attach again from their log', async () => {
-    const planMode = createPlanMode({ section: SECTION }, { maxAttachedAgents: 2, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, limits: { maxAttachedAgents: 2 }, logger: { warn() {} } })
     const [a, b, c] = agentsOf(3) as [PlanAgent, PlanAgent, PlanAgent]
     expect(await planMode.set(a, true)).toBe('committed')
     const actorA = planMode.actor(a)
@@ -29,7 +29,7 @@ describe('R77: idle agents leave memory', () => {
 
   it('R77: an agent with an open review, or a pending selection and no pending store, stays attached over the bound', async () => {
     const channel = createControlledChannel()
-    const planMode = createPlanMode({ section: SECTION }, { review: channel, maxAttachedAgents: 1, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, review: channel, limits: { maxAttachedAgents: 1 }, logger: { warn() {} } })
     const [reviewing, pending, other] = agentsOf(3) as [PlanAgent, PlanAgent, PlanAgent]
     await planMode.set(reviewing, true)
     const call = planMode.exitTool.execute({ plan: PLAN }, { agent: reviewing })
@@ -50,7 +50,7 @@ describe('R77: idle agents leave memory', () => {
   it('R77: with a pending store, an agent with a pending selection may leave memory: it attaches again with the selection', async () => {
     const stored = new Map<string, boolean>()
     const pendingStore: PendingStore = { get: (id) => stored.get(id), set: (id, v) => void stored.set(id, v), delete: (id) => void stored.delete(id) }
-    const planMode = createPlanMode({ section: SECTION }, { pendingStore, maxAttachedAgents: 1, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, pendingStore, limits: { maxAttachedAgents: 1 }, logger: { warn() {} } })
     const [pending, other] = agentsOf(2) as [PlanAgent, PlanAgent]
     pending.session.append('turn/start', {})
     expect(await planMode.set(pending, true)).toBe('queued')
@@ -62,7 +62,7 @@ describe('R77: idle agents leave memory', () => {
   })
 
   it('R77: 2,000 agents touched in turn keep at most the bound attached (the bench measures 100,000)', async () => {
-    const planMode = createPlanMode({ section: SECTION }, { maxAttachedAgents: 20, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, limits: { maxAttachedAgents: 20 }, logger: { warn() {} } })
     const actors: { getSnapshot(): { status: string } }[] = []
     for (const agent of agentsOf(2_000)) {
       planMode.get(agent)
@@ -75,8 +75,8 @@ describe('R77: idle agents leave memory', () => {
 
   it('R77: maxAttachedAgents is checked', () => {
     for (const value of [0, 2.5, -1, '10']) {
-      expect(() => createPlanMode({ section: SECTION }, { maxAttachedAgents: value as never })).toThrow(
-        new TypeError(`plan mode option maxAttachedAgents must be a whole number, at least 1; got ${String(value)}`),
+      expect(() => createPlanMode({ section: SECTION, limits: { maxAttachedAgents: value as never } })).toThrow(
+        new TypeError(`plan mode option limits.maxAttachedAgents must be a whole number, at least 1; got ${String(value)}`),
       )
     }
   })

@@ -422,7 +422,7 @@ export async function reattachProbe(events: readonly SessionEvent[]): Promise<{ 
   const F = foldPlanMode(events)
   const copy = events.map(({ type, data }) => ({ type, data }))
   const run = async (extra: { type: string; data: unknown }[]) => {
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn: () => {} } })
     const agent = { id: 'probe', session: createMemorySessionLog([...copy, ...extra]) }
     const active = planMode.get(agent).active
     const { messages } = await planMode.stepBoundary(agent)
@@ -483,14 +483,14 @@ export interface AttachView {
  */
 export async function observeAttach(session: () => SessionLog): Promise<AttachView> {
   const warnings: unknown[][] = []
-  const options = { reviews: 'durable' as const, logger: { warn: (...args: unknown[]) => warnings.push(args) } }
-  const first = createPlanMode({ section: SECTION }, options)
+  const options = { section: SECTION, review: 'durable' as const, logger: { warn: (...args: unknown[]) => warnings.push(args) } }
+  const first = createPlanMode(options)
   const agent = { id: PROBE, session: session() }
   const get = first.get(agent)
   const view = { get, section: first.section(agent), openReview: first.openReview(agent) }
   const { section, messages } = await first.stepBoundary(agent)
   await first.dispose()
-  const second = createPlanMode({ section: SECTION }, options)
+  const second = createPlanMode(options)
   const other = { id: PROBE, session: session() }
   const outcome = await second.set(other, !(get.pending ?? get.active))
   const select = { outcome, get: second.get(other) }

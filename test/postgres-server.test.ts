@@ -33,8 +33,8 @@ async function twoInstances(prefix: string) {
   return { a, b, logA: await a.store.openSession('s1'), logB: await b.store.openSession('s1') }
 }
 
-function service(store: PostgresPlanStore, options: Parameters<typeof createPlanMode>[1] = {}): PlanMode {
-  const planMode = createPlanMode({ section: SECTION }, { pendingStore: store.pendingStore, logger: { warn: () => {} }, ...options })
+function service(store: PostgresPlanStore, options: Omit<Parameters<typeof createPlanMode>[0], 'section'> = {}): PlanMode {
+  const planMode = createPlanMode({ section: SECTION, pendingStore: store.pendingStore, logger: { warn: () => {} }, ...options })
   closers.push(() => planMode.dispose())
   return planMode
 }
@@ -63,7 +63,7 @@ describe('R83–R85: the PostgreSQL adapter on a real server (postgresql-15)', (
     const [a, b] = [await instance('t1_'), await instance('t1_')]
     const agentA: PlanAgent = { id: 's1', session: await a.store.openSession('s1') }
     const agentB: PlanAgent = { id: 's1', session: await b.store.openSession('s1') }
-    const [serviceA, serviceB] = [service(a.store, { reviews: 'durable' }), service(b.store, { reviews: 'durable' })]
+    const [serviceA, serviceB] = [service(a.store, { review: 'durable' }), service(b.store, { review: 'durable' })]
     expect(serviceA.get(agentA)).toEqual({ active: false })
     await agentB.session.append('turn/start', {})
     expect(await serviceB.set(agentB, true)).toBe('queued')

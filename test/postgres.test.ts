@@ -39,14 +39,14 @@ async function instance(db: PGlite, tablePrefix = prefix): Promise<PostgresPlanS
   return store
 }
 
-function service(store: PostgresPlanStore, options: Parameters<typeof createPlanMode>[1] = {}): PlanMode {
-  const planMode = createPlanMode({ section: SECTION }, { pendingStore: store.pendingStore, logger: { warn: () => {} }, ...options })
+function service(store: PostgresPlanStore, options: Omit<Parameters<typeof createPlanMode>[0], 'section'> = {}): PlanMode {
+  const planMode = createPlanMode({ section: SECTION, pendingStore: store.pendingStore, logger: { warn: () => {} }, ...options })
   open.push({ close: () => planMode.dispose() })
   return planMode
 }
 
 /** Two instances of the host (stores) with session s1 open as agent s1 on each, and a service of each's own. */
-async function twoInstances([storeA, storeB]: [PostgresPlanStore, PostgresPlanStore], options: Parameters<typeof createPlanMode>[1] = {}) {
+async function twoInstances([storeA, storeB]: [PostgresPlanStore, PostgresPlanStore], options: Omit<Parameters<typeof createPlanMode>[0], 'section'> = {}) {
   const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
   const agentB: PlanAgent = { id: 's1', session: await storeB.openSession('s1') }
   return { agentA, agentB, a: service(storeA, options), b: service(storeB, options) }
@@ -56,7 +56,7 @@ async function twoInstances([storeA, storeB]: [PostgresPlanStore, PostgresPlanSt
 async function checkpointedAtTurnEnd(db: PGlite, data: object) {
   const store = await instance(db)
   const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
-  const writer = service(store, { checkpoints: store.checkpoints, checkpointEvery: 1 })
+  const writer = service(store, { checkpoints: { store: store.checkpoints, every: 1 } })
   expect(await writer.set(agent, true)).toBe('committed')
   await agent.session.append('turn/end', data)
   await writer.dispose() // waits for the checkpoint's write
@@ -166,7 +166,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
 
   it('R84: a /plan on one instance applies at the next step of the other; a review opened on one is answered on the other and told once', async () => {
     const db = await database()
-    const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { reviews: 'durable' })
+    const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { review: 'durable' })
     await agentB.session.append('turn/start', {})
     await quiet()
     expect(a.get(agentA)).toEqual({ active: false }) // attached, following the log
@@ -231,7 +231,7 @@ describe('R83–R85: the PostgreSQL adapter on PGlite', () => {
     const db = await database()
     const storeA = await instance(db)
     const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
-    const a = service(storeA, { checkpoints: storeA.checkpoints, checkpointEvery: 5 })
+    const a = service(storeA, { checkpoints: { store: storeA.checkpoints, every: 5 } })
     await agentA.session.append('turn/start', {})
     expect(await a.set(agentA, true)).toBe('queued')
     await a.stepBoundary(agentA)
@@ -342,7 +342,7 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
 
   it('R83: a forged NOTIFY approving the open review is only a hint to read: no review closes, no event is heard, and the next append and a fresh instance agree with the live ones', async () => {
     const db = await database()
-    const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { reviews: 'durable' })
+    const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { review: 'durable' })
     expect(await a.set(agentA, true)).toBe('committed')
     const { reviewId } = (await a.exitTool.execute({ plan: PLAN }, { agent: agentA })) as { reviewId: string }
     await until(() => expect(b.openReview(agentB)).toMatchObject({ reviewId }))
@@ -438,7 +438,7 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
 
   it('R83, R84: a durable review answered with feedback holding U+0000 is recorded, and the other instance hears it closed', async () => {
     const db = await database()
-    const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { reviews: 'durable' })
+    const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { review: 'durable' })
     expect(await a.set(agentA, true)).toBe('committed')
     const { reviewId } = (await a.exitTool.execute({ plan: PLAN }, { agent: agentA })) as { reviewId: string }
     const feedback = 'Split step 2\u0000 in two.'
@@ -453,11 +453,11 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
     await db.exec(`CREATE TABLE ${prefix}checkpoints (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint jsonb NOT NULL)`)
     const store = await instance(db)
     const warnings: unknown[][] = []
-    const planMode = service(store, { checkpoints: store.checkpoints, checkpointEvery: 1, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = service(store, { checkpoints: { store: store.checkpoints, every: 1 }, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
     expect(await planMode.set(agent, true)).toBe('committed')
     const plan = '# Nul\u0000 plan\n\n1. Keep the \u0000 byte.'
-    const { reviewId } = (await service(store, { reviews: 'durable' }).exitTool.execute({ plan }, { agent })) as { reviewId: string }
+    const { reviewId } = (await service(store, { review: 'durable' }).exitTool.execute({ plan }, { agent })) as { reviewId: string }
     await agent.session.append('turn/start', {})
     await agent.session.append('turn/end', {}) // a checkpoint is due here; it holds the open review's plan
     await planMode.dispose() // waits for the checkpoint's write
@@ -481,7 +481,7 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
     const db = await database()
     const storeA = await instance(db)
     const agentA: PlanAgent = { id: 's1', session: await storeA.openSession('s1') }
-    const a = service(storeA, { checkpoints: storeA.checkpoints, checkpointEvery: 2 })
+    const a = service(storeA, { checkpoints: { store: storeA.checkpoints, every: 2 } })
     expect(a.get(agentA)).toEqual({ active: false }) // attached: it follows the log and saves checkpoints
     await agentA.session.append('turn/start', {})
     await agentA.session.append('message', {})
@@ -517,7 +517,7 @@ describe('#23 on PGlite: rows written by hand are untrusted input', () => {
     const db = await database()
     const store = await instance(db)
     const agent: PlanAgent = { id: 's1', session: await store.openSession('s1') }
-    const planMode = service(store, { reviews: 'durable' })
+    const planMode = service(store, { review: 'durable' })
     expect(await planMode.set(agent, true)).toBe('committed')
     for (const [type, , data] of odd) {
       const { rows } = await db.query<{ seq: number }>(`SELECT COALESCE(max(seq), 0) + 1 AS seq FROM ${prefix}events WHERE session = 's1'`)
@@ -551,7 +551,7 @@ describe('#23 on PGlite: a checkpoint holds only for the rows it was cut from', 
 
   it("R76, R85: after an operator deletes a session's rows, the new log of that session is not read through the old log's checkpoint (regression: its turn/end {} at the same seq had the same digest: plan mode read off, the open review was gone, the old plan read approved)", async () => {
     const db = await database()
-    const checkpointing = (store: PostgresPlanStore) => service(store, { reviews: 'durable', checkpoints: store.checkpoints, checkpointEvery: 1 })
+    const checkpointing = (store: PostgresPlanStore) => service(store, { review: 'durable', checkpoints: { store: store.checkpoints, every: 1 } })
     // The old log: plan mode on, a plan approved and left, the turn ended; its checkpoint at that turn/end.
     const first = await instance(db)
     const agent: PlanAgent = { id: 's1', session: await first.openSession('s1') }
@@ -582,7 +582,7 @@ describe('#23 on PGlite: a checkpoint holds only for the rows it was cut from', 
     // A restart reads the new log (through the new log's checkpoint, the only one the store may hold).
     const third = await instance(db)
     const reloaded: PlanAgent = { id: 's1', session: await third.openSession('s1') }
-    const after = service(third, { reviews: 'durable' })
+    const after = service(third, { review: 'durable' })
     expect(reloaded.session.checkpoint).toMatchObject({ seq: 6, projection: { active: true }, review: { open: { reviewId: fresh.reviewId } } })
     expect({
       mode: after.get(reloaded),
@@ -595,7 +595,7 @@ describe('#23 on PGlite: a checkpoint holds only for the rows it was cut from', 
     const db = await database()
     // Tables of an earlier version, with a checkpoint left behind by a log deleted since (turn/end {} at seq 2).
     const stale = await instance(db)
-    const writer = service(stale, { checkpoints: stale.checkpoints, checkpointEvery: 1 })
+    const writer = service(stale, { checkpoints: { store: stale.checkpoints, every: 1 } })
     const agent: PlanAgent = { id: 's1', session: await stale.openSession('s1') }
     expect(await writer.set(agent, true)).toBe('committed')
     await agent.session.append('turn/end', {})
@@ -733,7 +733,7 @@ async function pendingRows(db: PGlite) {
 
 /** The service of the README's setup (examples/many-instances.ts). */
 function readmeService(store: PostgresPlanStore): PlanMode {
-  return service(store, { reviews: 'durable', checkpoints: store.checkpoints })
+  return service(store, { review: 'durable', checkpoints: { store: store.checkpoints } })
 }
 
 describe('#25 on PGlite: one statement per flush, one round trip per openSession', () => {

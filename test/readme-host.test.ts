@@ -4,7 +4,7 @@ import { inspectEvents } from '../apps/cli/inspect.js'
 import { createPlanCommand } from '../examples/plan-command.js'
 import { PLAN_SECTION } from '../examples/plan-section.js'
 import { createMemorySessionLog, createPlanMode, planProjection, type PlanAgent, type PlanMode, type SessionEvent, type SessionLog } from '../src/index.js'
-import { resolveConfig } from '../src/config.js'
+import { planModeSettings } from '../src/options.js'
 
 /**
  * docs/hand-written-loop.md's "What the host logs" and "The plan section" blocks, and its account of the F,
@@ -19,7 +19,7 @@ afterEach(async () => {
 })
 
 function service(section = PLAN_SECTION): PlanMode {
-  const planMode = createPlanMode({ section }, { logger: { warn: () => {} } })
+  const planMode = createPlanMode({ section, logger: { warn: () => {} } })
   services.push(planMode)
   return planMode
 }
@@ -71,7 +71,7 @@ describe('docs/hand-written-loop.md: what the host logs', () => {
   })
 
   it('R18, R37: the recommended section is a valid config and is what a plan-mode step sends', async () => {
-    expect(resolveConfig({ section: PLAN_SECTION })).toEqual({ section: PLAN_SECTION })
+    expect(planModeSettings({ section: PLAN_SECTION }).section).toBe(PLAN_SECTION)
     const planMode = service()
     const agent: PlanAgent = { id: 'main', session: createMemorySessionLog() }
     await planMode.set(agent, true)
@@ -83,7 +83,7 @@ describe('docs/hand-written-loop.md: what the host logs', () => {
 describe('docs/cli-and-visualizer.md: the F, pending and K columns of plan-mode inspect', () => {
   it('R2, R58, R30, R31: F folds plan/mode, pending shows a logged selection on its way (not an unlogged one), K is the last request/header or an approved review', async () => {
     const review = { ask: async () => ({ answers: [{ id: 'plan-review', selected: ['Approve'] }] }) }
-    const planMode = createPlanMode({ section: PLAN_SECTION }, { review, logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: PLAN_SECTION, review, logger: { warn: () => {} } })
     services.push(planMode)
     const log = createMemorySessionLog()
     const agent: PlanAgent = { id: 'main', session: log }

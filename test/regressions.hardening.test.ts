@@ -20,7 +20,7 @@ describe('found by a review of the hardening and checkpoint work (each failed be
   it('R73, R3: while a closed attachment still waits for a checkpoint write, the next selection waits for it and for the abandoned append', async () => {
     const log = createControlledLog()
     const slowStore: CheckpointStore = { load: () => undefined, save: () => sleep(100).then(() => {}) }
-    const planMode = createPlanMode({ section: 'S' }, { checkpoints: slowStore, checkpointEvery: 1, closeTimeoutMs: 20, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', checkpoints: { store: slowStore, every: 1 }, limits: { closeTimeoutMs: 20 }, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: log }
     planMode.get(agent)
     log.defaultFate = 'hold'
@@ -43,8 +43,7 @@ describe('found by a review of the hardening and checkpoint work (each failed be
     const warnings: unknown[][] = []
     const stuck: CheckpointStore = { load: () => undefined, save: () => new Promise(() => {}) }
     const planMode = createPlanMode(
-      { section: 'S' },
-      { checkpoints: stuck, checkpointEvery: 1, closeTimeoutMs: 30, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
+      { section: 'S', checkpoints: { store: stuck, every: 1 }, limits: { closeTimeoutMs: 30 }, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
     )
     const log = createMemorySessionLog()
     planMode.get({ id: 'a', session: log })
@@ -59,10 +58,10 @@ describe('found by a review of the hardening and checkpoint work (each failed be
   })
 
   it('R73: a close timeout beyond what setTimeout keeps is refused, not turned into 1 ms', () => {
-    expect(() => createPlanMode({ section: 'S' }, { closeTimeoutMs: 30 * 24 * 3600 * 1000 })).toThrow(
-      new TypeError('plan mode option closeTimeoutMs must be a number of milliseconds from 0 to 2147483647; got 2592000000'),
+    expect(() => createPlanMode({ section: 'S', limits: { closeTimeoutMs: 30 * 24 * 3600 * 1000 } })).toThrow(
+      new TypeError('plan mode option limits.closeTimeoutMs must be a number of milliseconds from 0 to 2147483647; got 2592000000'),
     )
-    expect(() => createPlanMode({ section: 'S' }, { closeTimeoutMs: 2_147_483_647 })).not.toThrow()
+    expect(() => createPlanMode({ section: 'S', limits: { closeTimeoutMs: 2_147_483_647 } })).not.toThrow()
   })
 
   it('R74: the first event of an empty log is taken, whatever the order in which the log tells of it', async () => {
@@ -80,7 +79,7 @@ describe('found by a review of the hardening and checkpoint work (each failed be
         return Promise.resolve(event)
       },
     }
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     const agent: PlanAgent = { id: 'a', session: log }
     expect(await planMode.set(agent, true)).toBe('committed')
     expect(planMode.get(agent)).toEqual({ active: true })
@@ -91,7 +90,7 @@ describe('found by a review of the hardening and checkpoint work (each failed be
     const warnings: unknown[][] = []
     // A checkpoint of a 51-event log, handed over with its event; the host's log then restarted its appends at seq 1.
     const store = createMemoryCheckpointStore()
-    const source = createPlanMode({ section: 'S' }, { checkpoints: store, checkpointEvery: 1, logger: { warn() {} } })
+    const source = createPlanMode({ section: 'S', checkpoints: { store, every: 1 }, logger: { warn() {} } })
     const long = createMemorySessionLog(Array.from({ length: 50 }, () => ({ type: 'message', data: {} })))
     source.get({ id: 'a', session: long })
     long.append('turn/end', {})
@@ -103,7 +102,7 @@ describe('found by a review of the hardening and checkpoint work (each failed be
       subscribe: (listener) => restarted.subscribe(listener),
       append: async (type, data) => restarted.append(type, data),
     }
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     await planMode.set({ id: 'a', session }, true).catch(() => {})
     expect(warnings).toContainEqual([SEQ_WARNING, new Error('plan/mode was appended with seq 1, but the log already had seq 51')])
   })
@@ -114,7 +113,7 @@ describe('found by a review of the hardening and checkpoint work (each failed be
     const stale = createCheckpoint('a', replayPlanLog(long.events), long.events)
     const restarted = createMemorySessionLog()
     const warnings: unknown[][] = []
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     expect(planMode.get({ id: 'a', session: { ...restarted, events: restarted.events, checkpoint: stale } })).toEqual({ active: false })
     expect(warnings).toEqual([
       [
@@ -132,7 +131,7 @@ describe('found by a review of the hardening and checkpoint work (each failed be
       },
       delete: () => {},
     }
-    const planMode = createPlanMode({ section: 'S' }, { pendingStore: failing, maxAttachedAgents: 1, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', pendingStore: failing, limits: { maxAttachedAgents: 1 }, logger: { warn() {} } })
     const a: PlanAgent = { id: 'a', session: createMemorySessionLog([{ type: 'turn/start', data: {} }]) }
     expect(await planMode.set(a, true)).toBe('queued')
     planMode.get({ id: 'b', session: createMemorySessionLog() })
@@ -146,7 +145,7 @@ describe('found by a review of the hardening and checkpoint work (each failed be
     const held = new Promise<void>((resolve) => (land = resolve))
     let saves = 0
     const slowStore: CheckpointStore = { load: () => undefined, save: () => (saves++, held) }
-    const planMode = createPlanMode({ section: 'S' }, { checkpoints: slowStore, checkpointEvery: 1, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', checkpoints: { store: slowStore, every: 1 }, logger: { warn() {} } })
     const log = createMemorySessionLog()
     const agent: PlanAgent = { id: 'a', session: log }
     planMode.get(agent)
@@ -169,7 +168,7 @@ describe('found by a review of the hardening and checkpoint work (each failed be
         throw new Error('disk full')
       },
     }
-    const planMode = createPlanMode({ section: 'S' }, { checkpoints: failing, checkpointEvery: 10, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', checkpoints: { store: failing, every: 10 }, logger: { warn() {} } })
     const log = createMemorySessionLog()
     planMode.get({ id: 'a', session: log })
     for (let turn = 0; turn < 50; turn++) {
@@ -196,7 +195,7 @@ describe('hardening faults 1 and 2 (each failed on c7e6da9)', () => {
 
   it('R62: a review answer whose `selected` getter throws fails the review with the error\'s message; the actor keeps working', async () => {
     const answer = { answers: [{ id: 'plan-review', get selected(): string[] { throw new Error('selected is unreadable') } }] }
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} }, review: { ask: async () => answer } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn() {} }, review: { ask: async () => answer } })
     const agent: PlanAgent = { id: 'a', session: createMemorySessionLog() }
     await planMode.set(agent, true)
     await expect(planMode.exitTool.execute({ plan: PLAN }, { agent })).rejects.toThrow(new Error('selected is unreadable'))
@@ -207,7 +206,7 @@ describe('hardening faults 1 and 2 (each failed on c7e6da9)', () => {
 
   it('R62: a Proxy as `answers` that throws on every read fails the review with its message; the next call works', async () => {
     const answers = new Proxy([], { get() { throw new Error('answers are unreadable') } })
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} }, review: { ask: async () => ({ answers }) } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn() {} }, review: { ask: async () => ({ answers }) } })
     const agent: PlanAgent = { id: 'a', session: createMemorySessionLog() }
     await planMode.set(agent, true)
     await expect(planMode.exitTool.execute({ plan: PLAN }, { agent })).rejects.toThrow(new Error('answers are unreadable'))
@@ -225,7 +224,7 @@ describe('hardening faults 1 and 2 (each failed on c7e6da9)', () => {
         return undefined as unknown as () => void
       },
     }
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session }
     expect(await planMode.set(agent, true)).toBe('committed')
     await planMode.detach(agent)
@@ -247,7 +246,7 @@ describe('found by a review of the durable-review work (each failed before its f
         return new Promise<SessionEvent>((resolve) => setTimeout(() => resolve(event), 5))
       },
     }
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (message: string) => warnings.push(message) } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn: (message: string) => warnings.push(message) } })
     const agent: PlanAgent = { id: 'a', session }
     expect(await planMode.set(agent, true)).toBe('committed')
     expect(await planMode.set(agent, false)).toBe('committed')

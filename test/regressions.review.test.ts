@@ -27,7 +27,7 @@ describe('found by a review of the rebuilt service (each failed before its fix)'
     }
     const log = createControlledLog([{ type: 'plan/mode', data: { active: true } }])
     const channel = createControlledChannel()
-    const planMode = createPlanMode({ section: 'S' }, { review: channel, pendingStore: store, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', review: channel, pendingStore: store, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: log }
     const call = track(() => planMode.exitTool.execute({ plan: PLAN }, { agent }))
     await settle()
@@ -43,7 +43,7 @@ describe('found by a review of the rebuilt service (each failed before its fix)'
   it('R46: an exit call whose signal aborts after its review was recorded does not abort the next review', async () => {
     const log = createControlledLog([{ type: 'plan/mode', data: { active: true } }])
     const channel = createControlledChannel()
-    const planMode = createPlanMode({ section: 'S' }, { review: channel, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', review: channel, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: log }
     const first = new AbortController()
     const call1 = track(() => planMode.exitTool.execute({ plan: PLAN }, { agent, signal: first.signal }))
@@ -71,7 +71,7 @@ describe('found by a review of the rebuilt service (each failed before its fix)'
   it('R63: an exit call made while one attachment closes, still waiting when the next one is detached, fails as reloaded', async () => {
     const log = createControlledLog([{ type: 'plan/mode', data: { active: true } }])
     const channel = createControlledChannel()
-    const planMode = createPlanMode({ section: 'S' }, { review: channel, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', review: channel, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: log }
     log.defaultFate = 'hold'
     const set1 = track(() => planMode.set(agent, false)) // idle commit, held on attachment A
@@ -113,7 +113,7 @@ describe('found by a review of the rebuilt service (each failed before its fix)'
         } as unknown as Promise<{ seq: number; type: string; data: unknown }>
       },
     }
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session }
     const set = track(() => planMode.set(agent, true))
     await settle()
@@ -128,7 +128,8 @@ describe('found by a review of the rebuilt service (each failed before its fix)'
     const agent: PlanAgent = { id: 'a', session: log }
     let planMode!: PlanMode
     let set: ReturnType<typeof track<string>> | undefined
-    planMode = createPlanMode({ section: 'S' }, {
+    planMode = createPlanMode({
+      section: 'S',
       logger: { warn() {} },
       review: {
         ask() {
@@ -147,7 +148,7 @@ describe('found by a review of the rebuilt service (each failed before its fix)'
   it('R14: an operation called right after a review opened acts within the call (§1)', async () => {
     const log = createControlledLog([{ type: 'turn/start', data: {} }])
     const channel = createControlledChannel()
-    const planMode = createPlanMode({ section: 'S' }, { review: channel, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', review: channel, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: log }
     await planMode.set(agent, true) // queued
     void planMode.exitTool.execute({ plan: '# P' }, { agent }).catch(() => {})
@@ -162,7 +163,8 @@ describe('found by a review of the rebuilt service (each failed before its fix)'
     const log = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
     const agent: PlanAgent = { id: 'a', session: log }
     let n = 0
-    const planMode = createPlanMode({ section: 'S' }, {
+    const planMode = createPlanMode({
+      section: 'S',
       logger: { warn() {} },
       review: { ask: () => { throw new Error(`channel down ${++n}`) } },
     })
@@ -183,7 +185,7 @@ describe('found by a review of the rebuilt service (each failed before its fix)'
         return () => { off(); throw new Error('unsubscribe failed') }
       },
     }
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session }
     expect(await planMode.set(agent, true)).toBe('committed')
     const actor = planMode.actor(agent)
@@ -206,7 +208,7 @@ describe('found by a second review of the rebuilt service (each failed before it
   it("R63, R64: a re-attach reads the pending store after the detached attachment's writes landed", async () => {
     const { map, store } = slowStore()
     const log = createMemorySessionLog([{ type: 'turn/start', data: {} }])
-    const planMode = createPlanMode({ section: 'S' }, { pendingStore: store, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', pendingStore: store, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: log }
     const first = planMode.set(agent, true) // queued: P entering, its store write in flight
     planMode.detach(agent)
@@ -215,18 +217,18 @@ describe('found by a second review of the rebuilt service (each failed before it
     expect(await second).toBe('cancelled')
     await new Promise((r) => setTimeout(r, 50))
     expect(map.get('a')).toBeUndefined()
-    const restarted = createPlanMode({ section: 'S' }, { pendingStore: store, logger: { warn() {} } })
+    const restarted = createPlanMode({ section: 'S', pendingStore: store, logger: { warn() {} } })
     expect(restarted.get({ id: 'a', session: log })).toEqual({ active: false })
   })
 
   it('R60, R64: after await dispose(), a new service reads the pending store the old one wrote', async () => {
     const { store } = slowStore()
     const log = createMemorySessionLog([{ type: 'turn/start', data: {} }])
-    const planMode = createPlanMode({ section: 'S' }, { pendingStore: store, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', pendingStore: store, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: log }
     const set = planMode.set(agent, true)
     await planMode.dispose()
-    const next = createPlanMode({ section: 'S' }, { pendingStore: store, logger: { warn() {} } })
+    const next = createPlanMode({ section: 'S', pendingStore: store, logger: { warn() {} } })
     expect(next.get({ id: 'a', session: log })).toEqual({ active: false, pending: true })
     expect(await set).toBe('queued')
   })
@@ -234,7 +236,7 @@ describe('found by a second review of the rebuilt service (each failed before it
   it('R10: a call made from inside a port (a log listener) settles after the call that was running (§1)', async () => {
     const log = createMemorySessionLog()
     const agent: PlanAgent = { id: 'a', session: log }
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn() {} } })
     const order: string[] = []
     let once = false
     log.subscribe((event) => {
@@ -275,7 +277,7 @@ describe('found by a second review of the rebuilt service (each failed before it
           return Promise.resolve(answer === 'undefined' ? undefined : { ok: true }) as unknown as Promise<SessionEvent>
         },
       }
-      const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+      const planMode = createPlanMode({ section: 'S', logger: { warn() {} } })
       const agent: PlanAgent = { id: 'a', session }
       expect(await planMode.set(agent, true)).toBe('queued')
       expect((await planMode.stepBoundary(agent)).section).toBe('S')
@@ -286,7 +288,7 @@ describe('found by a second review of the rebuilt service (each failed before it
 
 describe('hostile input (issue "Hardening", faults 5 and 8)', () => {
   it('R57, R62: an async steer that rejects is reported by /plan, never an unhandled rejection', async () => {
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn() {} } })
     const agent: PlanAgent = {
       id: 'a',
       session: createMemorySessionLog(),
@@ -302,18 +304,18 @@ describe('hostile input (issue "Hardening", faults 5 and 8)', () => {
   it('R37: a symbol key is an unknown key like any other', () => {
     const key = Symbol('extra')
     expect(() => createPlanMode({ section: 'S', [key]: 1 } as never)).toThrow(
-      new Error('PlanModeConfig has unknown key(s) Symbol(extra) — config is { section }'),
+      new Error('PlanModeOptions has unknown key(s) Symbol(extra) — options are { section, review?, decisions?, pendingStore?, checkpoints?, limits?, logger?, inspect? }'),
     )
   })
 
   it('R61: a BigInt active gets the R61 message, not a serializer error', () => {
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: createMemorySessionLog([{ type: 'plan/mode', data: { active: 1n } }]) }
     expect(() => planMode.get(agent)).toThrow(new Error('plan/mode carries invalid active state 1n; expected a boolean'))
   })
 
   it('R8: set with an active that is not a boolean rejects with a TypeError and changes nothing', async () => {
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: createMemorySessionLog() }
     for (const value of ['true', 1, null, Number.NaN, {}]) {
       await expect(planMode.set(agent, value as never)).rejects.toThrow(
@@ -343,7 +345,7 @@ describe('hostile hosts (issue "Hardening", faults 3 and 6; each failed before i
 
   it('R73: dispose() settles although an append never settles: the selection fails with the abandoned message, one warning', async () => {
     const warnings: unknown[][] = []
-    const planMode = createPlanMode({ section: 'S' }, { closeTimeoutMs: 30, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: 'S', limits: { closeTimeoutMs: 30 }, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     const agent: PlanAgent = { id: 'a', session: hangingLog((type) => type === 'plan/mode') }
     const selection = track(() => planMode.set(agent, true))
     await settle()
@@ -358,8 +360,7 @@ describe('hostile hosts (issue "Hardening", faults 3 and 6; each failed before i
     const warnings: unknown[][] = []
     const channel = createControlledChannel()
     const planMode = createPlanMode(
-      { section: 'S' },
-      { review: channel, closeTimeoutMs: 20, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
+      { section: 'S', review: channel, limits: { closeTimeoutMs: 20 }, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
     )
     const agent: PlanAgent = { id: 'a', session: hangingLog((type) => type === 'plan/review') }
     await planMode.set(agent, true)
@@ -380,7 +381,7 @@ describe('hostile hosts (issue "Hardening", faults 3 and 6; each failed before i
   it('R73, R3: after a detach abandoned a plan/mode append, the next selection waits for it to land and is a noop, not a second flip', async () => {
     const log = createControlledLog()
     log.defaultFate = 'hold'
-    const planMode = createPlanMode({ section: 'S' }, { closeTimeoutMs: 20, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', limits: { closeTimeoutMs: 20 }, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: log }
     const first = track(() => planMode.set(agent, true)) // held
     await settle()
@@ -398,7 +399,7 @@ describe('hostile hosts (issue "Hardening", faults 3 and 6; each failed before i
   })
 
   it('R73: the next operation waits for an abandoned append at most another close timeout, then goes ahead on the log as it is', async () => {
-    const planMode = createPlanMode({ section: 'S' }, { closeTimeoutMs: 20, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', limits: { closeTimeoutMs: 20 }, logger: { warn() {} } })
     let hang = true
     const inner = createMemorySessionLog()
     const session: SessionLog = {
@@ -422,7 +423,7 @@ describe('hostile hosts (issue "Hardening", faults 3 and 6; each failed before i
   it('R73: the default close timeout is 5000 ms', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
     try {
-      const planMode = createPlanMode({ section: 'S' }, { logger: { warn() {} } })
+      const planMode = createPlanMode({ section: 'S', logger: { warn() {} } })
       const agent: PlanAgent = { id: 'a', session: hangingLog((type) => type === 'plan/mode') }
       const selection = track(() => planMode.set(agent, true))
       const disposal = track(() => planMode.dispose())
@@ -439,8 +440,8 @@ describe('hostile hosts (issue "Hardening", faults 3 and 6; each failed before i
 
   it('R73: a close timeout that is not a number of milliseconds from 0 to 2147483647 is refused', () => {
     for (const value of [-1, Number.NaN, Number.POSITIVE_INFINITY, '5000', 2 ** 31]) {
-      expect(() => createPlanMode({ section: 'S' }, { closeTimeoutMs: value as never })).toThrow(
-        new TypeError(`plan mode option closeTimeoutMs must be a number of milliseconds from 0 to 2147483647; got ${String(value)}`),
+      expect(() => createPlanMode({ section: 'S', limits: { closeTimeoutMs: value as never } })).toThrow(
+        new TypeError(`plan mode option limits.closeTimeoutMs must be a number of milliseconds from 0 to 2147483647; got ${String(value)}`),
       )
     }
   })
@@ -448,7 +449,7 @@ describe('hostile hosts (issue "Hardening", faults 3 and 6; each failed before i
   it("R60: calls made before dispose() but still waiting for their turn fail without running: the exit call as reloaded, the others with the disposed-before-turn message", async () => {
     const log = createControlledLog([{ type: 'turn/start', data: {} }])
     const channel = createControlledChannel()
-    const planMode = createPlanMode({ section: 'S' }, { review: channel, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', review: channel, logger: { warn() {} } })
     const agent: PlanAgent = { id: 'a', session: log }
     expect(await planMode.set(agent, true)).toBe('queued')
     log.defaultFate = 'hold'
@@ -488,7 +489,7 @@ describe('a log that breaks the seq contract (issue "Hardening", fault 4; failed
 
   it('R74, R9: an append that answers seq + 100 is reported and not believed: a later turn/start is heard and a selection in it is queued', async () => {
     const warnings: unknown[][] = []
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     const agent: PlanAgent = { id: 'a', session: lyingLog(100) }
     expect(await planMode.set(agent, true)).toBe('committed')
     expect(warnings).toEqual([
@@ -519,7 +520,7 @@ describe('a log that breaks the seq contract (issue "Hardening", fault 4; failed
         return Promise.resolve(event)
       },
     }
-    const planMode = createPlanMode({ section: 'S' }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: 'S', logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     const agent: PlanAgent = { id: 'a', session: log }
     planMode.get(agent)
     log.append('turn/start', {}) // seq 1, not heard yet
@@ -550,7 +551,7 @@ describe('an answer read once, as plain data (issue #23, defect 15; each failed 
 
   /** A durable service's agent in plan mode with its review open. */
   async function openDurable() {
-    const planMode = createPlanMode({ section: 'S' }, { reviews: 'durable', logger: { warn() {} } })
+    const planMode = createPlanMode({ section: 'S', review: 'durable', logger: { warn() {} } })
     const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
     const agent: PlanAgent = { id: 'a', session }
     const { reviewId } = (await planMode.exitTool.execute({ plan: PLAN }, { agent })) as { reviewId: string }
@@ -590,7 +591,7 @@ describe('an answer read once, as plain data (issue #23, defect 15; each failed 
   /** A channel service's agent in plan mode; its exit call answered with `answer`: the call's outcome and the record. */
   async function channelAnswer(answer: unknown) {
     const warnings: unknown[][] = []
-    const planMode = createPlanMode({ section: 'S' }, { review: { ask: async () => answer as ReviewAnswer }, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+    const planMode = createPlanMode({ section: 'S', review: { ask: async () => answer as ReviewAnswer }, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
     const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
     const agent: PlanAgent = { id: 'a', session }
     const settled = await planMode.exitTool.execute({ plan: PLAN }, { agent }).then(

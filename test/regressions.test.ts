@@ -21,8 +21,8 @@ function setup() {
   const asks: { request: ReviewRequest; resolve(answer: ReviewAnswer): void }[] = []
   const warnings: unknown[][] = []
   const planMode = createPlanMode(
-    { section: SECTION },
     {
+      section: SECTION,
       review: { ask: (request) => new Promise((resolve) => asks.push({ request, resolve })) },
       logger: { warn: (...args: unknown[]) => warnings.push(args) },
     },
@@ -123,7 +123,7 @@ describe('regressions found by the model-based and property tests', () => {
   // Shrunk (held-append property): set(true) with the append held → detach → set(true) → release.
   it('R3: a call after a detach waits for the detached agent\'s append in flight, so no plan/mode is appended twice (§1, R63)', async () => {
     const log = createControlledLog()
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'agent-1', session: log }
     log.defaultFate = 'hold'
     const first = track(() => planMode.set(agent, true))
@@ -144,7 +144,7 @@ describe('regressions found by the model-based and property tests', () => {
   // Shrunk (held-append property): set(true) with the append held → detach → stepBoundary.
   it('R18: a step boundary after a detach waits for the detached agent\'s selection in flight (§1, R63)', async () => {
     const log = createControlledLog()
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'agent-1', session: log }
     log.defaultFate = 'hold'
     track(() => planMode.set(agent, true))
@@ -165,7 +165,7 @@ describe('regressions found by the model-based and property tests', () => {
   it('R46: a call aborted while it waits for its turn fails at once with the reason and asks nothing', async () => {
     const log = createControlledLog()
     const channel = createControlledChannel()
-    const planMode = createPlanMode({ section: SECTION }, { review: channel, logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, review: channel, logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'agent-1', session: log }
     expect(await planMode.set(agent, true)).toBe('committed')
     log.append('turn/start', {})
@@ -191,7 +191,7 @@ describe('regressions found by the model-based and property tests', () => {
   // Shrunk (held-append property): /plan (append held) → set(false) → /plan off → turn/start → set(true) → release.
   it('R55: /plan off that is a noop while a leave is pending says so, even when a later queued selection cancels the leave', async () => {
     const log = createControlledLog()
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'agent-1', session: log }
     log.defaultFate = 'hold'
     const enter = track(() => planMode.set(agent, true)) // held: the calls below queue behind it
@@ -215,7 +215,7 @@ describe('regressions found by the model-based and property tests', () => {
   it('R42: an exit call made while an aborted review is being recorded waits for that settlement, then opens its own review (§1)', async () => {
     const log = createControlledLog()
     const channel = createControlledChannel()
-    const planMode = createPlanMode({ section: SECTION }, { review: channel, logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, review: channel, logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'agent-1', session: log }
     expect(await planMode.set(agent, true)).toBe('committed')
     const controller = new AbortController()
@@ -241,7 +241,7 @@ describe('regressions found by the model-based and property tests', () => {
   it('R9: a selection made while an aborted review is being recorded takes its turn after that settlement (§1)', async () => {
     const log = createControlledLog()
     const channel = createControlledChannel()
-    const planMode = createPlanMode({ section: SECTION }, { review: channel, logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, review: channel, logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'agent-1', session: log }
     log.append('turn/start', {})
     expect(await planMode.set(agent, true)).toBe('queued')
@@ -267,7 +267,7 @@ describe('regressions found by the model-based and property tests', () => {
   it('R47, R63, R64: an approval recorded after a detach reaches the next attachment: it leaves plan mode without a notice', async () => {
     const log = createControlledLog()
     const channel = createControlledChannel()
-    const planMode = createPlanMode({ section: SECTION }, { review: channel, logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, review: channel, logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'agent-1', session: log }
     expect(await planMode.set(agent, true)).toBe('committed')
     log.append('turn/start', {})
@@ -297,7 +297,7 @@ describe('regressions found by the model-based and property tests', () => {
   // Shrunk (held-append property): /plan (append held) → /plan off → /plan OFF → turn/start → detach → stepBoundary.
   it('R55, R63: /plan calls queued behind a detach run on the next attachment, made from the log once the append in flight landed', async () => {
     const log = createControlledLog()
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'agent-1', session: log }
     log.defaultFate = 'hold'
     const enter = track(() => planMode.command.run({ agent, rawInput: '' }))
@@ -328,7 +328,7 @@ describe('found by the model-based tour of the rebuilt chart', () => {
   it('R48, R63: a detach while a superseded review is being recorded lets the replayed selection finish first', async () => {
     const log = createControlledLog([{ type: 'plan/mode', data: { active: true } }])
     const agent = { id: 'a', session: log }
-    const planMode = createPlanMode({ section: SECTION }, { review: createControlledChannel(), logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, review: createControlledChannel(), logger: { warn() {} } })
     const review = track(() => planMode.exitTool.execute({ plan: '# Plan' }, { agent }))
     await settle()
     log.defaultFate = 'hold'

@@ -17,7 +17,7 @@ afterEach(async () => {
 /** A service with a scripted review channel and one agent in plan mode. */
 async function planning() {
   const review = createScriptedReview()
-  const planMode = createPlanMode({ section: SECTION }, { review })
+  const planMode = createPlanMode({ section: SECTION, review })
   services.push(planMode)
   const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
   await planMode.set(agent, true)
@@ -46,7 +46,7 @@ describe('R98: the approved plan is state, read from the log', () => {
   })
 
   it('R98: a policy\'s approval says so; after dispose approvedPlan throws like every call naming an agent', async () => {
-    const planMode = createPlanMode({ section: SECTION }, { review: headlessReview({ policy: 'approve' }) })
+    const planMode = createPlanMode({ section: SECTION, review: headlessReview({ policy: 'approve' }) })
     const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }]) }
     await planMode.exitTool.execute({ plan: PLAN }, { agent })
     expect(planMode.approvedPlan(agent)).toEqual({ title: TITLE, plan: PLAN, seq: 2, by: 'policy' })
@@ -57,7 +57,7 @@ describe('R98: the approved plan is state, read from the log', () => {
   it('R98, R76: a host that loads the tail after a checkpoint still gets the plan approved before it; a checkpoint without one knows none', async () => {
     const checkpoints = createMemoryCheckpointStore()
     const review = createScriptedReview()
-    const planMode = createPlanMode({ section: SECTION }, { review, checkpoints, checkpointEvery: 1 })
+    const planMode = createPlanMode({ section: SECTION, review, checkpoints: { store: checkpoints, every: 1 } })
     services.push(planMode)
     const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
     const agent: PlanAgent = { id: 'agent-1', session }
@@ -91,10 +91,10 @@ describe('R98: the approved plan is state, read from the log', () => {
 })
 
 describe('R99: the AI SDK adapter pins the approved plan while it is carried out', () => {
-  it('R99: with pinApprovedPlan, every step after the approval carries the plan in its system prompt; none before it, none in plan mode, none without the option', async () => {
+  it('R99: with approvedPlan.pin, every step after the approval carries the plan in its system prompt; none before it, none in plan mode, none without the option', async () => {
     for (const pin of [true, false]) {
       const { planMode, agent, approve } = await planning()
-      const plan = withPlanMode({ planMode, agent, system: 'You are a coding agent.', ...(pin ? { pinApprovedPlan: true } : {}) })
+      const plan = withPlanMode({ planMode, agent, system: 'You are a coding agent.', ...(pin ? { approvedPlan: { pin: true } } : {}) })
       const first = scriptedModel([{ text: 'Planning.' }])
       await runLoop('generateText', plan, first.model, [{ role: 'user', content: 'Plan it.' }], 1)
       expect(first.requests()[0]!.system).toBe(`You are a coding agent.\n\n${SECTION}`)

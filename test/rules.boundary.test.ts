@@ -104,8 +104,7 @@ describe('§4 step boundary', () => {
   it('R19: a throwing logger does not stop the actor either (R62)', async () => {
     const log = createHarness().log
     const planMode = createPlanMode(
-      { section: SECTION },
-      { logger: { warn: () => { throw new Error('logger down') } } },
+      { section: SECTION, logger: { warn: () => { throw new Error('logger down') } } },
     )
     const agent = { id: 'a', session: log }
     log.append('turn/start', {})

@@ -56,7 +56,7 @@ describe('R100: comments anchored to the plan', () => {
   })
 
   it('R100, R80: answerReview refuses a comment off the plan with the exact message and changes nothing; a valid one keeps planning and is told once', async () => {
-    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable' })
+    const planMode = createPlanMode({ section: SECTION, review: 'durable' })
     services.push(planMode)
     const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/start', data: {} }])
     const agent: PlanAgent = { id: 'agent-1', session }

@@ -18,7 +18,7 @@ afterEach(async () => {
 /** A channel service offering `decisions`, one agent in plan mode with a turn open. */
 async function planning(decisions?: 'all' | 'approve-or-keep') {
   const review = createScriptedReview()
-  const planMode = createPlanMode({ section: SECTION }, { review, ...(decisions ? { decisions } : {}) })
+  const planMode = createPlanMode({ section: SECTION, review, ...(decisions ? { decisions } : {}) })
   services.push(planMode)
   const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/start', data: {} }])
   const agent: PlanAgent = { id: 'agent-1', session }
@@ -54,7 +54,7 @@ describe('R101: the whole set of decisions, opt-in per service', () => {
     expect((await two.review.untilAsked(1)).questions[0].options.map((o) => o.label)).toEqual(['Approve', 'Keep planning'])
     expect(two.planMode.decisions).toBe('approve-or-keep')
     expect(all.planMode.decisions).toBe('all')
-    expect(() => createPlanMode({ section: SECTION }, { decisions: 'some' as never })).toThrow(
+    expect(() => createPlanMode({ section: SECTION, decisions: 'some' as never })).toThrow(
       new TypeError("plan mode option decisions must be 'approve-or-keep' or 'all'; got some"),
     )
   })
@@ -92,7 +92,7 @@ describe('R101: the whole set of decisions, opt-in per service', () => {
   })
 
   it('R101, R81: a durable leave answered through answerReview resolves left and is told once at the next boundary', async () => {
-    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', decisions: 'all' })
+    const planMode = createPlanMode({ section: SECTION, review: 'durable', decisions: 'all' })
     services.push(planMode)
     const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/start', data: {} }])
     const agent: PlanAgent = { id: 'agent-1', session }
@@ -115,7 +115,7 @@ describe('R102: a plan approved into a fresh context is handed off once', () => 
   it('R102: the step after the approval starts from one message holding the plan and the decisions; later steps keep only what followed; the host gets the handoff and a transcript to replace its history with', async () => {
     const { planMode, agent, review } = await planning('all')
     const handoffs: PlanHandoff[] = []
-    const plan = withPlanMode({ planMode, agent, system: 'You are a coding agent.', tools: { readFile }, onHandoff: (h) => handoffs.push(h) })
+    const plan = withPlanMode({ planMode, agent, system: 'You are a coding agent.', tools: { readFile }, approvedPlan: { onHandoff: (h) => handoffs.push(h) } })
     const V2 = `${PLAN}\n3. Verify.`
     const { model, requests } = scriptedModel([
       { toolCalls: [{ name: 'exit_plan_mode', input: { plan: PLAN } }] },
@@ -161,7 +161,7 @@ describe('R102, R81: a fresh approval not told in the result is told once: by th
   const APPROVED_NEWS = 'The user approved your plan and plan mode is off; carry out the plan, starting now.'
   /** A durable service offering every decision; its agent's review answered Approve in a fresh context, not told in the result. */
   async function approvedFresh() {
-    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', decisions: 'all', logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, review: 'durable', decisions: 'all', logger: { warn() {} } })
     services.push(planMode)
     const session = createFaultyLog([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/start', data: {} }])
     const agent: PlanAgent = { id: 'agent-1', session }
@@ -195,7 +195,7 @@ describe('R101, R102, R76: a fresh approval read from a checkpoint and the event
   async function checkpointed() {
     const store = createMemoryCheckpointStore()
     const review = createScriptedReview()
-    const planMode = createPlanMode({ section: SECTION }, { review, decisions: 'all', checkpoints: store, checkpointEvery: 1 })
+    const planMode = createPlanMode({ section: SECTION, review, decisions: 'all', checkpoints: { store, every: 1 } })
     services.push(planMode)
     const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/start', data: {} }])
     const agent: PlanAgent = { id: 'agent-1', session }
@@ -212,7 +212,7 @@ describe('R101, R102, R76: a fresh approval read from a checkpoint and the event
       const checkpoint = (await store.load('agent-1')) as { seq: number }
       // The checkpoint's own event and those after it.
       const tail = createMemorySessionLog(session.events.slice(checkpoint.seq - 1).map(({ type, data }) => ({ type, data })), { checkpoint, agentId: 'agent-1' })
-      const later = createPlanMode({ section: SECTION }, { decisions: 'all' })
+      const later = createPlanMode({ section: SECTION, decisions: 'all' })
       services.push(later)
       return { later, restarted: { id: 'agent-1', session: tail } as PlanAgent, checkpoint }
     }

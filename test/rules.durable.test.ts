@@ -42,14 +42,14 @@ afterEach(async () => {
 })
 
 /** A durable service with a recording logger. */
-function durableService(warnings: unknown[][] = [], options: PlanModeOptions = {}): PlanMode {
-  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: (...args: unknown[]) => warnings.push(args) }, ...options })
+function durableService(warnings: unknown[][] = [], options: Omit<PlanModeOptions, 'section'> = {}): PlanMode {
+  const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: (...args: unknown[]) => warnings.push(args) }, ...options })
   services.push(planMode)
   return planMode
 }
 
 /** A durable service over one agent with a fault-injecting log (no review channel: the log is the channel). */
-function harness(options: { async?: boolean; seed?: Iterable<{ type: string; data: unknown }>; agent?: Partial<PlanAgent>; options?: PlanModeOptions } = {}) {
+function harness(options: { async?: boolean; seed?: Iterable<{ type: string; data: unknown }>; agent?: Partial<PlanAgent>; options?: Omit<PlanModeOptions, 'section'> } = {}) {
   const log = createFaultyLog(options.seed, { async: options.async })
   const warnings: unknown[][] = []
   const planMode = durableService(warnings, options.options)
@@ -60,7 +60,7 @@ function harness(options: { async?: boolean; seed?: Iterable<{ type: string; dat
     planMode,
     agent,
     /** Another durable service attached to the same log (another process). */
-    another: (opts: PlanModeOptions = {}) => durableService([], opts),
+    another: (opts: Omit<PlanModeOptions, 'section'> = {}) => durableService([], opts),
     reviews: () => log.events.filter((e) => e.type === 'plan/review').map((e) => e.data),
     lines: () => log.events.map((e) => `${e.type} ${JSON.stringify(e.data)}`),
     types: () => log.events.map((e) => e.type),
@@ -103,21 +103,21 @@ const settle = <T>(promise: Promise<T>) =>
   )
 
 
-describe('R78: the reviews option', () => {
-  it("R78: any value but 'channel' or 'durable' makes createPlanMode throw the exact TypeError", () => {
-    for (const value of ['Durable', 'log', null, 1, false, {}]) {
-      expect(() => createPlanMode({ section: SECTION }, { reviews: value as never })).toThrow(
-        new TypeError(`plan mode option reviews must be 'channel' or 'durable'; got ${String(value)}`),
+describe('R78: the review option', () => {
+  it("R78: any value but a review channel or 'durable' makes createPlanMode throw the exact TypeError", () => {
+    for (const value of ['Durable', 'channel', 'log', null, 1, false, {}, { ask: 'yes' }]) {
+      expect(() => createPlanMode({ section: SECTION, review: value as never })).toThrow(
+        new TypeError(`plan mode option review must be a review channel (an object with an ask method) or 'durable'; got ${String(value)}`),
       )
     }
-    expect(() => createPlanMode({ section: SECTION }, { reviews: 'durable' as never })).not.toThrow()
-    expect(() => createPlanMode({ section: SECTION }, { reviews: 'channel' })).not.toThrow()
+    expect(() => createPlanMode({ section: SECTION, review: 'durable' })).not.toThrow()
+    expect(() => createPlanMode({ section: SECTION, review: createScriptedReview() })).not.toThrow()
   })
 
   it("R78: exitTool.reviews says which kind the service uses ('channel' by default)", () => {
     expect(createPlanMode({ section: SECTION }).exitTool.reviews).toBe('channel')
-    expect(createPlanMode({ section: SECTION }, { reviews: 'channel' }).exitTool.reviews).toBe('channel')
-    expect(createPlanMode({ section: SECTION }, { reviews: 'durable' }).exitTool.reviews).toBe('durable')
+    expect(createPlanMode({ section: SECTION, review: createScriptedReview() }).exitTool.reviews).toBe('channel')
+    expect(createPlanMode({ section: SECTION, review: 'durable' }).exitTool.reviews).toBe('durable')
   })
 
   it("R78, R42: the default 'channel' keeps R42: without a review channel the call fails check 8 and nothing is logged", async () => {
@@ -135,7 +135,7 @@ describe('R78: the reviews option', () => {
     const log = createMemorySessionLog()
     const agent: PlanAgent = { id: 'agent-1', session: log }
     const durable = durableService()
-    const channel = createPlanMode({ section: SECTION }, { review: createScriptedReview(), logger: { warn() {} } })
+    const channel = createPlanMode({ section: SECTION, review: createScriptedReview(), logger: { warn() {} } })
     services.push(channel)
     expect(await durable.set(agent, true)).toBe('committed')
     expect(channel.get(agent)).toEqual({ active: true }) // attached before the request: it hears it
@@ -143,7 +143,7 @@ describe('R78: the reviews option', () => {
     const view = { reviewId, title: TITLE, plan: PLAN, version: 2, callId: 'call-1' }
     expect(channel.openReview(agent)).toEqual(view)
     // A channel service attached after the request rebuilds it from the log.
-    const late = createPlanMode({ section: SECTION }, { logger: { warn() {} } })
+    const late = createPlanMode({ section: SECTION, logger: { warn() {} } })
     services.push(late)
     expect(late.openReview(agent)).toEqual(view)
 
@@ -287,7 +287,7 @@ describe('R79: a durable exit call', () => {
 
   it('R79: a review the channel asks about is not a durable review: openReview is null', async () => {
     const review = createScriptedReview()
-    const planMode = createPlanMode({ section: SECTION }, { review, logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, review, logger: { warn() {} } })
     services.push(planMode)
     const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
     await planMode.set(agent, true)
@@ -318,7 +318,7 @@ describe('R79: a durable exit call', () => {
 
   it('R79, R77: an agent whose only open review is durable may leave memory, and finds it open again', async () => {
     const log = createMemorySessionLog()
-    const planMode = durableService([], { maxAttachedAgents: 1 })
+    const planMode = durableService([], { limits: { maxAttachedAgents: 1 } })
     const a: PlanAgent = { id: 'a', session: log }
     const b: PlanAgent = { id: 'b', session: createMemorySessionLog() }
     await planMode.set(a, true)
@@ -335,7 +335,7 @@ describe('R79: a durable exit call', () => {
 
   it('R79, R76: a checkpoint carries the open review; a service attached from the checkpoint and the tail sees it', async () => {
     const store = createMemoryCheckpointStore()
-    const h = harness({ options: { checkpoints: store, checkpointEvery: 1 } })
+    const h = harness({ options: { checkpoints: { store, every: 1 } } })
     await planning(h)
     const reviewId = await h.submit(PLAN, 'call-1')
     const version = h.log.events.at(-1)!.seq
@@ -371,7 +371,7 @@ describe('R79: a durable exit call', () => {
 
   it('R79, R81, R76: a checkpoint carries the last durable review closed and the outcome not told yet', async () => {
     const store = createMemoryCheckpointStore()
-    const h = harness({ options: { checkpoints: store, checkpointEvery: 1 } })
+    const h = harness({ options: { checkpoints: { store, every: 1 } } })
     await planning(h)
     const reviewId = await h.submit(PLAN)
     await h.planMode.answerReview(h.agent, reviewId, keepPlanning(FEEDBACK))

@@ -19,7 +19,7 @@ afterEach(async () => {
 /** A service, one agent on a memory log, a guard with `action`, and the warnings its logger got. */
 function setup(action: GuardAction, session: SessionLog = createMemorySessionLog(), guardOptions: { recordTimeoutMs?: number } = {}) {
   const warnings: unknown[][] = []
-  const planMode = createPlanMode({ section: SECTION }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+  const planMode = createPlanMode({ section: SECTION, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
   services.push(planMode)
   const agent: PlanAgent = { id: 'agent-1', session }
   const guard = createPlanGuard({ planMode, action, logger: { warn: (...args: unknown[]) => warnings.push(args) }, ...guardOptions })

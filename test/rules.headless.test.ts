@@ -53,7 +53,7 @@ async function channelPlanning(review: ReviewChannel | undefined) {
 
 /** A durable service over `log`, with a recording logger. */
 function durableService(warnings: unknown[][] = []): PlanMode {
-  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+  const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: (...args: unknown[]) => warnings.push(args) } })
   services.push(planMode)
   return planMode
 }

@@ -169,8 +169,8 @@ describe('§10 lifecycle, faults, bad input', () => {
   it('R62: with every port failing at once, actors stay active and the next boundary works', async () => {
     const log = createHarness({ async: true }).log
     const planMode = createPlanMode(
-      { section: SECTION },
       {
+        section: SECTION,
         logger: {
           warn() {
             throw new Error('logger down')

@@ -15,8 +15,8 @@ it('R70: after attach the log is never rescanned, and events that cannot matter 
   }
   let delivered = 0
   const planMode = createPlanMode(
-    { section: 'PLAN' },
     {
+      section: 'PLAN',
       inspect: (e: { type: string; event?: { type: string } }) => {
         if (e.type === '@xstate.event' && !e.event?.type.startsWith('xstate.')) delivered++
       },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createPlanMode, EXIT_PLAN_MODE, type PlanModeConfig, type ReviewAnswer } from '../src/index.js'
-import { resolveConfig } from '../src/config.js'
+import { createPlanMode, EXIT_PLAN_MODE, type PlanModeOptions, type ReviewAnswer } from '../src/index.js'
+import { planModeSettings } from '../src/options.js'
 import { APPROVE, createHarness, ENTERING, KEEP_PLANNING, PLAN, SECTION } from './helpers.js'
 
 const DESCRIPTION =
@@ -25,25 +25,25 @@ async function reviewing(options: Parameters<typeof createHarness>[0] = {}) {
 const reviewLines = (lines: string[]) => lines.filter((l) => l.startsWith('plan/review'))
 
 describe('§6 configuration', () => {
-  it('R37: config errors, first failure wins', () => {
-    const bad = (config: unknown) => () => resolveConfig(config as PlanModeConfig)
-    expect(bad({})).toThrow(new Error('PlanModeConfig needs a string `section`'))
-    expect(bad({ section: 3, extra: 1 })).toThrow(new Error('PlanModeConfig needs a string `section`'))
-    expect(bad({ section: ' \n\t', extra: 1 })).toThrow(new Error('PlanModeConfig needs a non-empty `section`'))
+  it('R37: option errors, first failure wins', () => {
+    const bad = (options: unknown) => () => planModeSettings(options as PlanModeOptions)
+    expect(bad({})).toThrow(new Error('PlanModeOptions needs a string `section`'))
+    expect(bad({ section: 3, extra: 1 })).toThrow(new Error('PlanModeOptions needs a string `section`'))
+    expect(bad({ section: ' \n\t', extra: 1 })).toThrow(new Error('PlanModeOptions needs a non-empty `section`'))
     expect(bad({ section: 'x', b: 1, a: 2 })).toThrow(
-      new Error('PlanModeConfig has unknown key(s) b, a — config is { section }'),
+      new Error('PlanModeOptions has unknown key(s) b, a — options are { section, review?, decisions?, pendingStore?, checkpoints?, limits?, logger?, inspect? }'),
     )
-    expect(() => createPlanMode({ section: 'x', tools: [] } as unknown as PlanModeConfig)).toThrow(
-      new Error('PlanModeConfig has unknown key(s) tools — config is { section }'),
+    expect(() => createPlanMode({ section: 'x', tools: [] } as unknown as PlanModeOptions)).toThrow(
+      new Error('PlanModeOptions has unknown key(s) tools — options are { section, review?, decisions?, pendingStore?, checkpoints?, limits?, logger?, inspect? }'),
     )
-    expect(() => createPlanMode({} as PlanModeConfig)).toThrow(new Error('PlanModeConfig needs a string `section`'))
+    expect(() => createPlanMode({} as PlanModeOptions)).toThrow(new Error('PlanModeOptions needs a string `section`'))
   })
 
-  it('R38: the resolved config is a new object; section kept verbatim', () => {
-    const config = { section: '  Plan mode.\n' }
-    const resolved = resolveConfig(config)
-    expect(resolved).not.toBe(config)
-    expect(resolved).toStrictEqual({ section: '  Plan mode.\n' })
+  it('R38: the resolved settings are a new object; section kept verbatim', () => {
+    const options = { section: '  Plan mode.\n' }
+    const settings = planModeSettings(options)
+    expect(settings).not.toBe(options)
+    expect(settings.section).toBe('  Plan mode.\n')
   })
 })
 

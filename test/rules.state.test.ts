@@ -86,7 +86,7 @@ describe('§2 durable state', () => {
   })
 
   it('R6: selections of two and three agents at once are independent', async () => {
-    const planMode = createPlanMode({ section: SECTION }, { logger: { warn() {} } })
+    const planMode = createPlanMode({ section: SECTION, logger: { warn() {} } })
     const agents = ['a', 'b', 'c'].map((id) => ({ id, session: createMemorySessionLog() }))
     for (const agent of agents) agent.session.append('turn/start', {})
     const [a, b, c] = agents as [(typeof agents)[0], (typeof agents)[0], (typeof agents)[0]]

@@ -11,8 +11,8 @@ import { createScriptedReview, flush, LEAVING, PLAN, SECTION } from './helpers.j
 function writers() {
   const log = createMemorySessionLog()
   const warnings: unknown[][] = []
-  const make = (options: Parameters<typeof createPlanMode>[1] = {}) =>
-    createPlanMode({ section: SECTION }, { logger: { warn: (...args: unknown[]) => warnings.push(args) }, ...options })
+  const make = (options: Omit<Parameters<typeof createPlanMode>[0], 'section'> = {}) =>
+    createPlanMode({ section: SECTION, logger: { warn: (...args: unknown[]) => warnings.push(args) }, ...options })
   const a = make()
   const b = make()
   const agentA: PlanAgent = { id: 'agent-1', session: log }
@@ -148,7 +148,7 @@ describe('R86: a /plan another writer logs reaches this agent live', () => {
       append: (type, data) =>
         type === 'plan/mode' ? new Promise((resolve) => (release = () => resolve(base.append(type, data)))) : Promise.resolve(base.append(type, data)),
     }
-    const a = createPlanMode({ section: SECTION }, { logger: { warn: () => {} } })
+    const a = createPlanMode({ section: SECTION, logger: { warn: () => {} } })
     const agentA: PlanAgent = { id: 'agent-1', session }
     base.append('turn/start', {})
     expect(await a.set(agentA, true)).toBe('queued')
@@ -170,7 +170,7 @@ describe('R86: a /plan another writer logs reaches this agent live', () => {
   it('R86: a heard /plan does not reach into an open review; the review goes on and the run settles', async () => {
     const log = createMemorySessionLog()
     const review = createScriptedReview()
-    const a = createPlanMode({ section: SECTION }, { review, logger: { warn: () => {} } })
+    const a = createPlanMode({ section: SECTION, review, logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'agent-1', session: log }
     await a.set(agent, true)
     const call = a.exitTool.execute({ plan: PLAN }, { agent })
@@ -189,7 +189,7 @@ describe('R86: a /plan another writer logs reaches this agent live', () => {
 describe('R81: a durable review’s outcome is told once, whichever writer runs the step', () => {
   it('R81: after writer A told a supersede at its step, writer B (which heard the record) does not tell it again (regression)', async () => {
     const log = createMemorySessionLog()
-    const make = () => createPlanMode({ section: SECTION }, { reviews: 'durable', logger: { warn: () => {} } })
+    const make = () => createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
     const [a, b] = [make(), make()]
     const agentA: PlanAgent = { id: 'agent-1', session: log }
     const agentB: PlanAgent = { id: 'agent-1', session: log }
@@ -212,7 +212,7 @@ describe('R81: a durable review’s outcome is told once, whichever writer runs 
 
 describe('R86, R77: a heard run keeps its agent in memory until its done', () => {
   it('R86, R77: an agent that heard a /plan run does not leave memory before the done; the done is then taken (regression)', async () => {
-    const a = createPlanMode({ section: SECTION }, { maxAttachedAgents: 1, logger: { warn: () => {} } })
+    const a = createPlanMode({ section: SECTION, limits: { maxAttachedAgents: 1 }, logger: { warn: () => {} } })
     const first: PlanAgent = { id: 'first', session: createMemorySessionLog() }
     const second: PlanAgent = { id: 'second', session: createMemorySessionLog() }
     const actor = a.actor(first)

@@ -21,7 +21,7 @@ const texts = (messages: readonly { content: readonly unknown[] }[]) => messages
 /** A channel service, one agent in plan mode, and the approval of PLAN. */
 async function planning() {
   const review = createScriptedReview()
-  const planMode = createPlanMode({ section: SECTION }, { review })
+  const planMode = createPlanMode({ section: SECTION, review })
   services.push(planMode)
   const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
   await planMode.set(agent, true)
@@ -69,7 +69,7 @@ describe('R99: the pinned approved plan', () => {
 
 describe('R102: the handoff is the service\'s decision', () => {
   it('R102, R101, R81: a durable approval into a fresh context is handed off at the next step, told by the handoff alone; once a request followed, none', async () => {
-    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', decisions: 'all' })
+    const planMode = createPlanMode({ section: SECTION, review: 'durable', decisions: 'all' })
     services.push(planMode)
     const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }]) }
     const { reviewId } = (await planMode.exitTool.execute({ plan: PLAN }, { agent })) as { reviewId: string }
@@ -82,7 +82,7 @@ describe('R102: the handoff is the service\'s decision', () => {
   })
 
   it('R102, R101: a service without decisions: \'all\' hands nothing off; the boundary tells the approval (R81)', async () => {
-    const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable' })
+    const planMode = createPlanMode({ section: SECTION, review: 'durable' })
     services.push(planMode)
     const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }]) }
     const { reviewId } = (await planMode.exitTool.execute({ plan: PLAN }, { agent })) as { reviewId: string }

@@ -63,7 +63,6 @@ const TYPES = [
   'PlanLogLine',
   'PlanMode',
   'PlanModeActor',
-  'PlanModeConfig',
   'PlanModeData',
   'PlanModeOptions',
   'PlanProjection',

@@ -104,7 +104,7 @@ describe('createCallTranscript', () => {
 
   it('R32, R34: with a framework that drops hook messages, the notice stays where the model saw it for the rest of the call', async () => {
     type Message = { role: string; text: string }
-    const planMode = createPlanMode({ section: 'PLAN' }, { logger: { warn: () => {} } })
+    const planMode = createPlanMode({ section: 'PLAN', logger: { warn: () => {} } })
     const agent: PlanAgent = { id: 'a', session: createMemorySessionLog() }
     try {
       const transcript = createCallTranscript<Message>()

@@ -129,13 +129,12 @@ export class Twin {
 
   private createService(): PlanMode {
     return createPlanMode(
-      { section: SECTION },
       {
-        ...(this.options.hasChannel === false ? {} : { review: this.channel }),
+        section: SECTION,
+        ...(this.options.reviews === 'durable' ? { review: 'durable' as const } : this.options.hasChannel === false ? {} : { review: this.channel }),
         logger: { warn: (...args: unknown[]) => this.warnings.push(args) },
         ...(this.options.inspect ? { inspect: this.options.inspect } : {}),
-        ...(this.options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: this.options.closeTimeoutMs }),
-        ...(this.options.reviews === undefined ? {} : { reviews: this.options.reviews }),
+        ...(this.options.closeTimeoutMs === undefined ? {} : { limits: { closeTimeoutMs: this.options.closeTimeoutMs } }),
         ...(this.options.decisions === undefined ? {} : { decisions: this.options.decisions }),
       },
     )

@@ -489,7 +489,7 @@ describe('visualizer page model: reading the plan-mode chart', () => {
   async function planModeMessages(): Promise<WireItem[]> {
     const messages: InspectionMessage[] = []
     const inspector = createPlanModeInspector({ send: (message) => messages.push(message) })
-    const planMode = createPlanMode({ section: 'PLAN' }, { inspect: inspector.inspect, review: { ask: () => new Promise(() => {}) } })
+    const planMode = createPlanMode({ section: 'PLAN', inspect: inspector.inspect, review: { ask: () => new Promise(() => {}) } })
     const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
     inspector.watch(agent, planMode.actor(agent))
     agent.session.append('turn/start', {})
@@ -593,7 +593,7 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     const messages: InspectionMessage[] = []
     const inspector = createPlanModeInspector({ send: (message) => messages.push(message) })
     let answer: (value: ReviewAnswer) => void = () => {}
-    const planMode = createPlanMode({ section: 'PLAN' }, { inspect: inspector.inspect, review: { ask: () => new Promise((resolve) => (answer = resolve)) } })
+    const planMode = createPlanMode({ section: 'PLAN', inspect: inspector.inspect, review: { ask: () => new Promise((resolve) => (answer = resolve)) } })
     const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
     inspector.watch(agent, planMode.actor(agent))
     await planMode.command.run({ agent, rawInput: '' })

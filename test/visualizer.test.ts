@@ -71,7 +71,7 @@ beforeAll(async () => {
   await mkdir(ARTIFACTS, { recursive: true })
   visualizer = await start({ port: 0 })
   // The README's example (apps/visualizer/examples/visible-plan-mode.ts), pointed at this server.
-  visible = createVisiblePlanMode('PLAN', { review }, visualizer.inspectUrl)
+  visible = createVisiblePlanMode({ section: 'PLAN', review }, visualizer.inspectUrl)
   planMode = visible.planMode
   visible.show(agent)
   // Debian's Chromium, else the one shipped in an npm package; never skipped (fixtures/browser.ts).
@@ -573,7 +573,7 @@ describe('visualizer in Chromium', () => {
   it('R96, R97: a planning session’s v1 and v2 with the diff, as a picture (docs/plan-diff-visualizer.png)', async () => {
     const server = await start({ port: 0 })
     const answers: ((answer: ReviewAnswer) => void)[] = []
-    const shown = createVisiblePlanMode('PLAN', { review: { ask: () => new Promise((resolve) => answers.push(resolve)) } }, server.inspectUrl)
+    const shown = createVisiblePlanMode({ section: 'PLAN', review: { ask: () => new Promise((resolve) => answers.push(resolve)) } }, server.inspectUrl)
     const report: PlanAgent = { id: 'report-agent', session: createMemorySessionLog() }
     const picture = await browser.newPage({ viewport: { width: 1440, height: 1150 } })
     const plan = (steps: string[]) => `# Add a --json flag to the report command\n\n${steps.map((step, i) => `${i + 1}. ${step}`).join('\n')}`

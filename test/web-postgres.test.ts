@@ -71,7 +71,7 @@ it('R84: a /plan refused five times because another instance appended first is d
 it('R84, R80: a review answer refused five times because another instance appended first is answered again and recorded once; the user never sees the seq error', async () => {
   const { store, other, firstWrites, post, state } = await contended('answered')
   // The review is opened by the other instance (a durable review, R79); the demo answers it.
-  const planMode = createPlanMode({ section: SECTION }, { reviews: 'durable', pendingStore: store.pendingStore, logger: { warn: () => {} } })
+  const planMode = createPlanMode({ section: SECTION, review: 'durable', pendingStore: store.pendingStore, logger: { warn: () => {} } })
   closers.push(() => planMode.dispose())
   const agent: PlanAgent = { id: 'answered', session: other }
   expect(await planMode.set(agent, true)).toBe('committed')

@@ -145,7 +145,7 @@ export async function runChat(options: ChatOptions, io: CliIo): Promise<number> 
     },
   }
   // The whole set of decisions (R101): approve here or in a fresh context, keep planning, or leave.
-  const planMode = createPlanMode({ section: CHAT_SECTION }, { review, decisions: 'all' })
+  const planMode = createPlanMode({ section: CHAT_SECTION, review, decisions: 'all' })
   const agent: PlanAgent = { id: 'chat', session, steer: (message) => plan.steer(message) }
   const plan = withPlanMode({ planMode, agent, system: systemPrompt(root), tools: workspaceTools(root) })
   const runPlanCommand = planCommandRunner(planMode, agent)

@@ -114,7 +114,7 @@ export async function runDemo(options: DemoOptions, io: CliIo): Promise<number> 
       return answer
     },
   }
-  planMode = createPlanMode({ section: DEMO_SECTION }, { review, ...(inspector ? { inspect: inspector.inspect } : {}) })
+  planMode = createPlanMode({ section: DEMO_SECTION, review, ...(inspector ? { inspect: inspector.inspect } : {}) })
   const agent: PlanAgent = { id: 'demo-agent', session, steer: (message) => plan.steer(message) }
   if (inspector) inspector.watch(agent, planMode.actor(agent))
 

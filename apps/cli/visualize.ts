@@ -48,7 +48,7 @@ export async function runVisualize(options: VisualizeOptions, io: CliIo): Promis
   const loaded = options.file === undefined ? undefined : await loadLogFile(options.file, io.signal)
   const visualizer = await startVisualizer(options.port)
   const inspector = createPlanModeInspector(visualizer.replayTransport)
-  const planMode = createPlanMode({ section: 'replay' }, { inspect: inspector.inspect, logger: { warn: () => {} } })
+  const planMode = createPlanMode({ section: 'replay', inspect: inspector.inspect, logger: { warn: () => {} } })
   try {
     io.stdout.write(`Plan-mode visualizer: ${visualizer.url}\n`)
     io.stdout.write(`Inspectors: createPlanModeInspector({ url: '${visualizer.inspectUrl}' })\n`)

@@ -198,8 +198,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const ownerKey = ownerKeyOf(approvalSecret)
   // The whole set of decisions (R101): Approve, Approve in a fresh context, Keep planning, Leave plan mode.
   const planMode = createPlanMode(
-    { section: SECTION },
-    { reviews: 'durable', pendingStore: store.pendingStore, maxAttachedAgents: 1000, decisions: 'all' },
+    { section: SECTION, review: 'durable', pendingStore: store.pendingStore, limits: { maxAttachedAgents: 1000 }, decisions: 'all' },
   )
   const tools = workspaceTools(workspace)
 

@@ -93,7 +93,7 @@ export function checkpointSides(lib, logs, samples) {
     let service = null
     return {
       run: () => {
-        service = lib.createPlanMode({ section: SECTION }, { logger: STRICT_LOGGER })
+        service = lib.createPlanMode({ section: SECTION, logger: STRICT_LOGGER })
         sink = service.get(agent).active !== sink
       },
       // A fresh service per sample, disposed untimed, so no subscription piles up on the log.
@@ -110,7 +110,7 @@ export function checkpointSides(lib, logs, samples) {
  */
 async function check(lib, logs) {
   const stateOf = async (session) => {
-    const service = lib.createPlanMode({ section: SECTION }, { logger: STRICT_LOGGER })
+    const service = lib.createPlanMode({ section: SECTION, logger: STRICT_LOGGER })
     const state = JSON.stringify(service.get({ id: AGENT, session }))
     await service.dispose()
     return state

@@ -73,7 +73,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve))
  * an agent's cost), and reads the baseline.
  */
 async function start(lib, options, prefix) {
-  const service = lib.createPlanMode({ section: SECTION }, options)
+  const service = lib.createPlanMode({ section: SECTION, ...options })
   await touch(lib, service, `${prefix}-first`, 1)
   await settle()
   return { service, base: settledHeap() }
@@ -101,7 +101,7 @@ async function bounded(lib, bound, touches, prefix) {
   const times = new Float64Array(touches)
   const every = touches / READINGS
   const readings = []
-  const { service, base } = await start(lib, { maxAttachedAgents: bound }, prefix)
+  const { service, base } = await start(lib, { limits: { maxAttachedAgents: bound } }, prefix)
   for (let i = 0; i < touches; i++) {
     times[i] = await touch(lib, service, prefix, i)
     if ((i + 1) % every === 0) {
@@ -123,7 +123,7 @@ async function bounded(lib, bound, touches, prefix) {
  */
 export function lruSides(lib, touches) {
   const side = (count, options, n, prefix) => {
-    const service = lib.createPlanMode({ section: SECTION }, options)
+    const service = lib.createPlanMode({ section: SECTION, ...options })
     return {
       service,
       make: async () => {
@@ -136,7 +136,7 @@ export function lruSides(lib, touches) {
     }
   }
   return {
-    library: (count) => side(count, { maxAttachedAgents: count }, touches, 'lru'),
+    library: (count) => side(count, { limits: { maxAttachedAgents: count } }, touches, 'lru'),
     floor: (count) => side(count, {}, count, 'ref'),
   }
 }

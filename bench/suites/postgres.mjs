@@ -73,8 +73,7 @@ export async function run(lib) {
     await a.db.query('CREATE TABLE IF NOT EXISTS bench_raw (session text, seq bigint, type text, data jsonb, PRIMARY KEY (session, seq))')
     // The README's setup (examples/many-instances.ts).
     const serviceA = lib.createPlanMode(
-      { section: SECTION },
-      { reviews: 'durable', pendingStore: storeA.pendingStore, checkpoints: storeA.checkpoints, logger: { warn: () => {} } },
+      { section: SECTION, review: 'durable', pendingStore: storeA.pendingStore, checkpoints: { store: storeA.checkpoints }, logger: { warn: () => {} } },
     )
     ends.push(() => serviceA.dispose())
 

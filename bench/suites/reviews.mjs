@@ -33,8 +33,8 @@ const STRICT_LOGGER = {
  */
 export function reviewSides(lib, samples) {
   const review = { ask: () => Promise.resolve(APPROVE) }
-  const channel = lib.createPlanMode({ section: SECTION }, { review, logger: STRICT_LOGGER })
-  const durable = lib.createPlanMode({ section: SECTION }, { reviews: 'durable', logger: STRICT_LOGGER })
+  const channel = lib.createPlanMode({ section: SECTION, review, logger: STRICT_LOGGER })
+  const durable = lib.createPlanMode({ section: SECTION, review: 'durable', logger: STRICT_LOGGER })
   let agents = 0
   const agentOf = () => {
     const session = lib.createMemorySessionLog([

@@ -89,7 +89,7 @@ export async function run(lib) {
 export function serviceSide(lib, n) {
   const session = lib.createMemorySessionLog(realisticEntries(n))
   const agent = { id: `agent-${n}`, session }
-  const pm = lib.createPlanMode({ section: SECTION }, { logger: { warn() {} } })
+  const pm = lib.createPlanMode({ section: SECTION, logger: { warn() {} } })
   return sideOf(pm, agent, pm.get(agent).active)
 }
 

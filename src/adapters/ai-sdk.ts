@@ -59,7 +59,10 @@ export type ExitPlanModeAiTool = Tool<{ plan: string }, ExitToolResult>
 /** The host's tools plus `exit_plan_mode`, as `withPlanMode` hands them to the SDK. */
 export type PlanModeToolSet<TOOLS extends ToolSet = ToolSet> = TOOLS & Record<ExitPlanModeTool['name'], ExitPlanModeAiTool>
 
-/** Options of `withPlanMode`. */
+/**
+ * Options of `withPlanMode`: `{ planMode, agent, system, tools }` is the common case; the rest is
+ * opt-in, one key per feature (`guard`, `planning`, `approvedPlan`).
+ */
 export interface WithPlanModeOptions<TOOLS extends ToolSet = ToolSet> {
   /** The plan-mode service (`createPlanMode`). */
   planMode: PlanMode
@@ -89,12 +92,18 @@ export interface WithPlanModeOptions<TOOLS extends ToolSet = ToolSet> {
    * @throws TypeError from `withPlanMode` when the option has the wrong shape (R93).
    */
   planning?: PlanningModelOptions
+  /** What the loop does with the plan the user approved (R98–R102). */
+  approvedPlan?: ApprovedPlanOptions
+}
+
+/** The `approvedPlan` option of `withPlanMode` (R99, R102). */
+export interface ApprovedPlanOptions {
   /**
    * Pins the plan the user approved last (R98) into the system prompt of every step whose state
    * in force is inactive (R99), after the base system, until plan mode is entered again: a
    * compaction that drops the conversation does not drop the plan. Off by default.
    */
-  pinApprovedPlan?: boolean
+  pin?: boolean
   /**
    * Called once when a plan approved into a fresh context (R101) is handed off, at the step that
    * starts the fresh context (R102), with the plan, its version and the decisions made.
@@ -354,6 +363,8 @@ export function toModelMessage(message: UserMessage): UserModelMessage {
 export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOptions<TOOLS>): PlanModeAiSdk<TOOLS> {
   const { planMode, agent, system } = options
   const planning = planningOption(options.planning)
+  const pinApprovedPlan = options.approvedPlan?.pin === true
+  const onHandoff = options.approvedPlan?.onHandoff
   const hostTools = options.tools ?? ({} as TOOLS)
   const exitName = planMode.exitTool.name
   if (Object.hasOwn(hostTools, exitName)) throw new Error(`withPlanMode: a host tool is already named "${exitName}"`)
@@ -399,7 +410,7 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
     }
     const signal = turnSignal ?? options.abortSignal
     // The service decides the step (R18, R93, R99, R102); what follows puts it into the SDK's step.
-    const step = await planMode.step(agent, { ...(signal ? { signal } : {}), pinApprovedPlan: options.pinApprovedPlan === true })
+    const step = await planMode.step(agent, { ...(signal ? { signal } : {}), pinApprovedPlan })
     // Notices first: the user switched the mode before sending anything that follows it.
     const deliveries = [...step.messages.map(toModelMessage), ...outbox.splice(0)]
     try {
@@ -416,7 +427,7 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       // R102: the fresh context starts here: everything before this step's own deliveries is set aside.
       fresh = { cut: allMessages.length - deliveries.length, seed: { role: 'user', content: [{ type: 'text', text: step.handoff.text }] } }
       handoff = step.handoff
-      options.onHandoff?.(step.handoff)
+      onHandoff?.(step.handoff)
     }
     const stepMessages = fresh === null ? allMessages : [fresh.seed, ...allMessages.slice(fresh.cut)]
 

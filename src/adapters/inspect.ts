@@ -112,7 +112,7 @@ export interface InspectedAgent {
 export interface PlanModeInspector {
   /**
    * The inspection observer: pass it to `createActor(machine, { inspect })` or to
-   * `createPlanMode(config, { inspect })`.
+   * `createPlanMode({ section, inspect })`.
    */
   readonly inspect: Observer<InspectionEvent>
   /**

@@ -53,7 +53,7 @@ export function policyVerdict(policy: HeadlessReviewPolicy): ReviewVerdict {
  * - `'approve'`: it answers `Approve` with `by: 'policy'`, so the call is approved as a user's
  *   consent is (R47) and recorded `plan/review { outcome: 'approved', title, plan, by: 'policy' }`.
  *
- * For durable reviews (`reviews: 'durable'`) use `PlanMode.answerReviewByPolicy` instead (R95).
+ * For durable reviews (`review: 'durable'`) use `PlanMode.answerReviewByPolicy` instead (R95).
  * @throws TypeError `headless review policy must be 'stop' or 'approve'; got <String(policy)>`
  * for any other policy, when the channel is made.
  */

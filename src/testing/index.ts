@@ -129,7 +129,7 @@ export interface ConformanceAgent {
 
 /** A host under test. */
 export interface ConformanceHost {
-  /** The `PlanModeConfig.section` the host configured (the kit expects it back from `step()`). */
+  /** The `section` (`PlanModeOptions`) the host configured (the kit expects it back from `step()`). */
   readonly section: string
   /** A new agent over an empty session log, with its driver. */
   createAgent(): ConformanceAgent | Promise<ConformanceAgent>
@@ -231,7 +231,7 @@ function reviews(agent: ConformanceAgent): unknown[] {
  * defineConformanceSuite({
  *   name: 'my host',
  *   createHost: () => ({
- *     section: MY_SECTION,               // the PlanModeConfig.section the host configured
+ *     section: MY_SECTION,               // the section the host passed to createPlanMode
  *     createAgent: () => myDriver(),     // a ConformanceAgent over a fresh session
  *   }),
  * })
@@ -538,7 +538,7 @@ export function defineConformanceSuite({ name, createHost, decisions = 'approve-
 }
 
 /**
- * One agent of a host whose service has durable reviews (`reviews: 'durable'`, R78–R81), driven
+ * One agent of a host whose service has durable reviews (`review: 'durable'`, R78–R81), driven
  * the way the host drives it: a `ConformanceAgent` without a review channel (no `nextReview`),
  * plus the review UI's two calls, and a `restart` that every durable scenario uses (a new
  * process over the same log: the review lives in the log, not in the process).
@@ -563,7 +563,7 @@ export interface DurableConformanceAgent extends Omit<ConformanceAgent, 'nextRev
 
 /** A host under test whose service has durable reviews. */
 export interface DurableConformanceHost {
-  /** The `PlanModeConfig.section` the host configured. */
+  /** The `section` (`PlanModeOptions`) the host configured. */
   readonly section: string
   /** A new agent over an empty session log, with its driver. */
   createAgent(): DurableConformanceAgent | Promise<DurableConformanceAgent>

@@ -104,7 +104,7 @@ export function startDemo(
     session,
     steer: (message) => void session.append('message', message),
   }
-  const planMode = createPlanMode({ section: DEMO_SECTION }, { review: channel, inspect: inspector.inspect, decisions: 'all' })
+  const planMode = createPlanMode({ section: DEMO_SECTION, review: channel, inspect: inspector.inspect, decisions: 'all' })
   inspector.watch(agent, planMode.actor(agent))
 
   const pause = () =>

@@ -9,7 +9,7 @@ import { createPlanModeInspector } from 'xstate-plan-mode/inspect'
 export function createStatelyInspectedPlanMode(section: string, port = 8080) {
   const relay = createInspectorServer({ port, autoOpen: false }) // true opens the browser
   const inspector = createPlanModeInspector({ url: `ws://localhost:${port}` })
-  const planMode = createPlanMode({ section }, { inspect: inspector.inspect })
+  const planMode = createPlanMode({ section, inspect: inspector.inspect })
   return {
     planMode,
     async close() {

@@ -2,9 +2,9 @@ import { createPlanMode, type PlanAgent, type PlanModeOptions } from 'xstate-pla
 import { createPlanModeInspector } from 'xstate-plan-mode/inspect'
 
 /** Plan mode whose agents show live in the visualizer (`node apps/visualizer/cli.mjs`). */
-export function createVisiblePlanMode(section: string, options: PlanModeOptions = {}, url = 'ws://127.0.0.1:5178/inspect') {
+export function createVisiblePlanMode(options: PlanModeOptions, url = 'ws://127.0.0.1:5178/inspect') {
   const inspector = createPlanModeInspector({ url }) // buffers until the visualizer is up
-  const planMode = createPlanMode({ section }, { ...options, inspect: inspector.inspect })
+  const planMode = createPlanMode({ ...options, inspect: inspector.inspect })
   return {
     planMode,
     /** Names the agent's chart and puts its session log on the timeline. */
