@@ -1,11 +1,12 @@
-import type { InspectionEvent, Observer } from 'xstate'
-import { Attachment, DISPOSED_MESSAGE, resultOf, type AttachmentSettings, type PlanModeActor } from './attachment.js'
+import { createActor, type InspectionEvent, type Observer } from 'xstate'
+import { Attachment, DISPOSED_MESSAGE, type AttachmentSettings, type PlanModeActor } from './attachment.js'
 import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from './timeouts.js'
 import { resolveConfig } from './config.js'
 import { createTurns } from './turns.js'
 import { DEFAULT_CLOSE_TIMEOUT_MS } from './machines/planMode.machine.js'
 import { planProjection, type PlanProjection } from './log/projection.js'
-import type { PlanModeEvent } from './machines/planMode.events.js'
+import type { PlanModeEmitted, PlanModeEvent } from './machines/planMode.events.js'
+import { answerCallMachine, exitCallMachine, startCall, type TakeTurn } from './machines/calls.machine.js'
 import {
   canLeaveMemory,
   isAppending,
@@ -259,15 +260,16 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
 
   /**
    * Runs one operation of an agent in its turn (§1): on the attachment current when the turn
-   * comes, once no append is in flight; sends the event and reads the chart's result.
+   * comes, once no append is in flight; sends the event and reads what the chart told (`kinds`).
    * `precondition` may refuse it by throwing when its turn has come. Called after `dispose` it
    * fails at once; called before but still waiting when `dispose` came, it fails with
    * `disposedBeforeTurn` when its turn comes, having done nothing (R60).
    */
-  function perform<T>(
+  function perform<K extends PlanModeEmitted['type'], T>(
     agent: PlanAgent,
     event: PlanModeEvent,
-    read: (snapshot: PlanModeSnapshot, attachment: Attachment) => T,
+    kinds: readonly K[],
+    read: (told: PlanModeEmitted & { type: K }, attachment: Attachment) => T,
     precondition?: (attachment: Attachment) => void,
     disposedBeforeTurn = DISPOSED_BEFORE_TURN_MESSAGE,
   ): Promise<T> {
@@ -288,9 +290,9 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
         // A review's record started outside the queue lands first.
         if (isAppending(attachment.snapshot)) return attachment.quiet().then(run, run)
         precondition?.(attachment)
-        return attachment.operate(event, (snapshot) => {
+        return attachment.operate(event, kinds, (told) => {
           end()
-          return read(snapshot, attachment)
+          return read(told, attachment)
         })
       }
       return run()
@@ -300,10 +302,9 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
   /** A selection, with the state right after it (before any later queued operation runs). */
   function select(agent: PlanAgent, active: boolean): Promise<{ outcome: SetOutcome; state: PlanModeState }> {
     if (typeof active !== 'boolean') return Promise.reject(new TypeError(`${SET_NEEDS_BOOLEAN}; got ${typeof active}`))
-    return perform(agent, { type: 'SELECT', active }, (snapshot) => {
-      const result = resultOf(snapshot, 'select')
-      if ('error' in result) throw result.error
-      return { outcome: result.outcome, state: planModeState(snapshot) }
+    return perform(agent, { type: 'SELECT', active }, ['selected'], (told, attachment) => {
+      if ('error' in told) throw told.error
+      return { outcome: told.outcome, state: planModeState(attachment.snapshot) }
     })
   }
 
@@ -318,62 +319,14 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
       if (plan === undefined) throw new Error(REVIEW_MESSAGES.planNotString)
       // The attachment the review may open on: this one, or the next after a detach already made.
       const generation = calledOn.generation + (isClosing(calledOn.snapshot) ? 1 : 0)
-      return new Promise((resolve, reject) => {
-        /** The review this call opened, once its turn came and the chart opened it. */
-        let opened: { attachment: Attachment; number: number } | undefined
-        // The call settles straight from the chart's closing of its review, so it fails before
-        // a selection that closed it resolves (R48).
-        const settle = (outcome: () => void) => {
-          signal?.removeEventListener('abort', onAbort)
-          outcome()
-        }
-        const fail = (error: unknown) => settle(() => reject(error))
-        // Aborted before its turn came, the call fails at once and asks nothing (R46); once the
-        // review is open, the abort closes it in the chart. A durable review's request, once its
-        // turn came, is the log's: the abort no longer touches it (R79).
-        const onAbort = () => {
-          if (!opened) return fail(new Error(abortMessage(signal!)))
-          if (!durable) opened.attachment.send({ type: 'REVIEW.ABORT', review: opened.number, message: abortMessage(signal!) })
-        }
-        signal?.addEventListener('abort', onAbort, { once: true })
-        const durable = durableReviews ? { reviewId: globalThis.crypto.randomUUID(), ...(typeof callId === 'string' ? { callId } : {}) } : undefined
+      const durable = durableReviews ? { reviewId: globalThis.crypto.randomUUID(), ...(typeof callId === 'string' ? { callId } : {}) } : undefined
+      const event: PlanModeEvent = { type: 'REVIEW.OPEN', plan, owner: agent.owner, hasChannel: settings.review !== undefined, ...(durable ? { durable } : {}) }
+      const take: TakeTurn = (turned) =>
         perform(
           agent,
-          { type: 'REVIEW.OPEN', plan, owner: agent.owner, hasChannel: settings.review !== undefined, ...(durable ? { durable } : {}) },
-          (snapshot, attachment) => {
-            const result = resultOf(snapshot, 'review')
-            if ('refused' in result) throw new Error(result.refused)
-            opened = { attachment, number: result.opened }
-            const { number } = opened
-            if (durable) {
-              // Submitted once the log holds the request; failed when it could not be logged (R79).
-              attachment
-                .until((s) =>
-                  s.context.closedReview?.number === number
-                    ? { failed: s.context.closedReview.result.error }
-                    : s.context.review?.number === number && openDurableReview(s) !== null
-                      ? { failed: undefined }
-                      : s.context.review?.number !== number
-                        ? { failed: REVIEW_MESSAGES.reloaded }
-                        : undefined,
-                )
-                .then(({ failed }) =>
-                  failed === undefined ? settle(() => resolve({ submitted: true, reviewId: durable.reviewId })) : fail(new Error(failed)),
-                )
-                .catch(fail)
-              return
-            }
-            // Watched from the moment it opens: the review may close before this call resumes.
-            attachment
-              .until((s) => (s.context.closedReview?.number === number ? s.context.closedReview.result : undefined))
-              .then((closed) => {
-                if (closed.outcome !== 'approved') return fail(new Error(closed.error))
-                // An approval resolves once the pending store has the leave it implies (R47, R64).
-                return attachment.storeWritten().then(() => settle(() => resolve({ approved: true })))
-              })
-              .catch(fail)
-            if (signal?.aborted) onAbort()
-          },
+          event,
+          ['review.opened', 'review.refused'],
+          (told, attachment) => (told.type === 'review.refused' ? Promise.reject(new Error(told.message)) : turned(told.review, attachment)),
           (attachment) => {
             if (signal?.aborted) throw new Error(abortMessage(signal))
             // Detached while the call waited for its turn: it fails like a review open then (R63).
@@ -381,7 +334,9 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
           },
           // Like a detach: the review it would have opened was reloaded away (R60, R63).
           REVIEW_MESSAGES.reloaded,
-        ).catch(fail)
+        )
+      return new Promise<ExitToolResult>((resolve, reject) => {
+        startCall(createActor(exitCallMachine, { input: { settle: { resolve, reject }, signal, abortMessage, reviewId: durable?.reviewId } }), take)
       })
     } catch (error) {
       return Promise.reject(error)
@@ -443,20 +398,21 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
    * when it is not open; resolves with the recorded outcome once the record has landed.
    */
   function closeDurableReview(agent: PlanAgent, reviewId: string, verdict: ReviewVerdict, toldInResult: boolean): Promise<ReviewOutcome> {
-    return perform(agent, { type: 'REVIEW.ANSWER', reviewId, verdict, toldInResult }, (snapshot, attachment) => {
-      const result = resultOf(snapshot, 'answer')
-      if ('refused' in result) throw new Error(result.refused)
-      const number = result.answering
-      return attachment
-        .until((s) => (s.context.closedReview?.number === number ? s.context.closedReview : undefined))
-        .then(async (closed) => {
-          if (closed.failed !== undefined) throw closed.failed // R80: not recorded; the review stays open
-          if (closed.lost === true) throw new Error(answerClosedMessage(reviewId, closed.result.outcome))
-          // An approval resolves once the pending store has the leave it implies (R47, R64, R80).
-          await attachment.storeWritten()
-          return closed.result.outcome
+    return new Promise<ReviewOutcome>((resolve, reject) => {
+      const answered = { resolve, reject }
+      /** The call's turn settles once the answer has (calls settle in order, §1). */
+      const settled = new Promise<void>((done) => {
+        answered.resolve = (outcome) => (resolve(outcome), done())
+        answered.reject = (error) => (reject(error), done())
+      })
+      const take: TakeTurn = (turned) =>
+        perform(agent, { type: 'REVIEW.ANSWER', reviewId, verdict, toldInResult }, ['answer.recording', 'answer.refused'], (told, attachment) => {
+          if (told.type === 'answer.refused') throw new Error(told.message)
+          turned(told.review, attachment)
+          return settled
         })
-    }).then((outcome) => outcome) // the read's promise, flattened for the type checker
+      startCall(createActor(answerCallMachine, { input: { settle: answered, reviewId } }), take)
+    })
   }
 
   /** What a boundary tells the model: a durable review's outcome, then a switch (R32, R81). */
@@ -473,8 +429,7 @@ export function createPlanMode(config: PlanModeConfig, options: PlanModeOptions 
     get: (agent) => planModeState(attachmentOf(agent).snapshot),
     set: async (agent, active) => (await select(agent, active)).outcome,
     stepBoundary: (agent, { signal, handoff } = {}) =>
-      perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true, ...(handoff === true ? { handoff } : {}) }, (snapshot) => {
-        const { active, notice, news } = resultOf(snapshot, 'boundary')
+      perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true, ...(handoff === true ? { handoff } : {}) }, ['boundary'], ({ active, notice, news }) => {
         return { section: active ? section : '', messages: notice === null && news === null ? [] : narration(news, notice) }
       }),
     section: (agent) => (agent !== undefined && isEffectivelyActive(attachmentOf(agent).snapshot) ? section : ''),
