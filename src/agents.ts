@@ -44,11 +44,13 @@ export interface Agents {
 export function serveAgents(settings: AttachmentSettings, maxAttached: number | undefined): Agents {
   const turns = createTurns()
   const agents = createActor(agentsMachine, { input: { maxAttached, isBusy: turns.isBusy } }).start()
-  const isDisposed = () => !agents.getSnapshot().matches('serving')
+  // The state value read directly rather than through `matches`, which parses its argument: every
+  // `get` and `section` of every step asks (R70).
+  const isDisposed = () => agents.getSnapshot().value !== 'serving'
 
   function attachmentOf(agent: PlanAgent): Attachment {
-    const { context } = agents.getSnapshot()
-    if (isDisposed()) throw new Error(DISPOSED_MESSAGE)
+    const { context, value } = agents.getSnapshot()
+    if (value !== 'serving') throw new Error(DISPOSED_MESSAGE)
     const current = currentAttachment<Attachment>(context, agent.id)
     if (current !== undefined) {
       if (maxAttached !== undefined) agents.send({ type: 'USED', attachment: current })
@@ -67,7 +69,7 @@ export function serveAgents(settings: AttachmentSettings, maxAttached: number | 
 
   /** Resolves at `dispose`, or rejects once `ms` have passed. */
   function disposal(ms: number): Promise<unknown> {
-    const disposed = waitFor(agents, (s) => !s.matches('serving'), { timeout: ms })
+    const disposed = waitFor(agents, (s) => s.value !== 'serving', { timeout: ms })
     disposed.catch(() => {}) // the wait that raced it decides
     return disposed
   }

@@ -69,6 +69,8 @@ export class Attachment implements PlanModePorts {
   /** Saves the agent's checkpoints, when the service has a store (R76). */
   #checkpoints: CheckpointWriter | undefined
   #stopped: Promise<void> | undefined
+  /** Who listens to the chart's reports (`listen`); made on the first (R70: memory per idle agent). */
+  #listeners: Set<{ told: (emitted: PlanModeEmitted) => void; stopped: (error?: unknown) => void }> | undefined
 
   /**
    * @param generation how many attachments this agent had before this one in its service: an exit
@@ -171,15 +173,27 @@ export class Attachment implements PlanModePorts {
 
   /**
    * Hears what the chart emits (`PlanModeEmitted`), and its stop (or error), until the returned
-   * function is called.
+   * function is called. One listener on the actor serves them all, made on the first call: an
+   * operation adds and removes an entry, no subscription of its own (R70).
    */
   listen(told: (emitted: PlanModeEmitted) => void, stopped: (error?: unknown) => void): () => void {
-    const emitted = this.#actor.on('*', told)
-    const stops = this.#actor.subscribe({ error: stopped, complete: () => stopped() })
-    return () => {
-      emitted.unsubscribe()
-      stops.unsubscribe()
-    }
+    const listeners = this.#listeners ?? this.#relay()
+    const listener = { told, stopped }
+    listeners.add(listener)
+    return () => listeners.delete(listener)
+  }
+
+  /** The listeners of `listen`, and the one listener and subscription on the actor that serve them. */
+  #relay(): Set<{ told: (emitted: PlanModeEmitted) => void; stopped: (error?: unknown) => void }> {
+    const listeners = (this.#listeners = new Set())
+    this.#actor.on('*', (emitted) => {
+      for (const listener of [...listeners]) listener.told(emitted)
+    })
+    this.#actor.subscribe({
+      error: (error) => [...listeners].forEach((listener) => listener.stopped(error)),
+      complete: () => [...listeners].forEach((listener) => listener.stopped()),
+    })
+    return listeners
   }
 
   /** Resolves once the pending-store writes started so far have landed (or failed, reported). */
