@@ -26,7 +26,8 @@ import type { SetOutcome } from '../types.js'
 
 /**
  * The per-agent plan-mode statechart (docs/spec.md R1–R72). It decides every behaviour and
- * holds every result; the service only sends it events, waits, and reads its snapshot.
+ * emits every result; the service only sends it events, waits for what it emits, and reads its
+ * snapshot.
  *
  * Five regions run at once, because these things really are independent:
  * - **mode**: F, the last logged `plan/mode`, moved only by observed log events (R2, R3); it
