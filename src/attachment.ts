@@ -1,7 +1,7 @@
 import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate'
 import { observePlanLogEvent } from './log/kinds.js'
 import { CHECKPOINT_WRITE_WARNING, CheckpointWriter, restoreSession, type CheckpointStore } from './log/checkpoint.js'
-import type { OperationResult, PlanModeEvent } from './machines/planMode.events.js'
+import type { PlanModeEmitted, PlanModeEvent } from './machines/planMode.events.js'
 import { isThenable, type PlanModePorts } from './machines/planMode.effects.js'
 import { planModeMachine } from './machines/planMode.machine.js'
 import { restoreSnapshot } from './machines/planMode.restore.js'
@@ -69,6 +69,8 @@ export class Attachment implements PlanModePorts {
   /** Saves the agent's checkpoints, when the service has a store (R76). */
   #checkpoints: CheckpointWriter | undefined
   #stopped: Promise<void> | undefined
+  /** Who listens to the chart's reports (`listen`); made on the first (R70: memory per idle agent). */
+  #listeners: Set<{ told: (emitted: PlanModeEmitted) => void; stopped: (error?: unknown) => void }> | undefined
 
   /**
    * @param generation how many attachments this agent had before this one in its service: an exit
@@ -129,16 +131,69 @@ export class Attachment implements PlanModePorts {
   }
 
   /**
-   * Sends an operation and resolves with `read(snapshot)` of the snapshot holding its result,
-   * once the pending store has what the operation wrote. `read` runs at the moment the result
-   * appears, before the chart moves on: an exit call starts watching its review right there.
+   * Sends an operation and resolves with `read(told)` of what the chart emitted for it (one of
+   * `kinds`), once the pending store has what the operation wrote. `read` runs the moment the
+   * chart tells it, before the chart moves on: an exit call starts listening for its review right
+   * there. Rejects with the abandoned message when a reload or detach gave up on its work (R73),
+   * and with `plan-mode service is disposed` when the actor stops first.
    */
-  async operate<T>(event: PlanModeEvent, read: (snapshot: PlanModeSnapshot) => T): Promise<T> {
-    const before = this.snapshot.context.result
-    this.actor.send(event)
-    const { value } = await this.until((s) => (s.context.result !== before ? { value: read(s) } : undefined))
+  async operate<K extends PlanModeEmitted['type'], T>(
+    event: PlanModeEvent,
+    kinds: readonly K[],
+    read: (told: PlanModeEmitted & { type: K }) => T,
+  ): Promise<T> {
+    const actor = this.#actor
+    const value = new Promise<T>((resolve, reject) => {
+      const isAnswer = (told: PlanModeEmitted): told is PlanModeEmitted & { type: K } => (kinds as readonly string[]).includes(told.type)
+      const stop = this.listen(
+        (told) => {
+          if (told.type === 'abandoned') {
+            stop()
+            reject(new Error(told.error)) // R73
+          } else if (isAnswer(told)) {
+            stop()
+            try {
+              resolve(read(told))
+            } catch (error) {
+              reject(error) // a refused operation: it rejects here, never inside XState
+            }
+          }
+        },
+        (error) => {
+          stop()
+          reject(error ?? new Error(DISPOSED_MESSAGE))
+        },
+      )
+    })
+    actor.send(event)
+    const result = await value
     await this.storeWritten()
-    return value
+    return result
+  }
+
+  /**
+   * Hears what the chart emits (`PlanModeEmitted`), and its stop (or error), until the returned
+   * function is called. One listener on the actor serves them all, made on the first call: an
+   * operation adds and removes an entry, no subscription of its own (R70).
+   */
+  listen(told: (emitted: PlanModeEmitted) => void, stopped: (error?: unknown) => void): () => void {
+    const listeners = this.#listeners ?? this.#relay()
+    const listener = { told, stopped }
+    listeners.add(listener)
+    return () => listeners.delete(listener)
+  }
+
+  /** The listeners of `listen`, and the one listener and subscription on the actor that serve them. */
+  #relay(): Set<{ told: (emitted: PlanModeEmitted) => void; stopped: (error?: unknown) => void }> {
+    const listeners = (this.#listeners = new Set())
+    this.#actor.on('*', (emitted) => {
+      for (const listener of [...listeners]) listener.told(emitted)
+    })
+    this.#actor.subscribe({
+      error: (error) => [...listeners].forEach((listener) => listener.stopped(error)),
+      complete: () => [...listeners].forEach((listener) => listener.stopped()),
+    })
+    return listeners
   }
 
   /** Resolves once the pending-store writes started so far have landed (or failed, reported). */
@@ -376,16 +431,3 @@ export class Attachment implements PlanModePorts {
   }
 }
 
-/**
- * The result the chart left for the operation whose snapshot this is.
- * @throws the abandoned message when a reload or detach gave up on its work (R73).
- */
-export function resultOf<K extends OperationResult['operation']>(
-  snapshot: PlanModeSnapshot,
-  operation: K,
-): Extract<OperationResult, { operation: K }> {
-  const result = snapshot.context.result
-  if (result?.operation === 'abandoned') throw new Error(result.error) // R73
-  if (result?.operation !== operation) throw new Error(`plan-mode: the chart left no ${operation} result`)
-  return result as Extract<OperationResult, { operation: K }>
-}

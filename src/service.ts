@@ -1,18 +1,11 @@
-import { Attachment, DISPOSED_MESSAGE, resultOf, type PlanModeActor } from './attachment.js'
-import { waitAtMost } from './timeouts.js'
+import { createActor } from 'xstate'
+import { DISPOSED_MESSAGE, type PlanModeActor } from './attachment.js'
+import { serveAgents } from './agents.js'
 import { planModeSettings, type PlanModeOptions } from './options.js'
-import { createTurns } from './turns.js'
 import { planProjection, type PlanProjection } from './log/projection.js'
 import type { PlanModeEvent } from './machines/planMode.events.js'
-import {
-  canLeaveMemory,
-  isAppending,
-  isClosing,
-  isEffectivelyActive,
-  openDurableReview,
-  planModeState,
-  type PlanModeSnapshot,
-} from './machines/planMode.view.js'
+import { answerCallMachine, exitCallMachine, startCall, type TakeTurn } from './machines/calls.machine.js'
+import { isClosing, isEffectivelyActive, openDurableReview, planModeState } from './machines/planMode.view.js'
 import { createPlanCommand, type PlanCommand } from './plan/command.js'
 import { createExitTool, planArgument, type ExitPlanModeTool, type ExitToolContext, type ExitToolResult } from './plan/exit-tool.js'
 import { createNarration, createNotice } from './plan/narration.js'
@@ -20,12 +13,12 @@ import {
   MALFORMED_ANSWER_MESSAGE,
   REVIEW_MESSAGES,
   abortMessage,
-  answerClosedMessage,
   copyAnswer,
   isWellFormedAnswer,
   newsText,
   readReviewAnswer,
   ReviewCommentError,
+  type ReviewDecisions,
   type ReviewVerdict,
 } from './plan/review.js'
 import { headlessReviewPolicy, policyVerdict, type HeadlessReviewPolicy } from './plan/headless.js'
@@ -45,12 +38,11 @@ import type {
 } from './types.js'
 
 export { DISPOSED_MESSAGE, type PlanModeActor } from './attachment.js'
+export { DISPOSED_BEFORE_TURN_MESSAGE } from './agents.js'
 
 /** `set` with anything but a boolean fails with this, never a silent `'noop'` (R8). */
 const SET_NEEDS_BOOLEAN = 'plan mode set(agent, active) needs a boolean active'
 
-/** An operation called before `dispose` whose turn had not come fails with this (R60). */
-export const DISPOSED_BEFORE_TURN_MESSAGE = "plan-mode service was disposed before this call's turn came; nothing was done"
 
 /** What `answerReviewByPolicy` did (R95): which durable review it closed, and how it was recorded. */
 export interface PolicyReviewAnswer {
@@ -126,142 +118,32 @@ export interface PlanMode {
 /**
  * Creates the plan-mode service. The first call that names an agent attaches it: its actor
  * starts from the replayed log (R64) and follows the log's subscription from then on (R70).
- * Every call sends the agent's chart an event, waits, and reads the result from its snapshot.
+ * Every call checks its arguments, sends the agent's chart an event in the agent's turn, waits
+ * for what the chart tells, and selects from its snapshot; an exit call and an answer are call
+ * actors (`calls.machine.ts`) that settle their callers.
  * @throws the option errors of `planModeSettings` (R37, R73, R76–R78, R101).
  */
 export function createPlanMode(options: PlanModeOptions): PlanMode {
   const settings = planModeSettings(options)
   const { section } = settings
   const durableReviews = settings.reviews === 'durable'
-  /** Each agent's attachment; a closing one stays until its actor stopped, answering reads. */
-  const attachments = new Map<string, Attachment>()
-  /** Each agent's operations take turns (§1). */
-  const turns = createTurns()
-  /** How many attachments each agent has had: an exit call tells a detach by it (R63). */
-  const generations = new Map<string, number>()
-  let disposed = false
-
-  /** Attachments being closed (a detach, a reload, or leaving memory), until their actors stopped. */
-  const closing = new Set<Attachment>()
-  /** Per agent, the settling of appends a close abandoned (R73): operations wait for it. */
-  const abandoned = new Map<string, Promise<void>>()
-  /** Resolves on `dispose()`: nothing waits for an abandoned append after it. */
-  let resolveDisposal!: () => void
-  const disposal = new Promise<void>((resolve) => (resolveDisposal = resolve))
-  const maxAttached = settings.maxAttachedAgents
-
-  /** The agent's attachment for a read: a closing one until it stopped, else a new one from the log. */
-  function attachmentOf(agent: PlanAgent): Attachment {
-    if (disposed) throw new Error(DISPOSED_MESSAGE)
-    const current = attachments.get(agent.id)
-    // A closing attachment stays current until its close has resolved (its writes landed, the
-    // appends it abandoned known): operations wait for it, reads see its last state (R60, R73).
-    if (current !== undefined && (current.snapshot.status === 'active' || closing.has(current))) {
-      if (maxAttached !== undefined && !closing.has(current)) {
-        // Least recently used last out (R77): the map's order is the order of use.
-        attachments.delete(agent.id)
-        attachments.set(agent.id, current)
-      }
-      return current.follow(agent)
-    }
-    const generation = (generations.get(agent.id) ?? 0) + 1
-    const attachment = new Attachment(agent, settings, generation) // throws on an invalid log (R61)
-    generations.set(agent.id, generation)
-    attachments.delete(agent.id)
-    attachments.set(agent.id, attachment)
-    if (maxAttached !== undefined) leaveMemory(maxAttached, attachment)
-    return attachment
-  }
-
-  /**
-   * R77: while more than `max` agents are attached, the least recently used ones that hold
-   * nothing but what their log (and pending store) holds leave memory; the others stay, and so
-   * does the one just `attached`.
-   */
-  function leaveMemory(max: number, attached: Attachment): void {
-    let excess = attachments.size - closing.size - max
-    for (const [id, attachment] of attachments) {
-      if (excess <= 0) return
-      if (attachment === attached || closing.has(attachment) || turns.isBusy(id) || !canLeaveMemory(attachment.snapshot, attachment.keepsPendingDurably)) continue
-      excess--
-      close(attachment)
-        .then(() => {
-          // Forgotten entirely once nothing waits for it: a later call starts a new count (R63).
-          if (!attachments.has(id) && !turns.isBusy(id)) generations.delete(id)
-        })
-        .catch(() => {}) // a failing close is reported by its own calls
-    }
-  }
-
-  function close(attachment: Attachment): Promise<void> {
-    closing.add(attachment)
-    return attachment.close().then(() => {
-      closing.delete(attachment)
-      const id = attachment.agentId
-      if (attachments.get(id) === attachment) attachments.delete(id)
-      // Appends the close abandoned (R73): the agent's next operation waits for them to settle.
-      if (attachment.hasAppendsInFlight) {
-        const settled = attachment.appendsSettled().then(() => {
-          if (abandoned.get(id) === settled) abandoned.delete(id)
-        })
-        abandoned.set(id, settled)
-      }
-    })
-  }
-
-  /**
-   * Runs one operation of an agent in its turn (§1): on the attachment current when the turn
-   * comes, once no append is in flight; sends the event and reads the chart's result.
-   * `precondition` may refuse it by throwing when its turn has come. Called after `dispose` it
-   * fails at once; called before but still waiting when `dispose` came, it fails with
-   * `disposedBeforeTurn` when its turn comes, having done nothing (R60).
-   */
-  function perform<T>(
-    agent: PlanAgent,
-    event: PlanModeEvent,
-    read: (snapshot: PlanModeSnapshot, attachment: Attachment) => T,
-    precondition?: (attachment: Attachment) => void,
-    disposedBeforeTurn = DISPOSED_BEFORE_TURN_MESSAGE,
-  ): Promise<T> {
-    if (disposed) return Promise.reject(new Error(DISPOSED_MESSAGE))
-    return turns.take(agent.id, (end) => {
-      const run = (): Promise<T> => {
-        if (disposed) throw new Error(disposedBeforeTurn)
-        // An append abandoned by a close may still land: decide once the log holds it, or once
-        // another close timeout has passed (R73).
-        const prior = abandoned.get(agent.id)
-        if (prior !== undefined) {
-          abandoned.delete(agent.id)
-          return waitAtMost(settings.closeTimeout, Promise.race([prior, disposal])).then(run)
-        }
-        const attachment = attachmentOf(agent)
-        // Work behind a detach runs on the next attachment, replayed once all of it landed.
-        if (isClosing(attachment.snapshot)) return close(attachment).then(run, run)
-        // A review's record started outside the queue lands first.
-        if (isAppending(attachment.snapshot)) return attachment.quiet().then(run, run)
-        precondition?.(attachment)
-        return attachment.operate(event, (snapshot) => {
-          end()
-          return read(snapshot, attachment)
-        })
-      }
-      return run()
-    })
-  }
+  const agents = serveAgents(settings, settings.maxAttachedAgents)
+  const { attachmentOf, perform } = agents
+  const snapshotOf = (agent: PlanAgent) => attachmentOf(agent).snapshot
 
   /** A selection, with the state right after it (before any later queued operation runs). */
   function select(agent: PlanAgent, active: boolean): Promise<{ outcome: SetOutcome; state: PlanModeState }> {
     if (typeof active !== 'boolean') return Promise.reject(new TypeError(`${SET_NEEDS_BOOLEAN}; got ${typeof active}`))
-    return perform(agent, { type: 'SELECT', active }, (snapshot) => {
-      const result = resultOf(snapshot, 'select')
-      if ('error' in result) throw result.error
-      return { outcome: result.outcome, state: planModeState(snapshot) }
+    return perform(agent, { type: 'SELECT', active }, ['selected'], (told, attachment) => {
+      if ('error' in told) throw told.error // R11
+      return { outcome: told.outcome, state: planModeState(attachment.snapshot) }
     })
   }
 
+  /** `exit_plan_mode` (R40–R52, R79): its checks, then an exit call in the agent's turn. */
   function executeExitTool(args: unknown, context: ExitToolContext = {}): Promise<ExitToolResult> {
     try {
-      if (disposed) throw new Error(DISPOSED_MESSAGE)
+      if (agents.isDisposed()) throw new Error(DISPOSED_MESSAGE)
       const { agent, signal, callId } = context ?? {}
       if (signal?.aborted) throw new Error(abortMessage(signal))
       if (!agent) throw new Error(REVIEW_MESSAGES.noAgent)
@@ -270,163 +152,56 @@ export function createPlanMode(options: PlanModeOptions): PlanMode {
       if (plan === undefined) throw new Error(REVIEW_MESSAGES.planNotString)
       // The attachment the review may open on: this one, or the next after a detach already made.
       const generation = calledOn.generation + (isClosing(calledOn.snapshot) ? 1 : 0)
-      return new Promise((resolve, reject) => {
-        /** The review this call opened, once its turn came and the chart opened it. */
-        let opened: { attachment: Attachment; number: number } | undefined
-        // The call settles straight from the chart's closing of its review, so it fails before
-        // a selection that closed it resolves (R48).
-        const settle = (outcome: () => void) => {
-          signal?.removeEventListener('abort', onAbort)
-          outcome()
-        }
-        const fail = (error: unknown) => settle(() => reject(error))
-        // Aborted before its turn came, the call fails at once and asks nothing (R46); once the
-        // review is open, the abort closes it in the chart. A durable review's request, once its
-        // turn came, is the log's: the abort no longer touches it (R79).
-        const onAbort = () => {
-          if (!opened) return fail(new Error(abortMessage(signal!)))
-          if (!durable) opened.attachment.send({ type: 'REVIEW.ABORT', review: opened.number, message: abortMessage(signal!) })
-        }
-        signal?.addEventListener('abort', onAbort, { once: true })
-        const durable = durableReviews ? { reviewId: globalThis.crypto.randomUUID(), ...(typeof callId === 'string' ? { callId } : {}) } : undefined
+      const durable = durableReviews ? { reviewId: globalThis.crypto.randomUUID(), ...(typeof callId === 'string' ? { callId } : {}) } : undefined
+      const open: PlanModeEvent = { type: 'REVIEW.OPEN', plan, owner: agent.owner, hasChannel: settings.review !== undefined, ...(durable ? { durable } : {}) }
+      const take: TakeTurn = (turned) =>
         perform(
           agent,
-          { type: 'REVIEW.OPEN', plan, owner: agent.owner, hasChannel: settings.review !== undefined, ...(durable ? { durable } : {}) },
-          (snapshot, attachment) => {
-            const result = resultOf(snapshot, 'review')
-            if ('refused' in result) throw new Error(result.refused)
-            opened = { attachment, number: result.opened }
-            const { number } = opened
-            if (durable) {
-              // Submitted once the log holds the request; failed when it could not be logged (R79).
-              attachment
-                .until((s) =>
-                  s.context.closedReview?.number === number
-                    ? { failed: s.context.closedReview.result.error }
-                    : s.context.review?.number === number && openDurableReview(s) !== null
-                      ? { failed: undefined }
-                      : s.context.review?.number !== number
-                        ? { failed: REVIEW_MESSAGES.reloaded }
-                        : undefined,
-                )
-                .then(({ failed }) =>
-                  failed === undefined ? settle(() => resolve({ submitted: true, reviewId: durable.reviewId })) : fail(new Error(failed)),
-                )
-                .catch(fail)
-              return
-            }
-            // Watched from the moment it opens: the review may close before this call resumes.
-            attachment
-              .until((s) => (s.context.closedReview?.number === number ? s.context.closedReview.result : undefined))
-              .then((closed) => {
-                if (closed.outcome !== 'approved') return fail(new Error(closed.error))
-                // An approval resolves once the pending store has the leave it implies (R47, R64).
-                return attachment.storeWritten().then(() => settle(() => resolve({ approved: true })))
-              })
-              .catch(fail)
-            if (signal?.aborted) onAbort()
-          },
+          open,
+          ['review.opened', 'review.refused'],
+          (told, attachment) => (told.type === 'review.refused' ? Promise.reject(new Error(told.message)) : turned(told.review, attachment)),
           (attachment) => {
             if (signal?.aborted) throw new Error(abortMessage(signal))
             // Detached while the call waited for its turn: it fails like a review open then (R63).
             if (attachment.generation !== generation) throw new Error(REVIEW_MESSAGES.reloaded)
           },
-          // Like a detach: the review it would have opened was reloaded away (R60, R63).
-          REVIEW_MESSAGES.reloaded,
-        ).catch(fail)
+          REVIEW_MESSAGES.reloaded, // like a detach: the review it would have opened was reloaded away (R60, R63)
+        )
+      return new Promise((resolve, reject) => {
+        startCall(createActor(exitCallMachine, { input: { settle: { resolve, reject }, signal, abortMessage, reviewId: durable?.reviewId } }), take)
       })
     } catch (error) {
       return Promise.reject(error)
     }
   }
 
-  /** `answerReview` (R80): its checks, then the chart's decision in the agent's turn. */
-  function answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options: AnswerReviewOptions = {}): Promise<'approved' | 'keep-planning' | 'left'> {
-    if (disposed) return Promise.reject(new Error(DISPOSED_MESSAGE))
-    // The answer is untrusted: copied once, here, into plain data, which is checked and then
-    // decided on (a getter that throws or changes its mind is no data); only the verdict reaches
-    // the chart, whose actions must not throw (R62).
-    let verdict: ReviewVerdict
-    let data: unknown
-    let toldInResult: boolean
-    try {
-      data = copyAnswer(answer)
-      toldInResult = options?.toldInResult === true
-      if (typeof reviewId !== 'string' || !isWellFormedAnswer(data)) throw new Error(MALFORMED_ANSWER_MESSAGE)
-    } catch {
-      return Promise.reject(new Error(MALFORMED_ANSWER_MESSAGE))
-    }
-    let plan: string | undefined
-    try {
-      // Comments must quote the plan of the review they answer (R100); a review that is not open
-      // is refused by the chart in the agent's turn.
-      const open = openDurableReview(attachmentOf(agent).snapshot)
-      plan = open?.reviewId === reviewId ? open.plan : undefined
-    } catch (error) {
-      return Promise.reject(error) // the agent cannot attach (R61)
-    }
-    try {
-      verdict = readReviewAnswer(data, plan, settings.decisions)
-    } catch (error) {
-      return Promise.reject(error instanceof ReviewCommentError ? error : new Error(MALFORMED_ANSWER_MESSAGE))
-    }
-    return closeDurableReview(agent, reviewId, verdict, toldInResult) as Promise<'approved' | 'keep-planning' | 'left'>
-  }
-
-  /** `answerReviewByPolicy` (R95): the durable review open now, closed by the policy's verdict in the agent's turn. */
-  function answerReviewByPolicy(agent: PlanAgent, policy: HeadlessReviewPolicy, options: AnswerReviewOptions = {}): Promise<PolicyReviewAnswer | null> {
-    try {
-      const verdict = policyVerdict(headlessReviewPolicy(policy))
-      if (disposed) throw new Error(DISPOSED_MESSAGE)
-      const open = openDurableReview(attachmentOf(agent).snapshot)
-      if (open === null) return Promise.resolve(null)
-      const { reviewId } = open
-      return closeDurableReview(agent, reviewId, verdict, options?.toldInResult === true).then((outcome) => ({
-        reviewId,
-        outcome: outcome as PolicyReviewAnswer['outcome'],
-      }))
-    } catch (error) {
-      return Promise.reject(error)
-    }
-  }
-
   /**
-   * Closes the durable review `reviewId` with `verdict` in the agent's turn (R80, R95): refused
-   * when it is not open; resolves with the recorded outcome once the record has landed.
+   * Answers the durable review `reviewId` with `verdict` by an answer call in the agent's turn
+   * (R80, R95): refused when it is not open; resolves with the recorded outcome once it landed.
    */
-  function closeDurableReview(agent: PlanAgent, reviewId: string, verdict: ReviewVerdict, toldInResult: boolean): Promise<ReviewOutcome> {
-    return perform(agent, { type: 'REVIEW.ANSWER', reviewId, verdict, toldInResult }, (snapshot, attachment) => {
-      const result = resultOf(snapshot, 'answer')
-      if ('refused' in result) throw new Error(result.refused)
-      const number = result.answering
-      return attachment
-        .until((s) => (s.context.closedReview?.number === number ? s.context.closedReview : undefined))
-        .then(async (closed) => {
-          if (closed.failed !== undefined) throw closed.failed // R80: not recorded; the review stays open
-          if (closed.lost === true) throw new Error(answerClosedMessage(reviewId, closed.result.outcome))
-          // An approval resolves once the pending store has the leave it implies (R47, R64, R80).
-          await attachment.storeWritten()
-          return closed.result.outcome
+  function answer(agent: PlanAgent, reviewId: string, verdict: ReviewVerdict, toldInResult: boolean): Promise<ReviewOutcome> {
+    return new Promise<ReviewOutcome>((resolve, reject) => {
+      // The call's turn settles once the answer has: later calls settle after it (§1).
+      let answered!: () => void
+      const settled = new Promise<void>((done) => (answered = done))
+      const settle = { resolve: (outcome: ReviewOutcome) => (resolve(outcome), answered()), reject: (error: unknown) => (reject(error), answered()) }
+      const take: TakeTurn = (turned) =>
+        perform(agent, { type: 'REVIEW.ANSWER', reviewId, verdict, toldInResult }, ['answer.recording', 'answer.refused'], (told, attachment) => {
+          if (told.type === 'answer.refused') throw new Error(told.message)
+          turned(told.review, attachment)
+          return settled
         })
-    }).then((outcome) => outcome) // the read's promise, flattened for the type checker
-  }
-
-  /** What a boundary tells the model: a durable review's outcome, then a switch (R32, R81). */
-  function narration(news: Parameters<typeof newsText>[0] | null, notice: 'entering' | 'leaving' | null): UserMessage[] {
-    const messages: UserMessage[] = []
-    if (news !== null) messages.push(createNarration(newsText(news)))
-    if (notice !== null) messages.push(createNotice(notice))
-    return messages
+      startCall(createActor(answerCallMachine, { input: { settle, reviewId } }), take)
+    })
   }
 
   const command = createPlanCommand({ select })
 
   /** The step boundary (R14–R20, R30–R36); `read` gets the state in force it leaves (R18) and its result. */
   function boundary<T>(agent: PlanAgent, { signal, handoff }: StepBoundaryOptions = {}, read: (active: boolean, result: StepBoundaryResult) => T): Promise<T> {
-    return perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true, ...(handoff === true ? { handoff } : {}) }, (snapshot) => {
-      const { active, notice, news } = resultOf(snapshot, 'boundary')
-      return read(active, { section: active ? section : '', messages: notice === null && news === null ? [] : narration(news, notice) })
-    })
+    return perform(agent, { type: 'STEP_BOUNDARY', aborted: signal?.aborted === true, ...(handoff === true ? { handoff } : {}) }, ['boundary'], ({ active, notice, news }) =>
+      read(active, { section: active ? section : '', messages: notice === null && news === null ? [] : narration(news, notice) }),
+    )
   }
 
   /** What `step` reads of this service (`planMode` is read when a step runs). */
@@ -438,16 +213,39 @@ export function createPlanMode(options: PlanModeOptions): PlanMode {
   }
 
   const planMode: PlanMode = {
-    get: (agent) => planModeState(attachmentOf(agent).snapshot),
+    get: (agent) => planModeState(snapshotOf(agent)),
     set: async (agent, active) => (await select(agent, active)).outcome,
     stepBoundary: (agent, options) => boundary(agent, options, (_, result) => result),
     step: (agent, options) => planStep(stepService, agent, options),
     callReviews: createCallReviews(() => planMode),
-    section: (agent) => (agent !== undefined && isEffectivelyActive(attachmentOf(agent).snapshot) ? section : ''),
+    section: (agent) => (agent !== undefined && isEffectivelyActive(snapshotOf(agent)) ? section : ''),
     exitTool: createExitTool(executeExitTool, durableReviews ? 'durable' : 'channel'),
-    openReview: (agent) => openDurableReview(attachmentOf(agent).snapshot),
-    answerReview,
-    answerReviewByPolicy,
+    openReview: (agent) => openDurableReview(snapshotOf(agent)),
+    answerReview(agent, reviewId, answerGiven, options = {}) {
+      try {
+        if (agents.isDisposed()) throw new Error(DISPOSED_MESSAGE)
+        const { data, toldInResult } = answerData(reviewId, answerGiven, options)
+        // Comments must quote the plan of the review they answer (R100); a review that is not
+        // open is refused by the chart in the agent's turn.
+        const open = openDurableReview(snapshotOf(agent)) // the agent cannot attach (R61)
+        const verdict = answerVerdict(data, open?.reviewId === reviewId ? open.plan : undefined, settings.decisions)
+        return answer(agent, reviewId, verdict, toldInResult) as Promise<'approved' | 'keep-planning' | 'left'>
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    },
+    answerReviewByPolicy(agent, policy, options = {}) {
+      try {
+        const verdict = policyVerdict(headlessReviewPolicy(policy))
+        if (agents.isDisposed()) throw new Error(DISPOSED_MESSAGE)
+        const open = openDurableReview(snapshotOf(agent))
+        if (open === null) return Promise.resolve(null)
+        const { reviewId } = open
+        return answer(agent, reviewId, verdict, options?.toldInResult === true).then((outcome) => ({ reviewId, outcome: outcome as PolicyReviewAnswer['outcome'] }))
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    },
     decisions: settings.decisions,
     approvedPlan(agent) {
       attachmentOf(agent) // after dispose it fails as every call naming an agent does (R60)
@@ -457,21 +255,45 @@ export function createPlanMode(options: PlanModeOptions): PlanMode {
       ...command,
       // After a reload the command fails like every call naming an agent (R60), rather than
       // reporting a mode change that could not happen (R57).
-      run: (input) => (disposed ? Promise.reject(new Error(DISPOSED_MESSAGE)) : command.run(input)),
+      run: (input) => (agents.isDisposed() ? Promise.reject(new Error(DISPOSED_MESSAGE)) : command.run(input)),
     },
     projection: planProjection,
     actor: (agent) => attachmentOf(agent).actor,
-    detach(agent) {
-      if (disposed) throw new Error(DISPOSED_MESSAGE)
-      const attachment = attachments.get(agent.id)
-      if (attachment) close(attachment).catch(() => {}) // a failing close is reported by its own calls
-    },
-    async dispose() {
-      if (disposed) return
-      disposed = true
-      resolveDisposal()
-      await Promise.all([...new Set(attachments.values())].map(close))
-    },
+    detach: agents.detach,
+    dispose: agents.dispose,
   }
   return planMode
+}
+
+/** What a boundary tells the model: a durable review's outcome, then a switch (R32, R81). */
+function narration(news: Parameters<typeof newsText>[0] | null, notice: 'entering' | 'leaving' | null): UserMessage[] {
+  const messages: UserMessage[] = []
+  if (news !== null) messages.push(createNarration(newsText(news)))
+  if (notice !== null) messages.push(createNotice(notice))
+  return messages
+}
+
+/**
+ * `answerReview`'s answer, untrusted: copied once into plain data, which is checked and then
+ * decided on (a getter that throws or changes its mind is no data); only the verdict reaches the
+ * chart, whose actions must not throw (R62). @throws the malformed message (R80).
+ */
+function answerData(reviewId: unknown, answer: unknown, options: AnswerReviewOptions): { data: unknown; toldInResult: boolean } {
+  try {
+    const data = copyAnswer(answer)
+    const toldInResult = options?.toldInResult === true
+    if (typeof reviewId !== 'string' || !isWellFormedAnswer(data)) throw new Error(MALFORMED_ANSWER_MESSAGE)
+    return { data, toldInResult }
+  } catch {
+    throw new Error(MALFORMED_ANSWER_MESSAGE)
+  }
+}
+
+/** The verdict of an answer's data (R44, R45, R100, R101). @throws a comment's error, else the malformed message. */
+function answerVerdict(data: unknown, plan: string | undefined, decisions: ReviewDecisions): ReviewVerdict {
+  try {
+    return readReviewAnswer(data, plan, decisions)
+  } catch (error) {
+    throw error instanceof ReviewCommentError ? error : new Error(MALFORMED_ANSWER_MESSAGE)
+  }
 }

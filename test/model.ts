@@ -53,7 +53,7 @@
  * `transition` under an inspected scope that says which definition transitions each edge takes.
  */
 import { vi } from 'vitest'
-import { createActor, transition, type AnyEventObject, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
+import { createActor, transition, type AnyEventObject, type AnyStateMachine, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
 import { getAdjacencyMap } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
@@ -461,7 +461,7 @@ export function generatePaths(config: ModelConfig): GeneratedPaths {
     serializeState: (snapshot: PlanModeSnapshot) => stateKey(snapshot),
     serializeEvent: (e: AnyEventObject) => byEvent.get(e)?.label ?? JSON.stringify(e),
   }
-  const adjacency = getAdjacencyMap(planModeMachine, options as never) as unknown as Record<
+  const adjacency = getAdjacencyMap(planModeMachine as AnyStateMachine, options as never) as unknown as Record<
     string,
     { state: PlanModeSnapshot; transitions: Record<string, { event: AnyEventObject; state: PlanModeSnapshot }> }
   >

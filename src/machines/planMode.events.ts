@@ -62,21 +62,30 @@ export interface ReviewResult {
 }
 
 /**
- * The result of the operation the facade sent last, in the chart's context. Each operation
- * assigns a new object, so the facade knows its own result by identity.
+ * What the chart tells the calls that wait on it, emitted (`actor.on`, read by the call actors of
+ * `calls.machine.ts`): an operation's result, and a review's landing and closing. Nothing of it is
+ * kept in the chart's context.
  */
-export type OperationResult =
-  | { operation: 'select'; outcome: SetOutcome }
-  /** The idle append failed: `set` rejects with the log's own error (R11). */
-  | { operation: 'select'; error: unknown }
-  | { operation: 'boundary'; active: boolean; notice: NoticeKind | null; news: ReviewNews | null }
-  /** R42's checks refused the review; nothing changed. */
-  | { operation: 'review'; refused: string }
-  /** The review is open; its call waits for `closedReview.number` to equal `number`. */
-  | { operation: 'review'; opened: number }
+export type PlanModeEmitted =
+  /** `set`'s result (R8–R10); `error` when the idle append failed: `set` rejects with it (R11). */
+  | { type: 'selected'; outcome: SetOutcome }
+  | { type: 'selected'; error: unknown }
+  /** A step boundary's answer (R14–R20, R32). */
+  | { type: 'boundary'; active: boolean; notice: NoticeKind | null; news: ReviewNews | null }
+  /** R42's checks refused the exit call; nothing changed. */
+  | { type: 'review.refused'; message: string }
+  /** The exit call's review is open under the number `review`. */
+  | { type: 'review.opened'; review: number }
   /** `answerReview` was refused (R80); nothing changed. */
-  | { operation: 'answer'; refused: string }
-  /** The answer is being recorded; `answerReview` waits for `closedReview.number` to equal `number`. */
-  | { operation: 'answer'; answering: number }
-  /** A reload or detach abandoned the work the operation waited for (R73). */
-  | { operation: 'abandoned'; error: string }
+  | { type: 'answer.refused'; message: string }
+  /** The answer to the review numbered `review` is being recorded (R80). */
+  | { type: 'answer.recording'; review: number }
+  /** The durable review numbered `review` is in the log: its call is submitted (R79). */
+  | { type: 'review.landed'; review: number }
+  /**
+   * The review numbered `review` closed with `result` (R47–R49, R80): `lost` when the log held
+   * another answer first, `failed` when an answer's record failed (the answer fails with it).
+   */
+  | { type: 'review.closed'; review: number; result: ReviewResult; lost?: true; failed?: unknown }
+  /** A reload or detach abandoned the work the waiting operation needed (R73). */
+  | { type: 'abandoned'; error: string }

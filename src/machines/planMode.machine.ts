@@ -1,5 +1,5 @@
-import { and, assign, enqueueActions, not, or, raise, setup, stateIn } from 'xstate'
-import type { NoticeKind, OperationResult, PlanModeEvent, ReviewResult } from './planMode.events.js'
+import { and, assign, emit, enqueueActions, not, or, raise, setup, stateIn } from 'xstate'
+import type { NoticeKind, PlanModeEmitted, PlanModeEvent, ReviewResult } from './planMode.events.js'
 import {
   UNATTACHED_PORTS,
   appendPlanMode,
@@ -26,7 +26,8 @@ import type { SetOutcome } from '../types.js'
 
 /**
  * The per-agent plan-mode statechart (docs/spec.md R1–R72). It decides every behaviour and
- * holds every result; the service only sends it events, waits, and reads its snapshot.
+ * emits every result; the service only sends it events, waits for what it emits, and reads its
+ * snapshot.
  *
  * Five regions run at once, because these things really are independent:
  * - **mode**: F, the last logged `plan/mode`, moved only by observed log events (R2, R3); it
@@ -38,9 +39,10 @@ import type { SetOutcome } from '../types.js'
  *   close timeout, R73), then stopped (R60, R63): the service stops the actor when the chart says so.
  *
  * Appends are started by entry actions and answered by events (`PLAN_MODE.APPENDED`, ...):
- * see `planMode.effects.ts`. Operations (`SELECT`, `STEP_BOUNDARY`, `REVIEW.OPEN`) arrive one at a
- * time, never while a state tagged `appending` is active (docs/spec.md §1); each leaves its
- * result in `context.result`.
+ * see `planMode.effects.ts`. Operations (`SELECT`, `STEP_BOUNDARY`, `REVIEW.OPEN`, `REVIEW.ANSWER`)
+ * arrive one at a time, never while a state tagged `appending` is active (docs/spec.md §1); each
+ * result is emitted (`PlanModeEmitted`) to the call waiting for it, and so is a review's landing
+ * and closing: no result is kept in the context.
  */
 
 /** The chart's extended state. JSON data, but for the agent's ports and a failed append's error. */
@@ -49,14 +51,8 @@ export interface PlanModeContext {
   told: boolean | null
   /** The open review: its plan, title, and once decided, how it ends. */
   review: OpenReview | null
-  /** How many reviews this actor opened: numbers them, so each exit call finds its own. */
+  /** How many reviews this actor opened: numbers them, so each exit call hears of its own. */
   reviews: number
-  /**
-   * The last review closed, for the exit call that opened it or the answer that closed it
-   * (R47–R49, R80): `lost` when the log holds another answer first (R80); `failed` when an
-   * answer's record failed and the review stays open.
-   */
-  closedReview: { number: number; result: ReviewResult; lost?: boolean; failed?: unknown } | null
   /** The last durable review closed, for refusing a late answer (R80). */
   lastClosed?: { reviewId: string; outcome: ReviewOutcome } | null
   /** A durable review's outcome the model has not been told yet: the next boundary tells it (R81). */
@@ -80,8 +76,6 @@ export interface PlanModeContext {
   deferredDone?: string
   /** A selection that closed a review and waits for the review's record to land (R48). */
   deferredSelection: boolean | null
-  /** The result of the latest operation (a new object each time). */
-  result: OperationResult | null
   /** How long a reload or detach waits for the work in flight before abandoning it, in ms (R73). */
   closeTimeout: number
   /** The agent's ports (bound at attach; see `planMode.effects.ts`). */
@@ -130,9 +124,7 @@ export function initialContext(
     told,
     review: reviews.review,
     reviews: reviews.review === null ? 0 : reviews.review.number,
-    closedReview: null,
     deferredSelection: null,
-    result: null,
     closeTimeout,
     ports,
   }
@@ -176,7 +168,8 @@ const wasTold = (active: boolean) => ({ type: 'wasTold', params: { active } }) a
 const heardSelects = (active: boolean) => ({ type: 'heardSelects', params: { active } }) as const
 const reportSelection = (outcome: SetOutcome) => ({ type: 'reportSelection', params: { outcome } }) as const
 const reportQuietBoundary = (active: boolean) => ({ type: 'reportQuietBoundary', params: { active } }) as const
-const narrate = (active: boolean) => ({ type: 'narrate', params: { active } }) as const
+/** The boundary's answer is told first, from K and the news before `narrate` moves them. */
+const narrate = (active: boolean) => [{ type: 'reportNarration', params: { active } } as const, { type: 'narrate', params: { active } } as const]
 const refuseReview = (message: string) => ({ type: 'refuseReview', params: { message } }) as const
 
 /** R42's checks 3–5, in order: they come before an open review (6) is even looked at. */
@@ -225,6 +218,7 @@ const planModeSetup = setup({
   types: {} as {
     context: PlanModeContext
     events: PlanModeEvent
+    emitted: PlanModeEmitted
   },
   actors: { askReview },
   delays: {
@@ -314,16 +308,14 @@ const planModeSetup = setup({
     rememberPending,
     forgetPending,
     /** `set`'s result (R8–R10). */
-    reportSelection: assign((_, { outcome }: { outcome: SetOutcome }) => ({ result: { operation: 'select' as const, outcome } })),
+    reportSelection: emit((_, { outcome }: { outcome: SetOutcome }) => ({ type: 'selected' as const, outcome })),
     /** `set` rejects with the log's error (R11). */
-    reportSelectionFailure: assign(({ event }) => ({
-      result: { operation: 'select' as const, error: (event as { error?: unknown }).error },
-    })),
+    reportSelectionFailure: emit(({ event }) => ({ type: 'selected' as const, error: (event as { error?: unknown }).error })),
     /**
      * The boundary's result under the state in force, telling the model of a switch only when it
-     * was told otherwise before (R30, R32, R35, R36); K := the state in force.
+     * was told otherwise before (R30, R32, R35, R36).
      */
-    narrate: assign(({ context, event }, { active }: { active: boolean }) => {
+    reportNarration: emit(({ context, event }, { active }: { active: boolean }) => {
       // A durable review's outcome goes first (R81); an approval is not told to a model that the
       // user put back in plan mode, and when told it says plan mode is off, so no leaving notice.
       const news = context.news != null && !(leavesPlanMode(context.news.outcome) && active) ? context.news : null
@@ -333,16 +325,16 @@ const planModeSetup = setup({
       // boundary does not tell it a second time.
       const handoff = event.type === 'STEP_BOUNDARY' ? event.handoff === true : context.handoff === true
       const told = handoff && news?.outcome === 'approved' ? null : news
-      return { told: active, news: null, ...(context.handoff ? { handoff: undefined } : {}), result: { operation: 'boundary' as const, active, notice, news: told } }
+      return { type: 'boundary' as const, active, notice, news: told }
     }),
+    /** The boundary told the state in force: K := it, the news is told (R30, R81). */
+    narrate: assign(({ context }, { active }: { active: boolean }) => ({ told: active, news: null, ...(context.handoff ? { handoff: undefined } : {}) })),
     /** The boundary flushes P first; whether its request hands a plan off is read when the flush lands (R102). */
     noteHandoff: assign(({ context, event }) =>
       event.type === 'STEP_BOUNDARY' && event.handoff === true ? { handoff: true as const } : context.handoff ? { handoff: undefined } : {},
     ),
     /** The boundary's result without telling anything, K unchanged (R15, R19). */
-    reportQuietBoundary: assign((_, { active }: { active: boolean }) => ({
-      result: { operation: 'boundary' as const, active, notice: null, news: null },
-    })),
+    reportQuietBoundary: emit((_, { active }: { active: boolean }) => ({ type: 'boundary' as const, active, notice: null, news: null })),
     /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
     assignTold: assign((_, { active }: { active: boolean }) => ({ told: active })),
     /** R81, R19: the failed flush told nothing; its step's header will not mean the outcome was told. */
@@ -378,7 +370,7 @@ const planModeSetup = setup({
       return { heardRuns: Object.keys(rest).length === 0 ? undefined : rest }
     }),
     /** R42: the call fails with `message`; nothing changes. */
-    refuseReview: assign((_, { message }: { message: string }) => ({ result: { operation: 'review' as const, refused: message } })),
+    refuseReview: emit((_, { message }: { message: string }) => ({ type: 'review.refused' as const, message })),
     openReview: assign(({ context, event }) => {
       if (event.type !== 'REVIEW.OPEN') return {}
       const number = context.reviews + 1
@@ -392,9 +384,10 @@ const planModeSetup = setup({
         // The last review closed is forgotten only once the request is in the log (R80: "no
         // review was requested since"): a request that fails leaves it as a replay reads it.
         ...(event.durable !== undefined ? { news: null } : {}),
-        result: { operation: 'review' as const, opened: number },
       }
     }),
+    /** The exit call hears that its review is open, and under which number (after `openReview`). */
+    reportOpened: emit(({ context }) => ({ type: 'review.opened' as const, review: context.reviews })),
     /**
      * The log reported a request while ours is being appended. Ours: its seq is the review's
      * version (R79). Another process's: the log holds that one open until ours lands, and it is
@@ -434,14 +427,16 @@ const planModeSetup = setup({
       }
       return { review, lastClosed: null, news: null }
     }),
-    /** The request record failed: nothing is open and the call fails with the log's error (R79). */
-    failRequest: assign(({ context, event }) => ({
-      closedReview: {
-        number: context.review?.number ?? 0,
-        result: { outcome: 'failed' as const, error: errorMessage((event as { error?: unknown }).error) },
-      },
-      review: null,
+    /** The exit call of the durable review is submitted: the log holds its request (R79). */
+    reportLanded: emit(({ context }) => ({ type: 'review.landed' as const, review: context.review?.number ?? 0 })),
+    /** The request record failed: the call fails with the log's error (R79); `failRequest` follows. */
+    reportRequestFailed: emit(({ context, event }) => ({
+      type: 'review.closed' as const,
+      review: context.review?.number ?? 0,
+      result: { outcome: 'failed' as const, error: errorMessage((event as { error?: unknown }).error) },
     })),
+    /** The request record failed: nothing is open (R79). */
+    failRequest: assign({ review: null }),
     /** A durable review the log holds open, requested by another process or restored (R79). */
     adoptReview: assign(({ context, event }) => {
       if (event.type !== 'LOG.REVIEW_REQUESTED') return {}
@@ -451,12 +446,12 @@ const planModeSetup = setup({
       return { reviews: number, review: { number, plan, title, result: null, durable }, news: null, lastClosed: null }
     }),
     /** `answerReview` names no open durable review (R80): refused, nothing changes. */
-    refuseAnswer: assign(({ context, event }) => {
-      if (event.type !== 'REVIEW.ANSWER') return {}
+    refuseAnswer: emit(({ context, event }) => {
+      const reviewId = event.type === 'REVIEW.ANSWER' ? event.reviewId : ''
       const { lastClosed } = context
       const refused =
-        lastClosed?.reviewId === event.reviewId ? answerClosedMessage(event.reviewId, lastClosed.outcome) : answerNotOpenMessage(event.reviewId)
-      return { result: { operation: 'answer' as const, refused } }
+        lastClosed?.reviewId === reviewId ? answerClosedMessage(reviewId, lastClosed.outcome) : answerNotOpenMessage(reviewId)
+      return { type: 'answer.refused' as const, message: refused }
     }),
     /** The answer, read as R44 and R45 read a channel's (R80), or a headless policy's decision (R95). */
     decideAnswer: assign(({ context, event }) => {
@@ -466,11 +461,10 @@ const planModeSetup = setup({
       const comments = verdict.outcome === 'keep-planning' && verdict.comments !== undefined ? { comments: verdict.comments } : {}
       const fresh = verdict.outcome === 'approved' && verdict.fresh === true
       const result = { ...resultOfRecord(verdict.outcome, feedback, event.toldInResult, verdict.by, fresh), ...comments }
-      return {
-        review: { ...context.review, result, answering: true },
-        result: { operation: 'answer' as const, answering: context.review.number },
-      }
+      return { review: { ...context.review, result, answering: true } }
     }),
+    /** The answer's call waits for the record of the review numbered so (after `decideAnswer`). */
+    reportAnswering: emit(({ context }) => ({ type: 'answer.recording' as const, review: context.review?.number ?? 0 })),
     /** Another process recorded the open review's outcome: it closes with that outcome (R80). */
     adoptOutcome: assign(({ context, event }) => {
       if (event.type !== 'LOG.REVIEW_CLOSED' || context.review === null) return {}
@@ -485,8 +479,7 @@ const planModeSetup = setup({
      * An answer's record failed: the answer fails with the log's error, the review stays open (R80),
      * under a new number, so that the next answer waits for its own record, not this failure.
      */
-    failAnswer: assign(({ context, event }) => ({
-      closedReview: { number: context.review?.number ?? 0, result: { outcome: 'failed' as const }, failed: (event as { error?: unknown }).error },
+    failAnswer: assign(({ context }) => ({
       reviews: context.reviews + 1,
       review: context.review && { number: context.reviews + 1, plan: context.review.plan, title: context.review.title, result: null, durable: context.review.durable! },
     })),
@@ -533,17 +526,27 @@ const planModeSetup = setup({
       if (review === null || review.recorded === undefined) return {}
       return { review: { ...review, result: review.recorded, failed: (event as { error?: unknown }).error } }
     }),
-    /** The exit call that opened the review resolves with its result (R47–R49); a durable review's is remembered (R80, R81). */
+    /** The answer's record failed: the answer fails with the log's error; the review stays open (R80). */
+    reportAnswerFailed: emit(({ context, event }) => ({
+      type: 'review.closed' as const,
+      review: context.review?.number ?? 0,
+      result: { outcome: 'failed' as const },
+      failed: (event as { error?: unknown }).error,
+    })),
+    /** The exit call that opened the review, or the answer that closed it, settles with its result (R47–R49, R80). */
+    reportClosed: emit(({ context }) => {
+      const review = context.review
+      const result = review?.result ?? { outcome: 'failed' as const, error: REVIEW_MESSAGES.unreadableFailure }
+      const failed = review?.failed
+      return { type: 'review.closed' as const, review: review?.number ?? 0, result, ...(review?.lost === true ? { lost: true as const } : {}), ...(failed !== undefined ? { failed } : {}) }
+    }),
+    /** The review is closed; a durable review's outcome is remembered (R80, R81). */
     concludeReview: assign(({ context }) => {
       const review = context.review
       const result = review?.result ?? { outcome: 'failed' as const, error: REVIEW_MESSAGES.unreadableFailure }
-      const lost = (review as { lost?: boolean } | null)?.lost === true
-      const failed = review?.failed
-      const closedReview = { number: review?.number ?? 0, result, ...(lost ? { lost } : {}), ...(failed !== undefined ? { failed } : {}) }
-      if (review?.durable === undefined) return { closedReview, review: null }
+      if (review?.durable === undefined) return { review: null }
       const news = reviewNews(result.outcome, result.feedback, result.toldInResult === true)
       return {
-        closedReview,
         review: null,
         lastClosed: { reviewId: review.durable.reviewId, outcome: result.outcome },
         ...(news !== null ? { news } : {}),
@@ -559,21 +562,17 @@ const planModeSetup = setup({
     clearDeferredSelection: assign({ deferredSelection: null }),
     /** R73: one warning, and the operation waiting for the abandoned work fails with it. */
     warnAbandoned: ({ context }) => context.ports.warn(abandonedMessage(context.closeTimeout), undefined),
-    reportAbandoned: assign(({ context }) => ({
-      result: { operation: 'abandoned' as const, error: abandonedMessage(context.closeTimeout) },
-    })),
+    reportAbandoned: emit(({ context }) => ({ type: 'abandoned' as const, error: abandonedMessage(context.closeTimeout) })),
     raiseAbandoned: raise({ type: 'ABANDONED' } as const),
     /** R73: the review whose record never settled fails as reloaded; a deferred selection is dropped. */
-    abandonReview: assign(({ context }) => ({
-      closedReview: {
-        number: context.review?.number ?? 0,
-        result: { outcome: 'reloaded' as const, error: REVIEW_MESSAGES.reloaded },
-        // An answer whose record was abandoned fails with the abandoned message, as the operation waiting for it (R73, R80).
-        ...(context.review?.answering === true ? { failed: new Error(abandonedMessage(context.closeTimeout)) } : {}),
-      },
-      review: null,
-      deferredSelection: null,
+    reportReviewAbandoned: emit(({ context }) => ({
+      type: 'review.closed' as const,
+      review: context.review?.number ?? 0,
+      result: { outcome: 'reloaded' as const, error: REVIEW_MESSAGES.reloaded },
+      // An answer whose record was abandoned fails with the abandoned message, as the operation waiting for it (R73, R80).
+      ...(context.review?.answering === true ? { failed: new Error(abandonedMessage(context.closeTimeout)) } : {}),
     })),
+    abandonReview: assign({ review: null, deferredSelection: null }),
   },
 })
 
@@ -701,9 +700,9 @@ export const planModeMachine = planModeSetup.createMachine({
               ...PLAN_CHECKS,
               { guard: 'isOwnedByAnotherAgent', actions: refuseReview(REVIEW_MESSAGES.ownedAgent) },
               // R79: the log is the channel; check 8 does not apply.
-              { guard: 'opensDurably', target: 'open.requesting', actions: 'openReview' },
+              { guard: 'opensDurably', target: 'open.requesting', actions: ['openReview', 'reportOpened'] },
               { guard: 'lacksReviewChannel', actions: refuseReview(REVIEW_MESSAGES.noChannel) },
-              { target: 'open', actions: 'openReview' },
+              { target: 'open', actions: ['openReview', 'reportOpened'] },
             ],
             // Another process opened a durable review: the log holds it open here too (R79).
             'LOG.REVIEW_REQUESTED': { target: 'open.undecided.awaiting', actions: 'adoptReview' },
@@ -717,7 +716,7 @@ export const planModeMachine = planModeSetup.createMachine({
             // R42.6: a second call while one is open.
             'REVIEW.OPEN': [...PLAN_CHECKS, { actions: refuseReview(REVIEW_MESSAGES.alreadyOpen) }],
             // R73: its record never settled; the call fails as reloaded.
-            ABANDONED: { target: '#planMode.review.idle', actions: 'abandonReview' },
+            ABANDONED: { target: '#planMode.review.idle', actions: ['reportReviewAbandoned', 'abandonReview'] },
             // R80: only an open durable review takes an answer (see `awaiting`).
             'REVIEW.ANSWER': { actions: 'refuseAnswer' },
           },
@@ -731,9 +730,9 @@ export const planModeMachine = planModeSetup.createMachine({
               entry: 'requestReview',
               on: {
                 'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' },
-                'REVIEW.RECORDED': { target: 'undecided.awaiting', actions: 'requestLanded' },
+                'REVIEW.RECORDED': { target: 'undecided.awaiting', actions: ['requestLanded', 'reportLanded'] },
                 // With another process's request heard meanwhile, the idle region adopts it (R79).
-                'REVIEW.RECORD_FAILED': { target: '#planMode.review.idle', actions: ['replayHeardRequest', 'failRequest'] },
+                'REVIEW.RECORD_FAILED': { target: '#planMode.review.idle', actions: ['replayHeardRequest', 'reportRequestFailed', 'failRequest'] },
               },
             },
             /**
@@ -771,7 +770,7 @@ export const planModeMachine = planModeSetup.createMachine({
                  */
                 awaiting: {
                   on: {
-                    'REVIEW.ANSWER': { guard: 'answersThisReview', target: '#planMode.review.open.recording', actions: 'decideAnswer' },
+                    'REVIEW.ANSWER': { guard: 'answersThisReview', target: '#planMode.review.open.recording', actions: ['decideAnswer', 'reportAnswering'] },
                     'LOG.REVIEW_CLOSED': { guard: 'closesThisReview', target: '#planMode.review.open.recorded', actions: 'adoptOutcome' },
                     'LOG.REVIEW_REQUESTED': { guard: 'requestsAnotherReview', target: 'awaiting', reenter: true, actions: 'adoptReview' },
                   },
@@ -788,7 +787,7 @@ export const planModeMachine = planModeSetup.createMachine({
                 'REVIEW.RECORD_FAILED': [
                   // R80: an answer that could not be recorded changes nothing; the review stays
                   // open, unless the log holds another process's record of it by now.
-                  { guard: and(['isAnswering', not('hasNotedRecord')]), target: 'undecided.awaiting', actions: 'failAnswer' },
+                  { guard: and(['isAnswering', not('hasNotedRecord')]), target: 'undecided.awaiting', actions: ['reportAnswerFailed', 'failAnswer'] },
                   // The other record closes it; the answer still fails with the log's error, unwarned (R80).
                   { guard: 'isAnswering', target: 'recorded', actions: 'failRacedAnswer' },
                   {
@@ -805,11 +804,11 @@ export const planModeMachine = planModeSetup.createMachine({
                 {
                   guard: 'isToldApproval',
                   target: '#planMode.review.idle',
-                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'concludeReview', 'raiseConcluded'],
+                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'reportClosed', 'concludeReview', 'raiseConcluded'],
                 },
                 // A durable approval the model has not heard: the next boundary tells it (R81).
-                { guard: 'isApproved', target: '#planMode.review.idle', actions: ['raiseApproval', 'concludeReview', 'raiseConcluded'] },
-                { target: '#planMode.review.idle', actions: ['concludeReview', 'raiseConcluded'] },
+                { guard: 'isApproved', target: '#planMode.review.idle', actions: ['raiseApproval', 'reportClosed', 'concludeReview', 'raiseConcluded'] },
+                { target: '#planMode.review.idle', actions: ['reportClosed', 'concludeReview', 'raiseConcluded'] },
               ],
             },
           },
