@@ -239,7 +239,7 @@ describe('inspector: the WebSocket transport', () => {
     return transport.stop()
   })
 
-  it('after stop, Node exits: no socket or timer is left (open, refused, and reconnecting cases)', async () => {
+  it('after stop, Node exits: no socket or timer is left (open, refused, reconnecting, and still-connecting cases)', async () => {
     const server = await recordingServer()
     cleanups.push(() => server.close())
     const refusedPort = await freePort()
@@ -247,7 +247,7 @@ describe('inspector: the WebSocket transport', () => {
     const register = fileURLToPath(new URL('../apps/shared/register.mjs', import.meta.url))
     const script = `
       import { createActor, createMachine } from 'xstate'
-      import { createPlanModeInspector } from ${JSON.stringify(inspectModule)}
+      import { createPlanModeInspector, createWebSocketTransport } from ${JSON.stringify(inspectModule)}
       const machine = createMachine({ id: 'm', initial: 'a', states: { a: { on: { GO: 'b' } }, b: {} } })
       for (const url of ['ws://127.0.0.1:${server.port}/', 'ws://127.0.0.1:${refusedPort}/']) {
         const inspector = createPlanModeInspector({ url }, { webSocket: { reconnectDelayMs: 20 } })
@@ -257,6 +257,9 @@ describe('inspector: the WebSocket transport', () => {
         actor.stop()
         await inspector.stop()
       }
+      // Stopped while still connecting (regression: the socket's connect and handle outlived stop,
+      // and a busy machine met it in the cases above): stop resolves once they are released.
+      await createWebSocketTransport('ws://127.0.0.1:${refusedPort}/', { reconnectDelayMs: 20 }).stop()
       // Nothing left that keeps Node running (an unref'd timer is not listed): it exits now.
       console.log('stopped', JSON.stringify(process.getActiveResourcesInfo()))
     `

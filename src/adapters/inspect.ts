@@ -374,13 +374,17 @@ export function createWebSocketTransport(url: string, options: WebSocketTranspor
       socket = undefined
       closed = new Promise<void>((resolve) => {
         if (!ws || ws.readyState === Socket.CLOSED) return resolve()
-        ws.once('close', () => resolve())
         if (ws.readyState === Socket.OPEN) {
+          ws.once('close', () => resolve())
           // A graceful close: ws sends the queued messages before the close frame.
           ws.close(1000, 'inspector stopped')
           // A peer that never answers the close frame is cut off (the timer must not hold Node).
           setTimeout(() => ws.terminate(), 1500).unref()
         } else {
+          // A socket cut off while connecting emits 'close' before Node has released its handle
+          // and its connect request (that happens in the loop's next close phase): two turns
+          // through the loop's check phase pass one, so `stop` resolves when nothing is left.
+          ws.once('close', () => setImmediate(() => setImmediate(resolve)))
           ws.terminate()
         }
       })
