@@ -34,7 +34,13 @@ import { AGENT, CoverageCollector, chartDefinition, durablePath, generatePaths, 
  * Transitions of the definition that no path through the service can take, with the reason.
  * Keyed like `chartDefinition()` (`<source state id> <event> #<index>`).
  */
-export const UNREACHABLE: Readonly<Record<string, string>> = {}
+export const UNREACHABLE: Readonly<Record<string, string>> = {
+  // R79: the durable alphabet lets another writer request a review only while nothing is being
+  // appended; the race of its request with ours, ours failing, is properties.test.ts's
+  // "R79, R80: two services on one log: a request another process logged while ours was being
+  // appended is the open review here when ours fails".
+  'planMode.review.open.requesting REVIEW.RECORD_FAILED #0': "another process's request heard while ours is being appended",
+}
 
 const withChannel = generatePaths('channel')
 const withoutChannel = generatePaths('no-channel')
@@ -236,6 +242,16 @@ describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statecha
         return next === labels.length
       })
     expect(later('durable', 'another writer leaves (R101)', 'stepBoundary')).toBe(true)
+  })
+
+  it('R86: a second /plan another writer logs while a success is held back behind our own append replaces it, and is taken when the append settles', () => {
+    const run = 'log command/run /plan off (second command)'
+    const done = 'log command/done success (second command)'
+    // The first /plan (on) succeeds while our own append is in flight; the second (off) replaces it.
+    expect(runs('no-channel', 'log command/run /plan', 'log command/done success', run, done)).toBe(true)
+    expect(runs('no-channel', run, done, 'plan/mode append resolves')).toBe(true)
+    expect(runs('no-channel', run, done, 'plan/mode append fails')).toBe(true)
+    expect(runs('no-channel', 'log command/run /plan (second command)', done)).toBe(true)
   })
 
   it('R1–R64: every state and transition of the chart is reached by the generated paths', async () => {

@@ -269,26 +269,35 @@ export function alphabet(hasChannel: boolean): Letter[] {
 
 /**
  * A `/plan` another writer logs (R86): its `command/run`, then its `command/done`. One command id
- * (`x`), so the runs the chart holds stay finite; a done that is not a success takes the same
+ * (`x`), so the runs the chart holds stay finite, and a second one (`SECOND_COMMAND`) only while
+ * the chart holds the first one's success back; a done that is not a success takes the same
  * transition as one whose run was not heard. Only in the no-channel alphabet (see `alphabet`).
  */
 function commandLetters(): Letter[] {
   const letters: Letter[] = []
-  for (const active of [true, false]) {
-    const args = active ? '' : 'off'
+  for (const [commandId, suffix] of [['x', ''], [SECOND_COMMAND, ' (second command)']] as const) {
+    for (const active of [true, false]) {
+      const args = active ? '' : 'off'
+      letters.push({
+        label: `log command/run /plan ${args}`.trimEnd() + suffix,
+        event: { type: 'LOG.COMMAND_RUN', commandId, active },
+        replay: ({ twin }) => twin.hostAppend(AGENT, 'command/run', { commandId, name: 'plan', args }),
+      })
+    }
     letters.push({
-      label: `log command/run /plan ${args}`.trimEnd(),
-      event: { type: 'LOG.COMMAND_RUN', commandId: 'x', active },
-      replay: ({ twin }) => twin.hostAppend(AGENT, 'command/run', { commandId: 'x', name: 'plan', args }),
+      label: `log command/done success${suffix}`,
+      event: { type: 'LOG.COMMAND_DONE', commandId, success: true },
+      replay: ({ twin }) => twin.hostAppend(AGENT, 'command/done', { commandId, kind: 'success' }),
     })
   }
-  letters.push({
-    label: 'log command/done success',
-    event: { type: 'LOG.COMMAND_DONE', commandId: 'x', success: true },
-    replay: ({ twin }) => twin.hostAppend(AGENT, 'command/done', { commandId: 'x', kind: 'success' }),
-  })
   return letters
 }
+
+/**
+ * The id of another writer's second `/plan` (R86), logged only while the chart holds the first
+ * one's success back behind its own append (see `allowed`): the one that replaces it.
+ */
+const SECOND_COMMAND = 'y'
 
 function logLetters(): Letter[] {
   const letters: Letter[] = []
@@ -326,7 +335,7 @@ function logLetters(): Letter[] {
  * that differs only in it is another outcome (`settleRecord`). Never ids, seqs, versions or counters.
  */
 export function stateKey(snapshot: PlanModeSnapshot): string {
-  const { told, review, deferredSelection, news, newsKeptPastHeader, heardRuns, deferredDone } = snapshot.context
+  const { told, review, deferredSelection, news, newsKeptPastHeader, heardRuns } = snapshot.context
   const outcome = (result: { outcome: string; toldInResult?: boolean; by?: string; fresh?: boolean } | null | undefined) =>
     result == null
       ? null
@@ -346,8 +355,12 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     ...(news != null ? { news: news.outcome } : {}),
     ...(newsKeptPastHeader === true ? { keptPastHeader: true } : {}),
     ...(heardRuns !== undefined ? { runs: heardRuns } : {}),
-    ...(deferredDone !== undefined ? { deferredDone } : {}),
   })
+}
+
+/** The intent's append in flight holds a heard `/plan`'s success back (R86: `runWaits`). */
+function holdsHeardSuccess(s: PlanModeSnapshot): boolean {
+  return JSON.stringify(s.value.intent).includes('"runWaits"')
 }
 
 /** The `plan/mode` target of the intent's append in flight, if any. */
@@ -366,6 +379,19 @@ function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
   const serving = s.matches({ lifecycle: 'serving' })
   const target = appendTarget(s)
   const F = s.matches({ mode: 'active' })
+  // R86: command ids are unique. The model's first id stands for a new command only once the
+  // chart let go of the last: while it holds a success back (behind its own `plan/mode` append),
+  // another run or done of that id would be a reused id, which the spec rules out. The second id
+  // is another writer's next `/plan`, heard only while the chart holds a success back and serves:
+  // its run, then at once its done (which replaces the success waiting), so that the graph stays
+  // small.
+  const second = (event as { commandId?: string }).commandId === SECOND_COMMAND
+  if (event.type === 'LOG.COMMAND_RUN' || event.type === 'LOG.COMMAND_DONE') {
+    if (second !== holdsHeardSuccess(s)) return false
+    if (second && !serving) return false
+  }
+  const secondRuns = s.context.heardRuns !== undefined && Object.hasOwn(s.context.heardRuns, SECOND_COMMAND)
+  if (secondRuns && !(event.type === 'LOG.COMMAND_DONE' && second)) return false
   switch (event.type) {
     // The work in flight may land even after a detach. Every intent append starts with F ≠ its
     // target, so F = target says it was published: it may resolve, no longer fail.
@@ -379,10 +405,6 @@ function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
     case 'LOG.PLAN_MODE':
       if (target !== undefined) return event.active === target && F !== target
   }
-  // R86: command ids are unique. The model's one id stands for a new command only once the
-  // chart let go of the last: while it holds a success deferred (behind its own `plan/mode`
-  // append), another run or done of that id would be a reused id, which the spec rules out.
-  if ((event.type === 'LOG.COMMAND_RUN' || event.type === 'LOG.COMMAND_DONE') && s.context.deferredDone !== undefined) return false
   // R73: a closing actor's wait for its work in flight may run out (and only a closing actor's).
   if (isCloseTimeout(event)) return s.matches({ lifecycle: 'closing' })
   // A detached actor only finishes its work, still hearing the log until it stops; the next

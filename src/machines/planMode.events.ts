@@ -35,9 +35,13 @@ export type PlanModeEvent =
   | { type: 'REVIEW.RECORD_FAILED'; error: unknown }
   /** Raised by the chart itself. */
   | { type: 'REVIEW.APPROVED' }
+  /**
+   * A heard `/plan`'s success, held back while this chart's own `plan/mode` append was in flight,
+   * is taken now that the append settled (R86).
+   */
+  | { type: 'COMMAND.SELECTED'; active: boolean }
   /** The review closed; a selection deferred behind it follows (R48). */
   | { type: 'REVIEW.CONCLUDED' }
-  | { type: 'BOUNDARY.RESOLVED' }
   /** The close timeout expired: the work still in flight is no longer waited for (R73). */
   | { type: 'ABANDONED' }
 

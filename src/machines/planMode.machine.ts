@@ -1,4 +1,4 @@
-import { and, assign, enqueueActions, not, or, raise, setup, stateIn } from 'xstate'
+import { and, assign, not, or, raise, setup, stateIn } from 'xstate'
 import type { NoticeKind, OperationResult, PlanModeEvent, ReviewResult } from './planMode.events.js'
 import {
   UNATTACHED_PORTS,
@@ -73,11 +73,6 @@ export interface PlanModeContext {
    * selection each one makes (R86). Absent while none is outstanding.
    */
   heardRuns?: Readonly<Record<string, boolean>>
-  /**
-   * A heard run's success that came while this chart's own `plan/mode` append was in flight: it
-   * is taken once that append settled (R86), the latest one only.
-   */
-  deferredDone?: string
   /** A selection that closed a review and waits for the review's record to land (R48). */
   deferredSelection: boolean | null
   /** The result of the latest operation (a new object each time). */
@@ -174,6 +169,7 @@ export const EFFECTIVELY_ACTIVE = [
 const selects = (active: boolean) => ({ type: 'selects', params: { active } }) as const
 const wasTold = (active: boolean) => ({ type: 'wasTold', params: { active } }) as const
 const heardSelects = (active: boolean) => ({ type: 'heardSelects', params: { active } }) as const
+const takeHeldSelection = (active: boolean) => ({ type: 'takeHeldSelection', params: { active } }) as const
 const reportSelection = (outcome: SetOutcome) => ({ type: 'reportSelection', params: { outcome } }) as const
 const reportQuietBoundary = (active: boolean) => ({ type: 'reportQuietBoundary', params: { active } }) as const
 const narrate = (active: boolean) => ({ type: 'narrate', params: { active } }) as const
@@ -258,9 +254,14 @@ const planModeSetup = setup({
     ]),
     /** No review is open: a selection heard from the log does not reach into one (R86). */
     hasNoOpenReview: stateIn('#planMode.review.idle'),
-    /** A heard `/plan` run succeeded, selecting `params.active` (R86). */
+    /**
+     * A heard `/plan` run succeeded, selecting `params.active` (R86): its `command/done` now, or
+     * the success held back while this chart's own append was in flight, taken once it settled.
+     */
     heardSelects: ({ context, event }, params: { active: boolean }) =>
-      event.type === 'LOG.COMMAND_DONE' && event.success && context.heardRuns?.[event.commandId] === params.active,
+      event.type === 'COMMAND.SELECTED'
+        ? event.active === params.active
+        : event.type === 'LOG.COMMAND_DONE' && event.success && context.heardRuns?.[event.commandId] === params.active,
     /** A review is open and its outcome is not decided: a user switch closes it (R48, R80). */
     canSupersedeReview: stateIn('#planMode.review.open.undecided'),
     /** No durable review's outcome waits to be told (R81). */
@@ -276,6 +277,8 @@ const planModeSetup = setup({
       event.type === 'LOG.REVIEW_REQUESTED' && context.review?.durable?.reviewId !== event.review.reviewId,
     /** The record in flight is an answer (R80): when it fails, the answer fails and the review stays open. */
     isAnswering: ({ context }) => context.review?.answering === true,
+    /** Another process's request the log reported while ours was being appended (R79). */
+    hasHeardRequest: ({ context }) => context.review?.heard !== undefined,
     /** The log holds a record of this review from another process (R80). */
     hasNotedRecord: ({ context }) => context.review?.recorded !== undefined,
     /** The model hears this approval in the call's result (a channel review's, or told in the result: R47, R81). */
@@ -354,23 +357,8 @@ const planModeSetup = setup({
       if (event.type !== 'LOG.COMMAND_RUN') return {}
       return { heardRuns: { ...context.heardRuns, [event.commandId]: event.active } }
     }),
-    /** R86: a success heard while our own append is in flight waits for it; an earlier one waiting is dropped. */
-    deferDone: assign(({ context, event }) => {
-      if (event.type !== 'LOG.COMMAND_DONE') return {}
-      const previous = context.deferredDone
-      if (previous === event.commandId) return {} // the same run's done again: it waits already
-      if (previous === undefined || context.heardRuns === undefined) return { deferredDone: event.commandId }
-      const { [previous]: _dropped, ...runs } = context.heardRuns
-      return { deferredDone: event.commandId, heardRuns: runs }
-    }),
-    /** R86: our append settled: the success that waited for it is heard again, now. */
-    replayDeferredDone: enqueueActions(({ context, event, enqueue }) => {
-      const commandId = context.deferredDone
-      if (commandId === undefined) return
-      enqueue.assign({ deferredDone: undefined })
-      // An append given up on by a close (R73) settles nothing: the next attachment reads the log.
-      if (event.type !== 'ABANDONED') enqueue.raise({ type: 'LOG.COMMAND_DONE', commandId, success: true } satisfies PlanModeEvent as never)
-    }) as never,
+    /** R86: our append settled: the heard `/plan` whose success waited for it is taken now. */
+    takeHeldSelection: raise((_, { active }: { active: boolean }) => ({ type: 'COMMAND.SELECTED' as const, active })),
     /** The run settled (taken or not): it is no longer outstanding (R86). */
     forgetRun: assign(({ context, event }) => {
       if (event.type !== 'LOG.COMMAND_DONE' || context.heardRuns === undefined || !Object.hasOwn(context.heardRuns, event.commandId)) return {}
@@ -410,12 +398,7 @@ const planModeSetup = setup({
      * Our request failed while the log holds another process's request open (R79): the idle
      * review region adopts it, as when the log reports a request.
      */
-    // (`setup` cannot infer its own action map through `enqueueActions`: the casts; the raised
-    // event is checked against PlanModeEvent.)
-    replayHeardRequest: enqueueActions(({ context, enqueue }) => {
-      const heard = context.review?.heard
-      if (heard !== undefined) enqueue.raise({ type: 'LOG.REVIEW_REQUESTED', review: heard } satisfies PlanModeEvent as never)
-    }) as never,
+    replayHeardRequest: raise(({ context }) => ({ type: 'LOG.REVIEW_REQUESTED' as const, review: context.review!.heard! })),
     /**
      * Our request is in the log: the open review (R79), unless the log reported another process's
      * request after it (that one is, under this review's number: the call that opened this one is
@@ -549,7 +532,6 @@ const planModeSetup = setup({
         ...(news !== null ? { news } : {}),
       }
     }),
-    /** P is resolved for this step: the mode region answers under F, the state in force (R18). */
     /** Consent: the intent follows (R47). */
     raiseApproval: raise({ type: 'REVIEW.APPROVED' } as const),
     /** The review is closed: a selection that closed it, if one did, follows next (R48). */
@@ -605,6 +587,7 @@ function pendingSelection(active: boolean) {
             { guard: and([heardSelects(!active), 'hasNoOpenReview']), target: '#planMode.intent.logged', actions: 'forgetRun' as const },
             { actions: 'forgetRun' as const },
           ],
+          'COMMAND.SELECTED': { guard: and([heardSelects(!active), 'hasNoOpenReview']), target: '#planMode.intent.logged' },
           STEP_BOUNDARY: [
             // R15: an aborted boundary keeps P; the mode region answers it.
             { guard: 'isAborted' as const },
@@ -620,7 +603,15 @@ function pendingSelection(active: boolean) {
       flushing: {
         tags: [APPENDING_TAG],
         entry: { type: 'appendPlanMode' as const, params: { active } },
-        exit: 'replayDeferredDone' as const,
+        ...whileAppending((heard) => ({
+          on: {
+            'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: takeHeldSelection(heard) },
+            'PLAN_MODE.APPEND_FAILED': {
+              target: `#planMode.intent.pending.${active ? 'entering' : 'leaving'}.queued`,
+              actions: [{ type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } }, takeHeldSelection(heard)],
+            },
+          },
+        })),
         on: {
           'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged' },
           // R19: contained; P stays for the next boundary and the step runs as logged (R18).
@@ -629,6 +620,7 @@ function pendingSelection(active: boolean) {
             actions: { type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } },
           },
           ABANDONED: 'queued',
+          ...holdsHeardSuccess,
         },
       },
     },
@@ -640,12 +632,45 @@ function committingSelection(active: boolean) {
   return {
     tags: [APPENDING_TAG],
     entry: { type: 'appendPlanMode' as const, params: { active } },
-    exit: 'replayDeferredDone' as const,
+    ...whileAppending((heard) => ({
+      on: {
+        'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: [reportSelection('committed'), takeHeldSelection(heard)] },
+        'PLAN_MODE.APPEND_FAILED': { target: '#planMode.intent.logged', actions: ['reportSelectionFailure' as const, takeHeldSelection(heard)] },
+      },
+    })),
     on: {
       'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: reportSelection('committed') },
       'PLAN_MODE.APPEND_FAILED': { target: '#planMode.intent.logged', actions: 'reportSelectionFailure' as const },
       // R73: no longer waited for; the next attachment reads whether it landed.
       ABANDONED: '#planMode.intent.logged',
+      ...holdsHeardSuccess,
+    },
+  }
+}
+
+/**
+ * R86: a heard `/plan`'s success that comes while this chart's own `plan/mode` append is in flight
+ * waits for that append to settle (the latest one only: it replaces one already waiting, whose
+ * run is settled) and is then taken. An append a close gave up on (R73: `ABANDONED`) takes none.
+ */
+const holdsHeardSuccess = {
+  'LOG.COMMAND_DONE': [
+    { guard: heardSelects(true), target: '.runWaits.entering', actions: 'forgetRun' as const },
+    { guard: heardSelects(false), target: '.runWaits.leaving', actions: 'forgetRun' as const },
+  ],
+}
+
+/**
+ * The children of a state whose `plan/mode` append is in flight (R86): `noRunWaits`, or
+ * `runWaits.entering`/`runWaits.leaving`, the selection of a heard `/plan` that succeeded
+ * meanwhile; `takes(active)` settles the append and takes it (`COMMAND.SELECTED`).
+ */
+function whileAppending<T>(takes: (active: boolean) => T) {
+  return {
+    initial: 'noRunWaits' as const,
+    states: {
+      noRunWaits: {},
+      runWaits: { initial: 'entering' as const, states: { entering: takes(true), leaving: takes(false) } },
     },
   }
 }
@@ -733,7 +758,10 @@ export const planModeMachine = planModeSetup.createMachine({
                 'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' },
                 'REVIEW.RECORDED': { target: 'undecided.awaiting', actions: 'requestLanded' },
                 // With another process's request heard meanwhile, the idle region adopts it (R79).
-                'REVIEW.RECORD_FAILED': { target: '#planMode.review.idle', actions: ['replayHeardRequest', 'failRequest'] },
+                'REVIEW.RECORD_FAILED': [
+                  { guard: 'hasHeardRequest', target: '#planMode.review.idle', actions: ['replayHeardRequest', 'failRequest'] },
+                  { target: '#planMode.review.idle', actions: 'failRequest' },
+                ],
               },
             },
             /**
@@ -825,14 +853,11 @@ export const planModeMachine = planModeSetup.createMachine({
     intent: {
       initial: 'logged',
       // R86: runs are noted in every state. A success that finds this chart's own plan/mode append
-      // in flight waits for it (`deferDone`, taken again when the append settles); any other done
-      // here only settles its run.
+      // in flight waits for it (`runWaits`, taken when the append settles); any other done here
+      // only settles its run.
       on: {
         'LOG.COMMAND_RUN': { actions: 'noteRun' },
-        'LOG.COMMAND_DONE': [
-          { guard: and(['isSelectionAppending', or([heardSelects(true), heardSelects(false)])]), actions: 'deferDone' },
-          { actions: 'forgetRun' },
-        ],
+        'LOG.COMMAND_DONE': { actions: 'forgetRun' },
       },
       states: {
         logged: {
@@ -855,6 +880,11 @@ export const planModeMachine = planModeSetup.createMachine({
               { guard: and([heardSelects(true), 'isLoggedInactive', 'hasNoOpenReview']), target: 'pending.entering', actions: 'forgetRun' },
               { guard: and([heardSelects(false), 'isLoggedActive', 'hasNoOpenReview']), target: 'pending.leaving', actions: 'forgetRun' },
               { actions: 'forgetRun' },
+            ],
+            // The same, for a success held back while this chart's own append was in flight.
+            'COMMAND.SELECTED': [
+              { guard: and([heardSelects(true), 'isLoggedInactive', 'hasNoOpenReview']), target: 'pending.entering' },
+              { guard: and([heardSelects(false), 'isLoggedActive', 'hasNoOpenReview']), target: 'pending.leaving' },
             ],
           },
         },
