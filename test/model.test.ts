@@ -11,7 +11,6 @@ import { createPlanHistory, episodeBefore, planHistory } from '../src/log/histor
 import { restorePlanLog } from '../src/log/kinds.js'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import { dueHandoff } from '../src/plan/handoff.js'
-import { hasStrayApprovalOrLeave } from './ops.js'
 import { TEXT } from './oracle.js'
 import { AGENT, CoverageCollector, chartDefinition, durablePath, generatePaths, pathName, replayPath, type ModelPath } from './model.js'
 
@@ -70,7 +69,7 @@ function keepLog(events: readonly SessionEvent[]): void {
  * the untold outcome), the approved plan (as `approvedPlan` reads it), the due handoff, the plan
  * history from where the session's events begin and the version the next plan gets, the
  * violations (R92) of those events, the chart's snapshot attach restores from the fold, and the
- * projection (on logs without a lost answer's approval or leave, which the projection alone cannot tell, R80).
+ * projection (R58, R80: a lost answer's approval or leave changes it no more than attach).
  */
 function readers(session: SessionLog, fold: unknown, projection: unknown) {
   const warn = (message: string, error: unknown) => {
@@ -115,10 +114,9 @@ function checkpointReadersDiffer(log: readonly { type: string; data: unknown }[]
   } catch (error) {
     return `the checkpoint after ${k} events cannot be loaded: ${(error as Error).message}`
   }
-  const strays = hasStrayApprovalOrLeave(log)
   const after = tail.events.filter((event) => event.seq > k)
-  const fromTail = readers(tail, restored, strays ? null : after.reduce(planProjection.apply, (checkpoint as { projection: never }).projection))
-  const full = readers(whole, replayPlanLog(events), strays ? null : events.reduce(planProjection.apply, planProjection.init()))
+  const fromTail = readers(tail, restored, after.reduce(planProjection.apply, (checkpoint as { projection: never }).projection))
+  const full = readers(whole, replayPlanLog(events), events.reduce(planProjection.apply, planProjection.init()))
   // The tail's history lists the plans presented after the checkpoint (all of them when the
   // loaded events start at seq 1: the whole log, read whole).
   // Violations are not carried by a checkpoint (telemetry, R70): the tail's are those of the events loaded.
