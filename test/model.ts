@@ -38,7 +38,7 @@
  *
  * The state key is the state value plus the context fields that guards read (K, the decided
  * review outcome and whether a headless policy decided it (R94, R95: the record in flight says
- * so) or it is an approval into a fresh context (R101: so does the record), the deferred selection, the `/plan` run heard and not settled (R86, one command id); for
+ * so) or it is an approval into a fresh context (R101: so does the record), the `/plan` run heard and not settled (R86, one command id); for
  * durable reviews also the racing record noted, the answer in flight and the outcome left to
  * tell): all finite; never seqs, counters, results, ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
  *
@@ -335,7 +335,7 @@ function logLetters(): Letter[] {
  * that differs only in it is another outcome (`settleRecord`). Never ids, seqs, versions or counters.
  */
 export function stateKey(snapshot: PlanModeSnapshot): string {
-  const { told, review, deferredSelection, news, newsKeptPastHeader, heardRuns } = snapshot.context
+  const { told, review, news, newsKeptPastHeader, heardRuns } = snapshot.context
   const outcome = (result: { outcome: string; toldInResult?: boolean; by?: string; fresh?: boolean } | null | undefined) =>
     result == null
       ? null
@@ -349,13 +349,17 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     value: snapshot.value,
     told,
     outcome: outcome(review?.result),
-    deferred: deferredSelection,
     ...(review?.answering === true ? { answering: true } : {}),
     ...(review?.recorded !== undefined ? { noted: outcome(review.recorded) } : {}),
     ...(news != null ? { news: news.outcome } : {}),
     ...(newsKeptPastHeader === true ? { keptPastHeader: true } : {}),
     ...(heardRuns !== undefined ? { runs: heardRuns } : {}),
   })
+}
+
+/** A review's outcome is being recorded (R49): `recording`, or a switch's `superseded` (R48, its record first). */
+function isRecordingReview(s: PlanModeSnapshot): boolean {
+  return s.matches({ review: { open: 'recording' } } as never) || s.matches({ review: { open: 'superseded' } } as never)
 }
 
 /** The intent's append in flight holds a heard `/plan`'s success back (R86: `runWaits`). */
@@ -401,7 +405,7 @@ function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
       return target !== undefined && F !== target
     case 'REVIEW.RECORDED':
     case 'REVIEW.RECORD_FAILED':
-      return s.matches({ review: { open: 'recording' } })
+      return isRecordingReview(s)
     case 'LOG.PLAN_MODE':
       if (target !== undefined) return event.active === target && F !== target
   }
@@ -781,7 +785,7 @@ export function durableAlphabet(): DurableLetter[] {
         const request = { reviewId, title: review.title, plan: review.plan, version: 1, ...(callId === undefined ? {} : { callId }) }
         return [{ type: 'LOG.REVIEW_REQUESTED', review: request }, { type: 'REVIEW.RECORDED' }]
       }
-      if (!inReview(s, 'recording') || !review.result) return undefined
+      if (!isRecordingReview(s) || !review.result) return undefined
       const { outcome, feedback, toldInResult, by } = review.result
       const own = {
         type: 'LOG.REVIEW_CLOSED',
@@ -797,7 +801,7 @@ export function durableAlphabet(): DurableLetter[] {
   )
   add(
     'plan/review append fails',
-    (s) => (hears(s) && (inReview(s, 'requesting') || inReview(s, 'recording')) ? [{ type: 'REVIEW.RECORD_FAILED', error: new Error('held append failed') }] : undefined),
+    (s) => (hears(s) && (inReview(s, 'requesting') || isRecordingReview(s)) ? [{ type: 'REVIEW.RECORD_FAILED', error: new Error('held append failed') }] : undefined),
     ({ twin }) => void twin.rejectHeld(AGENT, 'plan/review'),
   )
 
@@ -836,7 +840,7 @@ export function durableAlphabet(): DurableLetter[] {
       `another writer ${name}`,
       (s) => {
         if (!hears(s) || openId(s) === undefined) return undefined
-        const own = inReview(s, 'recording') ? s.context.review?.result : undefined
+        const own = isRecordingReview(s) ? s.context.review?.result : undefined
         if (!(awaiting(s) && !s.hasTag('appending')) && !own) return undefined
         if (own && outcome === 'left') return undefined // another writer's leave closes an awaiting review only
         // R101: an own fresh approval or leave in flight races one record, the plain user's
@@ -944,12 +948,12 @@ function generateDurablePaths(): GeneratedPaths {
   /** What a racing record's outcome depends on: the review (and the record in flight), F and P, the lifecycle. */
   const raceKey = (s: PlanModeSnapshot) => {
     const { mode, intent, review, lifecycle } = s.value as Record<string, unknown>
-    const { value: _value, told: _told, deferred: _deferred, ...rest } = JSON.parse(stateKey(s)) as Record<string, unknown>
+    const { value: _value, told: _told, ...rest } = JSON.parse(stateKey(s)) as Record<string, unknown>
     return JSON.stringify({ mode, intent, review, lifecycle, ...rest })
   }
   const racing = (letter: Step) => letter.label.startsWith('plan/review append') || letter.label.startsWith('another writer')
   const recordInFlight = (s: PlanModeSnapshot) =>
-    s.matches({ review: { open: 'requesting' } } as never) || s.matches({ review: { open: 'recording' } } as never)
+    s.matches({ review: { open: 'requesting' } } as never) || isRecordingReview(s)
   /**
    * R81, R101: what a boundary tells of an untold outcome depends on the outcome, F and P (the
    * state in force) and K, which the chart's transitions do not all tell apart: each combination

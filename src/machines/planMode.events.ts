@@ -40,8 +40,6 @@ export type PlanModeEvent =
    * is taken now that the append settled (R86).
    */
   | { type: 'COMMAND.SELECTED'; active: boolean }
-  /** The review closed; a selection deferred behind it follows (R48). */
-  | { type: 'REVIEW.CONCLUDED' }
   /** The close timeout expired: the work still in flight is no longer waited for (R73). */
   | { type: 'ABANDONED' }
 

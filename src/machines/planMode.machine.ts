@@ -73,8 +73,6 @@ export interface PlanModeContext {
    * selection each one makes (R86). Absent while none is outstanding.
    */
   heardRuns?: Readonly<Record<string, boolean>>
-  /** A selection that closed a review and waits for the review's record to land (R48). */
-  deferredSelection: boolean | null
   /** The result of the latest operation (a new object each time). */
   result: OperationResult | null
   /** How long a reload or detach waits for the work in flight before abandoning it, in ms (R73). */
@@ -126,7 +124,6 @@ export function initialContext(
     review: reviews.review,
     reviews: reviews.review === null ? 0 : reviews.review.number,
     closedReview: null,
-    deferredSelection: null,
     result: null,
     closeTimeout,
     ports,
@@ -170,6 +167,7 @@ const selects = (active: boolean) => ({ type: 'selects', params: { active } }) a
 const wasTold = (active: boolean) => ({ type: 'wasTold', params: { active } }) as const
 const heardSelects = (active: boolean) => ({ type: 'heardSelects', params: { active } }) as const
 const takeHeldSelection = (active: boolean) => ({ type: 'takeHeldSelection', params: { active } }) as const
+const followSelection = (active: boolean) => ({ type: 'followSelection', params: { active } }) as const
 const reportSelection = (outcome: SetOutcome) => ({ type: 'reportSelection', params: { outcome } }) as const
 const reportQuietBoundary = (active: boolean) => ({ type: 'reportQuietBoundary', params: { active } }) as const
 const narrate = (active: boolean) => ({ type: 'narrate', params: { active } }) as const
@@ -298,14 +296,12 @@ const planModeSetup = setup({
     isApproved: ({ context }) => leavesPlanMode(context.review?.result?.outcome),
     /** An abort closes only the review its own call opened (a late abort of an earlier call is ignored). */
     isAbortOfThisReview: ({ context, event }) => event.type === 'REVIEW.ABORT' && context.review?.number === event.review,
-    hasDeferredSelection: ({ context }) => context.deferredSelection !== null,
     /**
-     * Nothing is in flight: no review but one the log holds, no selection still to replay, no
-     * append (R60, R63, R79: the actor may stop).
+     * Nothing is in flight: no review but one the log holds, no selection still to replay (the
+     * review region is `following` then), no append (R60, R63, R79: the actor may stop).
      */
     hasNoWorkInFlight: and([
       or([stateIn('#planMode.review.idle'), stateIn('#planMode.review.open.undecided.awaiting')]),
-      not('hasDeferredSelection'),
       not('isSelectionAppending'),
     ]),
   },
@@ -375,7 +371,6 @@ const planModeSetup = setup({
       return {
         reviews: number,
         review,
-        deferredSelection: null,
         // A new request: whatever the model had not heard was told before it asked again (R81).
         // The last review closed is forgotten only once the request is in the log (R80: "no
         // review was requested since"): a request that fails leaves it as a replay reads it.
@@ -486,10 +481,7 @@ const planModeSetup = setup({
           : event.type === 'SELECT'
             ? { outcome: 'superseded', error: REVIEW_MESSAGES.superseded }
             : { outcome: 'reloaded', error: REVIEW_MESSAGES.reloaded }
-      return {
-        review: context.review && { ...context.review, result },
-        deferredSelection: event.type === 'SELECT' ? event.active : null,
-      }
+      return { review: context.review && { ...context.review, result } }
     }),
     /**
      * The record landed (R49, R80). When the log held another record of this durable review
@@ -534,18 +526,15 @@ const planModeSetup = setup({
     }),
     /** Consent: the intent follows (R47). */
     raiseApproval: raise({ type: 'REVIEW.APPROVED' } as const),
-    /** The review is closed: a selection that closed it, if one did, follows next (R48). */
-    raiseConcluded: raise({ type: 'REVIEW.CONCLUDED' } as const),
     /** The selection that closed the review now follows R8–R10 (R48). */
-    replayDeferredSelection: raise(({ context }) => ({ type: 'SELECT' as const, active: context.deferredSelection === true })),
-    clearDeferredSelection: assign({ deferredSelection: null }),
+    followSelection: raise((_, { active }: { active: boolean }) => ({ type: 'SELECT' as const, active })),
     /** R73: one warning, and the operation waiting for the abandoned work fails with it. */
     warnAbandoned: ({ context }) => context.ports.warn(abandonedMessage(context.closeTimeout), undefined),
     reportAbandoned: assign(({ context }) => ({
       result: { operation: 'abandoned' as const, error: abandonedMessage(context.closeTimeout) },
     })),
     raiseAbandoned: raise({ type: 'ABANDONED' } as const),
-    /** R73: the review whose record never settled fails as reloaded; a deferred selection is dropped. */
+    /** R73: the review whose record never settled fails as reloaded; the selection that closed it, if one did, is dropped. */
     abandonReview: assign(({ context }) => ({
       closedReview: {
         number: context.review?.number ?? 0,
@@ -554,7 +543,6 @@ const planModeSetup = setup({
         ...(context.review?.answering === true ? { failed: new Error(abandonedMessage(context.closeTimeout)) } : {}),
       },
       review: null,
-      deferredSelection: null,
     })),
   },
 })
@@ -622,6 +610,44 @@ function pendingSelection(active: boolean) {
           ABANDONED: 'queued',
           ...holdsHeardSuccess,
         },
+      },
+    },
+  }
+}
+
+/**
+ * A review a user's switch to `active` closed (R48): its record is appended, and once it landed
+ * (or failed, R49), the review concludes as `recorded` does and the switch follows (`following`).
+ * The log may hold another process's record of a durable review first: that one is the outcome.
+ */
+function supersededBy(active: boolean) {
+  const following = `#planMode.review.following.${active ? 'entering' : 'leaving'}`
+  return {
+    initial: 'recording' as const,
+    states: {
+      recording: {
+        tags: [APPENDING_TAG],
+        entry: 'recordReview' as const,
+        on: {
+          'REVIEW.RECORDED': { target: 'recorded', actions: 'settleRecord' as const },
+          'LOG.REVIEW_CLOSED': { guard: 'closesThisReview' as const, actions: 'noteRecorded' as const },
+          'REVIEW.RECORD_FAILED': {
+            target: 'recorded',
+            actions: [{ type: 'warn' as const, params: { message: 'plan-mode: review record failed' } }, 'settleRecord' as const],
+          },
+        },
+      },
+      /** Transient: as `open.recorded`, then the switch follows. */
+      recorded: {
+        always: [
+          {
+            guard: 'isToldApproval' as const,
+            target: following,
+            actions: [{ type: 'assignTold' as const, params: { active: false } }, 'raiseApproval' as const, 'concludeReview' as const],
+          },
+          { guard: 'isApproved' as const, target: following, actions: ['raiseApproval' as const, 'concludeReview' as const] },
+          { target: following, actions: 'concludeReview' as const },
+        ],
       },
     },
   }
@@ -718,10 +744,6 @@ export const planModeMachine = planModeSetup.createMachine({
         /** No review is open. R42's checks 3–8, in order (1–2 need no state: the tool checks them). */
         idle: {
           on: {
-            // The selection that closed the review is being replayed (R48); until it is
-            // handled, a closing agent waits for it (R63).
-            'REVIEW.CONCLUDED': { guard: 'hasDeferredSelection', actions: 'replayDeferredSelection' },
-            SELECT: { guard: 'hasDeferredSelection', actions: 'clearDeferredSelection' },
             'REVIEW.OPEN': [
               ...PLAN_CHECKS,
               { guard: 'isOwnedByAnotherAgent', actions: refuseReview(REVIEW_MESSAGES.ownedAgent) },
@@ -733,6 +755,17 @@ export const planModeMachine = planModeSetup.createMachine({
             // Another process opened a durable review: the log holds it open here too (R79).
             'LOG.REVIEW_REQUESTED': { target: 'open.undecided.awaiting', actions: 'adoptReview' },
             'REVIEW.ANSWER': { actions: 'refuseAnswer' },
+          },
+        },
+        /**
+         * The review closed under a user's switch; the selection that closed it is raised now and
+         * follows R8–R10 (R48). Until the intent region has taken it, a closing agent waits (R63).
+         */
+        following: {
+          initial: 'entering',
+          states: {
+            entering: { entry: followSelection(true), on: { SELECT: '#planMode.review.idle' } },
+            leaving: { entry: followSelection(false), on: { SELECT: '#planMode.review.idle' } },
           },
         },
         /** A review call is in progress: the exit tool's call resolves when this is left. */
@@ -771,7 +804,10 @@ export const planModeMachine = planModeSetup.createMachine({
             undecided: {
               initial: 'reviewing',
               on: {
-                SELECT: { guard: not('selectsEffectiveMode'), target: 'recording', actions: 'closeReview' },
+                SELECT: [
+                  { guard: and([selects(true), not('isEffectivelyActive')]), target: '#planMode.review.open.superseded.entering', actions: 'closeReview' },
+                  { guard: and([selects(false), 'isEffectivelyActive']), target: '#planMode.review.open.superseded.leaving', actions: 'closeReview' },
+                ],
                 'REVIEW.ABORT': { guard: 'isAbortOfThisReview', target: 'recording', actions: 'closeReview' },
               },
               states: {
@@ -826,19 +862,27 @@ export const planModeMachine = planModeSetup.createMachine({
                 ],
               },
             },
-            /** Transient: consent applies, the call resolves, a deferred selection follows (R47, R48). */
+            /** Transient: consent applies, the call resolves (R47). */
             recorded: {
               always: [
                 // Consent: K := inactive (the tool result tells the model), the intent follows (R47).
                 {
                   guard: 'isToldApproval',
                   target: '#planMode.review.idle',
-                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'concludeReview', 'raiseConcluded'],
+                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'concludeReview'],
                 },
                 // A durable approval the model has not heard: the next boundary tells it (R81).
-                { guard: 'isApproved', target: '#planMode.review.idle', actions: ['raiseApproval', 'concludeReview', 'raiseConcluded'] },
-                { target: '#planMode.review.idle', actions: ['concludeReview', 'raiseConcluded'] },
+                { guard: 'isApproved', target: '#planMode.review.idle', actions: ['raiseApproval', 'concludeReview'] },
+                { target: '#planMode.review.idle', actions: 'concludeReview' },
               ],
+            },
+            /**
+             * A user's switch closed the review (R48): it is recorded as superseded, then the
+             * selection that closed it follows (`following`).
+             */
+            superseded: {
+              initial: 'entering',
+              states: { entering: supersededBy(true), leaving: supersededBy(false) },
             },
           },
         },

@@ -76,8 +76,8 @@ export function isStopped(snapshot: PlanModeSnapshot): boolean {
 }
 
 /**
- * Nothing of the agent lives only in its actor: no review, no append or replayed selection in
- * flight, and no pending selection unless `keepsPending` (a pending store holds it). Such an agent
+ * Nothing of the agent lives only in its actor: no review (nor a selection that closed one, still
+ * to follow), no append in flight, and no pending selection unless `keepsPending` (a pending store holds it). Such an agent
  * can leave memory and attach again from its log (R77).
  */
 export function canLeaveMemory(snapshot: PlanModeSnapshot, keepsPending: boolean): boolean {
@@ -87,7 +87,6 @@ export function canLeaveMemory(snapshot: PlanModeSnapshot, keepsPending: boolean
     value.lifecycle === 'serving' &&
     // A durable review is the log's to hold (R79).
     (value.review === 'idle' || isAwaitingReview(snapshot)) &&
-    snapshot.context.deferredSelection === null &&
     // A logged /plan heard and not settled yet: its done must find the run (R86).
     snapshot.context.heardRuns === undefined &&
     !isAppending(snapshot) &&
