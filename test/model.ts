@@ -53,10 +53,11 @@
  * `transition` under an inspected scope that says which definition transitions each edge takes.
  */
 import { vi } from 'vitest'
-import { createActor, transition, type AnyEventObject, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
+import { createActor, initialTransition, transition, type AnyEventObject, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
 import { getAdjacencyMap } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
+import type { PlanLogRestore } from '../src/log/kinds.js'
 import type { PlanModeSnapshot } from '../src/machines/planMode.view.js'
 import { REVIEW_MESSAGES, keepPlanningMessage, readReviewAnswer } from '../src/plan/review.js'
 import { Twin, type TwinOptions } from './twin.js'
@@ -888,6 +889,23 @@ export function durablePath(labels: readonly string[]): ModelPath {
     path.keys.push(stateKey(s))
   }
   return path
+}
+
+/**
+ * R64: adds to `coverage` the states and transitions attach takes (`RESTORE` from the initial
+ * snapshot, as restore.ts sends it) for each log, with P as the log's kept selection and as a
+ * pending store holding either target.
+ */
+export function coverRestores(restores: Iterable<PlanLogRestore>, coverage: CoverageCollector): void {
+  const step = inspectedTransition()
+  const [initial] = initialTransition(planModeMachine)
+  for (const fold of restores) {
+    for (const pending of [fold.kept, true, false]) {
+      const { states, transitions } = step(initial as PlanModeSnapshot, [{ type: 'RESTORE', fold, pending }])
+      for (const state of states) coverage.states.add(state)
+      for (const t of transitions) coverage.transitions.add(t)
+    }
+  }
 }
 
 /**

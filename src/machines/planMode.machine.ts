@@ -21,7 +21,7 @@ import {
   lacksLeadingHeading,
   planTitle,
 } from '../plan/review.js'
-import { leavesPlanMode, reviewNews, type OpenPlanReview, type ReviewNews, type ReviewOutcome } from '../log/kinds.js'
+import { leavesPlanMode, reviewNews, type OpenPlanReview, type PlanLogRestore, type ReviewNews, type ReviewOutcome } from '../log/kinds.js'
 import type { SetOutcome } from '../types.js'
 
 /**
@@ -112,17 +112,18 @@ export function abandonedMessage(closeTimeout: number): string {
   return `plan-mode: the session log did not settle within ${closeTimeout} ms of a reload or detach; work in flight was abandoned`
 }
 
-/** The context of an actor that has no review open and no result yet; K as the log tells it (R31). */
-export function initialContext(
-  ports: PlanModePorts,
-  told: boolean | null,
-  closeTimeout: number = DEFAULT_CLOSE_TIMEOUT_MS,
-  reviews: Pick<PlanModeContext, 'review' | 'lastClosed' | 'news'> = { review: null },
-): PlanModeContext {
+/**
+ * The context of an actor that has no result yet: K and the durable reviews as the log tells them
+ * (R31, R64, R79–R81; a new agent's when there is no `fold`), the review the log holds open being
+ * the first this actor numbers.
+ */
+export function initialContext(ports: PlanModePorts, closeTimeout: number = DEFAULT_CLOSE_TIMEOUT_MS, fold?: PlanLogRestore): PlanModeContext {
+  const open = fold?.review.open ?? null
+  const durable = open === null ? undefined : open.callId === undefined ? { reviewId: open.reviewId, version: open.version } : { reviewId: open.reviewId, version: open.version, callId: open.callId }
   const context: PlanModeContext = {
-    told,
-    review: reviews.review,
-    reviews: reviews.review === null ? 0 : reviews.review.number,
+    told: fold?.told ?? null,
+    review: open === null ? null : { number: 1, plan: open.plan, title: open.title, result: null, durable },
+    reviews: open === null ? 0 : 1,
     closedReview: null,
     result: null,
     closeTimeout,
@@ -131,8 +132,8 @@ export function initialContext(
   // Absent rather than null while the log holds no durable review, and added after the literal
   // (a spread would cost the object its in-object fields): every idle agent pays for each field
   // of its context (R70: memory per idle agent).
-  if (reviews.lastClosed) context.lastClosed = reviews.lastClosed
-  if (reviews.news) context.news = reviews.news
+  if (fold?.review.closed) context.lastClosed = fold.review.closed
+  if (fold?.review.news) context.news = fold.review.news
   return context
 }
 
@@ -291,6 +292,15 @@ const planModeSetup = setup({
     /** R42.8 */
     lacksReviewChannel: ({ event }) => event.type === 'REVIEW.OPEN' && !event.hasChannel,
     logsActive: ({ event }) => event.type === 'LOG.PLAN_MODE' && event.active,
+    /** R64: the log's F is active. */
+    restoresActive: ({ event }) => event.type === 'RESTORE' && event.fold.active,
+    /** R64, R5: the log's latest of turn/start, turn/end is a turn/start. */
+    restoresOpenTurn: ({ event }) => event.type === 'RESTORE' && event.fold.openTurn,
+    /** R64: P's target differs from F: P is that selection. */
+    restoresPending: ({ event }, params: { active: boolean }) =>
+      event.type === 'RESTORE' && event.pending === params.active && event.fold.active !== params.active,
+    /** R79: the log holds a durable review open. */
+    restoresOpenReview: ({ event }) => event.type === 'RESTORE' && event.fold.review.open !== null,
     logsInactive: ({ event }) => event.type === 'LOG.PLAN_MODE' && !event.active,
     /** The review leaves plan mode: approved, or left without carrying the plan out (R47, R101). */
     isApproved: ({ context }) => leavesPlanMode(context.review?.result?.outcome),
@@ -706,8 +716,12 @@ export const planModeMachine = planModeSetup.createMachine({
   id: 'planMode',
   type: 'parallel',
   // A bare actor (`createActor(planModeMachine, { input: { ports } })`, or none) for tests and
-  // inspection; the service restores each agent's actor from its log instead (restore.ts).
-  context: ({ input }) => initialContext((input as { ports?: PlanModePorts } | undefined)?.ports ?? UNATTACHED_PORTS, null),
+  // inspection; the service restores each agent's actor from its log instead (restore.ts: the
+  // context from the fold, then `RESTORE`, whose guarded transitions choose the states).
+  context: ({ input }) => {
+    const given = input as { ports?: PlanModePorts; closeTimeout?: number; fold?: PlanLogRestore } | undefined
+    return initialContext(given?.ports ?? UNATTACHED_PORTS, given?.closeTimeout, given?.fold)
+  },
   states: {
     /**
      * F, the logged mode (R2). Only observed `plan/mode` events move it (R3): the service never
@@ -717,7 +731,12 @@ export const planModeMachine = planModeSetup.createMachine({
       initial: 'inactive',
       states: {
         inactive: {
-          on: { 'LOG.PLAN_MODE': { guard: 'logsActive', target: 'active' }, ...boundaryAnswers(false) },
+          on: {
+            'LOG.PLAN_MODE': { guard: 'logsActive', target: 'active' },
+            ...boundaryAnswers(false),
+            // R64: attach, from the log (K and the durable reviews are the context it starts with).
+            RESTORE: { guard: 'restoresActive', target: 'active' },
+          },
         },
         active: {
           on: { 'LOG.PLAN_MODE': { guard: 'logsInactive', target: 'inactive' }, ...boundaryAnswers(true) },
@@ -729,7 +748,7 @@ export const planModeMachine = planModeSetup.createMachine({
     turn: {
       initial: 'idle',
       states: {
-        idle: { on: { 'LOG.TURN_START': 'open' } },
+        idle: { on: { 'LOG.TURN_START': 'open', RESTORE: { guard: 'restoresOpenTurn', target: 'open' } } },
         open: { on: { 'LOG.TURN_END': 'idle' } },
       },
     },
@@ -755,6 +774,8 @@ export const planModeMachine = planModeSetup.createMachine({
             // Another process opened a durable review: the log holds it open here too (R79).
             'LOG.REVIEW_REQUESTED': { target: 'open.undecided.awaiting', actions: 'adoptReview' },
             'REVIEW.ANSWER': { actions: 'refuseAnswer' },
+            // R79: attach: the durable review the log holds open is open again (the context holds it).
+            RESTORE: { guard: 'restoresOpenReview', target: 'open.undecided.awaiting' },
           },
         },
         /**
@@ -914,6 +935,12 @@ export const planModeMachine = planModeSetup.createMachine({
               { guard: 'hasOpenTurn', target: 'pending.leaving', actions: reportSelection('queued') },
               { guard: selects(true), target: 'committing.entering' },
               { target: 'committing.leaving' },
+            ],
+            // R64: attach: P, where it differs from F (its entry's pending-store write does not
+            // run: restore.ts takes this transition without executing actions).
+            RESTORE: [
+              { guard: { type: 'restoresPending', params: { active: true } }, target: 'pending.entering' },
+              { guard: { type: 'restoresPending', params: { active: false } }, target: 'pending.leaving' },
             ],
             // STEP_BOUNDARY: nothing to resolve; the mode region answers it.
             // Consent while F is active leaves silently at the next boundary (R47).

@@ -1,13 +1,16 @@
-import type { Snapshot } from 'xstate'
+import { initialTransition, transition, type Snapshot } from 'xstate'
 import type { PlanLogRestore } from '../log/kinds.js'
 import type { PlanModePorts } from './planMode.effects.js'
-import { initialContext, type OpenReview } from './planMode.machine.js'
+import { planModeMachine } from './planMode.machine.js'
 
 /**
  * The chart's state rebuilt from a replayed log (R64), as a persisted snapshot: what
  * `createActor(planModeMachine, { snapshot })` restores, exactly as it would restore one read
- * from storage. No entry action runs and nothing is appended. A review the channel asked about
- * never outlives a reload (R60); a durable one the log holds open is open again (R79).
+ * from storage. The chart reads the fold: its context starts from it (K, the durable reviews), and
+ * it chooses its own states: its initial snapshot takes `RESTORE` (the fold and P) through its
+ * guarded transitions, under XState's pure `transition`, so no entry action
+ * runs and nothing is appended. A review the channel asked about never outlives a reload (R60);
+ * a durable one the log holds open is open again (R79).
  *
  * The actor keeps the object it was restored from for its lifetime, so everything in it that
  * does not depend on the agent is shared: one frozen state value per configuration, one empty
@@ -17,22 +20,20 @@ import { initialContext, type OpenReview } from './planMode.machine.js'
 const EMPTY = Object.freeze({})
 const values = new Map<string, object>()
 
-const AWAITING = Object.freeze({ open: Object.freeze({ undecided: 'awaiting' }) })
-
-function stateValue(active: boolean, openTurn: boolean, pending: boolean | null, reviewing: boolean): object {
-  const key = `${active}${openTurn}${pending}${reviewing}`
-  let value = values.get(key)
-  if (value === undefined) {
-    value = Object.freeze({
-      mode: active ? 'active' : 'inactive',
-      turn: openTurn ? 'open' : 'idle',
-      review: reviewing ? AWAITING : 'idle',
-      intent: pending === null ? 'logged' : Object.freeze({ pending: Object.freeze({ [pending ? 'entering' : 'leaving']: 'queued' }) }),
-      lifecycle: 'serving',
-    })
-    values.set(key, value)
+/** The state value the chart chose, shared with every agent in the same configuration. */
+function shared(value: unknown): object {
+  const key = JSON.stringify(value)
+  let frozen = values.get(key)
+  if (frozen === undefined) {
+    frozen = deepFreeze(value as object)
+    values.set(key, frozen)
   }
-  return value
+  return frozen
+}
+
+function deepFreeze(value: object): object {
+  for (const child of Object.values(value)) if (typeof child === 'object' && child !== null) deepFreeze(child as object)
+  return Object.freeze(value)
 }
 
 /**
@@ -47,16 +48,12 @@ export function restoreSnapshot(
   ports: PlanModePorts,
   closeTimeout: number,
 ): Snapshot<unknown> {
-  const active = fold.active
-  const { open, closed, news } = fold.review
-  const review: OpenReview | null =
-    open === null
-      ? null
-      : { number: 1, plan: open.plan, title: open.title, result: null, durable: open.callId === undefined ? { reviewId: open.reviewId, version: open.version } : { reviewId: open.reviewId, version: open.version, callId: open.callId } }
+  const [initial] = initialTransition(planModeMachine, { ports, closeTimeout, fold })
+  const [restored] = transition(planModeMachine, initial, { type: 'RESTORE', fold, pending })
   return {
     status: 'active',
-    value: stateValue(active, fold.openTurn, pending === active ? null : pending, review !== null),
-    context: initialContext(ports, fold.told, closeTimeout, { review, lastClosed: closed, news }),
+    value: shared(restored.value),
+    context: restored.context,
     children: EMPTY,
     historyValue: EMPTY,
   } as unknown as Snapshot<unknown>
