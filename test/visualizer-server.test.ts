@@ -524,8 +524,9 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     expect([...chart.nodes.keys()].filter(Boolean)).toEqual(expected)
     expect(['mode', 'turn', 'review', 'intent'].every((region) => chart.nodes.get(region)!.region)).toBe(true)
     const edge = (source: string, target: string) => chart.edges.find((e) => e.source === source && e.target === target)
-    expect(edge('mode.inactive', 'mode.active')?.labels).toEqual(['LOG.PLAN_MODE [logsActive]'])
-    expect(edge('turn.idle', 'turn.open')?.labels).toEqual(['LOG.TURN_START'])
+    // Attach (R64) is the chart's own transition too: RESTORE.
+    expect(edge('mode.inactive', 'mode.active')?.labels).toEqual(['LOG.PLAN_MODE [logsActive]', 'RESTORE [restoresActive]'])
+    expect(edge('turn.idle', 'turn.open')?.labels).toEqual(['LOG.TURN_START', 'RESTORE [restoresOpenTurn]'])
     expect(edge('review.idle', 'review.open')?.labels).toContain('REVIEW.OPEN')
     expect(edge('intent.pending.entering.queued', 'intent.logged')).toBeDefined()
   })
