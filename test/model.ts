@@ -336,7 +336,7 @@ function logLetters(): Letter[] {
  * that differs only in it is another outcome (`settleRecord`). Never ids, seqs, versions or counters.
  */
 export function stateKey(snapshot: PlanModeSnapshot): string {
-  const { told, review, news, newsKeptPastHeader, heardRuns } = snapshot.context
+  const { told, review, news, heardRuns } = snapshot.context
   const outcome = (result: { outcome: string; toldInResult?: boolean; by?: string; fresh?: boolean } | null | undefined) =>
     result == null
       ? null
@@ -353,7 +353,6 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     ...(review?.answering === true ? { answering: true } : {}),
     ...(review?.recorded !== undefined ? { noted: outcome(review.recorded) } : {}),
     ...(news != null ? { news: news.outcome } : {}),
-    ...(newsKeptPastHeader === true ? { keptPastHeader: true } : {}),
     ...(heardRuns !== undefined ? { runs: heardRuns } : {}),
   })
 }

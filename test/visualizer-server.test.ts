@@ -622,14 +622,14 @@ describe('visualizer page model: reading the plan-mode chart', () => {
       return `${entry.label}: ${leaves.sort().join(' ')}`
     })
     expect(states).toEqual([
-      'Plan mode on: intent.logged mode.active review.idle turn.idle',
-      'Turn started: intent.logged mode.active review.idle turn.open',
-      'Step 0: intent.logged mode.active review.idle turn.open',
-      'Review opened: intent.logged mode.active review.open.undecided.reviewing turn.open',
-      'Review answered: approved: intent.pending.leaving.queued mode.active review.idle turn.open',
-      'Plan mode off: intent.logged mode.inactive review.idle turn.open',
-      'Step 1: intent.logged mode.inactive review.idle turn.open',
-      'Turn ended: intent.logged mode.inactive review.idle turn.idle',
+      'Plan mode on: intent.logged mode.active.headerTells review.idle turn.idle',
+      'Turn started: intent.logged mode.active.headerTells review.idle turn.open',
+      'Step 0: intent.logged mode.active.headerTells review.idle turn.open',
+      'Review opened: intent.logged mode.active.headerTells review.open.undecided.reviewing turn.open',
+      'Review answered: approved: intent.pending.leaving.queued mode.active.headerTells review.idle turn.open',
+      'Plan mode off: intent.logged mode.inactive.headerTells review.idle turn.open',
+      'Step 1: intent.logged mode.inactive.headerTells review.idle turn.open',
+      'Turn ended: intent.logged mode.inactive.headerTells review.idle turn.idle',
     ])
     // The last line is the live end.
     expect(model.pointOf('agent-1', story, story.length - 1, 'story')).toBe(Infinity)

@@ -61,8 +61,6 @@ export interface PlanModeContext {
   lastClosed?: { reviewId: string; outcome: ReviewOutcome } | null
   /** A durable review's outcome the model has not been told yet: the next boundary tells it (R81). */
   news?: ReviewNews | null
-  /** This chart's boundary kept `news` after a failed flush: the header of that step told nothing (R81, R19). */
-  newsKeptPastHeader?: boolean
   /**
    * The boundary whose flush is in flight starts a fresh context, which tells the approval (R102):
    * its narration, when the flush lands, does not tell it again.
@@ -202,8 +200,12 @@ function boundaryAnswers(active: boolean) {
       { guard: and(['isFlushing', wasTold(active), 'hasNoNews']), actions: reportQuietBoundary(active) },
       { guard: 'isFlushing' as const, actions: narrate(active) },
     ],
-    // R19: the flush failed; the step runs as logged, and tells nothing.
-    'PLAN_MODE.APPEND_FAILED': { guard: 'isFlushing' as const, actions: [reportQuietBoundary(active), 'keepNewsPastHeader' as const] },
+    // R19: the flush failed; the step runs as logged, and tells nothing: an outcome left to tell
+    // outlives that step's header (R81).
+    'PLAN_MODE.APPEND_FAILED': [
+      { guard: and(['isFlushing', not('hasNoNews')]), target: '.newsOutlivesHeader', actions: reportQuietBoundary(active) },
+      { guard: 'isFlushing' as const, actions: reportQuietBoundary(active) },
+    ],
     // A request header tells the model F (R30); K already F changes nothing. It also says that a
     // step ran since a durable review closed: the outcome was told there, by whichever writer ran
     // it, unless this chart's own flush failed at that step (R81).
@@ -212,6 +214,35 @@ function boundaryAnswers(active: boolean) {
       { guard: not(wasTold(active)), actions: [{ type: 'assignTold' as const, params: { active } }, 'settleNewsAtHeader' as const] },
       { guard: not('hasNoNews'), actions: 'settleNewsAtHeader' as const },
     ],
+  }
+}
+
+/**
+ * The children of F = `active` (R81, R19): `headerTells`, a step's request header means its
+ * boundary told the outcome left to tell; `newsOutlivesHeader`, this chart's flush failed at the
+ * step, whose boundary told nothing: its header leaves the outcome to the next boundary, and
+ * F changing meanwhile keeps that.
+ */
+function headerStates(active: boolean) {
+  const assignTold = { type: 'assignTold' as const, params: { active } }
+  return {
+    initial: 'headerTells' as const,
+    states: {
+      headerTells: {},
+      newsOutlivesHeader: {
+        on: {
+          'LOG.REQUEST_HEADER': [
+            { guard: and([not(wasTold(active)), 'hasNoNews']), actions: assignTold },
+            { guard: not(wasTold(active)), target: 'headerTells', actions: assignTold },
+            { guard: not('hasNoNews'), target: 'headerTells' },
+          ],
+          'LOG.PLAN_MODE': {
+            guard: active ? ('logsInactive' as const) : ('logsActive' as const),
+            target: `#planMode.mode.${active ? 'inactive' : 'active'}.newsOutlivesHeader`,
+          },
+        },
+      },
+    },
   }
 }
 
@@ -355,9 +386,8 @@ const planModeSetup = setup({
     /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
     assignTold: assign((_, { active }: { active: boolean }) => ({ told: active })),
     /** R81, R19: the failed flush told nothing; its step's header will not mean the outcome was told. */
-    keepNewsPastHeader: assign(({ context }) => (context.news == null ? {} : { newsKeptPastHeader: true })),
     /** R81: a step ran after the record: its writer told the outcome (unless it was ours, after a failed flush). */
-    settleNewsAtHeader: assign(({ context }) => (context.newsKeptPastHeader === true ? { newsKeptPastHeader: undefined } : { news: null })),
+    settleNewsAtHeader: assign({ news: null }),
     /** A logged `/plan` run: its selection waits for the run's `command/done` (R86). */
     noteRun: assign(({ context, event }) => {
       if (event.type !== 'LOG.COMMAND_RUN') return {}
@@ -731,6 +761,7 @@ export const planModeMachine = planModeSetup.createMachine({
       initial: 'inactive',
       states: {
         inactive: {
+          ...headerStates(false),
           on: {
             'LOG.PLAN_MODE': { guard: 'logsActive', target: 'active' },
             ...boundaryAnswers(false),
@@ -739,6 +770,7 @@ export const planModeMachine = planModeSetup.createMachine({
           },
         },
         active: {
+          ...headerStates(true),
           on: { 'LOG.PLAN_MODE': { guard: 'logsInactive', target: 'inactive' }, ...boundaryAnswers(true) },
         },
       },

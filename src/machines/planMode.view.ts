@@ -15,7 +15,7 @@ export type PlanModeSnapshot = SnapshotFrom<typeof planModeMachine>
  * which parses its argument on every call: `get` and `section` run on every step (R70).
  */
 interface PlanModeValue {
-  mode: 'active' | 'inactive'
+  mode: { active: string } | { inactive: string }
   review: 'idle' | object
   intent: 'logged' | { committing: string } | { pending: { entering?: unknown; leaving?: unknown } }
   lifecycle: 'serving' | 'closing' | 'stopped'
@@ -23,7 +23,7 @@ interface PlanModeValue {
 
 /** F, the logged mode (R2). */
 export function isLoggedActive(snapshot: PlanModeSnapshot): boolean {
-  return (snapshot.value as PlanModeValue).mode === 'active'
+  return 'active' in (snapshot.value as PlanModeValue).mode
 }
 
 /** P's target, or undefined when no selection is pending (R7). */
