@@ -52,12 +52,15 @@
  * answer names the open review's id), so it is traversed here, breadth-first, with XState's pure
  * `transition` under an inspected scope that says which definition transitions each edge takes.
  */
+import { isDeepStrictEqual } from 'node:util'
 import { vi } from 'vitest'
 import { createActor, initialTransition, transition, type AnyEventObject, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
 import { getAdjacencyMap } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
 import type { PlanLogRestore } from '../src/log/kinds.js'
+import { UNATTACHED_PORTS } from '../src/machines/planMode.effects.js'
+import { restoreSnapshot } from '../src/machines/planMode.restore.js'
 import type { PlanModeSnapshot } from '../src/machines/planMode.view.js'
 import { REVIEW_MESSAGES, keepPlanningMessage, readReviewAnswer } from '../src/plan/review.js'
 import { Twin, type TwinOptions } from './twin.js'
@@ -893,18 +896,25 @@ export function durablePath(labels: readonly string[]): ModelPath {
 /**
  * R64: adds to `coverage` the states and transitions attach takes (`RESTORE` from the initial
  * snapshot, as restore.ts sends it) for each log, with P as the log's kept selection and as a
- * pending store holding either target.
+ * pending store holding either target. Returns where the snapshot restore.ts makes (its value
+ * chosen once per combination of what RESTORE's guards read) differs from that transition's.
  */
-export function coverRestores(restores: Iterable<PlanLogRestore>, coverage: CoverageCollector): void {
+export function coverRestores(restores: Iterable<PlanLogRestore>, coverage: CoverageCollector): string[] {
   const step = inspectedTransition()
-  const [initial] = initialTransition(planModeMachine)
+  const differ: string[] = []
   for (const fold of restores) {
     for (const pending of [fold.kept, true, false]) {
-      const { states, transitions } = step(initial as PlanModeSnapshot, [{ type: 'RESTORE', fold, pending }])
+      const [initial] = initialTransition(planModeMachine, { fold, ports: UNATTACHED_PORTS, closeTimeout: 1000 })
+      const { next, states, transitions } = step(initial as PlanModeSnapshot, [{ type: 'RESTORE', fold, pending }])
       for (const state of states) coverage.states.add(state)
       for (const t of transitions) coverage.transitions.add(t)
+      const restored = restoreSnapshot(fold, pending, UNATTACHED_PORTS, 1000) as unknown as { value: unknown; context: PlanModeSnapshot['context'] }
+      if (!isDeepStrictEqual([restored.value, restored.context], [next.value, next.context])) {
+        differ.push(`${JSON.stringify({ fold, pending })}: ${JSON.stringify(restored.value)} vs ${JSON.stringify(next.value)}`)
+      }
     }
   }
+  return differ
 }
 
 /**
