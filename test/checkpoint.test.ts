@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, dueHandoff, replayPlanLog, type PlanAgent, type PlanCheckpoint, type SessionEvent, type SessionLog } from '../src/index.js'
-import { PLAN_CHECKPOINT_VERSION } from '../src/log/checkpoint.js'
+import { createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, dueHandoff, planProjection, replayPlanLog, type PlanAgent, type PlanCheckpoint, type SessionEvent, type SessionLog } from '../src/index.js'
+import { PLAN_CHECKPOINT_VERSION, readCheckpoint } from '../src/log/checkpoint.js'
 import { openFileCheckpointStore } from '../src/node.js'
 import { restorePlanLog } from '../src/log/kinds.js'
 import { approvedPlanOf, createCheckpoint, restoreSession } from '../src/log/checkpoint.js'
@@ -465,6 +465,32 @@ describe('R76: the file checkpoint store', () => {
   })
 })
 
+describe('R76, R58, R80: a late answer\'s approval reads the same from any checkpoint', () => {
+  /** A durable review closed by keep-planning, then a late approval of it (a lost answer's record, R80), then a step. */
+  const LOG = [
+    { type: 'plan/mode', data: { active: true } },
+    { type: 'plan/review', data: { outcome: 'requested', reviewId: 'r1', title: 'T', plan: '# v1' } },
+    { type: 'plan/review', data: { outcome: 'keep-planning', reviewId: 'r1', title: 'T', plan: '# v1' } },
+    { type: 'plan/review', data: { outcome: 'approved', reviewId: 'r1', title: 'T', plan: '# v1' } },
+    { type: 'request/header', data: {} },
+    { type: 'turn/start', data: {} },
+  ]
+
+  it('R76: a late approval of a review already closed leaves the projection as it leaves attach, from the whole log and from a checkpoint after it and its tail (regression: pending true from the whole log, false from the checkpoint)', () => {
+    const events = createMemorySessionLog(LOG).events
+    const whole = events.reduce(planProjection.apply, planProjection.init())
+    expect(planProjection.view(whole)).toEqual({ active: true, pending: false })
+    expect(whole).toEqual(replayPlanLog(events).projection)
+    for (let k = 1; k <= LOG.length; k++) {
+      const checkpoint = checkpointAt(events, k)!
+      const fromCheckpoint = events.slice(k).reduce(planProjection.apply, checkpoint.projection)
+      expect(fromCheckpoint, `checkpoint after ${k} events`).toEqual(whole)
+    }
+    // While the review is open, the projection keeps its id: its first closing record is the one that counts.
+    expect(events.slice(0, 2).reduce(planProjection.apply, planProjection.init())).toEqual({ active: true, runs: {}, kept: null, openReview: 'r1' })
+  })
+})
+
 describe('R76: checkpoints stored before the log had one reader (#25) are still read', () => {
   /** A log with a keep-planning, a durable review's request, its fresh approval told in the result and an open /plan run. */
   const LOG = [
@@ -490,10 +516,15 @@ describe('R76: checkpoints stored before the log had one reader (#25) are still 
     9: '{"version":"xstate-plan-mode/checkpoint@3","agentId":"agent-1","seq":9,"type":"turn/end","digest":"fnv1a64:b9a088a9aff89c37","projection":{"active":true,"runs":{"x":true},"kept":false},"openTurn":false,"told":true,"review":{"open":null,"closed":{"reviewId":"r1","outcome":"approved"},"news":null},"approved":{"title":"T","plan":"# v2","seq":6,"fresh":true},"episode":{"version":2,"plan":"# v2","decisions":[{"version":1,"feedback":"smaller"}]}}',
   }
 
-  it.each([5, 9])('R76: the checkpoint stored after event %i is the one made today, byte for byte, and attach from it and its tail reads the whole log', (k) => {
+  it.each([5, 9])('R76: the checkpoint stored after event %i is the one made today, byte for byte (but the open review the projection keeps since, R58), and attach from it and its tail reads the whole log', (k) => {
     const whole = createMemorySessionLog(LOG)
-    const made = createCheckpoint('agent-1', replayPlanLog(whole.events.slice(0, k)), whole.events.slice(0, k))
-    expect(JSON.stringify(made)).toBe(STORED[k])
+    const made = createCheckpoint('agent-1', replayPlanLog(whole.events.slice(0, k)), whole.events.slice(0, k))!
+    // R58: the projection keeps the open durable review's id; a stored checkpoint without it reads it from its review fold.
+    const { openReview, ...projection } = made.projection
+    expect(openReview).toBe(k === 5 ? 'r1' : undefined)
+    expect(JSON.stringify({ ...made, projection })).toBe(STORED[k])
+    const read = readCheckpoint(JSON.parse(STORED[k]!), 'agent-1')
+    expect('problem' in read ? read : read.projection).toEqual(made.projection)
     const warn = () => {
       throw new Error('the stored checkpoint was ignored')
     }

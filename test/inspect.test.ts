@@ -157,7 +157,7 @@ describe('inspector: the Stately inspection protocol', () => {
     expect(definitionPaths(definition)).toEqual(statePaths(planModeMachine))
     expect(definition.type).toBe('parallel')
     const last = messages.filter((m): m is SnapshotMessage => m.type === '@xstate.snapshot' && m.sessionId === roots[0]!.sessionId).at(-1)!
-    expect(last.snapshot.value).toMatchObject({ mode: 'active', intent: 'logged' })
+    expect(last.snapshot.value).toMatchObject({ mode: { active: 'headerTells' }, intent: 'logged' })
   })
 
   it('watch links the agent to its actor and forwards its session log: past events, then appended ones, once each', async () => {

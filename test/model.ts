@@ -38,7 +38,7 @@
  *
  * The state key is the state value plus the context fields that guards read (K, the decided
  * review outcome and whether a headless policy decided it (R94, R95: the record in flight says
- * so) or it is an approval into a fresh context (R101: so does the record), the deferred selection, the `/plan` run heard and not settled (R86, one command id); for
+ * so) or it is an approval into a fresh context (R101: so does the record), the `/plan` run heard and not settled (R86, one command id); for
  * durable reviews also the racing record noted, the answer in flight and the outcome left to
  * tell): all finite; never seqs, counters, results, ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
  *
@@ -52,11 +52,15 @@
  * answer names the open review's id), so it is traversed here, breadth-first, with XState's pure
  * `transition` under an inspected scope that says which definition transitions each edge takes.
  */
+import { isDeepStrictEqual } from 'node:util'
 import { vi } from 'vitest'
-import { createActor, transition, type AnyEventObject, type AnyStateMachine, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
+import { createActor, initialTransition, transition, type AnyEventObject, type AnyStateMachine, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
 import { getAdjacencyMap } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
+import type { PlanLogRestore } from '../src/log/kinds.js'
+import { UNATTACHED_PORTS } from '../src/machines/planMode.effects.js'
+import { restoreSnapshot } from '../src/machines/planMode.restore.js'
 import type { PlanModeSnapshot } from '../src/machines/planMode.view.js'
 import { REVIEW_MESSAGES, keepPlanningMessage, readReviewAnswer } from '../src/plan/review.js'
 import { Twin, type TwinOptions } from './twin.js'
@@ -269,26 +273,35 @@ export function alphabet(hasChannel: boolean): Letter[] {
 
 /**
  * A `/plan` another writer logs (R86): its `command/run`, then its `command/done`. One command id
- * (`x`), so the runs the chart holds stay finite; a done that is not a success takes the same
+ * (`x`), so the runs the chart holds stay finite, and a second one (`SECOND_COMMAND`) only while
+ * the chart holds the first one's success back; a done that is not a success takes the same
  * transition as one whose run was not heard. Only in the no-channel alphabet (see `alphabet`).
  */
 function commandLetters(): Letter[] {
   const letters: Letter[] = []
-  for (const active of [true, false]) {
-    const args = active ? '' : 'off'
+  for (const [commandId, suffix] of [['x', ''], [SECOND_COMMAND, ' (second command)']] as const) {
+    for (const active of [true, false]) {
+      const args = active ? '' : 'off'
+      letters.push({
+        label: `log command/run /plan ${args}`.trimEnd() + suffix,
+        event: { type: 'LOG.COMMAND_RUN', commandId, active },
+        replay: ({ twin }) => twin.hostAppend(AGENT, 'command/run', { commandId, name: 'plan', args }),
+      })
+    }
     letters.push({
-      label: `log command/run /plan ${args}`.trimEnd(),
-      event: { type: 'LOG.COMMAND_RUN', commandId: 'x', active },
-      replay: ({ twin }) => twin.hostAppend(AGENT, 'command/run', { commandId: 'x', name: 'plan', args }),
+      label: `log command/done success${suffix}`,
+      event: { type: 'LOG.COMMAND_DONE', commandId, success: true },
+      replay: ({ twin }) => twin.hostAppend(AGENT, 'command/done', { commandId, kind: 'success' }),
     })
   }
-  letters.push({
-    label: 'log command/done success',
-    event: { type: 'LOG.COMMAND_DONE', commandId: 'x', success: true },
-    replay: ({ twin }) => twin.hostAppend(AGENT, 'command/done', { commandId: 'x', kind: 'success' }),
-  })
   return letters
 }
+
+/**
+ * The id of another writer's second `/plan` (R86), logged only while the chart holds the first
+ * one's success back behind its own append (see `allowed`): the one that replaces it.
+ */
+const SECOND_COMMAND = 'y'
 
 function logLetters(): Letter[] {
   const letters: Letter[] = []
@@ -326,7 +339,7 @@ function logLetters(): Letter[] {
  * that differs only in it is another outcome (`settleRecord`). Never ids, seqs, versions or counters.
  */
 export function stateKey(snapshot: PlanModeSnapshot): string {
-  const { told, review, deferredSelection, news, newsKeptPastHeader, heardRuns, deferredDone } = snapshot.context
+  const { told, review, news, heardRuns } = snapshot.context
   const outcome = (result: { outcome: string; toldInResult?: boolean; by?: string; fresh?: boolean } | null | undefined) =>
     result == null
       ? null
@@ -340,14 +353,21 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     value: snapshot.value,
     told,
     outcome: outcome(review?.result),
-    deferred: deferredSelection,
     ...(review?.answering === true ? { answering: true } : {}),
     ...(review?.recorded !== undefined ? { noted: outcome(review.recorded) } : {}),
     ...(news != null ? { news: news.outcome } : {}),
-    ...(newsKeptPastHeader === true ? { keptPastHeader: true } : {}),
     ...(heardRuns !== undefined ? { runs: heardRuns } : {}),
-    ...(deferredDone !== undefined ? { deferredDone } : {}),
   })
+}
+
+/** A review's outcome is being recorded (R49): `recording`, or a switch's `superseded` (R48, its record first). */
+function isRecordingReview(s: PlanModeSnapshot): boolean {
+  return s.matches({ review: { open: 'recording' } } as never) || s.matches({ review: { open: 'superseded' } } as never)
+}
+
+/** The intent's append in flight holds a heard `/plan`'s success back (R86: `runWaits`). */
+function holdsHeardSuccess(s: PlanModeSnapshot): boolean {
+  return JSON.stringify(s.value.intent).includes('"runWaits"')
 }
 
 /** The `plan/mode` target of the intent's append in flight, if any. */
@@ -366,6 +386,19 @@ function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
   const serving = s.matches({ lifecycle: 'serving' })
   const target = appendTarget(s)
   const F = s.matches({ mode: 'active' })
+  // R86: command ids are unique. The model's first id stands for a new command only once the
+  // chart let go of the last: while it holds a success back (behind its own `plan/mode` append),
+  // another run or done of that id would be a reused id, which the spec rules out. The second id
+  // is another writer's next `/plan`, heard only while the chart holds a success back and serves:
+  // its run, then at once its done (which replaces the success waiting), so that the graph stays
+  // small.
+  const second = (event as { commandId?: string }).commandId === SECOND_COMMAND
+  if (event.type === 'LOG.COMMAND_RUN' || event.type === 'LOG.COMMAND_DONE') {
+    if (second !== holdsHeardSuccess(s)) return false
+    if (second && !serving) return false
+  }
+  const secondRuns = s.context.heardRuns !== undefined && Object.hasOwn(s.context.heardRuns, SECOND_COMMAND)
+  if (secondRuns && !(event.type === 'LOG.COMMAND_DONE' && second)) return false
   switch (event.type) {
     // The work in flight may land even after a detach. Every intent append starts with F ≠ its
     // target, so F = target says it was published: it may resolve, no longer fail.
@@ -375,14 +408,10 @@ function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
       return target !== undefined && F !== target
     case 'REVIEW.RECORDED':
     case 'REVIEW.RECORD_FAILED':
-      return s.matches({ review: { open: 'recording' } })
+      return isRecordingReview(s)
     case 'LOG.PLAN_MODE':
       if (target !== undefined) return event.active === target && F !== target
   }
-  // R86: command ids are unique. The model's one id stands for a new command only once the
-  // chart let go of the last: while it holds a success deferred (behind its own `plan/mode`
-  // append), another run or done of that id would be a reused id, which the spec rules out.
-  if ((event.type === 'LOG.COMMAND_RUN' || event.type === 'LOG.COMMAND_DONE') && s.context.deferredDone !== undefined) return false
   // R73: a closing actor's wait for its work in flight may run out (and only a closing actor's).
   if (isCloseTimeout(event)) return s.matches({ lifecycle: 'closing' })
   // A detached actor only finishes its work, still hearing the log until it stops; the next
@@ -759,7 +788,7 @@ export function durableAlphabet(): DurableLetter[] {
         const request = { reviewId, title: review.title, plan: review.plan, version: 1, ...(callId === undefined ? {} : { callId }) }
         return [{ type: 'LOG.REVIEW_REQUESTED', review: request }, { type: 'REVIEW.RECORDED' }]
       }
-      if (!inReview(s, 'recording') || !review.result) return undefined
+      if (!isRecordingReview(s) || !review.result) return undefined
       const { outcome, feedback, toldInResult, by } = review.result
       const own = {
         type: 'LOG.REVIEW_CLOSED',
@@ -775,7 +804,7 @@ export function durableAlphabet(): DurableLetter[] {
   )
   add(
     'plan/review append fails',
-    (s) => (hears(s) && (inReview(s, 'requesting') || inReview(s, 'recording')) ? [{ type: 'REVIEW.RECORD_FAILED', error: new Error('held append failed') }] : undefined),
+    (s) => (hears(s) && (inReview(s, 'requesting') || isRecordingReview(s)) ? [{ type: 'REVIEW.RECORD_FAILED', error: new Error('held append failed') }] : undefined),
     ({ twin }) => void twin.rejectHeld(AGENT, 'plan/review'),
   )
 
@@ -814,7 +843,7 @@ export function durableAlphabet(): DurableLetter[] {
       `another writer ${name}`,
       (s) => {
         if (!hears(s) || openId(s) === undefined) return undefined
-        const own = inReview(s, 'recording') ? s.context.review?.result : undefined
+        const own = isRecordingReview(s) ? s.context.review?.result : undefined
         if (!(awaiting(s) && !s.hasTag('appending')) && !own) return undefined
         if (own && outcome === 'left') return undefined // another writer's leave closes an awaiting review only
         // R101: an own fresh approval or leave in flight races one record, the plain user's
@@ -862,6 +891,30 @@ export function durablePath(labels: readonly string[]): ModelPath {
     path.keys.push(stateKey(s))
   }
   return path
+}
+
+/**
+ * R64: adds to `coverage` the states and transitions attach takes (`RESTORE` from the initial
+ * snapshot, as restore.ts sends it) for each log, with P as the log's kept selection and as a
+ * pending store holding either target. Returns where the snapshot restore.ts makes (its value
+ * chosen once per combination of what RESTORE's guards read) differs from that transition's.
+ */
+export function coverRestores(restores: Iterable<PlanLogRestore>, coverage: CoverageCollector): string[] {
+  const step = inspectedTransition()
+  const differ: string[] = []
+  for (const fold of restores) {
+    for (const pending of [fold.kept, true, false]) {
+      const [initial] = initialTransition(planModeMachine, { fold, ports: UNATTACHED_PORTS, closeTimeout: 1000 })
+      const { next, states, transitions } = step(initial as PlanModeSnapshot, [{ type: 'RESTORE', fold, pending }])
+      for (const state of states) coverage.states.add(state)
+      for (const t of transitions) coverage.transitions.add(t)
+      const restored = restoreSnapshot(fold, pending, UNATTACHED_PORTS, 1000) as unknown as { value: unknown; context: PlanModeSnapshot['context'] }
+      if (!isDeepStrictEqual([restored.value, restored.context], [next.value, next.context])) {
+        differ.push(`${JSON.stringify({ fold, pending })}: ${JSON.stringify(restored.value)} vs ${JSON.stringify(next.value)}`)
+      }
+    }
+  }
+  return differ
 }
 
 /**
@@ -922,12 +975,12 @@ function generateDurablePaths(): GeneratedPaths {
   /** What a racing record's outcome depends on: the review (and the record in flight), F and P, the lifecycle. */
   const raceKey = (s: PlanModeSnapshot) => {
     const { mode, intent, review, lifecycle } = s.value as Record<string, unknown>
-    const { value: _value, told: _told, deferred: _deferred, ...rest } = JSON.parse(stateKey(s)) as Record<string, unknown>
+    const { value: _value, told: _told, ...rest } = JSON.parse(stateKey(s)) as Record<string, unknown>
     return JSON.stringify({ mode, intent, review, lifecycle, ...rest })
   }
   const racing = (letter: Step) => letter.label.startsWith('plan/review append') || letter.label.startsWith('another writer')
   const recordInFlight = (s: PlanModeSnapshot) =>
-    s.matches({ review: { open: 'requesting' } } as never) || s.matches({ review: { open: 'recording' } } as never)
+    s.matches({ review: { open: 'requesting' } } as never) || isRecordingReview(s)
   /**
    * R81, R101: what a boundary tells of an untold outcome depends on the outcome, F and P (the
    * state in force) and K, which the chart's transitions do not all tell apart: each combination

@@ -438,22 +438,6 @@ export async function reattachProbe(events: readonly SessionEvent[]): Promise<{ 
 
 // ----- attach, from the whole log or from a checkpoint and its tail (R64, R76, R79, R81) -----------
 
-/**
- * Whether the log holds a durable approval or leave that closes no open review (a lost answer's,
- * R80): R58 keeps inactive for every such record (R101: a leave as an approval), won or lost.
- */
-export function hasStrayApprovalOrLeave(log: readonly LogEntry[]): boolean {
-  let open: unknown = null
-  return log.some(({ type, data }) => {
-    const record = data as Record<string, unknown> | null
-    if (type !== 'plan/review' || typeof record?.reviewId !== 'string') return false
-    if (record.outcome === 'requested') open = record.reviewId
-    else if (record.reviewId === open) open = null
-    else return record.outcome === 'approved' || record.outcome === 'left'
-    return false
-  })
-}
-
 /** The agent `observeAttach` attaches. */
 const PROBE = 'probe'
 
@@ -555,11 +539,8 @@ export async function checkAttach(events: readonly SessionEvent[], k: number, ex
   same('R5: the replay\'s open turn', fold.openTurn, foldOpenTurn(log))
   same('R31: the replay\'s K', fold.told, foldK(log) ?? null)
   same('R79, R81: the replay\'s durable reviews', fold.review, foldReviews(log))
-  // The projection alone cannot tell a lost answer's approval or leave (R80) from a winning one
-  // (R58 keeps inactive for every approved or left record): it is compared only on logs without one.
-  if (!hasStrayApprovalOrLeave(log)) {
-    same('R58: the replay\'s projection is the projection folded event by event', fold.projection, full.events.reduce(planProjection.apply, planProjection.init()))
-  }
+  // A lost answer's approval or leave (R80) changes the projection no more than attach (R58).
+  same('R58: the replay\'s projection is the projection folded event by event', fold.projection, full.events.reduce(planProjection.apply, planProjection.init()))
   if (checkpoint !== null) {
     // The loader's events: the checkpoint's own, then those after it.
     const tail = () => createMemorySessionLog(log.slice(k - 1), { checkpoint, agentId: PROBE })

@@ -349,7 +349,8 @@ describe('R79: a durable exit call', () => {
       seq: version + 1,
       type: 'turn/end',
       digest: eventDigest({ seq: version + 1, type: 'turn/end', data: {} }),
-      projection: { active: true, runs: {}, kept: null },
+      // R58: the projection keeps the open durable review, whose first closing record is the one that counts
+      projection: { active: true, runs: {}, kept: null, openReview: reviewId },
       openTurn: false,
       told: true,
       review: { open: { reviewId, title: TITLE, plan: PLAN, version, callId: 'call-1' }, closed: null, news: null },

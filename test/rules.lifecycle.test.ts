@@ -236,6 +236,23 @@ describe('§10 lifecycle, faults, bad input', () => {
     expect(await h.step()).toEqual({ section: '', notices: [LEAVING] })
   })
 
+  it('R64: attach restores F, the open turn and P through the chart and writes nothing: no pending-store write, no append', () => {
+    const log = createMemorySessionLog([mode(true), { type: 'turn/start', data: {} }, run('7', 'off'), done('7', 'success')])
+    const writes: string[] = []
+    const stored = new Map([['b', true]])
+    const pendingStore = {
+      get: (id: string) => stored.get(id),
+      set: (id: string, active: boolean) => void writes.push(`set ${id} ${active}`),
+      delete: (id: string) => void writes.push(`delete ${id}`),
+    }
+    const planMode = createPlanMode({ section: SECTION, pendingStore })
+    // P from the log's kept selection (a), and from the store (b, over an inactive log).
+    expect(planMode.get({ id: 'a', session: log })).toEqual({ active: true, pending: false })
+    expect(planMode.get({ id: 'b', session: createMemorySessionLog([{ type: 'turn/start', data: {} }]) })).toEqual({ active: false, pending: true })
+    expect(writes).toEqual([])
+    expect(log.events).toHaveLength(4)
+  })
+
   it('R64: an approved exit survives a restart', async () => {
     const h = createHarness()
     await h.planMode.set(h.agent, true)

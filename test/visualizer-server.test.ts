@@ -524,8 +524,9 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     expect([...chart.nodes.keys()].filter(Boolean)).toEqual(expected)
     expect(['mode', 'turn', 'review', 'intent'].every((region) => chart.nodes.get(region)!.region)).toBe(true)
     const edge = (source: string, target: string) => chart.edges.find((e) => e.source === source && e.target === target)
-    expect(edge('mode.inactive', 'mode.active')?.labels).toEqual(['LOG.PLAN_MODE [logsActive]'])
-    expect(edge('turn.idle', 'turn.open')?.labels).toEqual(['LOG.TURN_START'])
+    // Attach (R64) is the chart's own transition too: RESTORE.
+    expect(edge('mode.inactive', 'mode.active')?.labels).toEqual(['LOG.PLAN_MODE [logsActive]', 'RESTORE [restoresActive]'])
+    expect(edge('turn.idle', 'turn.open')?.labels).toEqual(['LOG.TURN_START', 'RESTORE [restoresOpenTurn]'])
     expect(edge('review.idle', 'review.open')?.labels).toContain('REVIEW.OPEN')
     expect(edge('intent.pending.entering.queued', 'intent.logged')).toBeDefined()
   })
@@ -621,14 +622,14 @@ describe('visualizer page model: reading the plan-mode chart', () => {
       return `${entry.label}: ${leaves.sort().join(' ')}`
     })
     expect(states).toEqual([
-      'Plan mode on: intent.logged mode.active review.idle turn.idle',
-      'Turn started: intent.logged mode.active review.idle turn.open',
-      'Step 0: intent.logged mode.active review.idle turn.open',
-      'Review opened: intent.logged mode.active review.open.undecided.reviewing turn.open',
-      'Review answered: approved: intent.pending.leaving.queued mode.active review.idle turn.open',
-      'Plan mode off: intent.logged mode.inactive review.idle turn.open',
-      'Step 1: intent.logged mode.inactive review.idle turn.open',
-      'Turn ended: intent.logged mode.inactive review.idle turn.idle',
+      'Plan mode on: intent.logged mode.active.headerTells review.idle turn.idle',
+      'Turn started: intent.logged mode.active.headerTells review.idle turn.open',
+      'Step 0: intent.logged mode.active.headerTells review.idle turn.open',
+      'Review opened: intent.logged mode.active.headerTells review.open.undecided.reviewing turn.open',
+      'Review answered: approved: intent.pending.leaving.queued mode.active.headerTells review.idle turn.open',
+      'Plan mode off: intent.logged mode.inactive.headerTells review.idle turn.open',
+      'Step 1: intent.logged mode.inactive.headerTells review.idle turn.open',
+      'Turn ended: intent.logged mode.inactive.headerTells review.idle turn.idle',
     ])
     // The last line is the live end.
     expect(model.pointOf('agent-1', story, story.length - 1, 'story')).toBe(Infinity)

@@ -266,8 +266,8 @@ describe('visualizer in Chromium', () => {
     expect(sizes.inactiveName).toBeGreaterThanOrEqual(10)
     // The current leaf state: a solid fill with white text, not a faint tint.
     const look = await page.evaluate(() => {
-      const group = document.querySelector('#chart g.state[data-state="mode.inactive"]')!
-      const idle = document.querySelector('#chart g.state[data-state="mode.active"]')!
+      const group = document.querySelector('#chart g.state[data-state="mode.inactive.headerTells"]')!
+      const idle = document.querySelector('#chart g.state[data-state="mode.active.headerTells"]')!
       return {
         fill: getComputedStyle(group.querySelector('rect')!).fill,
         text: getComputedStyle(group.querySelector('text')!).fill,

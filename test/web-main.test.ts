@@ -43,7 +43,7 @@ it('npm run web starts the chat on PGlite with the offline model, prints its URL
       versions: [],
       // R101: the review's four options, as the library words them (the card's buttons and tooltips).
       options: reviewQuestion('', 'all').options,
-      chart: { value: { mode: 'active', turn: 'idle', review: 'idle', intent: 'logged', lifecycle: 'serving' } },
+      chart: { value: { mode: { active: 'headerTells' }, turn: 'idle', review: 'idle', intent: 'logged', lifecycle: 'serving' } },
     })
     const refused = await page.get('/api/chats/..%2Fetc/state')
     expect([refused.status, await refused.json()]).toEqual([400, { error: 'a chat id is 1–100 letters, digits, - or _' }])

@@ -198,7 +198,13 @@ export function readCheckpoint(value: unknown, agentId?: string): PlanCheckpoint
       seq,
       type,
       digest,
-      projection: Object.freeze({ active: projection.active, runs, kept: projection.kept }),
+      // The open durable review is the review fold's (R79): a checkpoint written before the
+      // projection kept it reads the same.
+      projection: Object.freeze(
+        review.open === null
+          ? { active: projection.active, runs, kept: projection.kept }
+          : { active: projection.active, runs, kept: projection.kept, openReview: review.open.reviewId },
+      ),
       openTurn,
       told,
       review,

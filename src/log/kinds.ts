@@ -197,6 +197,27 @@ function isReviewRequest(data: Record<string, unknown> | undefined): boolean {
   return data?.outcome === 'requested' && typeof data.reviewId === 'string'
 }
 
+/** A projection state (R58): `openReview` only while a durable review is open. */
+function projectionOf(active: boolean, runs: Readonly<Record<string, boolean>>, kept: boolean | null, openReview: string | undefined): PlanProjectionState {
+  return openReview === undefined ? { active, runs, kept } : { active, runs, kept, openReview }
+}
+
+/**
+ * A `plan/review` through the projection (R58, R80): an approval or a leave keeps a selection of
+ * inactive, unless it is a durable review's record that does not close the review the log holds
+ * open (a late or lost answer's); a durable request opens its review, as the review fold reads it.
+ */
+function projectReviewRecord(state: PlanProjectionState, data: Record<string, unknown> | undefined): PlanProjectionState {
+  if (typeof data?.reviewId !== 'string') return leavesPlanMode(data?.outcome) ? projectionOf(state.active, state.runs, false, state.openReview) : state
+  const { reviewId, outcome } = data
+  if (outcome === 'requested') {
+    if (typeof data.plan !== 'string' || typeof data.title !== 'string' || state.openReview === reviewId) return state
+    return projectionOf(state.active, state.runs, state.kept, reviewId)
+  }
+  if (state.openReview !== reviewId || !CLOSING_OUTCOMES.has(outcome)) return state
+  return projectionOf(state.active, state.runs, leavesPlanMode(outcome) ? false : state.kept, undefined)
+}
+
 /**
  * A durable approval that closes no open review: a lost racing answer's record, or one of an id
  * never requested (R79, R80). It changes nothing, as it changes nothing live: no kept selection
@@ -237,6 +258,12 @@ export interface PlanProjectionState {
   readonly runs: Readonly<Record<string, boolean>>
   /** The latest successful selection (or approved exit) not yet followed by a `plan/mode`. */
   readonly kept: boolean | null
+  /**
+   * The id of the durable review the log holds open (R79); absent while none is. Only its first
+   * closing record keeps an approval's or a leave's selection: another review's (a late or lost
+   * answer's, R80) changes nothing, as it changes nothing for attach (R64).
+   */
+  readonly openReview?: string
 }
 
 /** Everything the log can tell plan mode (R64): what attach rebuilds and what UIs show. */
@@ -438,7 +465,7 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       // An invalid plan/mode is a corrupt log; the view ignores it (attach reports it, R61).
       if (typeof active !== 'boolean') return state
       if (state.active === active && state.kept === null) return state
-      return { active, runs: state.runs, kept: null }
+      return projectionOf(active, state.runs, null, state.openReview)
     },
     observe: (data) => ({ type: 'LOG.PLAN_MODE', active: readPlanModeData(data) }),
     // Entering plan mode again voids the approved plan (R98); every plan/mode starts an episode (R96).
@@ -453,7 +480,7 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
   [PLAN_REVIEW_EVENT]: kind({
     meaning:
       'A review outcome (R49), or a durable review requested (R79); an approval told in its call\'s result told the model it left plan mode (R31, R81) and keeps a selection of inactive (R58, R64).',
-    project: (state, data) => (leavesPlanMode(data?.outcome) ? { ...state, kept: false } : state),
+    project: projectReviewRecord,
     // A durable approval not given in the call's result is told at the next boundary (R81).
     tells: (data) => (leavesPlanMode(data?.outcome) && (typeof data!.reviewId !== 'string' || data!.toldInResult === true) ? false : undefined),
     review: foldReviewRecord,
@@ -509,7 +536,7 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
     meaning: 'A `/plan` run starts a candidate selection (R58).',
     project(state, data) {
       if (data?.name !== 'plan' || typeof data.args !== 'string') return state
-      return { ...state, runs: { ...state.runs, [String(data.commandId)]: selectsPlanMode(data.args) } }
+      return projectionOf(state.active, { ...state.runs, [String(data.commandId)]: selectsPlanMode(data.args) }, state.kept, state.openReview)
     },
     // Live, a run is noted so that its success can be taken as a selection (R86).
     observe: (data) =>
@@ -527,7 +554,7 @@ export const PLAN_LOG_KINDS: Readonly<Record<string, PlanLogKind>> = {
       const id = String(data?.commandId)
       if (!Object.hasOwn(state.runs, id)) return state
       const { [id]: selected, ...runs } = state.runs
-      return { active: state.active, runs, kept: data?.kind === 'success' ? selected! : state.kept }
+      return projectionOf(state.active, runs, data?.kind === 'success' ? selected! : state.kept, state.openReview)
     },
     observe: (data) => ({ type: 'LOG.COMMAND_DONE', commandId: String(data?.commandId), success: data?.kind === 'success' }),
     describe: (data) => ({
@@ -777,7 +804,10 @@ function restoreBackward(events: readonly SessionEvent[]): PlanLogRestore {
   }
   for (let t = tail.length - 1; t >= 0; t--) {
     const event = tail[t]!
-    projection = PLAN_LOG_KINDS[event.type]!.project!(projection, payload(event))
+    const data = payload(event)
+    // The scan skipped the records that close no open review (R80): every approval or leave left keeps.
+    if (event.type === PLAN_REVIEW_EVENT) projection = leavesPlanMode(data?.outcome) ? { ...projection, kept: false } : projection
+    else projection = PLAN_LOG_KINDS[event.type]!.project!(projection, data)
   }
   const last = events[events.length - 1]
   return {

@@ -1,5 +1,5 @@
 import type { ReviewComment, SetOutcome } from '../types.js'
-import type { PlanLogObservation, ReviewNews, ReviewOutcome } from '../log/kinds.js'
+import type { PlanLogObservation, PlanLogRestore, ReviewNews, ReviewOutcome } from '../log/kinds.js'
 import type { ReviewVerdict } from '../plan/review.js'
 
 /** Events the plan-mode statechart accepts, named for the domain. */
@@ -26,6 +26,14 @@ export type PlanModeEvent =
   | { type: 'REVIEW.ABORT'; review: number; message: string }
   /** `dispose` or `detach`: open reviews fail as reloaded, then the actor stops (R60, R63). */
   | { type: 'RELOAD' }
+  /**
+   * Attach (R64): what the log says (`fold`, read by the one fold or from its end; the context
+   * starts from it too) and P's target
+   * (`pending`, as the host's pending store kept it, else the log's kept selection). The initial
+   * states' guarded transitions take it; `restore.ts` sends it through XState's pure `transition`,
+   * so that no entry action runs and nothing is appended.
+   */
+  | { type: 'RESTORE'; fold: PlanLogRestore; pending: boolean | null }
   /** Observed log events (only those that can matter reach the chart, R70), as the log's table reads them. */
   | PlanLogObservation
   /** The log's answer to the chart's own appends (sent back by the append effects). */
@@ -35,9 +43,11 @@ export type PlanModeEvent =
   | { type: 'REVIEW.RECORD_FAILED'; error: unknown }
   /** Raised by the chart itself. */
   | { type: 'REVIEW.APPROVED' }
-  /** The review closed; a selection deferred behind it follows (R48). */
-  | { type: 'REVIEW.CONCLUDED' }
-  | { type: 'BOUNDARY.RESOLVED' }
+  /**
+   * A heard `/plan`'s success, held back while this chart's own `plan/mode` append was in flight,
+   * is taken now that the append settled (R86).
+   */
+  | { type: 'COMMAND.SELECTED'; active: boolean }
   /** The close timeout expired: the work still in flight is no longer waited for (R73). */
   | { type: 'ABANDONED' }
 

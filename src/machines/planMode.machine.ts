@@ -1,4 +1,4 @@
-import { and, assign, emit, enqueueActions, not, or, raise, setup, stateIn } from 'xstate'
+import { and, assign, emit, not, or, raise, setup, stateIn } from 'xstate'
 import type { NoticeKind, PlanModeEmitted, PlanModeEvent, ReviewResult } from './planMode.events.js'
 import {
   UNATTACHED_PORTS,
@@ -21,7 +21,7 @@ import {
   lacksLeadingHeading,
   planTitle,
 } from '../plan/review.js'
-import { leavesPlanMode, reviewNews, type OpenPlanReview, type ReviewNews, type ReviewOutcome } from '../log/kinds.js'
+import { leavesPlanMode, reviewNews, type OpenPlanReview, type PlanLogRestore, type ReviewNews, type ReviewOutcome } from '../log/kinds.js'
 import type { SetOutcome } from '../types.js'
 
 /**
@@ -57,8 +57,6 @@ export interface PlanModeContext {
   lastClosed?: { reviewId: string; outcome: ReviewOutcome } | null
   /** A durable review's outcome the model has not been told yet: the next boundary tells it (R81). */
   news?: ReviewNews | null
-  /** This chart's boundary kept `news` after a failed flush: the header of that step told nothing (R81, R19). */
-  newsKeptPastHeader?: boolean
   /**
    * The boundary whose flush is in flight starts a fresh context, which tells the approval (R102):
    * its narration, when the flush lands, does not tell it again.
@@ -69,13 +67,6 @@ export interface PlanModeContext {
    * selection each one makes (R86). Absent while none is outstanding.
    */
   heardRuns?: Readonly<Record<string, boolean>>
-  /**
-   * A heard run's success that came while this chart's own `plan/mode` append was in flight: it
-   * is taken once that append settled (R86), the latest one only.
-   */
-  deferredDone?: string
-  /** A selection that closed a review and waits for the review's record to land (R48). */
-  deferredSelection: boolean | null
   /** How long a reload or detach waits for the work in flight before abandoning it, in ms (R73). */
   closeTimeout: number
   /** The agent's ports (bound at attach; see `planMode.effects.ts`). */
@@ -113,26 +104,26 @@ export function abandonedMessage(closeTimeout: number): string {
   return `plan-mode: the session log did not settle within ${closeTimeout} ms of a reload or detach; work in flight was abandoned`
 }
 
-/** The context of an actor that has no review open and no result yet; K as the log tells it (R31). */
-export function initialContext(
-  ports: PlanModePorts,
-  told: boolean | null,
-  closeTimeout: number = DEFAULT_CLOSE_TIMEOUT_MS,
-  reviews: Pick<PlanModeContext, 'review' | 'lastClosed' | 'news'> = { review: null },
-): PlanModeContext {
+/**
+ * The context of an actor that has no result yet: K and the durable reviews as the log tells them
+ * (R31, R64, R79–R81; a new agent's when there is no `fold`), the review the log holds open being
+ * the first this actor numbers.
+ */
+export function initialContext(ports: PlanModePorts, closeTimeout: number = DEFAULT_CLOSE_TIMEOUT_MS, fold?: PlanLogRestore): PlanModeContext {
+  const open = fold?.review.open ?? null
+  const durable = open === null ? undefined : open.callId === undefined ? { reviewId: open.reviewId, version: open.version } : { reviewId: open.reviewId, version: open.version, callId: open.callId }
   const context: PlanModeContext = {
-    told,
-    review: reviews.review,
-    reviews: reviews.review === null ? 0 : reviews.review.number,
-    deferredSelection: null,
+    told: fold?.told ?? null,
+    review: open === null ? null : { number: 1, plan: open.plan, title: open.title, result: null, durable },
+    reviews: open === null ? 0 : 1,
     closeTimeout,
     ports,
   }
   // Absent rather than null while the log holds no durable review, and added after the literal
   // (a spread would cost the object its in-object fields): every idle agent pays for each field
   // of its context (R70: memory per idle agent).
-  if (reviews.lastClosed) context.lastClosed = reviews.lastClosed
-  if (reviews.news) context.news = reviews.news
+  if (fold?.review.closed) context.lastClosed = fold.review.closed
+  if (fold?.review.news) context.news = fold.review.news
   return context
 }
 
@@ -166,6 +157,8 @@ export const EFFECTIVELY_ACTIVE = [
 const selects = (active: boolean) => ({ type: 'selects', params: { active } }) as const
 const wasTold = (active: boolean) => ({ type: 'wasTold', params: { active } }) as const
 const heardSelects = (active: boolean) => ({ type: 'heardSelects', params: { active } }) as const
+const takeHeldSelection = (active: boolean) => ({ type: 'takeHeldSelection', params: { active } }) as const
+const followSelection = (active: boolean) => ({ type: 'followSelection', params: { active } }) as const
 const reportSelection = (outcome: SetOutcome) => ({ type: 'reportSelection', params: { outcome } }) as const
 const reportQuietBoundary = (active: boolean) => ({ type: 'reportQuietBoundary', params: { active } }) as const
 /** The boundary's answer is told first, from K and the news before `narrate` moves them. */
@@ -200,8 +193,12 @@ function boundaryAnswers(active: boolean) {
       { guard: and(['isFlushing', wasTold(active), 'hasNoNews']), actions: reportQuietBoundary(active) },
       { guard: 'isFlushing' as const, actions: narrate(active) },
     ],
-    // R19: the flush failed; the step runs as logged, and tells nothing.
-    'PLAN_MODE.APPEND_FAILED': { guard: 'isFlushing' as const, actions: [reportQuietBoundary(active), 'keepNewsPastHeader' as const] },
+    // R19: the flush failed; the step runs as logged, and tells nothing: an outcome left to tell
+    // outlives that step's header (R81).
+    'PLAN_MODE.APPEND_FAILED': [
+      { guard: and(['isFlushing', not('hasNoNews')]), target: '.newsOutlivesHeader', actions: reportQuietBoundary(active) },
+      { guard: 'isFlushing' as const, actions: reportQuietBoundary(active) },
+    ],
     // A request header tells the model F (R30); K already F changes nothing. It also says that a
     // step ran since a durable review closed: the outcome was told there, by whichever writer ran
     // it, unless this chart's own flush failed at that step (R81).
@@ -210,6 +207,35 @@ function boundaryAnswers(active: boolean) {
       { guard: not(wasTold(active)), actions: [{ type: 'assignTold' as const, params: { active } }, 'settleNewsAtHeader' as const] },
       { guard: not('hasNoNews'), actions: 'settleNewsAtHeader' as const },
     ],
+  }
+}
+
+/**
+ * The children of F = `active` (R81, R19): `headerTells`, a step's request header means its
+ * boundary told the outcome left to tell; `newsOutlivesHeader`, this chart's flush failed at the
+ * step, whose boundary told nothing: its header leaves the outcome to the next boundary, and
+ * F changing meanwhile keeps that.
+ */
+function headerStates(active: boolean) {
+  const assignTold = { type: 'assignTold' as const, params: { active } }
+  return {
+    initial: 'headerTells' as const,
+    states: {
+      headerTells: {},
+      newsOutlivesHeader: {
+        on: {
+          'LOG.REQUEST_HEADER': [
+            { guard: and([not(wasTold(active)), 'hasNoNews']), actions: assignTold },
+            { guard: not(wasTold(active)), target: 'headerTells', actions: assignTold },
+            { guard: not('hasNoNews'), target: 'headerTells' },
+          ],
+          'LOG.PLAN_MODE': {
+            guard: active ? ('logsInactive' as const) : ('logsActive' as const),
+            target: `#planMode.mode.${active ? 'inactive' : 'active'}.newsOutlivesHeader`,
+          },
+        },
+      },
+    },
   }
 }
 
@@ -252,9 +278,14 @@ const planModeSetup = setup({
     ]),
     /** No review is open: a selection heard from the log does not reach into one (R86). */
     hasNoOpenReview: stateIn('#planMode.review.idle'),
-    /** A heard `/plan` run succeeded, selecting `params.active` (R86). */
+    /**
+     * A heard `/plan` run succeeded, selecting `params.active` (R86): its `command/done` now, or
+     * the success held back while this chart's own append was in flight, taken once it settled.
+     */
     heardSelects: ({ context, event }, params: { active: boolean }) =>
-      event.type === 'LOG.COMMAND_DONE' && event.success && context.heardRuns?.[event.commandId] === params.active,
+      event.type === 'COMMAND.SELECTED'
+        ? event.active === params.active
+        : event.type === 'LOG.COMMAND_DONE' && event.success && context.heardRuns?.[event.commandId] === params.active,
     /** A review is open and its outcome is not decided: a user switch closes it (R48, R80). */
     canSupersedeReview: stateIn('#planMode.review.open.undecided'),
     /** No durable review's outcome waits to be told (R81). */
@@ -270,6 +301,8 @@ const planModeSetup = setup({
       event.type === 'LOG.REVIEW_REQUESTED' && context.review?.durable?.reviewId !== event.review.reviewId,
     /** The record in flight is an answer (R80): when it fails, the answer fails and the review stays open. */
     isAnswering: ({ context }) => context.review?.answering === true,
+    /** Another process's request the log reported while ours was being appended (R79). */
+    hasHeardRequest: ({ context }) => context.review?.heard !== undefined,
     /** The log holds a record of this review from another process (R80). */
     hasNotedRecord: ({ context }) => context.review?.recorded !== undefined,
     /** The model hears this approval in the call's result (a channel review's, or told in the result: R47, R81). */
@@ -284,19 +317,26 @@ const planModeSetup = setup({
     /** R42.8 */
     lacksReviewChannel: ({ event }) => event.type === 'REVIEW.OPEN' && !event.hasChannel,
     logsActive: ({ event }) => event.type === 'LOG.PLAN_MODE' && event.active,
+    /** R64: the log's F is active. */
+    restoresActive: ({ event }) => event.type === 'RESTORE' && event.fold.active,
+    /** R64, R5: the log's latest of turn/start, turn/end is a turn/start. */
+    restoresOpenTurn: ({ event }) => event.type === 'RESTORE' && event.fold.openTurn,
+    /** R64: P's target differs from F: P is that selection. */
+    restoresPending: ({ event }, params: { active: boolean }) =>
+      event.type === 'RESTORE' && event.pending === params.active && event.fold.active !== params.active,
+    /** R79: the log holds a durable review open. */
+    restoresOpenReview: ({ event }) => event.type === 'RESTORE' && event.fold.review.open !== null,
     logsInactive: ({ event }) => event.type === 'LOG.PLAN_MODE' && !event.active,
     /** The review leaves plan mode: approved, or left without carrying the plan out (R47, R101). */
     isApproved: ({ context }) => leavesPlanMode(context.review?.result?.outcome),
     /** An abort closes only the review its own call opened (a late abort of an earlier call is ignored). */
     isAbortOfThisReview: ({ context, event }) => event.type === 'REVIEW.ABORT' && context.review?.number === event.review,
-    hasDeferredSelection: ({ context }) => context.deferredSelection !== null,
     /**
-     * Nothing is in flight: no review but one the log holds, no selection still to replay, no
-     * append (R60, R63, R79: the actor may stop).
+     * Nothing is in flight: no review but one the log holds, no selection still to replay (the
+     * review region is `following` then), no append (R60, R63, R79: the actor may stop).
      */
     hasNoWorkInFlight: and([
       or([stateIn('#planMode.review.idle'), stateIn('#planMode.review.open.undecided.awaiting')]),
-      not('hasDeferredSelection'),
       not('isSelectionAppending'),
     ]),
   },
@@ -338,31 +378,15 @@ const planModeSetup = setup({
     /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
     assignTold: assign((_, { active }: { active: boolean }) => ({ told: active })),
     /** R81, R19: the failed flush told nothing; its step's header will not mean the outcome was told. */
-    keepNewsPastHeader: assign(({ context }) => (context.news == null ? {} : { newsKeptPastHeader: true })),
     /** R81: a step ran after the record: its writer told the outcome (unless it was ours, after a failed flush). */
-    settleNewsAtHeader: assign(({ context }) => (context.newsKeptPastHeader === true ? { newsKeptPastHeader: undefined } : { news: null })),
+    settleNewsAtHeader: assign({ news: null }),
     /** A logged `/plan` run: its selection waits for the run's `command/done` (R86). */
     noteRun: assign(({ context, event }) => {
       if (event.type !== 'LOG.COMMAND_RUN') return {}
       return { heardRuns: { ...context.heardRuns, [event.commandId]: event.active } }
     }),
-    /** R86: a success heard while our own append is in flight waits for it; an earlier one waiting is dropped. */
-    deferDone: assign(({ context, event }) => {
-      if (event.type !== 'LOG.COMMAND_DONE') return {}
-      const previous = context.deferredDone
-      if (previous === event.commandId) return {} // the same run's done again: it waits already
-      if (previous === undefined || context.heardRuns === undefined) return { deferredDone: event.commandId }
-      const { [previous]: _dropped, ...runs } = context.heardRuns
-      return { deferredDone: event.commandId, heardRuns: runs }
-    }),
-    /** R86: our append settled: the success that waited for it is heard again, now. */
-    replayDeferredDone: enqueueActions(({ context, event, enqueue }) => {
-      const commandId = context.deferredDone
-      if (commandId === undefined) return
-      enqueue.assign({ deferredDone: undefined })
-      // An append given up on by a close (R73) settles nothing: the next attachment reads the log.
-      if (event.type !== 'ABANDONED') enqueue.raise({ type: 'LOG.COMMAND_DONE', commandId, success: true } satisfies PlanModeEvent as never)
-    }) as never,
+    /** R86: our append settled: the heard `/plan` whose success waited for it is taken now. */
+    takeHeldSelection: raise((_, { active }: { active: boolean }) => ({ type: 'COMMAND.SELECTED' as const, active })),
     /** The run settled (taken or not): it is no longer outstanding (R86). */
     forgetRun: assign(({ context, event }) => {
       if (event.type !== 'LOG.COMMAND_DONE' || context.heardRuns === undefined || !Object.hasOwn(context.heardRuns, event.commandId)) return {}
@@ -379,7 +403,6 @@ const planModeSetup = setup({
       return {
         reviews: number,
         review,
-        deferredSelection: null,
         // A new request: whatever the model had not heard was told before it asked again (R81).
         // The last review closed is forgotten only once the request is in the log (R80: "no
         // review was requested since"): a request that fails leaves it as a replay reads it.
@@ -403,12 +426,7 @@ const planModeSetup = setup({
      * Our request failed while the log holds another process's request open (R79): the idle
      * review region adopts it, as when the log reports a request.
      */
-    // (`setup` cannot infer its own action map through `enqueueActions`: the casts; the raised
-    // event is checked against PlanModeEvent.)
-    replayHeardRequest: enqueueActions(({ context, enqueue }) => {
-      const heard = context.review?.heard
-      if (heard !== undefined) enqueue.raise({ type: 'LOG.REVIEW_REQUESTED', review: heard } satisfies PlanModeEvent as never)
-    }) as never,
+    replayHeardRequest: raise(({ context }) => ({ type: 'LOG.REVIEW_REQUESTED' as const, review: context.review!.heard! })),
     /**
      * Our request is in the log: the open review (R79), unless the log reported another process's
      * request after it (that one is, under this review's number: the call that opened this one is
@@ -496,10 +514,7 @@ const planModeSetup = setup({
           : event.type === 'SELECT'
             ? { outcome: 'superseded', error: REVIEW_MESSAGES.superseded }
             : { outcome: 'reloaded', error: REVIEW_MESSAGES.reloaded }
-      return {
-        review: context.review && { ...context.review, result },
-        deferredSelection: event.type === 'SELECT' ? event.active : null,
-      }
+      return { review: context.review && { ...context.review, result } }
     }),
     /**
      * The record landed (R49, R80). When the log held another record of this durable review
@@ -552,19 +567,15 @@ const planModeSetup = setup({
         ...(news !== null ? { news } : {}),
       }
     }),
-    /** P is resolved for this step: the mode region answers under F, the state in force (R18). */
     /** Consent: the intent follows (R47). */
     raiseApproval: raise({ type: 'REVIEW.APPROVED' } as const),
-    /** The review is closed: a selection that closed it, if one did, follows next (R48). */
-    raiseConcluded: raise({ type: 'REVIEW.CONCLUDED' } as const),
     /** The selection that closed the review now follows R8–R10 (R48). */
-    replayDeferredSelection: raise(({ context }) => ({ type: 'SELECT' as const, active: context.deferredSelection === true })),
-    clearDeferredSelection: assign({ deferredSelection: null }),
+    followSelection: raise((_, { active }: { active: boolean }) => ({ type: 'SELECT' as const, active })),
     /** R73: one warning, and the operation waiting for the abandoned work fails with it. */
     warnAbandoned: ({ context }) => context.ports.warn(abandonedMessage(context.closeTimeout), undefined),
     reportAbandoned: emit(({ context }) => ({ type: 'abandoned' as const, error: abandonedMessage(context.closeTimeout) })),
     raiseAbandoned: raise({ type: 'ABANDONED' } as const),
-    /** R73: the review whose record never settled fails as reloaded; a deferred selection is dropped. */
+    /** R73: the review whose record never settled fails as reloaded; the selection that closed it, if one did, is dropped. */
     reportReviewAbandoned: emit(({ context }) => ({
       type: 'review.closed' as const,
       review: context.review?.number ?? 0,
@@ -572,7 +583,7 @@ const planModeSetup = setup({
       // An answer whose record was abandoned fails with the abandoned message, as the operation waiting for it (R73, R80).
       ...(context.review?.answering === true ? { failed: new Error(abandonedMessage(context.closeTimeout)) } : {}),
     })),
-    abandonReview: assign({ review: null, deferredSelection: null }),
+    abandonReview: assign({ review: null }),
   },
 })
 
@@ -604,6 +615,7 @@ function pendingSelection(active: boolean) {
             { guard: and([heardSelects(!active), 'hasNoOpenReview']), target: '#planMode.intent.logged', actions: 'forgetRun' as const },
             { actions: 'forgetRun' as const },
           ],
+          'COMMAND.SELECTED': { guard: and([heardSelects(!active), 'hasNoOpenReview']), target: '#planMode.intent.logged' },
           STEP_BOUNDARY: [
             // R15: an aborted boundary keeps P; the mode region answers it.
             { guard: 'isAborted' as const },
@@ -619,7 +631,15 @@ function pendingSelection(active: boolean) {
       flushing: {
         tags: [APPENDING_TAG],
         entry: { type: 'appendPlanMode' as const, params: { active } },
-        exit: 'replayDeferredDone' as const,
+        ...whileAppending((heard) => ({
+          on: {
+            'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: takeHeldSelection(heard) },
+            'PLAN_MODE.APPEND_FAILED': {
+              target: `#planMode.intent.pending.${active ? 'entering' : 'leaving'}.queued`,
+              actions: [{ type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } }, takeHeldSelection(heard)],
+            },
+          },
+        })),
         on: {
           'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged' },
           // R19: contained; P stays for the next boundary and the step runs as logged (R18).
@@ -628,7 +648,46 @@ function pendingSelection(active: boolean) {
             actions: { type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } },
           },
           ABANDONED: 'queued',
+          ...holdsHeardSuccess,
         },
+      },
+    },
+  }
+}
+
+/**
+ * A review a user's switch to `active` closed (R48): its record is appended, and once it landed
+ * (or failed, R49), the review concludes as `recorded` does and the switch follows (`following`).
+ * The log may hold another process's record of a durable review first: that one is the outcome.
+ */
+function supersededBy(active: boolean) {
+  const following = `#planMode.review.following.${active ? 'entering' : 'leaving'}`
+  return {
+    initial: 'recording' as const,
+    states: {
+      recording: {
+        tags: [APPENDING_TAG],
+        entry: 'recordReview' as const,
+        on: {
+          'REVIEW.RECORDED': { target: 'recorded', actions: 'settleRecord' as const },
+          'LOG.REVIEW_CLOSED': { guard: 'closesThisReview' as const, actions: 'noteRecorded' as const },
+          'REVIEW.RECORD_FAILED': {
+            target: 'recorded',
+            actions: [{ type: 'warn' as const, params: { message: 'plan-mode: review record failed' } }, 'settleRecord' as const],
+          },
+        },
+      },
+      /** Transient: as `open.recorded`, then the switch follows. */
+      recorded: {
+        always: [
+          {
+            guard: 'isToldApproval' as const,
+            target: following,
+            actions: [{ type: 'assignTold' as const, params: { active: false } }, 'raiseApproval' as const, 'concludeReview' as const],
+          },
+          { guard: 'isApproved' as const, target: following, actions: ['raiseApproval' as const, 'concludeReview' as const] },
+          { target: following, actions: 'concludeReview' as const },
+        ],
       },
     },
   }
@@ -639,12 +698,45 @@ function committingSelection(active: boolean) {
   return {
     tags: [APPENDING_TAG],
     entry: { type: 'appendPlanMode' as const, params: { active } },
-    exit: 'replayDeferredDone' as const,
+    ...whileAppending((heard) => ({
+      on: {
+        'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: [reportSelection('committed'), takeHeldSelection(heard)] },
+        'PLAN_MODE.APPEND_FAILED': { target: '#planMode.intent.logged', actions: ['reportSelectionFailure' as const, takeHeldSelection(heard)] },
+      },
+    })),
     on: {
       'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: reportSelection('committed') },
       'PLAN_MODE.APPEND_FAILED': { target: '#planMode.intent.logged', actions: 'reportSelectionFailure' as const },
       // R73: no longer waited for; the next attachment reads whether it landed.
       ABANDONED: '#planMode.intent.logged',
+      ...holdsHeardSuccess,
+    },
+  }
+}
+
+/**
+ * R86: a heard `/plan`'s success that comes while this chart's own `plan/mode` append is in flight
+ * waits for that append to settle (the latest one only: it replaces one already waiting, whose
+ * run is settled) and is then taken. An append a close gave up on (R73: `ABANDONED`) takes none.
+ */
+const holdsHeardSuccess = {
+  'LOG.COMMAND_DONE': [
+    { guard: heardSelects(true), target: '.runWaits.entering', actions: 'forgetRun' as const },
+    { guard: heardSelects(false), target: '.runWaits.leaving', actions: 'forgetRun' as const },
+  ],
+}
+
+/**
+ * The children of a state whose `plan/mode` append is in flight (R86): `noRunWaits`, or
+ * `runWaits.entering`/`runWaits.leaving`, the selection of a heard `/plan` that succeeded
+ * meanwhile; `takes(active)` settles the append and takes it (`COMMAND.SELECTED`).
+ */
+function whileAppending<T>(takes: (active: boolean) => T) {
+  return {
+    initial: 'noRunWaits' as const,
+    states: {
+      noRunWaits: {},
+      runWaits: { initial: 'entering' as const, states: { entering: takes(true), leaving: takes(false) } },
     },
   }
 }
@@ -654,8 +746,12 @@ export const planModeMachine = planModeSetup.createMachine({
   id: 'planMode',
   type: 'parallel',
   // A bare actor (`createActor(planModeMachine, { input: { ports } })`, or none) for tests and
-  // inspection; the service restores each agent's actor from its log instead (restore.ts).
-  context: ({ input }) => initialContext((input as { ports?: PlanModePorts } | undefined)?.ports ?? UNATTACHED_PORTS, null),
+  // inspection; the service restores each agent's actor from its log instead (restore.ts: the
+  // context from the fold, then `RESTORE`, whose guarded transitions choose the states).
+  context: ({ input }) => {
+    const given = input as { ports?: PlanModePorts; closeTimeout?: number; fold?: PlanLogRestore } | undefined
+    return initialContext(given?.ports ?? UNATTACHED_PORTS, given?.closeTimeout, given?.fold)
+  },
   states: {
     /**
      * F, the logged mode (R2). Only observed `plan/mode` events move it (R3): the service never
@@ -665,9 +761,16 @@ export const planModeMachine = planModeSetup.createMachine({
       initial: 'inactive',
       states: {
         inactive: {
-          on: { 'LOG.PLAN_MODE': { guard: 'logsActive', target: 'active' }, ...boundaryAnswers(false) },
+          ...headerStates(false),
+          on: {
+            'LOG.PLAN_MODE': { guard: 'logsActive', target: 'active' },
+            ...boundaryAnswers(false),
+            // R64: attach, from the log (K and the durable reviews are the context it starts with).
+            RESTORE: { guard: 'restoresActive', target: 'active' },
+          },
         },
         active: {
+          ...headerStates(true),
           on: { 'LOG.PLAN_MODE': { guard: 'logsInactive', target: 'inactive' }, ...boundaryAnswers(true) },
         },
       },
@@ -677,7 +780,7 @@ export const planModeMachine = planModeSetup.createMachine({
     turn: {
       initial: 'idle',
       states: {
-        idle: { on: { 'LOG.TURN_START': 'open' } },
+        idle: { on: { 'LOG.TURN_START': 'open', RESTORE: { guard: 'restoresOpenTurn', target: 'open' } } },
         open: { on: { 'LOG.TURN_END': 'idle' } },
       },
     },
@@ -692,10 +795,6 @@ export const planModeMachine = planModeSetup.createMachine({
         /** No review is open. R42's checks 3–8, in order (1–2 need no state: the tool checks them). */
         idle: {
           on: {
-            // The selection that closed the review is being replayed (R48); until it is
-            // handled, a closing agent waits for it (R63).
-            'REVIEW.CONCLUDED': { guard: 'hasDeferredSelection', actions: 'replayDeferredSelection' },
-            SELECT: { guard: 'hasDeferredSelection', actions: 'clearDeferredSelection' },
             'REVIEW.OPEN': [
               ...PLAN_CHECKS,
               { guard: 'isOwnedByAnotherAgent', actions: refuseReview(REVIEW_MESSAGES.ownedAgent) },
@@ -707,6 +806,19 @@ export const planModeMachine = planModeSetup.createMachine({
             // Another process opened a durable review: the log holds it open here too (R79).
             'LOG.REVIEW_REQUESTED': { target: 'open.undecided.awaiting', actions: 'adoptReview' },
             'REVIEW.ANSWER': { actions: 'refuseAnswer' },
+            // R79: attach: the durable review the log holds open is open again (the context holds it).
+            RESTORE: { guard: 'restoresOpenReview', target: 'open.undecided.awaiting' },
+          },
+        },
+        /**
+         * The review closed under a user's switch; the selection that closed it is raised now and
+         * follows R8–R10 (R48). Until the intent region has taken it, a closing agent waits (R63).
+         */
+        following: {
+          initial: 'entering',
+          states: {
+            entering: { entry: followSelection(true), on: { SELECT: '#planMode.review.idle' } },
+            leaving: { entry: followSelection(false), on: { SELECT: '#planMode.review.idle' } },
           },
         },
         /** A review call is in progress: the exit tool's call resolves when this is left. */
@@ -732,7 +844,10 @@ export const planModeMachine = planModeSetup.createMachine({
                 'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' },
                 'REVIEW.RECORDED': { target: 'undecided.awaiting', actions: ['requestLanded', 'reportLanded'] },
                 // With another process's request heard meanwhile, the idle region adopts it (R79).
-                'REVIEW.RECORD_FAILED': { target: '#planMode.review.idle', actions: ['replayHeardRequest', 'reportRequestFailed', 'failRequest'] },
+                'REVIEW.RECORD_FAILED': [
+                  { guard: 'hasHeardRequest', target: '#planMode.review.idle', actions: ['replayHeardRequest', 'reportRequestFailed', 'failRequest'] },
+                  { target: '#planMode.review.idle', actions: ['reportRequestFailed', 'failRequest'] },
+                ],
               },
             },
             /**
@@ -742,7 +857,10 @@ export const planModeMachine = planModeSetup.createMachine({
             undecided: {
               initial: 'reviewing',
               on: {
-                SELECT: { guard: not('selectsEffectiveMode'), target: 'recording', actions: 'closeReview' },
+                SELECT: [
+                  { guard: and([selects(true), not('isEffectivelyActive')]), target: '#planMode.review.open.superseded.entering', actions: 'closeReview' },
+                  { guard: and([selects(false), 'isEffectivelyActive']), target: '#planMode.review.open.superseded.leaving', actions: 'closeReview' },
+                ],
                 'REVIEW.ABORT': { guard: 'isAbortOfThisReview', target: 'recording', actions: 'closeReview' },
               },
               states: {
@@ -797,19 +915,27 @@ export const planModeMachine = planModeSetup.createMachine({
                 ],
               },
             },
-            /** Transient: consent applies, the call resolves, a deferred selection follows (R47, R48). */
+            /** Transient: consent applies, the call resolves (R47). */
             recorded: {
               always: [
                 // Consent: K := inactive (the tool result tells the model), the intent follows (R47).
                 {
                   guard: 'isToldApproval',
                   target: '#planMode.review.idle',
-                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'reportClosed', 'concludeReview', 'raiseConcluded'],
+                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'reportClosed', 'concludeReview'],
                 },
                 // A durable approval the model has not heard: the next boundary tells it (R81).
-                { guard: 'isApproved', target: '#planMode.review.idle', actions: ['raiseApproval', 'reportClosed', 'concludeReview', 'raiseConcluded'] },
-                { target: '#planMode.review.idle', actions: ['reportClosed', 'concludeReview', 'raiseConcluded'] },
+                { guard: 'isApproved', target: '#planMode.review.idle', actions: ['raiseApproval', 'reportClosed', 'concludeReview'] },
+                { target: '#planMode.review.idle', actions: ['reportClosed', 'concludeReview'] },
               ],
+            },
+            /**
+             * A user's switch closed the review (R48): it is recorded as superseded, then the
+             * selection that closed it follows (`following`).
+             */
+            superseded: {
+              initial: 'entering',
+              states: { entering: supersededBy(true), leaving: supersededBy(false) },
             },
           },
         },
@@ -824,14 +950,11 @@ export const planModeMachine = planModeSetup.createMachine({
     intent: {
       initial: 'logged',
       // R86: runs are noted in every state. A success that finds this chart's own plan/mode append
-      // in flight waits for it (`deferDone`, taken again when the append settles); any other done
-      // here only settles its run.
+      // in flight waits for it (`runWaits`, taken when the append settles); any other done here
+      // only settles its run.
       on: {
         'LOG.COMMAND_RUN': { actions: 'noteRun' },
-        'LOG.COMMAND_DONE': [
-          { guard: and(['isSelectionAppending', or([heardSelects(true), heardSelects(false)])]), actions: 'deferDone' },
-          { actions: 'forgetRun' },
-        ],
+        'LOG.COMMAND_DONE': { actions: 'forgetRun' },
       },
       states: {
         logged: {
@@ -845,6 +968,12 @@ export const planModeMachine = planModeSetup.createMachine({
               { guard: selects(true), target: 'committing.entering' },
               { target: 'committing.leaving' },
             ],
+            // R64: attach: P, where it differs from F (its entry's pending-store write does not
+            // run: restore.ts takes this transition without executing actions).
+            RESTORE: [
+              { guard: { type: 'restoresPending', params: { active: true } }, target: 'pending.entering' },
+              { guard: { type: 'restoresPending', params: { active: false } }, target: 'pending.leaving' },
+            ],
             // STEP_BOUNDARY: nothing to resolve; the mode region answers it.
             // Consent while F is active leaves silently at the next boundary (R47).
             'REVIEW.APPROVED': { guard: 'isLoggedActive', target: 'pending.leaving' },
@@ -854,6 +983,11 @@ export const planModeMachine = planModeSetup.createMachine({
               { guard: and([heardSelects(true), 'isLoggedInactive', 'hasNoOpenReview']), target: 'pending.entering', actions: 'forgetRun' },
               { guard: and([heardSelects(false), 'isLoggedActive', 'hasNoOpenReview']), target: 'pending.leaving', actions: 'forgetRun' },
               { actions: 'forgetRun' },
+            ],
+            // The same, for a success held back while this chart's own append was in flight.
+            'COMMAND.SELECTED': [
+              { guard: and([heardSelects(true), 'isLoggedInactive', 'hasNoOpenReview']), target: 'pending.entering' },
+              { guard: and([heardSelects(false), 'isLoggedActive', 'hasNoOpenReview']), target: 'pending.leaving' },
             ],
           },
         },

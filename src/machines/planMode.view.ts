@@ -15,7 +15,7 @@ export type PlanModeSnapshot = SnapshotFrom<typeof planModeMachine>
  * which parses its argument on every call: `get` and `section` run on every step (R70).
  */
 interface PlanModeValue {
-  mode: 'active' | 'inactive'
+  mode: { active: string } | { inactive: string }
   review: 'idle' | object
   intent: 'logged' | { committing: string } | { pending: { entering?: unknown; leaving?: unknown } }
   lifecycle: 'serving' | 'closing' | 'stopped'
@@ -23,7 +23,7 @@ interface PlanModeValue {
 
 /** F, the logged mode (R2). */
 export function isLoggedActive(snapshot: PlanModeSnapshot): boolean {
-  return (snapshot.value as PlanModeValue).mode === 'active'
+  return 'active' in (snapshot.value as PlanModeValue).mode
 }
 
 /** P's target, or undefined when no selection is pending (R7). */
@@ -76,8 +76,8 @@ export function isStopped(snapshot: PlanModeSnapshot): boolean {
 }
 
 /**
- * Nothing of the agent lives only in its actor: no review, no append or replayed selection in
- * flight, and no pending selection unless `keepsPending` (a pending store holds it). Such an agent
+ * Nothing of the agent lives only in its actor: no review (nor a selection that closed one, still
+ * to follow), no append in flight, and no pending selection unless `keepsPending` (a pending store holds it). Such an agent
  * can leave memory and attach again from its log (R77).
  */
 export function canLeaveMemory(snapshot: PlanModeSnapshot, keepsPending: boolean): boolean {
@@ -87,7 +87,6 @@ export function canLeaveMemory(snapshot: PlanModeSnapshot, keepsPending: boolean
     value.lifecycle === 'serving' &&
     // A durable review is the log's to hold (R79).
     (value.review === 'idle' || isAwaitingReview(snapshot)) &&
-    snapshot.context.deferredSelection === null &&
     // A logged /plan heard and not settled yet: its done must find the run (R86).
     snapshot.context.heardRuns === undefined &&
     !isAppending(snapshot) &&
