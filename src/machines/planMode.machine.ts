@@ -683,10 +683,10 @@ function supersededBy(active: boolean) {
           {
             guard: 'isToldApproval' as const,
             target: following,
-            actions: [{ type: 'assignTold' as const, params: { active: false } }, 'raiseApproval' as const, 'concludeReview' as const],
+            actions: [{ type: 'assignTold' as const, params: { active: false } }, 'raiseApproval' as const, 'reportClosed' as const, 'concludeReview' as const],
           },
-          { guard: 'isApproved' as const, target: following, actions: ['raiseApproval' as const, 'concludeReview' as const] },
-          { target: following, actions: 'concludeReview' as const },
+          { guard: 'isApproved' as const, target: following, actions: ['raiseApproval' as const, 'reportClosed' as const, 'concludeReview' as const] },
+          { target: following, actions: ['reportClosed' as const, 'concludeReview' as const] },
         ],
       },
     },
