@@ -159,9 +159,15 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   const appendFunction = `${prefix}append`
   const appendTimeoutMs = options.appendTimeoutMs ?? queryTimeoutOf(db)
   const named = options.namedStatements ?? isPgDriver(db)
+  /** The names of the store's statements (a dozen texts), each hashed once. */
+  const names = new Map<string, string>()
   /** Runs one of the store's statements: named (parsed and planned once per connection) when the store uses them. */
-  const send = (text: string, params: unknown[]): Promise<{ rows: unknown }> =>
-    named ? query(db, { name: statementName(text), text, values: params }) : query(db, text, params)
+  const send = (text: string, params: unknown[]): Promise<{ rows: unknown }> => {
+    if (!named) return query(db, text, params)
+    let name = names.get(text)
+    if (name === undefined) names.set(text, (name = statementName(text)))
+    return query(db, { name, text, values: params })
+  }
   if (appendTimeoutMs !== undefined && !(isTimeoutMs(appendTimeoutMs) && appendTimeoutMs > 0)) {
     throw new TypeError(`plan-mode postgres: appendTimeoutMs must be a number of milliseconds from 1 to ${MAX_TIMEOUT_MS}; got ${String(appendTimeoutMs)}`)
   }
