@@ -46,11 +46,11 @@ floor.on('error', () => {})
 await floor.connect()
 await floor.query('LISTEN bench_ping')
 await floor.query('LISTEN bench_row')
-// The by-hand toggle: the NOTIFY is a hint, the row is read from the table (on B's pool, as the store reads).
+// The by-hand toggle: the NOTIFY is a hint, the row is read from the table (on B's pool, prepared, as the store reads).
 let rowRead = 0
 floor.on('notification', (message) => {
   if (message.channel === 'bench_ping') return process.send({ kind: 'ping', at: String(process.hrtime.bigint()) })
-  db.query('SELECT seq, type, data FROM bench_raw WHERE session = $1 AND seq > $2 ORDER BY seq', ['row', rowRead]).then(({ rows }) => {
+  db.query({ name: 'bench_read_row', text: 'SELECT seq, type, data FROM bench_raw WHERE session = $1 AND seq > $2 ORDER BY seq', values: ['row', rowRead] }).then(({ rows }) => {
     const last = rows.at(-1)
     if (last === undefined) return
     rowRead = Number(last.seq)

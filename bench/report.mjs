@@ -157,7 +157,11 @@ export function evaluate(r) {
     floor: r.postgres.statement,
     bound: BOUNDS.pgFlush,
     profile: null, // the time is the database's round trips, outside this process
-    why: `One bare \`INSERT\` of the row takes ${time(r.postgres.insert.median)} (the by-hand statement ${ratio(r.postgres.statement.median / r.postgres.insert.median)} of it: its commit carries the NOTIFY every other instance hears the row by, R83). The library's own time on top of the by-hand statement is ${((r.postgres.flush.median - r.postgres.statement.median) / 1000).toFixed(0)} µs per flush (the session's turn, the pending row, the chart and the driver's answer).`,
+    why: `One bare \`INSERT\` of the row takes ${time(r.postgres.insert.median)} (the by-hand statement ${ratio(r.postgres.statement.median / r.postgres.insert.median)} of it: its commit carries the NOTIFY every other instance hears the row by, R83). The library's own time on top of the by-hand statement is ${((r.postgres.flush.median - r.postgres.statement.median) / 1000).toFixed(0)} µs per flush${
+      r.postgres.alone
+        ? `: the adapter's statement alone, sent by hand (the session's turn, the seq check, the pending row, the deadline checks), takes ${time(r.postgres.alone.median)}, ${ratio(r.postgres.alone.median / r.postgres.statement.median)} the floor (${((r.postgres.alone.median - r.postgres.statement.median) / 1000).toFixed(0)} µs of the gap); the other ${((r.postgres.flush.median - r.postgres.alone.median) / 1000).toFixed(0)} µs are this process's work before the statement goes and after its answer (the chart deciding the flush and taking the logged event, the adapter's bookkeeping, the driver), the part section 1 measures in memory`
+        : ' (the session\'s turn, the pending row, the chart and the driver\'s answer)'
+    }.`,
   })
   if (r.postgres.statementsPerFlush) {
     const most = r.postgres.statementsPerFlush.max
@@ -508,13 +512,14 @@ export function render(info, r, targets, profiles) {
   push(
     '## 11. PostgreSQL (R83–R85)',
     '',
-    `A throwaway local cluster of postgresql-15 (fsync off), through \`pg\`, in the README's setup (durable reviews, the store's pending store and checkpoints, a pool with \`query_timeout\`); the three flush sides interleaved, then the three toggle sides, in ${pgr.rounds} rounds × ${pgr.samples} samples each.`,
+    `A throwaway local cluster of postgresql-15 (fsync off), through \`pg\`, in the README's setup (durable reviews, the store's pending store and checkpoints, a pool with \`query_timeout\`, handed to the store as it is: its statements are named prepared statements, R126); the flush sides interleaved, then the three toggle sides, in ${pgr.rounds} rounds × ${pgr.samples} samples each. Every statement sent by hand is a named prepared statement too.`,
     '',
     '| Side | Median | p90 | Mean | ÷ floor (medians) |',
     '|---|---:|---:|---:|---:|',
     pgRow("flush: `stepBoundary` appending through the adapter, the README's setup", pgr.flush, pgr.statement),
     pgRow('floor: the same by hand, `INSERT` + `pg_notify` in one statement, same connection', pgr.statement, pgr.statement),
     pgRow('reported: one bare `INSERT`, autocommitted, same connection', pgr.insert, pgr.statement),
+    ...(pgr.alone ? [pgRow("reported: the adapter's statement alone (`<prefix>append`, as a flush calls it, its pending row written before), by hand, same connection", pgr.alone, pgr.statement)] : []),
     pgRow("toggle: `set` on A until B's service shows it", pgr.toggle, pgr.row),
     pgRow("floor: the same by hand, a row + NOTIFY from A's connection until B's process has read the row", pgr.row, pgr.row),
     pgRow('reported: one bare NOTIFY until the other connection has it', pgr.notify, pgr.row),
@@ -528,6 +533,9 @@ export function render(info, r, targets, profiles) {
     ...pgr.throughput.map((x) => `| ${count(x.sessions)} | ${count(x.appends)} | ${count(Math.round(x.perSecond))} | ${time(x.p50)} | ${time(x.p99)} |`),
     '',
   )
+
+  // 12. LangGraph.js side by side.
+  if (r.langgraph) push(...langgraphSection(r.langgraph))
 
   // Why the misses.
   const missed = targets.filter((t) => !t.ok)
@@ -658,5 +666,43 @@ function heapSection(p) {
     '| Function | Where | Category | B/agent | Share |',
     '|---|---|---|---:|---:|',
     ...floor.top.slice(0, 6).map((f) => `| \`${f.fn}\` | ${f.where} | ${f.category} | ${round(f.perAgent)} | ${pct(f.share)} |`),
+  ]
+}
+
+/**
+ * Section 12: plan mode on PostgreSQL beside LangGraph.js with its PostgreSQL checkpointer, the
+ * same steps and review on the same server (bench/suites/langgraph.mjs). Reported, never a target.
+ * @param {object} lg the suite's result
+ * @returns {string[]} the section's lines
+ */
+export function langgraphSection(lg) {
+  const { planMode: ours, langgraphSync: sync, langgraphAsync: async } = lg.step
+  const v = lg.versions
+  // A ratio far under 1 keeps two significant digits (0.0007×), where `ratio` would show 0.00×.
+  const over = (a, b) => (a / b < 0.01 ? `${(a / b).toPrecision(2)}×` : ratio(a / b))
+  const timeCell = (x) => `${time(x.median)} (p90 ${time(x.p90)})`
+  const rs = lg.resume
+  return [
+    '## 12. Side by side: LangGraph.js with its PostgreSQL checkpointer (reported, not a target)',
+    '',
+    `The same agent steps and review round trip on one throwaway cluster (fsync off), each stack on a pool of one \`pg\` connection counted the same way (bench/pg-pool.mjs): plan mode in the README's setup (the session log, pending store and checkpoints on PostgreSQL, durable reviews; the host logs each step's request header and messages in the session log), against @langchain/langgraph ${v['@langchain/langgraph']} with @langchain/langgraph-checkpoint-postgres ${v['@langchain/langgraph-checkpoint-postgres']} (\`PostgresSaver\`) and @langchain/core ${v['@langchain/core']}: a \`MessagesAnnotation\` graph \`agent\` → \`tools\` → \`agent\` … with a scripted model. Per step, both store the model's text and one \`read_file\` call, then the tool's result (${bytes(lg.resultBytes)} of text); LangGraph with \`durability: 'sync'\` (the step's checkpoints written before the next step, as plan mode's awaited appends are) and with its default \`'async'\` (written while the next step runs).`,
+    '',
+    `- quiet step: a step with no mode change, timed from one model call to the next, on a new session / thread growing to ${count(lg.stepsPerRun)} steps (${lg.stepRounds} runs per side, alternating, a full collection between runs, each run's first step untimed); statements and bytes are the run's totals ÷ its steps (LangGraph's run also writes its input checkpoint and final answer: about one step in ${lg.stepsPerRun}); bytes sent: what the pool's sockets wrote (statements, parameters, protocol); stored: the growth of the stack's tables (indexes and TOAST included) ÷ steps;`,
+    `- review: from the exit call to the recorded approval on a new session / thread: \`exitTool.execute\` + \`answerReview\` (durable), against a \`review\` node that pauses with \`interrupt()\`, then \`Command({ resume })\` (${lg.reviewRounds} rounds × ${lg.reviewSamples} samples per side, interleaved);`,
+    `- resume: a session / thread of ${count(rs.steps)} steps (turns of 10): plan mode's ${count(rs.events)} events (checkpoint at seq ${count(rs.checkpointSeq)}, so \`openSession\` loads ${count(rs.loaded)} events), LangGraph's ${count(rs.messages)} messages in its latest checkpoint (handed to one run: built step by step, every step writes the whole list again); timed on a new store / checkpointer until the agent could take its next step: \`openSession\` + \`get\` + \`section\` against \`getState\` (plan mode's samples all taken before LangGraph's thread is built: its heap would weigh on them); then quiet steps on it.`,
+    '',
+    "| Measure | plan mode | LangGraph 'sync' | LangGraph 'async' (default) | plan mode ÷ 'sync' | plan mode ÷ 'async' |",
+    '|---|---:|---:|---:|---:|---:|',
+    `| quiet step: time, median (p90) | ${timeCell(ours.time)} | ${timeCell(sync.time)} | ${timeCell(async.time)} | ${over(ours.time.median, sync.time.median)} | ${over(ours.time.median, async.time.median)} |`,
+    `| quiet step: statements | ${ours.statements.toFixed(1)} | ${sync.statements.toFixed(1)} | ${async.statements.toFixed(1)} | ${over(ours.statements, sync.statements)} | ${over(ours.statements, async.statements)} |`,
+    `| quiet step: bytes sent | ${bytes(ours.bytes)} | ${bytes(sync.bytes)} | ${bytes(async.bytes)} | ${over(ours.bytes, sync.bytes)} | ${over(ours.bytes, async.bytes)} |`,
+    `| quiet step: stored (table growth) | ${bytes(ours.stored)} | ${bytes(sync.stored)} | ${bytes(async.stored)} | ${over(ours.stored, sync.stored)} | ${over(ours.stored, async.stored)} |`,
+    `| review round trip, median (p90) | ${timeCell(lg.review.planMode)} | ${timeCell(lg.review.langgraph)} | | ${over(lg.review.planMode.median, lg.review.langgraph.median)} | |`,
+    `| resume after ${exp(rs.steps)} steps, median of ${rs.planMode.n} / ${rs.langgraph.n} | ${time(rs.planMode.median)} | ${time(rs.langgraph.median)} | | ${over(rs.planMode.median, rs.langgraph.median)} | |`,
+    `| a quiet step on it: time (plan mode: median of ${rs.planModeStep.samples ?? 1}; LangGraph: one) | ${time(rs.planModeStep.time)} | ${time(rs.langgraphStep.time)} | | ${over(rs.planModeStep.time, rs.langgraphStep.time)} | |`,
+    `| a quiet step on it: statements, bytes sent | ${rs.planModeStep.statements}, ${bytes(rs.planModeStep.bytes)} | ${rs.langgraphStep.statements}, ${bytes(rs.langgraphStep.bytes)} | | ${over(rs.planModeStep.bytes, rs.langgraphStep.bytes)} (bytes) | |`,
+    '',
+    `LangGraph's whole run of that step on the ${exp(rs.steps)}-step thread (loading the thread, the input, the step, the final answer) took ${time(rs.langgraphStep.wholeRun)}. Plan mode's figures include its chart: the boundary decides the step; LangGraph's include the graph's scheduling. Neither includes a model.`,
+    '',
   ]
 }

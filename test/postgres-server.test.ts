@@ -516,6 +516,38 @@ describe('#23 on a real server: a session\'s turn and migrate\'s lock are the st
     })
   }, 120_000)
 
+  it('R126: on a pg.Pool each statement of the store but migrate is prepared once per connection under a name of its own per prefix; namedStatements: false sends the text every time', async () => {
+    const pool = openPool({ max: 1 }) // one connection: pg_prepared_statements shows all it holds
+    const store = (prefix: string, namedStatements?: boolean) => {
+      const made = createPostgresPlanStore({ db: pool, listen: async () => async () => {}, prefix, ...(namedStatements === undefined ? {} : { namedStatements }) })
+      closers.push(() => made.close())
+      return made
+    }
+    const stores = { prep1_: store('prep1_'), prep2_: store('prep2_'), prep3_: store('prep3_', false) }
+    const logged: Record<string, unknown[]> = {}
+    for (const [prefix, s] of Object.entries(stores)) {
+      await s.migrate()
+      for (let round = 0; round < 2; round++) {
+        const log = await s.openSession('s1')
+        logged[prefix] = [...(logged[prefix] ?? []), await log.append('message', { round }), await log.append('plan/mode', { active: round === 0 })]
+        await log.catchUp()
+        await s.pendingStore.set('s1', true)
+        await s.checkpoints.load('s1')
+        await log.close()
+      }
+    }
+    const { rows } = await pool.query(`SELECT name, statement FROM pg_prepared_statements WHERE name LIKE 'plan\\_mode\\_%'`)
+    const of = (prefix: string) => rows.filter((r) => (r.statement as string).includes(`${prefix}events`) || (r.statement as string).includes(`${prefix}pending`) || (r.statement as string).includes(`${prefix}checkpoints`) || (r.statement as string).includes(`${prefix}append`)).length
+    const events = (seqs: [number, string, unknown][]) => seqs.map(([seq, type, data]) => ({ seq, type, data }))
+    const expected = events([[1, 'message', { round: 0 }], [2, 'plan/mode', { active: true }], [3, 'message', { round: 1 }], [4, 'plan/mode', { active: false }]])
+    expect({ logged, prepared: { prep1_: of('prep1_'), prep2_: of('prep2_'), prep3_: of('prep3_') }, names: new Set(rows.map((r) => r.name)).size }).toEqual({
+      logged: { prep1_: expected, prep2_: expected, prep3_: expected },
+      // openSession, append, catchUp's read, pendingStore.set, checkpoints.load: once each, however often called
+      prepared: { prep1_: 5, prep2_: 5, prep3_: 0 },
+      names: 10,
+    })
+  })
+
   it('R83: migrate from six instances at once on an empty database: every one resolves, and the tables serve', async () => {
     const pools = Array.from({ length: 6 }, () => openPool({ max: 1 }))
     const stores = pools.map((db) => createPostgresPlanStore({ db, listen: async () => async () => {}, prefix: 'many1_' }))

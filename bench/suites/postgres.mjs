@@ -5,8 +5,11 @@
  * pending store and checkpoints, a pool with `query_timeout`).
  * - flush: a step boundary that flushes a pending selection through the adapter, against the
  *   adapter's work done by hand on the same connection: one statement that inserts the row and
- *   NOTIFYs it, autocommitted (the floor); one bare `INSERT` of the row is a reported column. The
- *   statements each flush sends are counted (every one, the pending store's included);
+ *   NOTIFYs it, autocommitted (the floor); one bare `INSERT` of the row is a reported column, and
+ *   so is the adapter's own statement sent by hand (the function a flush calls, with its pending
+ *   row): the flush's time in the database, the chart's left out. Every by-hand statement is a
+ *   named prepared statement, as the adapter's are on a pool (R126). The statements each flush
+ *   sends are counted (every one, the pending store's included);
  * - toggle: an idle `set` on instance A until instance B's service shows it, B in a process of its
  *   own (bench/pg-instance.mjs), against the same by hand: A's connection inserts a row and NOTIFYs
  *   in one statement, B's process hears the NOTIFY on a listening connection and reads the row
@@ -20,6 +23,7 @@ import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { startTestPostgres } from '../../apps/shared/local-postgres.ts'
+import { countedPool } from '../pg-pool.mjs'
 import { LIB_URL, QUICK, interleave, nowNs, percentile } from '../harness.mjs'
 import { SECTION } from '../steps.mjs'
 
@@ -28,34 +32,17 @@ const SAMPLES = QUICK ? 50 : 200
 const APPENDS = QUICK ? 300 : 2000
 
 /**
- * A `pg` pool as the README makes it (`onServer`), a `listen`, and the pool seen through a wrapper
- * that counts the statements sent and tells when none is on its way.
+ * A `pg` pool as the README makes it (`onServer`), counted (bench/pg-pool.mjs), and a `listen`.
+ * The store gets the pool itself, so it sends named statements as on a user's pool (R126).
  */
 function connection(pgLib, config, max) {
-  const pool = new pg.Pool({ query_timeout: 10_000, connectionTimeoutMillis: 5_000, ...config, max })
-  pool.on('error', () => {}) // an idle client cut off when the cluster stops at the end
-  let inFlight = 0
-  let idle = []
-  const db = {
-    sent: 0,
-    options: pool.options, // the adapter reads `query_timeout` from it, as from a pool
-    query(text, params) {
-      db.sent++
-      inFlight++
-      return pool.query(text, params).finally(() => {
-        if (--inFlight === 0) for (const resolve of idle.splice(0)) resolve()
-      })
-    },
-    /** Resolves once no statement is on its way. */
-    settled: () => (inFlight === 0 ? Promise.resolve() : new Promise((resolve) => idle.push(resolve))),
-    end: () => pool.end(),
-  }
+  const counted = countedPool(config, max)
   const listen = pgLib.pgListen(async () => {
     const client = new pg.Client(config)
     await client.connect()
     return client
   })
-  return { db, listen }
+  return { counted, db: counted.pool, listen }
 }
 
 /** Runs the suite. */
@@ -90,27 +77,50 @@ export async function run(lib) {
         await serviceA.set(flushAgent, !serviceA.get(flushAgent).active)
         // The pending store's write starts from a promise chain: let it start, then land.
         await new Promise((resolve) => setImmediate(resolve))
-        await a.db.settled()
-        sentBefore = a.db.sent
+        await a.counted.settled()
+        sentBefore = a.counted.statements()
       },
       run: () => serviceA.stepBoundary(flushAgent),
       after: async () => {
-        await a.db.settled()
-        flushStatements.push(a.db.sent - sentBefore)
+        await a.counted.settled()
+        flushStatements.push(a.counted.statements() - sentBefore)
       },
       samples: SAMPLES,
     }
     const insert = {
-      run: () => a.db.query('INSERT INTO bench_raw (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb)', ['flush', ++rawSeq, 'plan/mode', '{"active":true}']),
+      run: () =>
+        a.db.query({
+          name: 'bench_insert',
+          text: 'INSERT INTO bench_raw (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb)',
+          values: ['flush', ++rawSeq, 'plan/mode', '{"active":true}'],
+        }),
       samples: SAMPLES,
     }
-    // The floor: the adapter's work by hand (the row and its NOTIFY, one commit).
+    // The floor: the adapter's work by hand (the row and its NOTIFY, one commit), prepared as the adapter's is.
     const statement = {
       run: () =>
-        a.db.query(
-          `WITH ins AS (INSERT INTO bench_raw (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING seq) SELECT pg_notify($5, $6) FROM ins`,
-          ['flush', ++rawSeq, 'plan/mode', '{"active":true}', 'bench_events', '["bench-raw",0]'],
-        ),
+        a.db.query({
+          name: 'bench_row_notify',
+          text: `WITH ins AS (INSERT INTO bench_raw (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING seq) SELECT pg_notify($5, $6) FROM ins`,
+          values: ['flush', ++rawSeq, 'plan/mode', '{"active":true}', 'bench_events', '["bench-raw",0]'],
+        }),
+      samples: SAMPLES,
+    }
+    // Reported: the adapter's statement alone, sent by hand as a flush sends it (its pending row
+    // written before, untimed): what the flush costs in the database, the chart's work left out.
+    let aloneSeq = 0
+    let aloneActive = false
+    const alone = {
+      before: () => a.db.query(`INSERT INTO bench_pending (session, pending) VALUES ('alone', $1) ON CONFLICT (session) DO UPDATE SET pending = excluded.pending`, [(aloneActive = !aloneActive)]),
+      run: async () => {
+        const { rows } = await a.db.query({
+          name: 'bench_alone',
+          text: 'SELECT * FROM bench_append($1, $2, $3::jsonb, $4::json, $5, $6, $7, $8)',
+          values: ['alone', 'plan/mode', JSON.stringify({ active: aloneActive }), null, aloneSeq + 1, aloneSeq, Date.now() + 10_000, true],
+        })
+        aloneSeq = Number(rows.at(-1).r_seq)
+        if (rows.at(-1).r_pending !== null) throw new Error('the statement alone left the pending row: it is not the flush\'s work')
+      },
       samples: SAMPLES,
     }
 
@@ -175,10 +185,11 @@ export async function run(lib) {
         const seq = ++rowSeq
         return Promise.all([
           fromB('row'),
-          a.db.query(
-            `WITH ins AS (INSERT INTO bench_raw (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING seq) SELECT pg_notify($5, $6) FROM ins`,
-            ['row', seq, 'plan/mode', '{"active":true}', 'bench_row', JSON.stringify(['row', seq])],
-          ),
+          a.db.query({
+            name: 'bench_row_notify',
+            text: `WITH ins AS (INSERT INTO bench_raw (session, seq, type, data) VALUES ($1, $2, $3, $4::jsonb) RETURNING seq) SELECT pg_notify($5, $6) FROM ins`,
+            values: ['row', seq, 'plan/mode', '{"active":true}', 'bench_row', JSON.stringify(['row', seq])],
+          }),
         ]).then(([message]) => {
           if (message.seq !== seq) throw new Error(`instance B read row ${message.seq}, not ${seq}: the samples are out of step`)
           return message
@@ -188,21 +199,21 @@ export async function run(lib) {
       samples: SAMPLES,
     }
     for (let i = 0; i < 50; i++) {
-      for (const side of [flush, insert, statement, toggle, row, notify]) {
+      for (const side of [flush, insert, statement, alone, toggle, row, notify]) {
         await side.before?.()
         await side.run()
         await side.after?.()
       }
     }
-    const { flush: flushStats, insert: insertStats, statement: statementStats } = await interleave({ flush, insert, statement }, { rounds: ROUNDS })
+    const { flush: flushStats, insert: insertStats, statement: statementStats, alone: aloneStats } = await interleave({ flush, insert, statement, alone }, { rounds: ROUNDS })
     const { toggle: toggleStats, row: rowStats, notify: notifyStats } = await interleave({ toggle, row, notify }, { rounds: ROUNDS })
 
     // openSession: the statements it sends, on a session of the length the flushes made.
-    await a.db.settled()
-    const sentBeforeOpen = a.db.sent
+    await a.counted.settled()
+    const sentBeforeOpen = a.counted.statements()
     const reopened = await storeA.openSession('flush')
-    await a.db.settled()
-    const openStatements = a.db.sent - sentBeforeOpen
+    await a.counted.settled()
+    const openStatements = a.counted.statements() - sentBeforeOpen
     await reopened.close()
 
     // appends per second: one session, then 100 sessions at once.
@@ -235,6 +246,7 @@ export async function run(lib) {
       flush: flushStats,
       insert: insertStats,
       statement: statementStats,
+      alone: aloneStats,
       toggle: toggleStats,
       row: rowStats,
       notify: notifyStats,

@@ -49,6 +49,15 @@ export interface PostgresPlanStoreOptions {
    * `query_timeout` when `db` has one (`pg.Pool`), else no limit (PGlite, in-process).
    */
   appendTimeoutMs?: number
+  /**
+   * Sends every statement of the store but `migrate` as a named prepared statement (pg's
+   * `db.query({ name, text, values })`): the server parses and plans each once per connection
+   * instead of once per call. Default: on for a `pg.Pool` or `pg.Client` (a `db` with `connect`
+   * and no `exec`), off for anything else (PGlite, a wrapper that takes `(text, params)`). Turn it
+   * off behind a pooler that does not keep prepared statements per client (PgBouncer before 1.21
+   * in transaction mode).
+   */
+  namedStatements?: boolean
 }
 
 /** A session log on PostgreSQL: a `SessionLog` that also stops listening (`close`). */
@@ -149,6 +158,16 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   const channel = `${prefix}events`
   const appendFunction = `${prefix}append`
   const appendTimeoutMs = options.appendTimeoutMs ?? queryTimeoutOf(db)
+  const named = options.namedStatements ?? isPgDriver(db)
+  /** The names of the store's statements (a dozen texts), each hashed once. */
+  const names = new Map<string, string>()
+  /** Runs one of the store's statements: named (parsed and planned once per connection) when the store uses them. */
+  const send = (text: string, params: unknown[]): Promise<{ rows: unknown }> => {
+    if (!named) return query(db, text, params)
+    let name = names.get(text)
+    if (name === undefined) names.set(text, (name = statementName(text)))
+    return query(db, { name, text, values: params })
+  }
   if (appendTimeoutMs !== undefined && !(isTimeoutMs(appendTimeoutMs) && appendTimeoutMs > 0)) {
     throw new TypeError(`plan-mode postgres: appendTimeoutMs must be a number of milliseconds from 1 to ${MAX_TIMEOUT_MS}; got ${String(appendTimeoutMs)}`)
   }
@@ -293,7 +312,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
           // client): it carries the deadline, so that it writes nothing once the append was reported timed out.
           const serverDeadline = deadline === undefined ? null : (serverClock.toServer(deadline) ?? null)
           this.#writing = true
-          const statement = query(db, `SELECT * FROM ${appendFunction}($1, $2, $3::jsonb, $4::json, $5, $6, $7, $8)`, [
+          const statement = send(`SELECT * FROM ${appendFunction}($1, $2, $3::jsonb, $4::json, $5, $6, $7, $8)`, [
             this.sessionId,
             type,
             stored.jsonb,
@@ -426,7 +445,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
 
     async #read(): Promise<void> {
       if (this.#closed) return
-      const { rows } = await query(db, `SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 AND seq > $2 ORDER BY seq`, [
+      const { rows } = await send(`SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 AND seq > $2 ORDER BY seq`, [
         this.sessionId,
         this.#last,
       ])
@@ -548,7 +567,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         // One round trip: a first row with the checkpoint, the pending selection and the server's
         // clock (which the session's appends carry their deadlines in), then the rows from the
         // checkpoint's seq on (the event it ends at, then the ones after it), or the whole log.
-        const { rows } = await db.query(
+        const { rows } = await send(
           `SELECT NULL::bigint AS seq, NULL::text AS type, NULL::jsonb AS data, NULL::json AS data_json, c.checkpoint,
              (SELECT p.pending FROM ${pendingTable} p WHERE p.session = $1) AS pending, extract(epoch FROM clock_timestamp())::float8 * 1000 AS server_ms
            FROM (SELECT NULL) one LEFT JOIN ${checkpointTable} c ON c.session = $1
@@ -572,7 +591,9 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         const readFromCheckpointRow = stored !== undefined && stored !== null
         if ((checkpoint === undefined && (readFromCheckpointRow || (loaded[0] !== undefined && loaded[0].seq !== 1))) || (checkpoint !== undefined && checkpointEventProblem(checkpoint, loaded[0]) !== undefined)) {
           checkpoint = undefined
-          loaded = (await db.query(`SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 ORDER BY seq`, [sessionId])).rows.map(rowEvent)
+          const whole = (await send(`SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 ORDER BY seq`, [sessionId])).rows
+          if (!Array.isArray(whole)) throw new Error('the database answered no rows')
+          loaded = (whole as Record<string, unknown>[]).map(rowEvent)
         }
         keptPending = head!.pending
       } catch (error) {
@@ -603,7 +624,7 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         pendingRowDeleted.delete(agentId)
         pendingSetBy.set(agentId, ++pendingSets)
         await writePending(agentId, () =>
-          db.query(
+          send(
             `INSERT INTO ${pendingTable} (session, pending) VALUES ($1, $2) ON CONFLICT (session) DO UPDATE SET pending = excluded.pending`,
             [agentId, value],
           ),
@@ -619,23 +640,24 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
         // its own to drop, and must survive a restart until then.
         await writePending(agentId, () =>
           typeof dropped === 'boolean'
-            ? db.query(`DELETE FROM ${pendingTable} WHERE session = $1 AND pending = $2`, [agentId, dropped])
-            : db.query(`DELETE FROM ${pendingTable} WHERE session = $1`, [agentId]),
+            ? send(`DELETE FROM ${pendingTable} WHERE session = $1 AND pending = $2`, [agentId, dropped])
+            : send(`DELETE FROM ${pendingTable} WHERE session = $1`, [agentId]),
         )
       },
     },
 
     checkpoints: {
       async load(agentId) {
-        const { rows } = await db.query(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [agentId])
-        return rows[0]?.checkpoint
+        const { rows } = await send(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [agentId])
+        if (!Array.isArray(rows)) throw new Error('plan-mode postgres: the database answered no rows')
+        return (rows[0] as Record<string, unknown> | undefined)?.checkpoint
       },
       async save(agentId, checkpoint) {
         // Two instances may save at once: the newer checkpoint stays. One no loader can use (of an
         // older version, of another agent) is replaced no matter its seq, or it would keep every
         // later checkpoint out; one whose event is gone went with it (R76, R85).
         const stored = `${checkpointTable}.checkpoint`
-        await db.query(
+        await send(
           `INSERT INTO ${checkpointTable} (session, seq, checkpoint) VALUES ($1, $2, $3::json)
            ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, checkpoint = excluded.checkpoint
            WHERE ${checkpointTable}.seq < excluded.seq
@@ -783,15 +805,51 @@ function eventOf(seq: unknown, type: unknown, data: unknown, dataJson: unknown):
   return { seq: Number(seq), type: String(type), data: dataJson !== null && dataJson !== undefined ? dataJson : data }
 }
 
-/** Runs a query; a port that throws or answers a thenable still gives a promise. */
-function query(db: PgQueryable, text: string, params: unknown[]): Promise<{ rows: unknown }> {
+/** pg's form of a named prepared statement. */
+interface PgNamedQuery {
+  name: string
+  text: string
+  values: unknown[]
+}
+
+/** Runs a query (text and params, or pg's named form); a port that throws or answers a thenable still gives a promise. */
+function query(db: PgQueryable, text: string | PgNamedQuery, params?: unknown[]): Promise<{ rows: unknown }> {
   return new Promise((resolve, reject) => {
     try {
-      Promise.resolve(db.query(text, params)).then(resolve, reject)
+      // The named form only goes to a `db` that takes it (`namedStatements`): pg's `query(config)`.
+      const answer = typeof text === 'string' ? db.query(text, params) : (db as unknown as { query(config: PgNamedQuery): Promise<{ rows: unknown }> }).query(text)
+      Promise.resolve(answer).then(resolve, reject)
     } catch (error) {
       reject(error)
     }
   })
+}
+
+/** Whether `db` is `pg`'s `Pool` or `Client` (it connects and has no `exec`), read without trusting the object. */
+function isPgDriver(db: PgQueryable): boolean {
+  try {
+    return typeof (db as { connect?: unknown }).connect === 'function' && typeof db.exec !== 'function'
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The name of a statement's prepared form: a hash of its text (which holds the store's prefix), so
+ * that two stores, or two versions, on one connection never give one name to two texts (pg refuses that).
+ */
+function statementName(text: string): string {
+  // cyrb53: a 53-bit hash, enough to tell apart the store's dozen texts from any other's.
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    h1 = Math.imul(h1 ^ c, 2654435761)
+    h2 = Math.imul(h2 ^ c, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return `plan_mode_${(4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)}`
 }
 
 /** The failure `settledBy` tells when the deadline came first. */
