@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import { configDefaults, defineConfig } from 'vitest/config'
+import { LongestFirstSequencer } from './test/sequencer.js'
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url))
 
@@ -41,6 +42,9 @@ export default defineConfig({
     // file ran after the other. Much of the suite waits (browsers, PostgreSQL, child processes):
     // two files at once keep `npm test` well under 5 minutes.
     maxWorkers: 2,
+    // The longest files first (test/sequencer.ts), also in a fresh clone, which has no durations
+    // of a last run: else a long file starting last kept one worker busy long after the other.
+    sequence: { sequencer: LongestFirstSequencer },
     // One module graph per worker, not one per file: each file importing the AI SDK, xstate and
     // the sources again was a third of the suite's CPU. The files that replace a module (vi.mock)
     // run in a project of their own, isolated, so their mocks never reach the others.
