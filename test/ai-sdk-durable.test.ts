@@ -381,6 +381,31 @@ describe('R82: an approval approves exactly the plan its call presented (issue #
     ])
   })
 
+  it('R82: with one id for every call, the denial of an earlier card answers nothing of the review open for a revised plan (regression: it closed that review as keep planning with the old reason as its feedback)', async () => {
+    const log = inPlanMode()
+    const first = oneIdModel([{ toolCalls: [exitCall(PLAN)] }])
+    const presented = await chatRequest(log, first.model, [ASKED])
+    const [card] = approvalRequests(presented.response)
+    const history = [ASKED, ...presented.response, approval(card!.approvalId, false, REASON)]
+    const second = oneIdModel([{ toolCalls: [exitCall(REVISED)] }, { text: 'Waiting.' }])
+    const revised = await chatRequest(log, second.model, history)
+    expect(revised.failure).toBeUndefined()
+    const before = reviews(log)
+    expect(openReviewOf(log)).toMatchObject({ callId: ONE_ID, plan: REVISED })
+    // The same request again (a client's retry): its denial is of the first card, whose plan is PLAN.
+    const retried = await chatRequest(log, oneIdModel([{ text: 'Waiting.' }]).model, history)
+    expect(retried.failure).toBeUndefined()
+    expect(reviews(log)).toEqual(before)
+    expect(openReviewOf(log)).toMatchObject({ callId: ONE_ID, plan: REVISED })
+    // The user writes while the revised card waits: the history's denial is still the first card's.
+    const [pending] = approvalRequests(revised.response)
+    expect(pending).toBeDefined()
+    const written = await chatRequest(log, oneIdModel([{ text: 'Noted.' }]).model, [...history, ...revised.response, ASKED], undefined, undefined, 'generateText')
+    expect(written.failure).toBeDefined() // the SDK refuses a history whose revised call has no result
+    expect(reviews(log)).toEqual(before)
+    expect(openReviewOf(log)).toMatchObject({ callId: ONE_ID, plan: REVISED })
+  })
+
   it('R82: a model that gives every call the same id gets a new review for its revised plan after Keep planning, and the approval approves the revised plan', async () => {
     const log = inPlanMode()
     const first = oneIdModel([{ toolCalls: [exitCall(PLAN)] }])

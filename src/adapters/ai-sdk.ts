@@ -46,6 +46,7 @@ import type { ExitPlanModeTool, ExitToolResult } from '../plan/exit-tool.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
 import { createCallTranscript } from '../plan/transcript.js'
 import type { PlanHandoff } from '../plan/handoff.js'
+import type { CallDenial } from '../plan/call-review.js'
 import { isReadOnlyTool, type PlanGuard } from '../guard/index.js'
 import type { PlanMode } from '../service.js'
 import type { PlanAgent, UserMessage } from '../types.js'
@@ -300,26 +301,30 @@ function isApprovedCallRecheck(messages: readonly ModelMessage[], toolCallId: st
 }
 
 /**
- * The exit calls whose approval the messages deny, with the reason given: the request's own
- * denial (which the SDK has already answered with an `execution-denied` result after it) and the
- * earlier ones its history holds.
+ * The exit calls whose approval the messages deny, by call id, with the input the denied card
+ * showed and the reason given: the request's own denial (which the SDK has already answered with
+ * an `execution-denied` result after it) and the earlier ones its history holds; for an id the
+ * history reuses, the last denial.
  */
-function deniedExitCalls(messages: readonly ModelMessage[], exitName: string): Map<string, string | undefined> {
-  const denied = new Map<string, string | undefined>()
-  const requests = new Map<string, string>()
+function deniedExitCalls(messages: readonly ModelMessage[], exitName: string): Map<string, CallDenial> {
+  const denied = new Map<string, CallDenial>()
+  /** Each approval request's call, with the input of the call it was made for. */
+  const requests = new Map<string, { callId: string; input: unknown }>()
   for (const message of messages) {
     if (message.role !== 'assistant' || typeof message.content === 'string') continue
-    const calls = new Set(message.content.flatMap((part) => (part.type === 'tool-call' && part.toolName === exitName ? [part.toolCallId] : [])))
+    const calls = new Map(message.content.flatMap((part) => (part.type === 'tool-call' && part.toolName === exitName ? [[part.toolCallId, part.input] as const] : [])))
     for (const part of message.content) {
-      if (part.type === 'tool-approval-request' && calls.has(part.toolCallId)) requests.set(part.approvalId, part.toolCallId)
+      if (part.type === 'tool-approval-request' && calls.has(part.toolCallId)) {
+        requests.set(part.approvalId, { callId: part.toolCallId, input: calls.get(part.toolCallId) })
+      }
     }
   }
   for (const message of messages) {
     if (message.role !== 'tool') continue
     for (const part of message.content) {
       if (part.type !== 'tool-approval-response' || part.approved) continue
-      const callId = requests.get(part.approvalId)
-      if (callId !== undefined) denied.set(callId, part.reason)
+      const request = requests.get(part.approvalId)
+      if (request !== undefined) denied.set(request.callId, { input: request.input, reason: part.reason })
     }
   }
   return denied
@@ -330,7 +335,7 @@ function deniedExitCalls(messages: readonly ModelMessage[], exitName: string): M
  * `text(reason)`, the keep-planning text the user's answer means (R45, `callReviews.denialText`),
  * so the model reads what a channel service would have told it.
  */
-function showDenials(messages: ModelMessage[], denied: ReadonlyMap<string, string | undefined>, text: (reason: string | undefined) => string): ModelMessage[] {
+function showDenials(messages: ModelMessage[], denied: ReadonlyMap<string, CallDenial>, text: (reason: string | undefined) => string): ModelMessage[] {
   if (denied.size === 0) return messages
   return messages.map((message) => {
     if (message.role !== 'tool') return message
@@ -338,7 +343,7 @@ function showDenials(messages: ModelMessage[], denied: ReadonlyMap<string, strin
     const content = message.content.map((part) => {
       if (part.type !== 'tool-result' || !denied.has(part.toolCallId) || part.output.type !== 'execution-denied') return part
       changed = true
-      return { ...part, output: { type: 'error-text' as const, value: text(denied.get(part.toolCallId)) } }
+      return { ...part, output: { type: 'error-text' as const, value: text(denied.get(part.toolCallId)?.reason) } }
     })
     return changed ? { ...message, content } : message
   })
@@ -389,7 +394,7 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
   let handoff: PlanHandoff | null = null
 
   /** The exit calls this call's request denied (R82): shown to the model as keep planning. */
-  let denied: ReadonlyMap<string, string | undefined> = new Map()
+  let denied: ReadonlyMap<string, CallDenial> = new Map()
 
   /**
    * R82: the denials in the request's messages go to `callReviews.deny` (the open review bound
