@@ -112,6 +112,48 @@ export interface ApprovedPlanOptions {
   onHandoff?: (handoff: PlanHandoff) => void
 }
 
+/** The shape of `approvedPlan`, as its errors name it (R129). */
+const APPROVED_PLAN_SHAPE = '{ pin?, onHandoff? }'
+
+/** The options `approvedPlan` groups, by the top-level names they had before it (R129). */
+const UNGROUPED_APPROVED_PLAN_KEYS = { pinApprovedPlan: 'pin', onHandoff: 'onHandoff' } as const
+
+/**
+ * Checks `withPlanMode`'s `approvedPlan` option (R129) and returns a copy of it, read once, so that
+ * a wrong value fails when the loop is wired, not at the step that hands a plan off (a callback
+ * that is no function would fail every step that hands it off, and the handoff stays due).
+ * @throws TypeError with the R129 message of the first check that fails.
+ */
+function approvedPlanOption(options: object, value: unknown): ApprovedPlanOptions {
+  for (const [key, grouped] of Object.entries(UNGROUPED_APPROVED_PLAN_KEYS)) {
+    if (Object.hasOwn(options, key)) {
+      throw new TypeError(`withPlanMode option ${key} is approvedPlan.${grouped}: approvedPlan is ${APPROVED_PLAN_SHAPE}`)
+    }
+  }
+  if (value === undefined) return {}
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new TypeError(`withPlanMode option approvedPlan must be ${APPROVED_PLAN_SHAPE}; got ${kindOfValue(value)}`)
+  }
+  const unknown = Reflect.ownKeys(value).filter((key) => key !== 'pin' && key !== 'onHandoff')
+  if (unknown.length > 0) {
+    throw new TypeError(`withPlanMode option approvedPlan has unknown key(s) ${unknown.map(String).join(', ')} — approvedPlan is ${APPROVED_PLAN_SHAPE}`)
+  }
+  const { pin, onHandoff } = value as Record<string, unknown>
+  if (pin !== undefined && typeof pin !== 'boolean') throw new TypeError(`withPlanMode option approvedPlan.pin must be a boolean; got ${kindOfValue(pin)}`)
+  if (onHandoff !== undefined && typeof onHandoff !== 'function') {
+    throw new TypeError(`withPlanMode option approvedPlan.onHandoff must be a function; got ${kindOfValue(onHandoff)}`)
+  }
+  return { ...(pin === undefined ? {} : { pin }), ...(onHandoff === undefined ? {} : { onHandoff: onHandoff as ApprovedPlanOptions['onHandoff'] }) }
+}
+
+/** A wrong option value, for an error message: its JSON for a string, `null`, `an array`, else its type. */
+function kindOfValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value
+}
+
 /** The provider options a `prepareStep` may set (the SDK's `ProviderOptions`). */
 export type StepProviderOptions = NonNullable<NonNullable<PrepareStepResult>['providerOptions']>
 
@@ -363,13 +405,14 @@ export function toModelMessage(message: UserMessage): UserModelMessage {
  * Wires plan mode into an AI SDK loop for one agent: returns `tools` and `prepareStep` for
  * `generateText`/`streamText` (or `ToolLoopAgent`), and the turn helpers.
  * @throws Error when a host tool is already named `exit_plan_mode`.
- * @throws TypeError when `planning` has the wrong shape (R93).
+ * @throws TypeError when `planning` (R93) or `approvedPlan` (R129) has the wrong shape.
  */
 export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOptions<TOOLS>): PlanModeAiSdk<TOOLS> {
   const { planMode, agent, system } = options
   const planning = planningOption(options.planning)
-  const pinApprovedPlan = options.approvedPlan?.pin === true
-  const onHandoff = options.approvedPlan?.onHandoff
+  const approvedPlan = approvedPlanOption(options, options.approvedPlan)
+  const pinApprovedPlan = approvedPlan.pin === true
+  const onHandoff = approvedPlan.onHandoff
   const hostTools = options.tools ?? ({} as TOOLS)
   const exitName = planMode.exitTool.name
   if (Object.hasOwn(hostTools, exitName)) throw new Error(`withPlanMode: a host tool is already named "${exitName}"`)
