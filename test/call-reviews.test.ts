@@ -95,18 +95,19 @@ describe('R82: callReviews decide the review of a framework tool call', () => {
 
   it('R87: settled gives each closed call its result; the call of a review still open has none', async () => {
     const { planMode, agent } = durable()
+    const results = (calls: string[]) => {
+      const settled = planMode.callReviews.settled(agent)
+      return calls.map((callId) => settled.resultOf(callId, { plan: PLAN }))
+    }
     await planMode.callReviews.request(agent, 'call-1', { plan: PLAN })
-    expect(planMode.callReviews.settled(agent)).toEqual(new Map())
+    expect(results(['call-1', 'call-2'])).toEqual([undefined, undefined])
     await planMode.callReviews.deny(agent, new Map([['call-1', { input: { plan: PLAN }, reason: REASON }]]))
     await planMode.callReviews.request(agent, 'call-2', { plan: PLAN })
-    expect(planMode.callReviews.settled(agent)).toEqual(new Map([['call-1', { errorText: `The user chose to keep planning; their feedback: ${REASON}` }]]))
+    expect(results(['call-1', 'call-2'])).toEqual([{ errorText: `The user chose to keep planning; their feedback: ${REASON}` }, undefined])
     await planMode.callReviews.approve(agent, 'call-2', { plan: PLAN })
-    expect(planMode.callReviews.settled(agent)).toEqual(
-      new Map<string, unknown>([
-        ['call-1', { errorText: `The user chose to keep planning; their feedback: ${REASON}` }],
-        ['call-2', { output: { approved: true } }],
-      ]),
-    )
+    expect(results(['call-1', 'call-2'])).toEqual([{ errorText: `The user chose to keep planning; their feedback: ${REASON}` }, { output: { approved: true } }])
+    // A card is settled by its own plan's review: call-2 never presented another plan.
+    expect(planMode.callReviews.settled(agent).resultOf('call-2', { plan: OTHER_PLAN })).toBeUndefined()
   })
 })
 

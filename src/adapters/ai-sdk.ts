@@ -541,7 +541,7 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       const settled = messages.map((message) => {
         if (message.role !== 'assistant' || !message.parts.some(waiting)) return message
         const parts = message.parts.map((part) => {
-          const result = waiting(part) ? settledCalls.get(part.toolCallId) : undefined
+          const result = waiting(part) ? settledCalls.resultOf(part.toolCallId, (part as { input?: unknown }).input) : undefined
           if (result === undefined) return part
           changed = true
           const { approval: _approval, ...rest } = part as typeof part & { approval?: unknown }

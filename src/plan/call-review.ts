@@ -48,17 +48,25 @@ export interface CallReviews {
   /** What the model reads of a denied call (R45, R82): the keep-planning text of the denial's reason. */
   denialText(reason: string | undefined): string
   /**
-   * The result of every call whose review the log has closed (R87), by call id: `{ output:
-   * { approved: true } }` for an approval, else `{ errorText }`, the text the call would have
-   * failed with. A review still open has none.
+   * The results of the calls whose review the log has closed (R87), read once: `resultOf(callId,
+   * input)` is the result of the latest review requested with that call id for the plan `input`
+   * carries (the plan the call's card shows): `{ output: { approved: true } }` for an approval,
+   * else `{ errorText }`, the text the call would have failed with; undefined while that review is
+   * open, or when there is none. With ids reused, each card gets its own plan's result.
    */
-  settled(agent: PlanAgent): Map<string, CallReviewResult>
+  settled(agent: PlanAgent): SettledCallReviews
 }
 
 /** A denied call's card (R82): the call's input, which the card showed, and the reason the user gave. */
 export interface CallDenial {
   readonly input: unknown
   readonly reason?: string | undefined
+}
+
+/** The closed call reviews of `CallReviews.settled` (R87). */
+export interface SettledCallReviews {
+  /** The result of the closed review of call `callId` whose plan `input` carries, or undefined. */
+  resultOf(callId: string, input: unknown): CallReviewResult | undefined
 }
 
 /** A closed call review's result (R87): the approval's output, or the error the call fails with. */
@@ -120,11 +128,15 @@ export function createCallReviews(service: () => CallReviewService): CallReviews
     },
     denialText: (reason) => keepPlanningMessage(feedbackOf(reason)),
     settled(agent) {
-      const results = new Map<string, CallReviewResult>()
-      for (const [callId, { outcome, feedback }] of closedReviewsByCall(agent.session, agent.id)) {
-        results.set(callId, outcome === 'approved' ? { output: { approved: true } } : { errorText: closedReviewMessage(outcome, feedback) })
+      const closed = closedReviewsByCall(agent.session, agent.id)
+      return {
+        resultOf(callId, input) {
+          const plan = planArgument(input)
+          const review = plan === undefined ? undefined : closed.get(callId)?.get(plan)
+          if (review === undefined) return undefined
+          return review.outcome === 'approved' ? { output: { approved: true } } : { errorText: closedReviewMessage(review.outcome, review.feedback) }
+        },
       }
-      return results
     },
   }
 }
