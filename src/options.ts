@@ -106,13 +106,18 @@ export function planModeSettings(options: PlanModeOptions): PlanModeSettings {
   // Symbol keys too: a key that is no option is refused, never ignored (R37).
   const unknown = unknownKeys(options, OPTION_KEYS)
   if (unknown !== undefined) throw new Error(`PlanModeOptions has unknown key(s) ${unknown} — options are ${OPTIONS_SHAPE}`)
+  // In the order of PlanModeOptions: the first failure is the one thrown.
+  const review = reviewOf(options.review)
+  const decisions = decisionsOf(options.decisions)
+  const pendingStore = options.pendingStore
+  const checkpoints = checkpointsOf(options.checkpoints)
   const limits = limitsOf(options.limits)
   return {
     section,
-    ...reviewOf(options.review),
-    decisions: decisionsOf(options.decisions),
-    pendingStore: options.pendingStore,
-    checkpoints: checkpointsOf(options.checkpoints),
+    ...review,
+    decisions,
+    pendingStore,
+    checkpoints,
     logger: options.logger ?? console,
     inspect: options.inspect as Observer<InspectionEvent> | undefined,
     closeTimeout: closeTimeoutOf(limits.closeTimeoutMs),

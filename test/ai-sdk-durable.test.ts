@@ -381,6 +381,31 @@ describe('R82: an approval approves exactly the plan its call presented (issue #
     ])
   })
 
+  it('R82: with one id for every call, the denial of an earlier card answers nothing of the review open for a revised plan (regression: it closed that review as keep planning with the old reason as its feedback)', async () => {
+    const log = inPlanMode()
+    const first = oneIdModel([{ toolCalls: [exitCall(PLAN)] }])
+    const presented = await chatRequest(log, first.model, [ASKED])
+    const [card] = approvalRequests(presented.response)
+    const history = [ASKED, ...presented.response, approval(card!.approvalId, false, REASON)]
+    const second = oneIdModel([{ toolCalls: [exitCall(REVISED)] }, { text: 'Waiting.' }])
+    const revised = await chatRequest(log, second.model, history)
+    expect(revised.failure).toBeUndefined()
+    const before = reviews(log)
+    expect(openReviewOf(log)).toMatchObject({ callId: ONE_ID, plan: REVISED })
+    // The same request again (a client's retry): its denial is of the first card, whose plan is PLAN.
+    const retried = await chatRequest(log, oneIdModel([{ text: 'Waiting.' }]).model, history)
+    expect(retried.failure).toBeUndefined()
+    expect(reviews(log)).toEqual(before)
+    expect(openReviewOf(log)).toMatchObject({ callId: ONE_ID, plan: REVISED })
+    // The user writes while the revised card waits: the history's denial is still the first card's.
+    const [pending] = approvalRequests(revised.response)
+    expect(pending).toBeDefined()
+    const written = await chatRequest(log, oneIdModel([{ text: 'Noted.' }]).model, [...history, ...revised.response, ASKED], undefined, undefined, 'generateText')
+    expect(written.failure).toBeDefined() // the SDK refuses a history whose revised call has no result
+    expect(reviews(log)).toEqual(before)
+    expect(openReviewOf(log)).toMatchObject({ callId: ONE_ID, plan: REVISED })
+  })
+
   it('R82: a model that gives every call the same id gets a new review for its revised plan after Keep planning, and the approval approves the revised plan', async () => {
     const log = inPlanMode()
     const first = oneIdModel([{ toolCalls: [exitCall(PLAN)] }])
@@ -496,8 +521,40 @@ describe('R87: settleClosedApprovals gives a useChat host’s unanswered cards t
     const first = (await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })) as { reviewId: string }
     expect(await planMode.answerReview(agent, first.reviewId, { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] })).toBe('keep-planning')
     await planMode.exitTool.execute({ plan: `${PLAN}\n3. Drop the old column.` }, { agent, callId: 'call-1' })
-    const open = [assistant(card('call-1'))]
+    const open = [assistant({ ...card('call-1'), input: { plan: `${PLAN}\n3. Drop the old column.` } })] // the open review's card shows its plan
     expect(plan.settleClosedApprovals(open)).toBe(open)
+    await planMode.dispose()
+  })
+
+  /** One id for two calls: PLAN's review kept planning (with REASON), then the revised plan's review requested. */
+  const reusedId = async () => {
+    const { session, planMode, agent, plan } = await planning()
+    const revisedPlan = `${PLAN}\n3. Drop the old column.`
+    const first = (await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })) as { reviewId: string }
+    session.append('plan/review', { outcome: 'keep-planning', reviewId: first.reviewId, title: TITLE, plan: PLAN, feedback: REASON })
+    const second = (await planMode.exitTool.execute({ plan: revisedPlan }, { agent, callId: 'call-1' })) as { reviewId: string }
+    const revisedCard = { ...card('call-1'), input: { plan: revisedPlan }, approval: { id: 'approval-call-1-revised' } }
+    const cards = [assistant(card('call-1')), assistant(revisedCard)]
+    const settle = () => (plan.settleClosedApprovals(cards) as unknown as { parts: unknown[] }[]).map((m) => m.parts[0])
+    return { session, planMode, revisedPlan, revisedCard, second, settle }
+  }
+
+  it('R87: with one call id for every call, an earlier card kept planning is not shown approved when the review of the revised plan is approved (regression: the approval reached both cards, and the model read its first plan as approved)', async () => {
+    const { session, planMode, revisedPlan, second, settle } = await reusedId()
+    session.append('plan/review', { outcome: 'approved', reviewId: second.reviewId, title: TITLE, plan: revisedPlan })
+    expect(settle()).toEqual([
+      { type: 'tool-exit_plan_mode', toolCallId: 'call-1', state: 'output-error', input: { plan: PLAN }, errorText: KEEP_WITH_REASON },
+      { type: 'tool-exit_plan_mode', toolCallId: 'call-1', state: 'output-available', input: { plan: revisedPlan }, output: { approved: true } },
+    ])
+    await planMode.dispose()
+  })
+
+  it('R87: with one call id for every call, the earlier card gets its own review\'s result while the revised plan\'s card stays open', async () => {
+    const { planMode, revisedCard, settle } = await reusedId()
+    expect(settle()).toEqual([
+      { type: 'tool-exit_plan_mode', toolCallId: 'call-1', state: 'output-error', input: { plan: PLAN }, errorText: KEEP_WITH_REASON },
+      revisedCard, // its review is open: the user answers it
+    ])
     await planMode.dispose()
   })
 

@@ -473,3 +473,36 @@ describe('withPlanMode', () => {
     ])
   })
 })
+
+describe('R129: withPlanMode checks approvedPlan when it is called', () => {
+  const SHAPE = '{ pin?, onHandoff? }'
+  function make(options: Record<string, unknown>) {
+    const planMode = createPlanMode({ section: SECTION, review: 'durable', decisions: 'all' })
+    services.push(planMode)
+    const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
+    return () => withPlanMode({ planMode, agent, system: SYSTEM, ...options } as Parameters<typeof withPlanMode>[0])
+  }
+
+  it('R129: pinApprovedPlan or onHandoff beside the other options is refused, never ignored', () => {
+    expect(make({ pinApprovedPlan: true })).toThrow(new TypeError(`withPlanMode option pinApprovedPlan is approvedPlan.pin: approvedPlan is ${SHAPE}`))
+    expect(make({ onHandoff: () => {} })).toThrow(new TypeError(`withPlanMode option onHandoff is approvedPlan.onHandoff: approvedPlan is ${SHAPE}`))
+  })
+
+  it('R129: approvedPlan that is no object, has another key, or a wrong pin or onHandoff throws the first failure (regression: a callback that is no function failed every step that handed a plan off)', () => {
+    for (const [value, got] of [[null, 'null'], [true, 'boolean'], ['pin', '"pin"'], [[], 'an array']] as const) {
+      expect(make({ approvedPlan: value })).toThrow(new TypeError(`withPlanMode option approvedPlan must be ${SHAPE}; got ${got}`))
+    }
+    expect(make({ approvedPlan: { pin: true, pinned: true, [Symbol('x')]: 1 } })).toThrow(
+      new TypeError(`withPlanMode option approvedPlan has unknown key(s) pinned, Symbol(x) — approvedPlan is ${SHAPE}`),
+    )
+    expect(make({ approvedPlan: { pin: 'yes', onHandoff: 1 } })).toThrow(new TypeError('withPlanMode option approvedPlan.pin must be a boolean; got "yes"'))
+    expect(make({ approvedPlan: { onHandoff: 'log' } })).toThrow(new TypeError('withPlanMode option approvedPlan.onHandoff must be a function; got "log"'))
+    expect(make({ approvedPlan: { onHandoff: null } })).toThrow(new TypeError('withPlanMode option approvedPlan.onHandoff must be a function; got null'))
+  })
+
+  it('R129: { pin, onHandoff }, either alone, an empty group or none is accepted', () => {
+    for (const approvedPlan of [{ pin: true, onHandoff: () => {} }, { pin: false }, { onHandoff: () => {} }, {}, undefined]) {
+      expect(make({ approvedPlan })).not.toThrow()
+    }
+  })
+})

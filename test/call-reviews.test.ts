@@ -73,32 +73,41 @@ describe('R82: callReviews decide the review of a framework tool call', () => {
 
   it('R82, R45: a denial keeps planning with its reason as the feedback (a blank reason is none); the model reads R45\'s text', async () => {
     const { planMode, agent, session } = durable()
-    await planMode.callReviews.deny(agent, new Map([['call-1', REASON]])) // nothing open: nothing to answer
+    await planMode.callReviews.deny(agent, new Map([['call-1', { input: { plan: PLAN }, reason: REASON }]])) // nothing open: nothing to answer
     expect(records(session)).toEqual([])
     await planMode.callReviews.request(agent, 'call-1', { plan: PLAN })
-    await planMode.callReviews.deny(agent, new Map([['call-0', undefined]])) // another call's denial
+    await planMode.callReviews.deny(agent, new Map([['call-0', { input: { plan: PLAN } }]])) // another call's denial
     expect(planMode.openReview(agent)).not.toBeNull()
-    await planMode.callReviews.deny(agent, new Map([['call-1', REASON]]))
+    await planMode.callReviews.deny(agent, new Map([['call-1', { input: { plan: PLAN }, reason: REASON }]]))
     expect(records(session)).toEqual([{ outcome: 'keep-planning', title: TITLE, plan: PLAN, feedback: REASON, toldInResult: true }])
     expect(planMode.callReviews.denialText(REASON)).toBe(`The user chose to keep planning; their feedback: ${REASON}`)
     expect(planMode.callReviews.denialText(' \n')).toBe(REVISE)
     expect(planMode.callReviews.denialText(undefined)).toBe(REVISE)
   })
 
+  it('R82: a denial is a decision on the plan its card showed: the denial of a call with the open review\'s id but another plan answers nothing (regression: any denial of the id closed the review)', async () => {
+    const { planMode, agent, session } = durable()
+    await planMode.callReviews.request(agent, 'call-1', { plan: PLAN })
+    await planMode.callReviews.deny(agent, new Map([['call-1', { input: { plan: OTHER_PLAN }, reason: REASON }]]))
+    expect(records(session)).toEqual([])
+    expect(planMode.openReview(agent)).toMatchObject({ callId: 'call-1', plan: PLAN })
+  })
+
   it('R87: settled gives each closed call its result; the call of a review still open has none', async () => {
     const { planMode, agent } = durable()
+    const results = (calls: string[]) => {
+      const settled = planMode.callReviews.settled(agent)
+      return calls.map((callId) => settled.resultOf(callId, { plan: PLAN }))
+    }
     await planMode.callReviews.request(agent, 'call-1', { plan: PLAN })
-    expect(planMode.callReviews.settled(agent)).toEqual(new Map())
-    await planMode.callReviews.deny(agent, new Map([['call-1', REASON]]))
+    expect(results(['call-1', 'call-2'])).toEqual([undefined, undefined])
+    await planMode.callReviews.deny(agent, new Map([['call-1', { input: { plan: PLAN }, reason: REASON }]]))
     await planMode.callReviews.request(agent, 'call-2', { plan: PLAN })
-    expect(planMode.callReviews.settled(agent)).toEqual(new Map([['call-1', { errorText: `The user chose to keep planning; their feedback: ${REASON}` }]]))
+    expect(results(['call-1', 'call-2'])).toEqual([{ errorText: `The user chose to keep planning; their feedback: ${REASON}` }, undefined])
     await planMode.callReviews.approve(agent, 'call-2', { plan: PLAN })
-    expect(planMode.callReviews.settled(agent)).toEqual(
-      new Map<string, unknown>([
-        ['call-1', { errorText: `The user chose to keep planning; their feedback: ${REASON}` }],
-        ['call-2', { output: { approved: true } }],
-      ]),
-    )
+    expect(results(['call-1', 'call-2'])).toEqual([{ errorText: `The user chose to keep planning; their feedback: ${REASON}` }, { output: { approved: true } }])
+    // A card is settled by its own plan's review: call-2 never presented another plan.
+    expect(planMode.callReviews.settled(agent).resultOf('call-2', { plan: OTHER_PLAN })).toBeUndefined()
   })
 })
 

@@ -62,6 +62,18 @@ describe('createPlanMode takes one argument of grouped options', () => {
     expect([settings.closeTimeout, settings.maxAttachedAgents]).toEqual([0, 3])
   })
 
+  it('R37: after the section and the keys, each option is checked in the order of PlanModeOptions, first failure wins (regression: limits was checked before review, decisions and checkpoints)', () => {
+    const REVIEW = "plan mode option review must be a review channel (an object with an ask method) or 'durable'; got 5"
+    const DECISIONS = "plan mode option decisions must be 'approve-or-keep' or 'all'; got 5"
+    const CHECKPOINTS = 'plan mode option checkpoints must be { store, every? }; got 5'
+    const LIMITS = 'plan mode option limits must be { closeTimeoutMs?, maxAttachedAgents? }; got 5'
+    const bad = (options: Record<string, unknown>) => () => createPlanMode({ section: SECTION, ...options } as unknown as PlanModeOptions)
+    expect(bad({ review: 5, decisions: 5, checkpoints: 5, limits: 5 })).toThrow(new TypeError(REVIEW))
+    expect(bad({ decisions: 5, checkpoints: 5, limits: 5 })).toThrow(new TypeError(DECISIONS))
+    expect(bad({ checkpoints: 5, limits: 5 })).toThrow(new TypeError(CHECKPOINTS))
+    expect(bad({ limits: 5 })).toThrow(new TypeError(LIMITS))
+  })
+
   it("R78: review is a channel or 'durable'; each gives the exit tool its kind", () => {
     const channel = { ask: () => new Promise<never>(() => {}) }
     expect(planModeSettings({ section: SECTION, review: channel })).toMatchObject({ review: channel, reviews: 'channel' })

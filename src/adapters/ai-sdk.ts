@@ -46,6 +46,7 @@ import type { ExitPlanModeTool, ExitToolResult } from '../plan/exit-tool.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
 import { createCallTranscript } from '../plan/transcript.js'
 import type { PlanHandoff } from '../plan/handoff.js'
+import type { CallDenial } from '../plan/call-review.js'
 import { isReadOnlyTool, type PlanGuard } from '../guard/index.js'
 import type { PlanMode } from '../service.js'
 import type { PlanAgent, UserMessage } from '../types.js'
@@ -109,6 +110,48 @@ export interface ApprovedPlanOptions {
    * starts the fresh context (R102), with the plan, its version and the decisions made.
    */
   onHandoff?: (handoff: PlanHandoff) => void
+}
+
+/** The shape of `approvedPlan`, as its errors name it (R129). */
+const APPROVED_PLAN_SHAPE = '{ pin?, onHandoff? }'
+
+/** The options `approvedPlan` groups, by the top-level names they had before it (R129). */
+const UNGROUPED_APPROVED_PLAN_KEYS = { pinApprovedPlan: 'pin', onHandoff: 'onHandoff' } as const
+
+/**
+ * Checks `withPlanMode`'s `approvedPlan` option (R129) and returns a copy of it, read once, so that
+ * a wrong value fails when the loop is wired, not at the step that hands a plan off (a callback
+ * that is no function would fail every step that hands it off, and the handoff stays due).
+ * @throws TypeError with the R129 message of the first check that fails.
+ */
+function approvedPlanOption(options: object, value: unknown): ApprovedPlanOptions {
+  for (const [key, grouped] of Object.entries(UNGROUPED_APPROVED_PLAN_KEYS)) {
+    if (Object.hasOwn(options, key)) {
+      throw new TypeError(`withPlanMode option ${key} is approvedPlan.${grouped}: approvedPlan is ${APPROVED_PLAN_SHAPE}`)
+    }
+  }
+  if (value === undefined) return {}
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new TypeError(`withPlanMode option approvedPlan must be ${APPROVED_PLAN_SHAPE}; got ${kindOfValue(value)}`)
+  }
+  const unknown = Reflect.ownKeys(value).filter((key) => key !== 'pin' && key !== 'onHandoff')
+  if (unknown.length > 0) {
+    throw new TypeError(`withPlanMode option approvedPlan has unknown key(s) ${unknown.map(String).join(', ')} — approvedPlan is ${APPROVED_PLAN_SHAPE}`)
+  }
+  const { pin, onHandoff } = value as Record<string, unknown>
+  if (pin !== undefined && typeof pin !== 'boolean') throw new TypeError(`withPlanMode option approvedPlan.pin must be a boolean; got ${kindOfValue(pin)}`)
+  if (onHandoff !== undefined && typeof onHandoff !== 'function') {
+    throw new TypeError(`withPlanMode option approvedPlan.onHandoff must be a function; got ${kindOfValue(onHandoff)}`)
+  }
+  return { ...(pin === undefined ? {} : { pin }), ...(onHandoff === undefined ? {} : { onHandoff: onHandoff as ApprovedPlanOptions['onHandoff'] }) }
+}
+
+/** A wrong option value, for an error message: its JSON for a string, `null`, `an array`, else its type. */
+function kindOfValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value
 }
 
 /** The provider options a `prepareStep` may set (the SDK's `ProviderOptions`). */
@@ -300,26 +343,30 @@ function isApprovedCallRecheck(messages: readonly ModelMessage[], toolCallId: st
 }
 
 /**
- * The exit calls whose approval the messages deny, with the reason given: the request's own
- * denial (which the SDK has already answered with an `execution-denied` result after it) and the
- * earlier ones its history holds.
+ * The exit calls whose approval the messages deny, by call id, with the input the denied card
+ * showed and the reason given: the request's own denial (which the SDK has already answered with
+ * an `execution-denied` result after it) and the earlier ones its history holds; for an id the
+ * history reuses, the last denial.
  */
-function deniedExitCalls(messages: readonly ModelMessage[], exitName: string): Map<string, string | undefined> {
-  const denied = new Map<string, string | undefined>()
-  const requests = new Map<string, string>()
+function deniedExitCalls(messages: readonly ModelMessage[], exitName: string): Map<string, CallDenial> {
+  const denied = new Map<string, CallDenial>()
+  /** Each approval request's call, with the input of the call it was made for. */
+  const requests = new Map<string, { callId: string; input: unknown }>()
   for (const message of messages) {
     if (message.role !== 'assistant' || typeof message.content === 'string') continue
-    const calls = new Set(message.content.flatMap((part) => (part.type === 'tool-call' && part.toolName === exitName ? [part.toolCallId] : [])))
+    const calls = new Map(message.content.flatMap((part) => (part.type === 'tool-call' && part.toolName === exitName ? [[part.toolCallId, part.input] as const] : [])))
     for (const part of message.content) {
-      if (part.type === 'tool-approval-request' && calls.has(part.toolCallId)) requests.set(part.approvalId, part.toolCallId)
+      if (part.type === 'tool-approval-request' && calls.has(part.toolCallId)) {
+        requests.set(part.approvalId, { callId: part.toolCallId, input: calls.get(part.toolCallId) })
+      }
     }
   }
   for (const message of messages) {
     if (message.role !== 'tool') continue
     for (const part of message.content) {
       if (part.type !== 'tool-approval-response' || part.approved) continue
-      const callId = requests.get(part.approvalId)
-      if (callId !== undefined) denied.set(callId, part.reason)
+      const request = requests.get(part.approvalId)
+      if (request !== undefined) denied.set(request.callId, { input: request.input, reason: part.reason })
     }
   }
   return denied
@@ -330,7 +377,7 @@ function deniedExitCalls(messages: readonly ModelMessage[], exitName: string): M
  * `text(reason)`, the keep-planning text the user's answer means (R45, `callReviews.denialText`),
  * so the model reads what a channel service would have told it.
  */
-function showDenials(messages: ModelMessage[], denied: ReadonlyMap<string, string | undefined>, text: (reason: string | undefined) => string): ModelMessage[] {
+function showDenials(messages: ModelMessage[], denied: ReadonlyMap<string, CallDenial>, text: (reason: string | undefined) => string): ModelMessage[] {
   if (denied.size === 0) return messages
   return messages.map((message) => {
     if (message.role !== 'tool') return message
@@ -338,7 +385,7 @@ function showDenials(messages: ModelMessage[], denied: ReadonlyMap<string, strin
     const content = message.content.map((part) => {
       if (part.type !== 'tool-result' || !denied.has(part.toolCallId) || part.output.type !== 'execution-denied') return part
       changed = true
-      return { ...part, output: { type: 'error-text' as const, value: text(denied.get(part.toolCallId)) } }
+      return { ...part, output: { type: 'error-text' as const, value: text(denied.get(part.toolCallId)?.reason) } }
     })
     return changed ? { ...message, content } : message
   })
@@ -358,13 +405,14 @@ export function toModelMessage(message: UserMessage): UserModelMessage {
  * Wires plan mode into an AI SDK loop for one agent: returns `tools` and `prepareStep` for
  * `generateText`/`streamText` (or `ToolLoopAgent`), and the turn helpers.
  * @throws Error when a host tool is already named `exit_plan_mode`.
- * @throws TypeError when `planning` has the wrong shape (R93).
+ * @throws TypeError when `planning` (R93) or `approvedPlan` (R129) has the wrong shape.
  */
 export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOptions<TOOLS>): PlanModeAiSdk<TOOLS> {
   const { planMode, agent, system } = options
   const planning = planningOption(options.planning)
-  const pinApprovedPlan = options.approvedPlan?.pin === true
-  const onHandoff = options.approvedPlan?.onHandoff
+  const approvedPlan = approvedPlanOption(options, options.approvedPlan)
+  const pinApprovedPlan = approvedPlan.pin === true
+  const onHandoff = approvedPlan.onHandoff
   const hostTools = options.tools ?? ({} as TOOLS)
   const exitName = planMode.exitTool.name
   if (Object.hasOwn(hostTools, exitName)) throw new Error(`withPlanMode: a host tool is already named "${exitName}"`)
@@ -389,7 +437,7 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
   let handoff: PlanHandoff | null = null
 
   /** The exit calls this call's request denied (R82): shown to the model as keep planning. */
-  let denied: ReadonlyMap<string, string | undefined> = new Map()
+  let denied: ReadonlyMap<string, CallDenial> = new Map()
 
   /**
    * R82: the denials in the request's messages go to `callReviews.deny` (the open review bound
@@ -493,7 +541,7 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
       const settled = messages.map((message) => {
         if (message.role !== 'assistant' || !message.parts.some(waiting)) return message
         const parts = message.parts.map((part) => {
-          const result = waiting(part) ? settledCalls.get(part.toolCallId) : undefined
+          const result = waiting(part) ? settledCalls.resultOf(part.toolCallId, (part as { input?: unknown }).input) : undefined
           if (result === undefined) return part
           changed = true
           const { approval: _approval, ...rest } = part as typeof part & { approval?: unknown }

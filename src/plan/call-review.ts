@@ -36,20 +36,37 @@ export interface CallReviews {
    */
   approve(agent: PlanAgent, callId: string, input: unknown): Promise<ExitToolResult>
   /**
-   * The user denied the cards of these calls, each with its reason (R82): the open review bound
-   * to one of them keeps planning, told in the result, with the reason as feedback when it is not
-   * blank. Resolves when nothing is open for them, or once recorded.
+   * The user denied the cards of these calls, by call id, each showing its call's `input`, with
+   * the reason given (R82): a denial is a decision on the plan its card shows, so the open review
+   * bound to one of these calls keeps planning, told in the result, with the reason as feedback
+   * when it is not blank, only when that call's plan is the review's (with ids reused, an earlier
+   * card's denial answers nothing of a review open for another plan). Resolves when nothing is
+   * open for them, or once recorded.
    * @throws (rejects) with the log's error when the record fails; when the agent cannot be read.
    */
-  deny(agent: PlanAgent, denials: ReadonlyMap<string, string | undefined>): Promise<void>
+  deny(agent: PlanAgent, denials: ReadonlyMap<string, CallDenial>): Promise<void>
   /** What the model reads of a denied call (R45, R82): the keep-planning text of the denial's reason. */
   denialText(reason: string | undefined): string
   /**
-   * The result of every call whose review the log has closed (R87), by call id: `{ output:
-   * { approved: true } }` for an approval, else `{ errorText }`, the text the call would have
-   * failed with. A review still open has none.
+   * The results of the calls whose review the log has closed (R87), read once: `resultOf(callId,
+   * input)` is the result of the latest review requested with that call id for the plan `input`
+   * carries (the plan the call's card shows): `{ output: { approved: true } }` for an approval,
+   * else `{ errorText }`, the text the call would have failed with; undefined while that review is
+   * open, or when there is none. With ids reused, each card gets its own plan's result.
    */
-  settled(agent: PlanAgent): Map<string, CallReviewResult>
+  settled(agent: PlanAgent): SettledCallReviews
+}
+
+/** A denied call's card (R82): the call's input, which the card showed, and the reason the user gave. */
+export interface CallDenial {
+  readonly input: unknown
+  readonly reason?: string | undefined
+}
+
+/** The closed call reviews of `CallReviews.settled` (R87). */
+export interface SettledCallReviews {
+  /** The result of the closed review of call `callId` whose plan `input` carries, or undefined. */
+  resultOf(callId: string, input: unknown): CallReviewResult | undefined
 }
 
 /** A closed call review's result (R87): the approval's output, or the error the call fails with. */
@@ -104,16 +121,22 @@ export function createCallReviews(service: () => CallReviewService): CallReviews
     },
     async deny(agent, denials) {
       const open = service().exitTool.reviews === 'durable' ? service().openReview(agent) : null
-      if (open?.callId === undefined || !denials.has(open.callId)) return
-      await service().answerReview(agent, open.reviewId, keepPlanningAnswer(denials.get(open.callId)), { toldInResult: true })
+      const denial = open?.callId === undefined ? undefined : denials.get(open.callId)
+      // A denial of another plan's card (a reused id) is no decision on this review's plan.
+      if (open === null || denial === undefined || planArgument(denial.input) !== open.plan) return
+      await service().answerReview(agent, open.reviewId, keepPlanningAnswer(denial.reason), { toldInResult: true })
     },
     denialText: (reason) => keepPlanningMessage(feedbackOf(reason)),
     settled(agent) {
-      const results = new Map<string, CallReviewResult>()
-      for (const [callId, { outcome, feedback }] of closedReviewsByCall(agent.session, agent.id)) {
-        results.set(callId, outcome === 'approved' ? { output: { approved: true } } : { errorText: closedReviewMessage(outcome, feedback) })
+      const closed = closedReviewsByCall(agent.session, agent.id)
+      return {
+        resultOf(callId, input) {
+          const plan = planArgument(input)
+          const review = plan === undefined ? undefined : closed.get(callId)?.get(plan)
+          if (review === undefined) return undefined
+          return review.outcome === 'approved' ? { output: { approved: true } } : { errorText: closedReviewMessage(review.outcome, review.feedback) }
+        },
       }
-      return results
     },
   }
 }
