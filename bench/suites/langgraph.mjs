@@ -103,8 +103,8 @@ export async function run(lib) {
     })
     await store.migrate()
     ends.push(() => store.close())
-    const options = { reviews: 'durable', pendingStore: store.pendingStore, checkpoints: store.checkpoints, logger: { warn: () => {} } }
-    const service = lib.createPlanMode({ section: SECTION }, options)
+    const options = { section: SECTION, review: 'durable', pendingStore: store.pendingStore, checkpoints: { store: store.checkpoints }, logger: { warn: () => {} } }
+    const service = lib.createPlanMode(options)
     ends.push(() => service.dispose())
     const ourTables = ['pm_events', 'pm_pending', 'pm_checkpoints', 'pm_turns']
     let sessions = 0
@@ -284,7 +284,7 @@ export async function run(lib) {
       const t = nowNs()
       // A new instance: its own store on the pool (nothing cached), the service attaching the agent.
       const fresh = pgAdapter.createPostgresPlanStore({ db: ours.pool, listen: async () => async () => {}, prefix: 'pm_' })
-      const restarted = lib.createPlanMode({ section: SECTION }, { ...options, pendingStore: fresh.pendingStore, checkpoints: fresh.checkpoints })
+      const restarted = lib.createPlanMode({ ...options, pendingStore: fresh.pendingStore, checkpoints: { store: fresh.checkpoints } })
       const agent = { id: longId, session: await fresh.openSession(longId) }
       restarted.get(agent)
       restarted.section(agent)
