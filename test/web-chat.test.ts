@@ -288,7 +288,7 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
       if (width === 1440) {
         // R116: each region's active state in words; the chart at its own size (never scaled down).
         await eventually(() => page.getByTestId('chart-regions').locator('li').allTextContents(), [
-          'mode: active',
+          'mode: active › headerTells',
           'turn: idle',
           'review: open › undecided › awaiting',
           'intent: logged',
