@@ -2,6 +2,7 @@ import {
   createMemorySessionLog,
   createPlanMode,
   type PlanAgent,
+  type PlanMode,
   type PlanModeOptions,
   type ReviewAnswer,
   type ReviewChannel,
@@ -198,4 +199,23 @@ export function holdingLog(inner: SessionLog) {
     },
   }
   return log
+}
+
+/**
+ * A service with a scripted review channel (disposed by `services`' owner after each test), one
+ * agent in plan mode, and `approve()`: one exit call of PLAN, approved.
+ */
+export async function planningWithChannel(services: PlanMode[]) {
+  const review = createScriptedReview()
+  const planMode = createPlanMode({ section: SECTION, review })
+  services.push(planMode)
+  const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
+  await planMode.set(agent, true)
+  const approve = async () => {
+    const call = planMode.exitTool.execute({ plan: PLAN }, { agent })
+    await review.untilAsked(1)
+    review.answer(APPROVE)
+    await call
+  }
+  return { planMode, agent, approve }
 }
