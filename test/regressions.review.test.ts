@@ -376,6 +376,28 @@ describe('hostile hosts (issue "Hardening", faults 3 and 6; each failed before i
     expect(await planMode.set(agent, false)).toBe('committed')
   })
 
+  // Found by the property tests: the registry chart was told of the settling after dispose had
+  // stopped it, and XState warned on the console of an event sent to a stopped actor.
+  it('R73, R60: an append a detach abandoned that settles after dispose() is told to no stopped actor (no console warning)', async () => {
+    const log = createControlledLog()
+    log.defaultFate = 'hold'
+    const planMode = createPlanMode({ section: 'S', limits: { closeTimeoutMs: 20 }, logger: { warn() {} } })
+    const agent: PlanAgent = { id: 'a', session: log }
+    const first = planMode.set(agent, true).catch((error: unknown) => error) // held
+    await settle()
+    planMode.detach(agent)
+    expect(await first).toEqual(new Error(abandoned(20)))
+    await planMode.dispose()
+    const consoleWarn = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    try {
+      log.resolveHeld(log.held[0]!) // the abandoned append lands after all, after dispose
+      await settle()
+      expect(consoleWarn).not.toHaveBeenCalled()
+    } finally {
+      consoleWarn.mockRestore()
+    }
+  })
+
   // Found by the property tests: the abandoned append landed after the next attachment had
   // committed the same selection again, so the log held two identical plan/mode events (R3).
   it('R73, R3: after a detach abandoned a plan/mode append, the next selection waits for it to land and is a noop, not a second flip', async () => {

@@ -141,7 +141,10 @@ export const agentsMachine = setup({
       context.closing.delete(attachment)
       if (context.attached.get(id) === attachment) context.attached.delete(id)
       if (attachment.hasAppendsInFlight) {
-        const settled: Promise<void> = attachment.appendsSettled().then(() => self.send({ type: 'ABANDONED.SETTLED', agentId: id, settled }))
+        // Told only to a registry still running: after dispose nothing waits for the settling.
+        const settled: Promise<void> = attachment.appendsSettled().then(() => {
+          if (self.getSnapshot().status === 'active') self.send({ type: 'ABANDONED.SETTLED', agentId: id, settled })
+        })
         context.abandoned.set(id, settled)
       }
       if (evicted && !context.attached.has(id) && !context.isBusy(id)) context.generations.delete(id)
