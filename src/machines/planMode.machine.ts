@@ -377,7 +377,6 @@ const planModeSetup = setup({
     reportQuietBoundary: emit((_, { active }: { active: boolean }) => ({ type: 'boundary' as const, active, notice: null, news: null })),
     /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
     assignTold: assign((_, { active }: { active: boolean }) => ({ told: active })),
-    /** R81, R19: the failed flush told nothing; its step's header will not mean the outcome was told. */
     /** R81: a step ran after the record: its writer told the outcome (unless it was ours, after a failed flush). */
     settleNewsAtHeader: assign({ news: null }),
     /** A logged `/plan` run: its selection waits for the run's `command/done` (R86). */
