@@ -2,6 +2,7 @@ import {
   createMemorySessionLog,
   createPlanMode,
   type PlanAgent,
+  type PlanMode,
   type PlanModeOptions,
   type ReviewAnswer,
   type ReviewChannel,
@@ -198,4 +199,23 @@ export function holdingLog(inner: SessionLog) {
     },
   }
   return log
+}
+
+/**
+ * A channel service with a scripted review and one agent in plan mode (its memory log), pushed on
+ * `services` for the test's `dispose`; `approve()` presents PLAN and approves it.
+ */
+export async function planningWithReview(services: PlanMode[]) {
+  const review = createScriptedReview()
+  const planMode = createPlanMode({ section: SECTION, review })
+  services.push(planMode)
+  const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
+  await planMode.set(agent, true)
+  const approve = async () => {
+    const call = planMode.exitTool.execute({ plan: PLAN }, { agent })
+    await review.untilAsked(1)
+    review.answer(APPROVE)
+    await call
+  }
+  return { planMode, agent, approve }
 }

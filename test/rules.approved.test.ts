@@ -4,7 +4,7 @@ import { createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, he
 import { readCheckpoint } from '../src/log/checkpoint.js'
 import { approvedPlanSection } from '../src/plan/review.js'
 import { runLoop, scriptedModel } from './fixtures/ai-sdk-model.js'
-import { APPROVE, createScriptedReview, PLAN, SECTION } from './helpers.js'
+import { APPROVE, createScriptedReview, PLAN, planningWithReview, SECTION } from './helpers.js'
 
 const TITLE = 'Migrate the database'
 const PINNED = `The plan the user approved; carry it out (it stays here even when earlier messages are dropped):\n\n${PLAN}`
@@ -14,21 +14,7 @@ afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.dispose()))
 })
 
-/** A service with a scripted review channel and one agent in plan mode. */
-async function planning() {
-  const review = createScriptedReview()
-  const planMode = createPlanMode({ section: SECTION, review })
-  services.push(planMode)
-  const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
-  await planMode.set(agent, true)
-  const approve = async () => {
-    const call = planMode.exitTool.execute({ plan: PLAN }, { agent })
-    await review.untilAsked(1)
-    review.answer(APPROVE)
-    await call
-  }
-  return { planMode, agent, approve }
-}
+const planning = () => planningWithReview(services)
 
 describe('R98: the approved plan is state, read from the log', () => {
   it('R98: null before any approval; the approved plan after it, through the leave; null once plan mode is entered again', async () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type PlanMode, type ReviewAnswer } from '../src/index.js'
-import { APPROVE, LEAVING, createFaultyLog, createScriptedReview, PLAN, SECTION } from './helpers.js'
+import { APPROVE, LEAVING, createFaultyLog, createScriptedReview, PLAN, planningWithReview, SECTION } from './helpers.js'
 
 /**
  * `planMode.step` (R14, R18, R93, R99, R102): the boundary with what the step runs under, decided
@@ -18,21 +18,7 @@ afterEach(async () => {
 
 const texts = (messages: readonly { content: readonly unknown[] }[]) => messages.map((m) => (m.content[0] as { text: string }).text)
 
-/** A channel service, one agent in plan mode, and the approval of PLAN. */
-async function planning() {
-  const review = createScriptedReview()
-  const planMode = createPlanMode({ section: SECTION, review })
-  services.push(planMode)
-  const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
-  await planMode.set(agent, true)
-  const approve = async () => {
-    const call = planMode.exitTool.execute({ plan: PLAN }, { agent })
-    await review.untilAsked(1)
-    review.answer(APPROVE)
-    await call
-  }
-  return { planMode, agent, approve }
-}
+const planning = () => planningWithReview(services)
 
 describe('R18, R93: the state in force comes with the step', () => {
   it('R18, R93, R32: a step in plan mode is active with the section; after /plan off it is inactive with no section and the notice', async () => {
