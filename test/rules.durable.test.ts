@@ -693,6 +693,33 @@ describe('R80: answerReview', () => {
     expect(texts(await replayed.stepBoundary({ id: 'agent-1', session: shared }))).toEqual([KEEP_WITH_FEEDBACK])
   })
 
+  it('R79, R80: a request another process logs while this one records a losing answer is the open review here too, as a replay reads it (regression: the request was dropped, openReview was null and answers were refused until the agent reattached)', async () => {
+    const shared = createMemorySessionLog()
+    const slow = holdingLog(shared)
+    const loser = durableService()
+    const winner = durableService()
+    const loserAgent: PlanAgent = { id: 'agent-1', session: slow }
+    const winnerAgent: PlanAgent = { id: 'agent-1', session: shared }
+    await loser.set(loserAgent, true)
+    const { reviewId } = (await loser.exitTool.execute({ plan: PLAN }, { agent: loserAgent, callId: 'call-1' })) as { reviewId: string }
+    slow.hold()
+    const losing = settle(loser.answerReview(loserAgent, reviewId, APPROVE))
+    await flush()
+    expect(slow.held).toBe(1) // the loser's record is on its way
+    // The other process closes the review first, and its model presents a revised plan at once.
+    expect(await winner.answerReview(winnerAgent, reviewId, keepPlanning(FEEDBACK))).toBe('keep-planning')
+    const revised = (await winner.exitTool.execute({ plan: PLAN_2 }, { agent: winnerAgent, callId: 'call-2' })) as { reviewId: string }
+    slow.release()
+    expect(await losing).toEqual({ error: alreadyClosed(reviewId, 'keep-planning') })
+
+    const replayed = durableService()
+    const open = { reviewId: revised.reviewId, plan: PLAN_2, callId: 'call-2' }
+    expect(replayed.openReview({ id: 'agent-1', session: shared })).toMatchObject(open)
+    expect(winner.openReview(winnerAgent)).toMatchObject(open)
+    expect(loser.openReview(loserAgent)).toMatchObject(open)
+    expect(await loser.answerReview(loserAgent, revised.reviewId, APPROVE)).toBe('approved')
+  })
+
   it('R80, R79, R31: at attach a lost answer’s record changes nothing: no leave is kept and K is not moved', async () => {
     const log = createMemorySessionLog([
       { type: 'plan/mode', data: { active: true } },

@@ -901,6 +901,8 @@ export const planModeMachine = planModeSetup.createMachine({
               on: {
                 'REVIEW.RECORDED': { target: 'recorded', actions: 'settleRecord' },
                 'LOG.REVIEW_CLOSED': { guard: 'closesThisReview', actions: 'noteRecorded' },
+                // Another process closed this review and requested the next one meanwhile (R79, R80).
+                'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' },
                 'REVIEW.RECORD_FAILED': [
                   // R80: an answer that could not be recorded changes nothing; the review stays
                   // open, unless the log holds another process's record of it by now.
@@ -914,17 +916,28 @@ export const planModeMachine = planModeSetup.createMachine({
                 ],
               },
             },
-            /** Transient: consent applies, the call resolves (R47). */
+            /**
+             * Transient: consent applies, the call resolves (R47); a request the log reported after
+             * the record that closed this review is the open review then, as a replay reads it (R79).
+             */
             recorded: {
               always: [
                 // Consent: K := inactive (the tool result tells the model), the intent follows (R47).
+                {
+                  guard: and(['isToldApproval', 'hasHeardRequest']),
+                  target: '#planMode.review.idle',
+                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'reportClosed', 'replayHeardRequest', 'concludeReview'],
+                },
                 {
                   guard: 'isToldApproval',
                   target: '#planMode.review.idle',
                   actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'reportClosed', 'concludeReview'],
                 },
                 // A durable approval the model has not heard: the next boundary tells it (R81).
+                { guard: and(['isApproved', 'hasHeardRequest']), target: '#planMode.review.idle', actions: ['raiseApproval', 'reportClosed', 'replayHeardRequest', 'concludeReview'] },
                 { guard: 'isApproved', target: '#planMode.review.idle', actions: ['raiseApproval', 'reportClosed', 'concludeReview'] },
+                // Another process requested the next review after the record that closed this one: it is open (R79, R80).
+                { guard: 'hasHeardRequest', target: '#planMode.review.idle', actions: ['reportClosed', 'replayHeardRequest', 'concludeReview'] },
                 { target: '#planMode.review.idle', actions: ['reportClosed', 'concludeReview'] },
               ],
             },
