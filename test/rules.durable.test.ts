@@ -720,6 +720,32 @@ describe('R80: answerReview', () => {
     expect(await loser.answerReview(loserAgent, revised.reviewId, APPROVE)).toBe('approved')
   })
 
+  it('R48, R79: a request another process logs while this one records the review a user\'s switch superseded is the open review here too, after the switch followed (regression: the request was dropped, openReview was null)', async () => {
+    const shared = createMemorySessionLog()
+    const slow = holdingLog(shared)
+    const loser = durableService()
+    const winner = durableService()
+    const loserAgent: PlanAgent = { id: 'agent-1', session: slow }
+    const winnerAgent: PlanAgent = { id: 'agent-1', session: shared }
+    await loser.set(loserAgent, true)
+    const { reviewId } = (await loser.exitTool.execute({ plan: PLAN }, { agent: loserAgent, callId: 'call-1' })) as { reviewId: string }
+    await shared.append('turn/start', {})
+    slow.hold()
+    const leaving = loser.set(loserAgent, false) // closes the review as superseded (R48); its record is held
+    await flush()
+    expect(slow.held).toBe(1)
+    expect(await winner.answerReview(winnerAgent, reviewId, keepPlanning(FEEDBACK))).toBe('keep-planning')
+    const revised = (await winner.exitTool.execute({ plan: PLAN_2 }, { agent: winnerAgent, callId: 'call-2' })) as { reviewId: string }
+    slow.release()
+    expect(await leaving).toBe('queued') // the switch followed: P waits for the boundary (R9)
+    expect(loser.get(loserAgent)).toEqual({ active: true, pending: false })
+
+    const open = { reviewId: revised.reviewId, plan: PLAN_2, callId: 'call-2' }
+    expect(durableService().openReview({ id: 'agent-1', session: shared })).toMatchObject(open)
+    expect(winner.openReview(winnerAgent)).toMatchObject(open)
+    expect(loser.openReview(loserAgent)).toMatchObject(open)
+  })
+
   it('R80, R79, R31: at attach a lost answer’s record changes nothing: no leave is kept and K is not moved', async () => {
     const log = createMemorySessionLog([
       { type: 'plan/mode', data: { active: true } },

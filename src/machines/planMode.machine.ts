@@ -568,6 +568,11 @@ const planModeSetup = setup({
     }),
     /** Consent: the intent follows (R47). */
     raiseApproval: raise({ type: 'REVIEW.APPROVED' } as const),
+    /** A request heard while a switch closed the review is adopted after the switch followed (R48, R79). */
+    heldBehindSelection: raise(({ event }) => ({
+      type: 'LOG.REVIEW_REQUESTED' as const,
+      review: (event as Extract<PlanModeEvent, { type: 'LOG.REVIEW_REQUESTED' }>).review,
+    })),
     /** The selection that closed the review now follows R8–R10 (R48). */
     followSelection: raise((_, { active }: { active: boolean }) => ({ type: 'SELECT' as const, active })),
     /** R73: one warning, and the operation waiting for the abandoned work fails with it. */
@@ -670,13 +675,18 @@ function supersededBy(active: boolean) {
         on: {
           'REVIEW.RECORDED': { target: 'recorded', actions: 'settleRecord' as const },
           'LOG.REVIEW_CLOSED': { guard: 'closesThisReview' as const, actions: 'noteRecorded' as const },
+          // Another process closed this review and requested the next one meanwhile (R79, R80).
+          'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' as const },
           'REVIEW.RECORD_FAILED': {
             target: 'recorded',
             actions: [{ type: 'warn' as const, params: { message: 'plan-mode: review record failed' } }, 'settleRecord' as const],
           },
         },
       },
-      /** Transient: as `open.recorded`, then the switch follows. */
+      /**
+       * Transient: as `open.recorded`, then the switch follows; a request another process logged
+       * after the record that closed this review is adopted once it has (`following`, R79).
+       */
       recorded: {
         always: [
           {
@@ -685,6 +695,7 @@ function supersededBy(active: boolean) {
             actions: [{ type: 'assignTold' as const, params: { active: false } }, 'raiseApproval' as const, 'reportClosed' as const, 'concludeReview' as const],
           },
           { guard: 'isApproved' as const, target: following, actions: ['raiseApproval' as const, 'reportClosed' as const, 'concludeReview' as const] },
+          { guard: 'hasHeardRequest' as const, target: following, actions: ['reportClosed' as const, 'replayHeardRequest' as const, 'concludeReview' as const] },
           { target: following, actions: ['reportClosed' as const, 'concludeReview' as const] },
         ],
       },
@@ -815,6 +826,8 @@ export const planModeMachine = planModeSetup.createMachine({
          */
         following: {
           initial: 'entering',
+          // A request heard meanwhile (R79) waits behind the selection: it is raised again.
+          on: { 'LOG.REVIEW_REQUESTED': { actions: 'heldBehindSelection' } },
           states: {
             entering: { entry: followSelection(true), on: { SELECT: '#planMode.review.idle' } },
             leaving: { entry: followSelection(false), on: { SELECT: '#planMode.review.idle' } },
