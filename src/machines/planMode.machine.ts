@@ -301,7 +301,7 @@ const planModeSetup = setup({
       event.type === 'LOG.REVIEW_REQUESTED' && context.review?.durable?.reviewId !== event.review.reviewId,
     /** The record in flight is an answer (R80): when it fails, the answer fails and the review stays open. */
     isAnswering: ({ context }) => context.review?.answering === true,
-    /** Another process's request the log reported while ours was being appended (R79). */
+    /** Another process's request the log reported while our request or record was being appended (R79, R80). */
     hasHeardRequest: ({ context }) => context.review?.heard !== undefined,
     /** The log holds a record of this review from another process (R80). */
     hasNotedRecord: ({ context }) => context.review?.recorded !== undefined,
@@ -413,8 +413,8 @@ const planModeSetup = setup({
     /**
      * The log reported a request while ours is being appended. Ours: its seq is the review's
      * version (R79). Another process's: the log holds that one open until ours lands, and it is
-     * the open review if ours fails (R79); a request drops the untold outcome and the last review
-     * closed (R80, R81).
+     * the open review if ours fails (R79), or once our record of the review it followed settled
+     * (R80); a request drops the untold outcome and the last review closed (R80, R81).
      */
     noteRequestSeq: assign(({ context, event }) => {
       if (event.type !== 'LOG.REVIEW_REQUESTED' || context.review?.durable === undefined) return {}
