@@ -310,12 +310,12 @@ export class Attachment implements PlanModePorts {
     return (this.#appending?.size ?? 0) > 0
   }
 
-  /** Asks the service's review channel about the plan, for the latest caller's agent (R43). */
   /** Which decisions this service's reviews offer (R101). */
   get decisions(): ReviewDecisions {
     return this.#settings.decisions
   }
 
+  /** Asks the service's review channel about the plan, for the latest caller's agent (R43). */
   ask(plan: string, signal: AbortSignal): Promise<ReviewAnswer> {
     // REVIEW.OPEN is refused without a channel (R42.8), so one exists here.
     return this.#settings.review!.ask({ questions: [reviewQuestion(plan, this.#settings.decisions)], agent: this.#agent, signal })

@@ -202,10 +202,10 @@ export function holdingLog(inner: SessionLog) {
 }
 
 /**
- * A service with a scripted review channel (disposed by `services`' owner after each test), one
- * agent in plan mode, and `approve()`: one exit call of PLAN, approved.
+ * A channel service with a scripted review and one agent in plan mode (its memory log), pushed on
+ * `services` for the test's `dispose`; `approve()` presents PLAN and approves it.
  */
-export async function planningWithChannel(services: PlanMode[]) {
+export async function planningWithReview(services: PlanMode[]) {
   const review = createScriptedReview()
   const planMode = createPlanMode({ section: SECTION, review })
   services.push(planMode)

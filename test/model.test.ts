@@ -39,6 +39,19 @@ export const UNREACHABLE: Readonly<Record<string, string>> = {
   // "R79, R80: two services on one log: a request another process logged while ours was being
   // appended is the open review here when ours fails".
   'planMode.review.open.requesting REVIEW.RECORD_FAILED #0': "another process's request heard while ours is being appended",
+  // R79, R80, R48: the same race while our record of the review is in flight (another process
+  // closed it first and requested the next one); rules.durable.test.ts's "R79, R80: a request
+  // another process logs while this one records a losing answer …" and "R48, R79: a request
+  // another process logs while this one records the review a user's switch superseded …".
+  'planMode.review.open.recording LOG.REVIEW_REQUESTED #0': "another process's request heard while our record is being appended",
+  'planMode.review.open.recorded always #0': 'a told approval concludes with a request heard meanwhile',
+  'planMode.review.open.recorded always #2': 'an approval concludes with a request heard meanwhile',
+  'planMode.review.open.recorded always #4': 'a review concludes with a request heard meanwhile',
+  'planMode.review.open.superseded.entering.recording LOG.REVIEW_REQUESTED #0': "another process's request heard while a superseded record is being appended",
+  'planMode.review.open.superseded.leaving.recording LOG.REVIEW_REQUESTED #0': "another process's request heard while a superseded record is being appended",
+  'planMode.review.open.superseded.entering.recorded always #2': 'a superseded review concludes with a request heard meanwhile',
+  'planMode.review.open.superseded.leaving.recorded always #2': 'a superseded review concludes with a request heard meanwhile',
+  'planMode.review.following LOG.REVIEW_REQUESTED #0': 'the heard request waits behind the switch that closed the review',
 }
 
 const withChannel = generatePaths('channel')

@@ -4,7 +4,7 @@ import { createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, he
 import { readCheckpoint } from '../src/log/checkpoint.js'
 import { approvedPlanSection } from '../src/plan/review.js'
 import { runLoop, scriptedModel } from './fixtures/ai-sdk-model.js'
-import { APPROVE, createScriptedReview, PLAN, planningWithChannel, SECTION } from './helpers.js'
+import { APPROVE, createScriptedReview, PLAN, planningWithReview, SECTION } from './helpers.js'
 
 const TITLE = 'Migrate the database'
 const PINNED = `The plan the user approved; carry it out (it stays here even when earlier messages are dropped):\n\n${PLAN}`
@@ -14,7 +14,7 @@ afterEach(async () => {
   await Promise.all(services.splice(0).map((service) => service.dispose()))
 })
 
-const planning = () => planningWithChannel(services)
+const planning = () => planningWithReview(services)
 
 describe('R98: the approved plan is state, read from the log', () => {
   it('R98: null before any approval; the approved plan after it, through the leave; null once plan mode is entered again', async () => {

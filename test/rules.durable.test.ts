@@ -96,6 +96,22 @@ const narration = (text: string) => ({
   source: { kind: 'plugin', plugin: 'plan-mode', form: 'notice', summary: text },
 })
 
+/**
+ * Two durable services on one log, the agent in plan mode with a review open: the loser's own log
+ * (`slow`) can hold its plan/review records, the winner appends to the shared log directly.
+ */
+async function racingServices() {
+  const shared = createMemorySessionLog()
+  const slow = holdingLog(shared)
+  const loser = durableService()
+  const winner = durableService()
+  const loserAgent: PlanAgent = { id: 'agent-1', session: slow }
+  const winnerAgent: PlanAgent = { id: 'agent-1', session: shared }
+  await loser.set(loserAgent, true)
+  const { reviewId } = (await loser.exitTool.execute({ plan: PLAN }, { agent: loserAgent, callId: 'call-1' })) as { reviewId: string }
+  return { shared, slow, loser, winner, loserAgent, winnerAgent, reviewId }
+}
+
 const settle = <T>(promise: Promise<T>) =>
   promise.then(
     (value) => ({ value }),
@@ -653,15 +669,8 @@ describe('R80: answerReview', () => {
   })
 
   it('R80: racing answers on an async log: the record that lands first wins, the loser rejects naming its outcome, and every service agrees', async () => {
-    const shared = createMemorySessionLog()
-    const slow = holdingLog(shared)
-    const loser = durableService()
-    const winner = durableService()
-    const loserAgent: PlanAgent = { id: 'agent-1', session: slow }
-    const winnerAgent: PlanAgent = { id: 'agent-1', session: shared }
-    await loser.set(loserAgent, true)
+    const { shared, slow, loser, winner, loserAgent, winnerAgent, reviewId } = await racingServices()
     await shared.append('turn/start', {})
-    const { reviewId } = (await loser.exitTool.execute({ plan: PLAN }, { agent: loserAgent, callId: 'call-1' })) as { reviewId: string }
     expect(winner.openReview(winnerAgent)?.reviewId).toBe(reviewId)
 
     slow.hold()
@@ -691,6 +700,45 @@ describe('R80: answerReview', () => {
     // Each tells the model the outcome the log holds.
     expect(texts(await loser.stepBoundary(loserAgent))).toEqual([KEEP_WITH_FEEDBACK])
     expect(texts(await replayed.stepBoundary({ id: 'agent-1', session: shared }))).toEqual([KEEP_WITH_FEEDBACK])
+  })
+
+  it('R79, R80: a request another process logs while this one records a losing answer is the open review here too, as a replay reads it (regression: the request was dropped, openReview was null and answers were refused until the agent reattached)', async () => {
+    const { shared, slow, loser, winner, loserAgent, winnerAgent, reviewId } = await racingServices()
+    slow.hold()
+    const losing = settle(loser.answerReview(loserAgent, reviewId, APPROVE))
+    await flush()
+    expect(slow.held).toBe(1) // the loser's record is on its way
+    // The other process closes the review first, and its model presents a revised plan at once.
+    expect(await winner.answerReview(winnerAgent, reviewId, keepPlanning(FEEDBACK))).toBe('keep-planning')
+    const revised = (await winner.exitTool.execute({ plan: PLAN_2 }, { agent: winnerAgent, callId: 'call-2' })) as { reviewId: string }
+    slow.release()
+    expect(await losing).toEqual({ error: alreadyClosed(reviewId, 'keep-planning') })
+
+    const replayed = durableService()
+    const open = { reviewId: revised.reviewId, plan: PLAN_2, callId: 'call-2' }
+    expect(replayed.openReview({ id: 'agent-1', session: shared })).toMatchObject(open)
+    expect(winner.openReview(winnerAgent)).toMatchObject(open)
+    expect(loser.openReview(loserAgent)).toMatchObject(open)
+    expect(await loser.answerReview(loserAgent, revised.reviewId, APPROVE)).toBe('approved')
+  })
+
+  it('R48, R79: a request another process logs while this one records the review a user\'s switch superseded is the open review here too, after the switch followed (regression: the request was dropped, openReview was null)', async () => {
+    const { shared, slow, loser, winner, loserAgent, winnerAgent, reviewId } = await racingServices()
+    await shared.append('turn/start', {})
+    slow.hold()
+    const leaving = loser.set(loserAgent, false) // closes the review as superseded (R48); its record is held
+    await flush()
+    expect(slow.held).toBe(1)
+    expect(await winner.answerReview(winnerAgent, reviewId, keepPlanning(FEEDBACK))).toBe('keep-planning')
+    const revised = (await winner.exitTool.execute({ plan: PLAN_2 }, { agent: winnerAgent, callId: 'call-2' })) as { reviewId: string }
+    slow.release()
+    expect(await leaving).toBe('queued') // the switch followed: P waits for the boundary (R9)
+    expect(loser.get(loserAgent)).toEqual({ active: true, pending: false })
+
+    const open = { reviewId: revised.reviewId, plan: PLAN_2, callId: 'call-2' }
+    expect(durableService().openReview({ id: 'agent-1', session: shared })).toMatchObject(open)
+    expect(winner.openReview(winnerAgent)).toMatchObject(open)
+    expect(loser.openReview(loserAgent)).toMatchObject(open)
   })
 
   it('R80, R79, R31: at attach a lost answer’s record changes nothing: no leave is kept and K is not moved', async () => {

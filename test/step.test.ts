@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type PlanMode, type ReviewAnswer } from '../src/index.js'
-import { APPROVE, LEAVING, createScriptedReview, PLAN, planningWithChannel, SECTION } from './helpers.js'
+import { APPROVE, LEAVING, createFaultyLog, createScriptedReview, PLAN, planningWithReview, SECTION } from './helpers.js'
 
 /**
  * `planMode.step` (R14, R18, R93, R99, R102): the boundary with what the step runs under, decided
@@ -18,7 +18,7 @@ afterEach(async () => {
 
 const texts = (messages: readonly { content: readonly unknown[] }[]) => messages.map((m) => (m.content[0] as { text: string }).text)
 
-const planning = () => planningWithChannel(services)
+const planning = () => planningWithReview(services)
 
 describe('R18, R93: the state in force comes with the step', () => {
   it('R18, R93, R32: a step in plan mode is active with the section; after /plan off it is inactive with no section and the notice', async () => {
@@ -50,6 +50,24 @@ describe('R99: the pinned approved plan', () => {
     expect((await planMode.step(agent)).section).toBe('')
     await planMode.set(agent, true) // plan mode entered again: nothing is pinned, the section is back
     expect((await planMode.step(agent, { pinApprovedPlan: true })).section).toBe(SECTION)
+  })
+  it('R99: a step called while selections are still landing pins nothing once they entered plan mode again (the plan read before its turn is no longer the one approved)', async () => {
+    const review = createScriptedReview()
+    const planMode = createPlanMode({ section: SECTION, review })
+    services.push(planMode)
+    const agent: PlanAgent = { id: 'agent-1', session: createFaultyLog([{ type: 'plan/mode', data: { active: true } }], { async: true }) }
+    const call = planMode.exitTool.execute({ plan: PLAN }, { agent })
+    await review.untilAsked(1)
+    review.answer(APPROVE)
+    await call
+    expect((await planMode.step(agent, { pinApprovedPlan: true })).section).toBe(PINNED) // the approval's leave is flushed (R47)
+    // The user enters plan mode and leaves it again; the host's step is called before they landed.
+    const entering = planMode.set(agent, true)
+    const leaving = planMode.set(agent, false)
+    const step = planMode.step(agent, { pinApprovedPlan: true })
+    expect(await Promise.all([entering, leaving])).toEqual(['committed', 'committed'])
+    expect(planMode.approvedPlan(agent)).toBeNull() // plan mode was entered again since the approval
+    expect((await step).section).toBe('')
   })
 })
 

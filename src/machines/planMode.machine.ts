@@ -301,7 +301,7 @@ const planModeSetup = setup({
       event.type === 'LOG.REVIEW_REQUESTED' && context.review?.durable?.reviewId !== event.review.reviewId,
     /** The record in flight is an answer (R80): when it fails, the answer fails and the review stays open. */
     isAnswering: ({ context }) => context.review?.answering === true,
-    /** Another process's request the log reported while ours was being appended (R79). */
+    /** Another process's request the log reported while our request or record was being appended (R79, R80). */
     hasHeardRequest: ({ context }) => context.review?.heard !== undefined,
     /** The log holds a record of this review from another process (R80). */
     hasNotedRecord: ({ context }) => context.review?.recorded !== undefined,
@@ -377,7 +377,6 @@ const planModeSetup = setup({
     reportQuietBoundary: emit((_, { active }: { active: boolean }) => ({ type: 'boundary' as const, active, notice: null, news: null })),
     /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
     assignTold: assign((_, { active }: { active: boolean }) => ({ told: active })),
-    /** R81, R19: the failed flush told nothing; its step's header will not mean the outcome was told. */
     /** R81: a step ran after the record: its writer told the outcome (unless it was ours, after a failed flush). */
     settleNewsAtHeader: assign({ news: null }),
     /** A logged `/plan` run: its selection waits for the run's `command/done` (R86). */
@@ -414,8 +413,8 @@ const planModeSetup = setup({
     /**
      * The log reported a request while ours is being appended. Ours: its seq is the review's
      * version (R79). Another process's: the log holds that one open until ours lands, and it is
-     * the open review if ours fails (R79); a request drops the untold outcome and the last review
-     * closed (R80, R81).
+     * the open review if ours fails (R79), or once our record of the review it followed settled
+     * (R80); a request drops the untold outcome and the last review closed (R80, R81).
      */
     noteRequestSeq: assign(({ context, event }) => {
       if (event.type !== 'LOG.REVIEW_REQUESTED' || context.review?.durable === undefined) return {}
@@ -569,6 +568,11 @@ const planModeSetup = setup({
     }),
     /** Consent: the intent follows (R47). */
     raiseApproval: raise({ type: 'REVIEW.APPROVED' } as const),
+    /** A request heard while a switch closed the review is adopted after the switch followed (R48, R79). */
+    heldBehindSelection: raise(({ event }) => ({
+      type: 'LOG.REVIEW_REQUESTED' as const,
+      review: (event as Extract<PlanModeEvent, { type: 'LOG.REVIEW_REQUESTED' }>).review,
+    })),
     /** The selection that closed the review now follows R8–R10 (R48). */
     followSelection: raise((_, { active }: { active: boolean }) => ({ type: 'SELECT' as const, active })),
     /** R73: one warning, and the operation waiting for the abandoned work fails with it. */
@@ -671,13 +675,18 @@ function supersededBy(active: boolean) {
         on: {
           'REVIEW.RECORDED': { target: 'recorded', actions: 'settleRecord' as const },
           'LOG.REVIEW_CLOSED': { guard: 'closesThisReview' as const, actions: 'noteRecorded' as const },
+          // Another process closed this review and requested the next one meanwhile (R79, R80).
+          'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' as const },
           'REVIEW.RECORD_FAILED': {
             target: 'recorded',
             actions: [{ type: 'warn' as const, params: { message: 'plan-mode: review record failed' } }, 'settleRecord' as const],
           },
         },
       },
-      /** Transient: as `open.recorded`, then the switch follows. */
+      /**
+       * Transient: as `open.recorded`, then the switch follows; a request another process logged
+       * after the record that closed this review is adopted once it has (`following`, R79).
+       */
       recorded: {
         always: [
           {
@@ -686,6 +695,7 @@ function supersededBy(active: boolean) {
             actions: [{ type: 'assignTold' as const, params: { active: false } }, 'raiseApproval' as const, 'reportClosed' as const, 'concludeReview' as const],
           },
           { guard: 'isApproved' as const, target: following, actions: ['raiseApproval' as const, 'reportClosed' as const, 'concludeReview' as const] },
+          { guard: 'hasHeardRequest' as const, target: following, actions: ['reportClosed' as const, 'replayHeardRequest' as const, 'concludeReview' as const] },
           { target: following, actions: ['reportClosed' as const, 'concludeReview' as const] },
         ],
       },
@@ -816,6 +826,8 @@ export const planModeMachine = planModeSetup.createMachine({
          */
         following: {
           initial: 'entering',
+          // A request heard meanwhile (R79) waits behind the selection: it is raised again.
+          on: { 'LOG.REVIEW_REQUESTED': { actions: 'heldBehindSelection' } },
           states: {
             entering: { entry: followSelection(true), on: { SELECT: '#planMode.review.idle' } },
             leaving: { entry: followSelection(false), on: { SELECT: '#planMode.review.idle' } },
@@ -902,6 +914,8 @@ export const planModeMachine = planModeSetup.createMachine({
               on: {
                 'REVIEW.RECORDED': { target: 'recorded', actions: 'settleRecord' },
                 'LOG.REVIEW_CLOSED': { guard: 'closesThisReview', actions: 'noteRecorded' },
+                // Another process closed this review and requested the next one meanwhile (R79, R80).
+                'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' },
                 'REVIEW.RECORD_FAILED': [
                   // R80: an answer that could not be recorded changes nothing; the review stays
                   // open, unless the log holds another process's record of it by now.
@@ -915,17 +929,28 @@ export const planModeMachine = planModeSetup.createMachine({
                 ],
               },
             },
-            /** Transient: consent applies, the call resolves (R47). */
+            /**
+             * Transient: consent applies, the call resolves (R47); a request the log reported after
+             * the record that closed this review is the open review then, as a replay reads it (R79).
+             */
             recorded: {
               always: [
                 // Consent: K := inactive (the tool result tells the model), the intent follows (R47).
+                {
+                  guard: and(['isToldApproval', 'hasHeardRequest']),
+                  target: '#planMode.review.idle',
+                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'reportClosed', 'replayHeardRequest', 'concludeReview'],
+                },
                 {
                   guard: 'isToldApproval',
                   target: '#planMode.review.idle',
                   actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'reportClosed', 'concludeReview'],
                 },
                 // A durable approval the model has not heard: the next boundary tells it (R81).
+                { guard: and(['isApproved', 'hasHeardRequest']), target: '#planMode.review.idle', actions: ['raiseApproval', 'reportClosed', 'replayHeardRequest', 'concludeReview'] },
                 { guard: 'isApproved', target: '#planMode.review.idle', actions: ['raiseApproval', 'reportClosed', 'concludeReview'] },
+                // Another process requested the next review after the record that closed this one: it is open (R79, R80).
+                { guard: 'hasHeardRequest', target: '#planMode.review.idle', actions: ['reportClosed', 'replayHeardRequest', 'concludeReview'] },
                 { target: '#planMode.review.idle', actions: ['reportClosed', 'concludeReview'] },
               ],
             },

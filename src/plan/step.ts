@@ -70,14 +70,26 @@ export async function planStep(service: PlanStepService, agent: PlanAgent, optio
   const approvedNow = (pin || handsOff) && (now.pending ?? now.active) === false ? service.approvedPlan(agent) : undefined
   // Read before this step's header: a fresh approval no request followed yet is handed off now.
   const due = approvedNow?.fresh === true ? dueHandoff(agent.session.events, approvedNow, episodeBefore(agent.session, agent.id)) : null
+  const readAt = lastSeq(agent)
   const boundary = await service.boundary(agent, { ...(signal ? { signal } : {}), ...(due !== null ? { handoff: true } : {}) })
   // A step whose flush failed runs in plan mode (R19): it hands nothing off, pins nothing.
   const carriesOut = !boundary.active
-  const pinned = carriesOut && pin ? (approvedNow !== undefined ? approvedNow : service.approvedPlan(agent)) : null
+  // The boundary ran in the agent's turn, after the operations called before it: the log may have
+  // changed since the read (plan mode entered and left again: no plan is approved any more, R98).
+  const unchanged = approvedNow !== undefined && lastSeq(agent) === readAt
+  const approved = !carriesOut ? null : unchanged ? approvedNow : pin || due !== null ? service.approvedPlan(agent) : null
+  const pinned = pin ? approved : null
   return {
     active: boundary.active,
     section: pinned === null ? boundary.section : approvedPlanSection(pinned.plan),
     messages: boundary.messages,
-    handoff: carriesOut ? due : null,
+    // The handoff of the approval still in force only.
+    handoff: due !== null && approved !== null && approved.seq === approvedNow?.seq ? due : null,
   }
+}
+
+/** The seq of the log's newest event: unchanged, nothing was appended in between. */
+function lastSeq(agent: PlanAgent): number | undefined {
+  const { events } = agent.session
+  return events[events.length - 1]?.seq
 }
