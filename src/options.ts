@@ -8,7 +8,7 @@
  */
 import type { InspectionEvent, Observer } from 'xstate'
 import type { CheckpointStore } from './log/checkpoint.js'
-import { DEFAULT_CLOSE_TIMEOUT_MS } from './machines/planMode.machine.js'
+import { DEFAULT_CLOSE_TIMEOUT_MS } from './machines/planMode.setup.js'
 import type { ReviewDecisions } from './plan/review.js'
 import { isTimeoutMs, MAX_TIMEOUT_MS } from './timeouts.js'
 import type { PendingStore, PlanModeLogger, ReviewChannel } from './types.js'

@@ -15,7 +15,8 @@ import type { SessionEvent, SessionLog } from '../types.js'
  * that draw or inspect the chart (`planModeMachine.definition`), not for running plan mode, which
  * `createPlanMode` does.
  */
-export { planModeMachine, type PlanModeContext } from '../machines/planMode.machine.js'
+export { planModeMachine } from '../machines/planMode.machine.js'
+export type { PlanModeContext } from '../machines/planMode.setup.js'
 export type { PlanModeEvent } from '../machines/planMode.events.js'
 
 /**

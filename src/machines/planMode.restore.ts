@@ -1,7 +1,8 @@
 import { createActor, type Snapshot } from 'xstate'
 import type { PlanLogRestore } from '../log/kinds.js'
 import type { PlanModePorts } from './planMode.effects.js'
-import { initialContext, planModeMachine } from './planMode.machine.js'
+import { planModeMachine } from './planMode.machine.js'
+import { initialContext } from './planMode.setup.js'
 
 /**
  * The chart's state rebuilt from a replayed log (R64), as a persisted snapshot: what

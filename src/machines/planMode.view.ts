@@ -1,5 +1,6 @@
 import type { SnapshotFrom } from 'xstate'
-import { APPENDING_TAG, EFFECTIVELY_ACTIVE, type planModeMachine } from './planMode.machine.js'
+import type { planModeMachine } from './planMode.machine.js'
+import { APPENDING_TAG, EFFECTIVELY_ACTIVE } from './planMode.setup.js'
 import type { OpenReviewView, PlanModeState } from '../types.js'
 
 /**
