@@ -381,7 +381,8 @@ describe('R82: an approval approves exactly the plan its call presented (issue #
     ])
   })
 
-  it('R82: with one id for every call, the denial of an earlier card answers nothing of the review open for a revised plan (regression: it closed that review as keep planning with the old reason as its feedback)', async () => {
+  /** A model giving every call ONE_ID presents PLAN, the user keeps planning with REASON, and it presents REVISED under the same id. */
+  async function revisedUnderOneId() {
     const log = inPlanMode()
     const first = oneIdModel([{ toolCalls: [exitCall(PLAN)] }])
     const presented = await chatRequest(log, first.model, [ASKED])
@@ -389,6 +390,11 @@ describe('R82: an approval approves exactly the plan its call presented (issue #
     const history = [ASKED, ...presented.response, approval(card!.approvalId, false, REASON)]
     const second = oneIdModel([{ toolCalls: [exitCall(REVISED)] }, { text: 'Waiting.' }])
     const revised = await chatRequest(log, second.model, history)
+    return { log, history, revised }
+  }
+
+  it('R82: with one id for every call, the denial of an earlier card answers nothing of the review open for a revised plan (regression: it closed that review as keep planning with the old reason as its feedback)', async () => {
+    const { log, history, revised } = await revisedUnderOneId()
     expect(revised.failure).toBeUndefined()
     const before = reviews(log)
     expect(openReviewOf(log)).toMatchObject({ callId: ONE_ID, plan: REVISED })
@@ -407,13 +413,7 @@ describe('R82: an approval approves exactly the plan its call presented (issue #
   })
 
   it('R82: a model that gives every call the same id gets a new review for its revised plan after Keep planning, and the approval approves the revised plan', async () => {
-    const log = inPlanMode()
-    const first = oneIdModel([{ toolCalls: [exitCall(PLAN)] }])
-    const presented = await chatRequest(log, first.model, [ASKED])
-    const [card] = approvalRequests(presented.response)
-    const history = [ASKED, ...presented.response, approval(card!.approvalId, false, REASON)]
-    const second = oneIdModel([{ toolCalls: [exitCall(REVISED)] }, { text: 'Waiting.' }])
-    const revised = await chatRequest(log, second.model, history)
+    const { log, history, revised } = await revisedUnderOneId()
     expect(revised.failure).toBeUndefined()
     const [firstId, secondId] = reviews(log).filter((d) => (d as { outcome: string }).outcome === 'requested').map((d) => (d as { reviewId: string }).reviewId)
     expect(reviews(log)).toEqual([
