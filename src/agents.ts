@@ -1,5 +1,6 @@
 import { createActor, waitFor } from 'xstate'
-import { Attachment, DISPOSED_MESSAGE, type AttachmentSettings } from './attachment.js'
+import { Attachment, type AttachmentSettings } from './attachment.js'
+import { DISPOSED_MESSAGE } from './machines/calls.machine.js'
 import { agentsMachine, currentAttachment, nextGeneration } from './machines/agents.machine.js'
 import type { PlanModeEmitted, PlanModeEvent } from './machines/planMode.events.js'
 import { isAppending, isClosing } from './machines/planMode.view.js'

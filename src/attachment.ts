@@ -5,6 +5,7 @@ import type { PlanModeEmitted, PlanModeEvent } from './machines/planMode.events.
 import { isThenable, type PlanModePorts } from './machines/planMode.effects.js'
 import { planModeMachine } from './machines/planMode.machine.js'
 import { restoreSnapshot } from './machines/planMode.restore.js'
+import { DISPOSED_MESSAGE } from './machines/calls.machine.js'
 import { isAppending, isStopped, type PlanModeSnapshot } from './machines/planMode.view.js'
 import { reviewQuestion, type ReviewDecisions } from './plan/review.js'
 import { waitAtMost } from './timeouts.js'
@@ -20,9 +21,6 @@ export function storeAbandonedMessage(closeTimeout: number): string {
 
 /** Reported when the log hands over an event whose seq it does not hold (R74). */
 export const SEQ_CONTRACT_WARNING = 'plan-mode: the session log broke the seq contract; event ignored'
-
-/** Thrown by every call that names an agent after `dispose` (R60). */
-export const DISPOSED_MESSAGE = 'plan-mode service is disposed'
 
 /** What every attachment of one service shares. */
 export interface AttachmentSettings {

@@ -1,5 +1,6 @@
 import { createActor } from 'xstate'
-import { DISPOSED_MESSAGE, type PlanModeActor } from './attachment.js'
+import type { PlanModeActor } from './attachment.js'
+import { DISPOSED_MESSAGE } from './machines/calls.machine.js'
 import { serveAgents } from './agents.js'
 import { planModeSettings, type PlanModeOptions } from './options.js'
 import { planProjection, type PlanProjection } from './log/projection.js'
@@ -37,7 +38,8 @@ import type {
   UserMessage,
 } from './types.js'
 
-export { DISPOSED_MESSAGE, type PlanModeActor } from './attachment.js'
+export type { PlanModeActor } from './attachment.js'
+export { DISPOSED_MESSAGE } from './machines/calls.machine.js'
 export { DISPOSED_BEFORE_TURN_MESSAGE } from './agents.js'
 
 /** `set` with anything but a boolean fails with this, never a silent `'noop'` (R8). */

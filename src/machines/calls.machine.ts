@@ -52,8 +52,11 @@ interface Settle<T> {
   reject(error: unknown): void
 }
 
-/** Thrown to an exit call or an answer whose agent's actor stopped before it settled (R60). */
-export const CALL_STOPPED_MESSAGE = 'plan-mode service is disposed'
+/**
+ * What a call fails with once the service is disposed (R60): also thrown to an exit call or an
+ * answer whose agent's actor stopped before it settled. One text, here, where the calls live.
+ */
+export const DISPOSED_MESSAGE = 'plan-mode service is disposed'
 
 /** Listens, for the call, to the agent's actor while its review is open. */
 const listen = fromCallback<CallEvent, CallAgent>(({ input, sendBack }) =>
@@ -124,7 +127,7 @@ export const exitCallMachine = setup({
   },
   actions: {
     noteReview: assign(({ event }) => (event.type === 'TURNED' ? { review: event.review, agent: event.agent } : {})),
-    noteFailure: assign(({ event }) => ({ error: event.type === 'review.closed' ? new Error(event.result.error) : new Error(CALL_STOPPED_MESSAGE) })),
+    noteFailure: assign(({ event }) => ({ error: event.type === 'review.closed' ? new Error(event.result.error) : new Error(DISPOSED_MESSAGE) })),
     noteTurnFailure: assign(({ event }) => (event.type === 'REFUSED' ? { error: event.error } : {})),
     /** R46: the call fails at once, before its turn came. */
     failAborted: ({ context, event }) => context.settle.reject(new Error(event.type === 'ABORT' ? event.message : '')),
@@ -229,7 +232,7 @@ export const answerCallMachine = setup({
     noteTurnFailure: assign(({ event }) => (event.type === 'REFUSED' ? { error: event.error } : {})),
     /** R80: recorded; or not recorded (the log's error), or recorded after another answer (lost). */
     noteRecord: assign(({ context, event }) => {
-      if (event.type !== 'review.closed') return { error: new Error(CALL_STOPPED_MESSAGE) }
+      if (event.type !== 'review.closed') return { error: new Error(DISPOSED_MESSAGE) }
       if (event.failed !== undefined) return { error: event.failed }
       if (event.lost === true) return { error: new Error(answerClosedMessage(context.reviewId, event.result.outcome)) }
       return { outcome: event.result.outcome }

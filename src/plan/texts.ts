@@ -1,4 +1,4 @@
-import { DISPOSED_MESSAGE } from '../attachment.js'
+import { DISPOSED_MESSAGE } from '../machines/calls.machine.js'
 import { DISPOSED_BEFORE_TURN_MESSAGE } from '../service.js'
 import { EXIT_PLAN_MODE_DESCRIPTION, EXIT_PLAN_MODE_RESULT_TEXT, EXIT_PLAN_MODE_SUBMITTED_TEXT } from './exit-tool.js'
 import { HEADLESS_STOP_MESSAGE } from './headless.js'
