@@ -15,6 +15,7 @@ const ENTRIES = {
   testing: 'src/testing/index.ts',
   postgres: 'src/adapters/postgres.ts',
   guard: 'src/guard/index.ts',
+  langgraph: 'src/adapters/langgraph.ts',
 }
 
 /**
@@ -58,7 +59,7 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     // import.meta.url in the CommonJS builds (the inspect entry loads its optional peers from where it is installed).
     shims: true,
     // Peers are the host's own copies.
-    external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'pg', '@electric-sql/pglite'],
+    external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'pg', '@electric-sql/pglite', /^@langchain\//],
   },
   {
     // The CLI is an app beside the library: it imports the package by its name, which Node

@@ -26,6 +26,7 @@ export default defineConfig({
       { find: /^xstate-plan-mode\/testing$/, replacement: src('testing/index.ts') },
       { find: /^xstate-plan-mode\/postgres$/, replacement: src('adapters/postgres.ts') },
       { find: /^xstate-plan-mode\/guard$/, replacement: src('guard/index.ts') },
+      { find: /^xstate-plan-mode\/langgraph$/, replacement: src('adapters/langgraph.ts') },
     ],
   },
   test: {

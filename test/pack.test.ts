@@ -165,7 +165,7 @@ afterAll(async () => {
 describe('the npm tarball', () => {
   it('ships the builds, their declarations, the README and the spec, and no sources', () => {
     for (const file of ['package.json', 'README.md', 'docs/spec.md', 'dist/cli.js']) expect(packedFiles).toContain(file)
-    for (const entry of ['index', 'node', 'ai-sdk', 'inspect', 'testing', 'postgres', 'guard']) {
+    for (const entry of ['index', 'node', 'ai-sdk', 'inspect', 'testing', 'postgres', 'guard', 'langgraph']) {
       for (const ext of ['js', 'cjs', 'd.ts', 'd.cts']) expect(packedFiles).toContain(`dist/${entry}.${ext}`)
     }
     expect(packedFiles.filter((file) => !file.startsWith('dist/') && !['package.json', 'README.md', 'docs/spec.md'].includes(file))).toEqual([])
@@ -200,6 +200,18 @@ describe('the npm tarball', () => {
     const esm = await run('node', ['--input-type=module', '-e', attempts(`import('xstate-plan-mode/inspect')`)], { cwd: app, env: ENV })
     expect(esm.stdout).toBe(expected)
     const cjs = await run('node', ['-e', attempts(`Promise.resolve(require('xstate-plan-mode/inspect'))`)], { cwd: app, env: ENV })
+    expect(cjs.stdout).toBe(expected)
+    expect(esm.stderr + cjs.stderr).toBe('')
+  })
+
+  it('R148: without @langchain/langgraph, the langgraph entry imports, and createLangGraphPlanMode names the package to install (import and require)', async () => {
+    const attempt = (load: string) =>
+      `${load}.then(({ createLangGraphPlanMode }) => createLangGraphPlanMode({ planMode: {} }))\n` +
+      `  .then(() => console.log('made'), (error) => console.log(error.code + ' ' + error.message))\n`
+    const expected = 'MODULE_NOT_FOUND xstate-plan-mode/langgraph needs the `@langchain/langgraph` package (npm install @langchain/langgraph@1)\n'
+    const esm = await run('node', ['--input-type=module', '-e', attempt(`import('xstate-plan-mode/langgraph')`)], { cwd: app, env: ENV })
+    expect(esm.stdout).toBe(expected)
+    const cjs = await run('node', ['-e', attempt(`Promise.resolve(require('xstate-plan-mode/langgraph'))`)], { cwd: app, env: ENV })
     expect(cjs.stdout).toBe(expected)
     expect(esm.stderr + cjs.stderr).toBe('')
   })
