@@ -717,3 +717,4 @@ export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuit
     )
   })
 }
+export * from './log-suite.js'
