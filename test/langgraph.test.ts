@@ -23,6 +23,7 @@ type Paused = { messages: BaseMessage[]; __interrupt__?: { value: unknown }[] }
 const user = (text: string) => ({ messages: [new HumanMessage(text)] })
 const toolMessages = (messages: readonly BaseMessage[]) => messages.filter((m) => ToolMessage.isInstance(m)) as ToolMessage[]
 const lastTool = (messages: readonly BaseMessage[]) => toolMessages(messages).at(-1)!
+const texts = (messages: readonly BaseMessage[]) => messages.map((m) => (typeof m.content === 'string' ? m.content : (m.content[0] as { text: string }).text))
 const KEEP_WITH = (custom: string) => ({ answers: [{ id: 'plan-review', selected: ['Keep planning'], custom }] })
 
 /** Puts thread `id` in plan mode from outside the graph (an idle `/plan`), and runs a turn to the review. */
@@ -131,7 +132,7 @@ describe('xstate-plan-mode/langgraph', () => {
     expect(log.filter((e) => e.type === 'plan/review' && e.data['outcome'] === 'requested')).toHaveLength(1)
   })
 
-  it('R147: a run paused at a review that a /plan off closed meanwhile resumes with resumeClosedReview and reads the supersede', async () => {
+  it('R147: a run paused at a review that a /plan off closed meanwhile resumes with resumeClosedReview; the next step tells the supersede once (R81)', async () => {
     const host = await start()
     await toReview(host, 't7')
     expect(await host.lg.resumeClosedReview(host.graph, thread('t7'))).toBeNull()
@@ -141,9 +142,28 @@ describe('xstate-plan-mode/langgraph', () => {
     expect(resume).not.toBeNull()
     host.script(says('Understood.'))
     const done = await host.graph.invoke(resume!, thread('t7'))
+    // Not told in the result (the record has no toldInResult): the call's result is the submitted
+    // text, and the boundary tells the outcome and the switch, once.
     const result = lastTool(done.messages)
-    expect(result.content).toBe('The user changed the plan mode directly; the review is closed.')
-    expect(result.status).toBe('error')
+    expect([result.content, result.status]).toEqual([PLAN_MODE_TEXTS.tool.submitted, 'success'])
+    const seen = host.calls.at(-1)!.messages.slice(host.calls.at(-1)!.messages.indexOf(result))
+    const said = seen.map((m) => (typeof m.content === 'string' ? m.content : (m.content[0] as { text: string }).text))
+    expect(said.filter((text) => text === 'The user changed the plan mode directly; the review is closed.')).toHaveLength(1)
+    expect(said.slice(1)).toEqual(['The user changed the plan mode directly; the review is closed.', 'The user switched this session back to the default mode.'])
+    expect(host.calls.at(-1)!.section).toBe('')
+  })
+
+  it('R146: a review answered outside the graph without toldInResult is not told twice: the waiting call gets the submitted text, the boundary the outcome', async () => {
+    const host = await start()
+    const paused = await toReview(host, 't10')
+    const { reviewId } = paused.__interrupt__![0]!.value as { reviewId: string }
+    const agent = await host.lg.agent(host.graph, thread('t10'))
+    await host.planMode.answerReview(agent, reviewId, KEEP_WITH('Smaller steps.'))
+    host.script(says('Revising.'))
+    const done = await host.graph.invoke(new Command({ resume: { reviewId } }), thread('t10'))
+    const said = texts(done.messages)
+    expect(said.filter((text) => text.includes('Smaller steps.'))).toEqual(['The user chose to keep planning; their feedback: Smaller steps.'])
+    expect(lastTool(done.messages).content).toBe(PLAN_MODE_TEXTS.tool.submitted)
   })
 
   it('R149: tool calls a stopped run left without results are answered where they stand; the model\'s text stays', async () => {

@@ -403,10 +403,16 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     return unanswered(state.messages).calls.find((call) => call.name === exitName)
   }
 
-  /** What the model reads of an exit call whose review the log has closed (R87, R146), or undefined while it is open. */
+  /**
+   * What the model reads of an exit call whose review the log has closed (R146), or undefined while
+   * it is open: the outcome when its record says it is told in the result (R87's texts); else the
+   * submitted text (R79), since the next boundary tells the outcome (R81: once).
+   */
   function closedResult(agent: PlanAgent, call: Call): Messages.ToolMessage | undefined {
-    const result = planMode.callReviews.settled(agent).resultOf(call.id, call.args)
+    const settled = planMode.callReviews.settled(agent)
+    const result = settled.resultOf(call.id, call.args)
     if (result === undefined) return undefined
+    if (settled.toldInResult(call.id, call.args) !== true) return toolResult(call, exitTool.submittedText, false)
     return 'output' in result ? toolResult(call, exitTool.resultText, false) : toolResult(call, result.errorText, true)
   }
 
@@ -598,3 +604,5 @@ function isToolResult(message: Messages.BaseMessage | undefined): message is Mes
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
+
+export { createLangGraphConformanceHost, type LangGraphConformanceHostOptions } from './langgraph-driver.js'

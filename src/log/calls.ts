@@ -7,6 +7,8 @@ export interface ClosedCallReview {
   readonly outcome: ReviewOutcome
   /** The keep-planning feedback of the record that closed it, when it had one (R45). */
   readonly feedback?: string
+  /** Whether that record says the outcome is told in the call's result (R81): no boundary tells it. */
+  readonly toldInResult: boolean
 }
 
 /**
@@ -40,9 +42,9 @@ export function closedReviewsByCall(session: SessionLog, agentId?: string): Map<
     }
     const open = before.open
     if (open?.callId === undefined || after.closed === null) continue
-    const feedback = (event.data as { feedback?: unknown }).feedback // the fold closed the review with this record
+    const { feedback, toldInResult } = event.data as { feedback?: unknown; toldInResult?: unknown } // the fold closed the review with this record
     const byPlan = closed.get(open.callId) ?? new Map<string, ClosedCallReview>()
-    byPlan.set(open.plan, { outcome: after.closed.outcome, ...(typeof feedback === 'string' ? { feedback } : {}) })
+    byPlan.set(open.plan, { outcome: after.closed.outcome, ...(typeof feedback === 'string' ? { feedback } : {}), toldInResult: toldInResult === true })
     closed.set(open.callId, byPlan)
   }
   return closed

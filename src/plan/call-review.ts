@@ -67,6 +67,12 @@ export interface CallDenial {
 export interface SettledCallReviews {
   /** The result of the closed review of call `callId` whose plan `input` carries, or undefined. */
   resultOf(callId: string, input: unknown): CallReviewResult | undefined
+  /**
+   * Whether the record that closed that review says its outcome is told in the call's result
+   * (R81: `toldInResult: true`); false when a boundary tells it (another writer closed it: a
+   * `/plan`, an answer without `toldInResult`); undefined while it is open, or when there is none.
+   */
+  toldInResult(callId: string, input: unknown): boolean | undefined
 }
 
 /** A closed call review's result (R87): the approval's output, or the error the call fails with. */
@@ -130,6 +136,10 @@ export function createCallReviews(service: () => CallReviewService): CallReviews
     settled(agent) {
       const closed = closedReviewsByCall(agent.session, agent.id)
       return {
+        toldInResult(callId, input) {
+          const plan = planArgument(input)
+          return plan === undefined ? undefined : closed.get(callId)?.get(plan)?.toldInResult
+        },
         resultOf(callId, input) {
           const plan = planArgument(input)
           const review = plan === undefined ? undefined : closed.get(callId)?.get(plan)
