@@ -343,8 +343,11 @@ export async function run(lib) {
     const theirLongStep = { time: next.at - call.at, statements: next.statements - call.statements, bytes: next.bytes - call.bytes, wholeRun: nowNs() - t }
     await theirs.settled()
 
+    const graphSide = await inGraph(config, ends)
+
     return {
       versions: await versions(),
+      inGraph: graphSide,
       resultBytes: Buffer.byteLength(RESULT),
       stepsPerRun: STEPS_PER_RUN,
       stepRounds: STEP_ROUNDS,
@@ -368,6 +371,141 @@ export async function run(lib) {
     for (const end of ends.reverse()) await end().catch(() => {})
     await server.destroy()
   }
+}
+
+/**
+ * Inside LangGraph's own graph (xstate-plan-mode/langgraph): the same agent steps and the same long
+ * thread, on the same PostgresSaver, with and without plan mode. Without: `MessagesAnnotation`,
+ * `agent` → `tools` → `agent`. With: the adapter's state (its `planLog` channel: plan mode's log in
+ * the checkpoint), `plan_boundary` → `agent` → `plan_tools` → `plan_boundary` …, durable reviews.
+ * Durability 'sync' on both. Reported: a quiet step's time (model call to model call), statements
+ * and bytes sent per step; the resume of a thread of `RESUME_STEPS` steps (a new saver and graph:
+ * `getState`, plus with plan mode the agent's attach from the thread's `planLog`) and one quiet step
+ * on it.
+ */
+export async function inGraph(config, ends) {
+  const { tool } = await import('@langchain/core/tools')
+  const lib = await import(LIB_URL)
+  const adapter = await import(new URL('./langgraph.js', LIB_URL).href)
+  const counted = countedPool(config, 1)
+  ends.push(() => counted.pool.end())
+  const saver = new PostgresSaver(counted.pool)
+  await saver.setup()
+  let stepsLeft = 0
+  let stepNumber = 0
+  let modelCalls = []
+  const model = () => {
+    modelCalls.push({ at: nowNs(), statements: counted.statements(), bytes: counted.bytes() })
+    if (stepsLeft-- <= 0) return { messages: [new AIMessage({ content: FINAL })] }
+    return { messages: [stepMessages(stepNumber++)[0]] }
+  }
+  const readFile = tool(async () => RESULT, { name: 'read_file', description: 'Read a file.', schema: { type: 'object', properties: { path: { type: 'string' } } } })
+  const plain = (checkpointer) =>
+    new StateGraph(MessagesAnnotation)
+      .addNode('agent', model)
+      .addNode('tools', ({ messages }) => ({ messages: messages.at(-1).tool_calls.map((call) => new ToolMessage({ content: RESULT, tool_call_id: call.id })) }))
+      .addEdge(START, 'agent')
+      .addConditionalEdges('agent', ({ messages }) => (messages.at(-1).tool_calls?.length ? 'tools' : END))
+      .addEdge('tools', 'agent')
+      .compile({ checkpointer })
+  const services = []
+  ends.push(() => Promise.all(services.map((service) => service.dispose())))
+  const planned = async (checkpointer) => {
+    const service = lib.createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
+    services.push(service)
+    const lg = await adapter.createLangGraphPlanMode({ planMode: service, tools: [readFile] })
+    const graph = new StateGraph(lg.State)
+      .addNode('plan_boundary', lg.boundary)
+      .addNode('agent', model)
+      .addNode('plan_tools', lg.tools)
+      .addNode('plan_review', lg.review)
+      .addNode('plan_end', lg.endTurn)
+      .addEdge(START, 'plan_boundary')
+      .addEdge('plan_boundary', 'agent')
+      .addConditionalEdges('agent', lg.afterModel, ['plan_tools', 'plan_end'])
+      .addConditionalEdges('plan_tools', lg.afterTools, ['plan_review', 'plan_boundary'])
+      .addEdge('plan_review', 'plan_boundary')
+      .addEdge('plan_end', END)
+      .compile({ checkpointer })
+    return { service, lg, graph }
+  }
+  const sides = { withoutPlanMode: plain(saver), withPlanMode: (await planned(saver)).graph }
+  let threads = 0
+  const stepRun = async (graph, count) => {
+    const thread = { configurable: { thread_id: `in-graph-${++threads}` }, durability: 'sync', recursionLimit: 4 * count + 10 }
+    await counted.settled()
+    const [statements, bytes] = [counted.statements(), counted.bytes()]
+    stepsLeft = count
+    modelCalls = []
+    await graph.invoke({ messages: [new HumanMessage(USER)] }, thread)
+    await counted.settled()
+    const times = modelCalls.slice(2).map((call, i) => call.at - modelCalls[i + 1].at)
+    return perStep(times, count, counted.statements() - statements, counted.bytes() - bytes, 0)
+  }
+  for (const graph of Object.values(sides)) await stepRun(graph, STEPS_PER_RUN) // warm-up
+  const runs = { withoutPlanMode: [], withPlanMode: [] }
+  const names = Object.keys(sides)
+  for (let round = 0; round < STEP_ROUNDS; round++) {
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+      globalThis.gc?.()
+      runs[name].push(await stepRun(sides[name], STEPS_PER_RUN))
+    }
+  }
+  const step = Object.fromEntries(
+    names.map((name) => [
+      name,
+      {
+        time: stats(runs[name].flatMap((r) => r.times)),
+        statements: runs[name].reduce((sum, r) => sum + r.statements, 0) / runs[name].length,
+        bytes: runs[name].reduce((sum, r) => sum + r.bytes, 0) / runs[name].length,
+      },
+    ]),
+  )
+
+  // Resume: a thread of RESUME_STEPS steps, its history given in one run (plan mode's log with it:
+  // per turn turn/start, a request/header per step, turn/end), then read by a new saver and graph.
+  const turns = RESUME_STEPS / STEPS_PER_TURN
+  const history = []
+  const planLog = []
+  const event = (type, data) => planLog.push({ seq: planLog.length + 1, type, data })
+  for (let turn = 0; turn < turns; turn++) {
+    history.push(new HumanMessage(USER))
+    event('turn/start', {})
+    for (let i = 0; i < STEPS_PER_TURN; i++) {
+      event('request/header', { step: i })
+      history.push(...stepMessages(turn * STEPS_PER_TURN + i))
+    }
+    event('request/header', { step: STEPS_PER_TURN })
+    history.push(new AIMessage({ content: FINAL }))
+    event('turn/end', {})
+  }
+  history.push(new HumanMessage(USER))
+  const resume = {}
+  for (const name of names) {
+    const thread = { configurable: { thread_id: `in-graph-long-${name}` }, durability: 'sync' }
+    stepsLeft = 0
+    await sides[name].invoke(name === 'withPlanMode' ? { messages: history, planLog } : { messages: history }, thread)
+    const times = []
+    for (let i = 0; i < RESUME_SAMPLES.langgraph; i++) {
+      const t = nowNs()
+      const checkpointer = new PostgresSaver(counted.pool)
+      if (name === 'withPlanMode') {
+        const { service, lg, graph } = await planned(checkpointer)
+        const agent = await lg.agent(graph, thread) // getState, and the thread's log
+        service.get(agent) // the agent attached: its actor replayed the thread's planLog
+      } else {
+        await plain(checkpointer).getState(thread)
+      }
+      times.push(nowNs() - t)
+    }
+    await counted.settled()
+    stepsLeft = 1
+    modelCalls = []
+    await sides[name].invoke({ messages: [new HumanMessage(USER)] }, thread)
+    const [call, next] = modelCalls
+    resume[name] = { time: stats(times), step: { time: next.at - call.at, statements: next.statements - call.statements, bytes: next.bytes - call.bytes } }
+  }
+  return { stepsPerRun: STEPS_PER_RUN, stepRounds: STEP_ROUNDS, step, resumeSteps: RESUME_STEPS, planLogEvents: planLog.length, resume }
 }
 
 /** The versions of the LangGraph packages measured. */
