@@ -10,7 +10,7 @@ import { PLAN_LOG_EVENTS } from '../log/kinds.js'
 import { createPlanMode } from '../service.js'
 import type { DurableConformanceAgent, DurableConformanceHost } from '../testing/index.js'
 import type { PlanAgent } from '../types.js'
-import { createLangGraphPlanMode, PLAN_GRAPH_NODES, type PlanGraphState } from './langgraph.js'
+import { createLangGraphPlanMode, PLAN_GRAPH_NODES, type PlanGraphState } from './langgraph-adapter.js'
 
 /** Options of `createLangGraphConformanceHost`. */
 export interface LangGraphConformanceHostOptions {

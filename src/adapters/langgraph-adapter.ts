@@ -1,0 +1,571 @@
+/** The LangGraph adapter's state, nodes, routers and helpers (`xstate-plan-mode/langgraph` re-exports them; see there). */
+
+import type * as LangGraph from '@langchain/langgraph'
+import type * as Messages from '@langchain/core/messages'
+import type * as Tools from '@langchain/core/tools'
+import type { RunnableConfig } from '@langchain/core/runnables'
+import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
+import { planArgument, type ExitToolResult } from '../plan/exit-tool.js'
+import { reviewQuestion } from '../plan/review.js'
+import type { PlanMode } from '../service.js'
+import type { PlanAgent, ReviewAnswer, SessionEvent, SessionLog } from '../types.js'
+
+/** The node names the adapter's routers return (`afterModel`, `afterTools`). */
+export const PLAN_GRAPH_NODES = Object.freeze({
+  boundary: 'plan_boundary',
+  tools: 'plan_tools',
+  review: 'plan_review',
+  end: 'plan_end',
+} as const)
+
+/**
+ * What the model reads of a tool call its run left without a result (a run stopped or aborted
+ * between the model's answer and the tool's, R149): the model's message stays, and the call is
+ * answered with this, status `error`.
+ */
+export const TOOL_CALL_STOPPED_TEXT = 'The run stopped before this tool call finished; it may not have run. Call it again if it is still needed.'
+
+/** The graph's state as the adapter reads and writes it (`State`'s channels). */
+export interface PlanGraphState {
+  /** The conversation (`MessagesAnnotation`'s channel and reducer). */
+  messages: Messages.BaseMessage[]
+  /** The agent's session log (R145): plan mode's events, seq one after another. */
+  planLog: SessionEvent[]
+  /** The step's part of the system prompt (`planMode.step`'s `section`, R18, R99). */
+  planSection: string
+  /** The step's state in force (R18): pick a planning model with it (R93). */
+  planActive: boolean
+}
+
+/** A node's update of the plan channels (and `messages`). */
+export type PlanGraphUpdate = Partial<{ messages: Messages.BaseMessage[]; planLog: SessionEvent[]; planSection: string; planActive: boolean }>
+
+/** What the `plan_review` node's `interrupt()` carries: what a UI renders (JSON data, R146). */
+export interface PlanReviewInterrupt {
+  readonly kind: 'plan-review'
+  readonly reviewId: string
+  readonly callId: string
+  readonly title: string
+  readonly plan: string
+  /** The review's place in the log (`openReview(agent).version`). */
+  readonly version: number
+  /** The question to render (R43, R101). */
+  readonly question: ReturnType<typeof reviewQuestion>
+}
+
+/** What the `plan_review` node is resumed with (R146): the user's answer, or the id of a review answered meanwhile. */
+export type PlanReviewResume = ReviewAnswer | { reviewId: string }
+
+/** Options of `createLangGraphPlanMode`. */
+export interface LangGraphPlanModeOptions {
+  /** The plan-mode service; its reviews must be durable (`review: 'durable'`, R78). */
+  planMode: PlanMode
+  /** The host's tools (`tool()` of `@langchain/core/tools`, or any `StructuredToolInterface`); they run the same in both states (R52). */
+  tools?: readonly Tools.StructuredToolInterface[]
+  /** The agent's id for a run's config: by default its `configurable.thread_id`. */
+  agentId?: (config: RunnableConfig) => string
+  /** Pins the plan approved last into `planSection` while it is carried out (R99). */
+  pinApprovedPlan?: boolean
+}
+
+/** What `createLangGraphPlanMode` returns: the state, the nodes, the routers and the helpers of one graph. */
+export interface LangGraphPlanMode {
+  /** `MessagesAnnotation`'s `messages` plus the plan channels: `new StateGraph(lg.State)`. */
+  readonly State: LangGraph.AnnotationRoot<PlanGraphSpec>
+  /** The plan channels alone, to spread into a host's own `Annotation.Root({ ...spec, ...lg.channels })`. */
+  readonly channels: Omit<PlanGraphSpec, 'messages'>
+  /** The host's tools plus `exit_plan_mode`, for `model.bindTools(lg.toolDefinitions)`. */
+  readonly toolDefinitions: readonly Tools.StructuredToolInterface[]
+  /** `exit_plan_mode` as a LangChain tool (its own copy of the schema, R150); `plan_tools` runs it, never LangChain. */
+  readonly exitTool: Tools.StructuredToolInterface
+  /** Node `plan_boundary`: the step boundary, before each model call (R14, R145). */
+  boundary(state: PlanGraphState, config: RunnableConfig): Promise<PlanGraphUpdate>
+  /** Node `plan_tools`: runs the last model message's tool calls (R150). */
+  tools(state: PlanGraphState, config: RunnableConfig): Promise<PlanGraphUpdate>
+  /** Node `plan_review`: pauses at the open review of the exit call, records the answer it is resumed with (R146). */
+  review(state: PlanGraphState, config: RunnableConfig): Promise<PlanGraphUpdate>
+  /** Node `plan_end`: ends the turn (`turn/end`, R5) before `END`. */
+  endTurn(state: PlanGraphState, config: RunnableConfig): Promise<PlanGraphUpdate>
+  /** Router after the model node: `plan_tools` when it called tools, else `plan_end`. */
+  afterModel(state: PlanGraphState): 'plan_tools' | 'plan_end'
+  /** Router after `plan_tools`: `plan_review` when an exit call waits for its review, else `plan_boundary`. */
+  afterTools(state: PlanGraphState): 'plan_review' | 'plan_boundary'
+  /**
+   * The thread's agent for a call outside the graph's nodes (an answer, a `/plan`, `get`): its log
+   * is read from `graph.getState(config)`, and each append is written with `graph.updateState`
+   * (R145). Call it while the run is paused or idle.
+   */
+  agent(graph: PlanGraphHandle, config: RunnableConfig): Promise<PlanAgent>
+  /**
+   * For a run paused at `plan_review` whose review closed meanwhile (a `/plan` superseded it, an
+   * answer recorded outside the graph): the `Command({ resume: { reviewId } })` that lets the run
+   * take the outcome, or null when the run is not paused at a closed review (R147).
+   */
+  resumeClosedReview(graph: PlanGraphHandle, config: RunnableConfig): Promise<LangGraph.Command<{ reviewId: string }, Record<string, never>, never> | null>
+}
+
+/** What the adapter reads and writes of a compiled graph (`graph.compile(...)`). */
+export interface PlanGraphHandle {
+  getState(config: RunnableConfig): Promise<{ values: unknown; next: readonly string[] }>
+  updateState(config: RunnableConfig, values: Record<string, unknown>, asNode?: string): Promise<RunnableConfig>
+}
+
+/** The channels of `State`. */
+export type PlanGraphSpec = {
+  messages: LangGraph.BinaryOperatorAggregate<Messages.BaseMessage[], LangGraph.Messages>
+  planLog: LangGraph.BinaryOperatorAggregate<SessionEvent[], SessionEvent[]>
+  planSection: LangGraph.LastValue<string>
+  planActive: LangGraph.LastValue<boolean>
+}
+
+/** The optional peers this entry point loads, and what installs each (R148). */
+const PEERS = { '@langchain/langgraph': '@langchain/langgraph@1', '@langchain/core': '@langchain/core@1' } as const
+
+/**
+ * Loads an optional peer (R148) with the host's own module system (`import()` in ESM, `require`
+ * in CommonJS), so the adapter and the host share one copy of LangGraph.
+ * @throws Error `` xstate-plan-mode/langgraph needs the `<name>` package (npm install <name>@1) ``,
+ *   `code` `MODULE_NOT_FOUND`, when it is not installed.
+ */
+async function peer<T>(name: keyof typeof PEERS, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load()
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    if ((code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && String((error as Error).message).includes(name)) {
+      throw Object.assign(new Error(`xstate-plan-mode/langgraph needs the \`${name}\` package (npm install ${PEERS[name]})`), { code: 'MODULE_NOT_FOUND' })
+    }
+    throw error
+  }
+}
+
+/**
+ * The appends to a session log, in their order. Each event is the log's; its seq is the one
+ * after the log's last (the channel's reducer takes an event only at that seq, R145).
+ */
+function appendEvents(current: SessionEvent[], update: SessionEvent[] | SessionEvent): SessionEvent[] {
+  const added = Array.isArray(update) ? update : [update]
+  let next = current
+  for (const event of added) {
+    const last = next[next.length - 1]
+    // An event at a seq the channel holds already is not appended (another writer took it).
+    if (last !== undefined && event.seq !== last.seq + 1) continue
+    if (next === current) next = [...current]
+    next.push(event)
+  }
+  return next
+}
+
+/** Whether two events are the same event of a log (a deserialised copy counts). */
+function sameEvent(a: SessionEvent, b: SessionEvent): boolean {
+  return a.seq === b.seq && a.type === b.type && JSON.stringify(a.data) === JSON.stringify(b.data)
+}
+
+/**
+ * A thread's session log in this process (R145): the events the graph's `planLog` holds, plus the
+ * appends staged since. In a node every append is staged, and the node returns them (`take`) with
+ * its update; outside a node (`writer` set) an append is written with `graph.updateState` and
+ * resolves once the graph's state holds it.
+ */
+class ThreadLog implements SessionLog {
+  readonly events: SessionEvent[] = []
+  readonly #listeners = new Set<(event: SessionEvent) => void>()
+  #staged: SessionEvent[] = []
+  /** Outside a node: how appends are written, and the chain that keeps them in order. */
+  writer: { graph: PlanGraphHandle; config: RunnableConfig } | undefined
+  #writing: Promise<unknown> = Promise.resolve()
+
+  constructor(committed: readonly SessionEvent[]) {
+    for (const event of committed) this.events.push(Object.freeze({ seq: event.seq, type: event.type, data: event.data }))
+  }
+
+  /** The events staged since the last `take`, handed to the node's update. */
+  take(): SessionEvent[] {
+    return this.#staged.splice(0)
+  }
+
+  /**
+   * Follows the graph's `planLog`: the events it holds beyond ours are taken (and told, as another
+   * writer's). False when ours are not a prefix of it, or appends were staged and never returned
+   * (a node that failed): the log is then rebuilt from the graph's.
+   */
+  follow(committed: readonly SessionEvent[]): boolean {
+    if (this.#staged.length > 0 || committed.length < this.events.length) return false
+    const shared = this.events.length
+    if (shared > 0 && !sameEvent(this.events[shared - 1]!, committed[shared - 1]!)) return false
+    for (const event of committed.slice(shared)) this.#push(Object.freeze({ seq: event.seq, type: event.type, data: event.data }))
+    return true
+  }
+
+  append(type: string, data: unknown): SessionEvent | Promise<SessionEvent> {
+    const last = this.events[this.events.length - 1]
+    const event: SessionEvent = Object.freeze({ seq: (last?.seq ?? 0) + 1 + (this.writer === undefined ? 0 : this.#pendingWrites), type, data })
+    const writer = this.writer
+    if (writer === undefined) {
+      this.#staged.push(event)
+      this.#push(event)
+      return event
+    }
+    this.#pendingWrites++
+    const written = this.#writing.then(async () => {
+      try {
+        await writer.graph.updateState(writer.config, { planLog: [event] })
+        const held = planLogOf((await writer.graph.getState(writer.config)).values)
+        const landed = held[event.seq - (held[0]?.seq ?? 1)]
+        if (landed === undefined || !sameEvent(landed, event)) {
+          throw new Error(`plan-mode langgraph: the thread's log already has seq ${event.seq} (another writer appended first); the ${type} event was not written`)
+        }
+        this.#push(event)
+        return event
+      } finally {
+        this.#pendingWrites--
+      }
+    })
+    this.#writing = written.catch(() => {})
+    return written
+  }
+
+  #pendingWrites = 0
+
+  subscribe(listener: (event: SessionEvent) => void): () => void {
+    this.#listeners.add(listener)
+    return () => {
+      this.#listeners.delete(listener)
+    }
+  }
+
+  #push(event: SessionEvent): void {
+    this.events.push(event)
+    for (const listener of [...this.#listeners]) listener(event)
+  }
+}
+
+/** The `planLog` of a graph state's values (`[]` when it has none). */
+function planLogOf(values: unknown): SessionEvent[] {
+  const log = (values as { planLog?: unknown } | null | undefined)?.planLog
+  return Array.isArray(log) ? (log as SessionEvent[]) : []
+}
+
+/** Whether the log's last turn event opened a turn (R5). */
+function turnOpen(events: readonly SessionEvent[]): boolean {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const type = events[i]!.type
+    if (type === TURN_START_EVENT) return true
+    if (type === TURN_END_EVENT) return false
+  }
+  return false
+}
+
+/** The number of `request/header` events since the turn's `turn/start`: the step's number in the turn. */
+function stepInTurn(events: readonly SessionEvent[]): number {
+  let steps = 0
+  for (let i = events.length - 1; i >= 0; i--) {
+    const type = events[i]!.type
+    if (type === TURN_START_EVENT) break
+    if (type === REQUEST_HEADER_EVENT) steps++
+  }
+  return steps
+}
+
+/** A tool call of the model: LangChain's `ToolCall`, its id required. */
+interface Call {
+  id: string
+  name: string
+  args: unknown
+}
+
+/**
+ * Builds plan mode for one LangGraph graph (see the module's example).
+ * @throws (rejects) `` xstate-plan-mode/langgraph needs the `<name>` package (npm install <name>@1) `` when a peer is missing (R148).
+ * @throws (rejects) TypeError when the service's reviews are not durable, or a host tool is named `exit_plan_mode`.
+ */
+export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions): Promise<LangGraphPlanMode> {
+  const lg = await peer('@langchain/langgraph', () => import('@langchain/langgraph'))
+  const messagesModule = await peer('@langchain/core', () => import('@langchain/core/messages'))
+  const toolsModule = await peer('@langchain/core', () => import('@langchain/core/tools'))
+  const { Annotation, MessagesAnnotation, Command, interrupt, REMOVE_ALL_MESSAGES } = lg
+  const { HumanMessage, ToolMessage, RemoveMessage } = messagesModule
+  const { planMode } = options
+  const { exitTool } = planMode
+  if (exitTool.reviews !== 'durable') {
+    throw new TypeError("createLangGraphPlanMode needs a plan-mode service with durable reviews (createPlanMode({ review: 'durable', … })): a LangGraph run pauses at a review with interrupt()")
+  }
+  const hostTools = [...(options.tools ?? [])]
+  const exitName = exitTool.name
+  if (hostTools.some((tool) => tool.name === exitName)) throw new TypeError(`createLangGraphPlanMode: a host tool is already named "${exitName}"`)
+  const byName = new Map(hostTools.map((tool) => [tool.name, tool]))
+  const agentIdOf = options.agentId ?? ((config: RunnableConfig) => {
+    const id = config.configurable?.['thread_id']
+    if (typeof id !== 'string' || id === '') throw new TypeError('plan-mode langgraph: the run needs configurable.thread_id (or the agentId option)')
+    return id
+  })
+  const pinApprovedPlan = options.pinApprovedPlan === true
+
+  const channels = {
+    planLog: Annotation<SessionEvent[], SessionEvent[]>({ reducer: appendEvents, default: () => [] }),
+    planSection: Annotation<string>(),
+    planActive: Annotation<boolean>(),
+  }
+  const State = Annotation.Root({ ...MessagesAnnotation.spec, ...channels }) as unknown as LangGraph.AnnotationRoot<PlanGraphSpec>
+
+  // The schema LangChain's `tool()` takes: its own copy (it adds keys to the schema it is given; the core's is frozen, R150).
+  const exitLangChainTool = toolsModule.tool(
+    async () => {
+      throw new Error('plan-mode langgraph: exit_plan_mode runs in the plan_tools node')
+    },
+    { name: exitName, description: exitTool.description, schema: structuredClone(exitTool.parameters) as Record<string, unknown> },
+  ) as unknown as Tools.StructuredToolInterface
+
+  /** Each thread's log and agent in this process. */
+  const threads = new Map<string, { log: ThreadLog; agent: PlanAgent }>()
+
+  /**
+   * The thread's agent, its log following the graph's `planLog` (R145). A log that went ahead of
+   * the graph (a node failed after staging appends, a checkpoint was not written) is dropped: the
+   * agent is detached, and attached again from the graph's log.
+   */
+  async function threadAgent(committed: readonly SessionEvent[], id: string): Promise<{ log: ThreadLog; agent: PlanAgent }> {
+    const known = threads.get(id)
+    if (known !== undefined && known.log.follow(committed)) return known
+    const log = new ThreadLog(committed)
+    const thread = { log, agent: { id, session: log } }
+    threads.set(id, thread)
+    if (known !== undefined) {
+      planMode.detach(known.agent)
+      // An aborted boundary changes nothing (R15); it waits for the detach and attaches from the graph's log.
+      await planMode.stepBoundary(thread.agent, { signal: AbortSignal.abort() })
+    }
+    return thread
+  }
+
+  /** Runs a node's work on the thread's agent and returns its update with the staged appends. */
+  async function inNode(state: PlanGraphState, config: RunnableConfig, work: (agent: PlanAgent) => Promise<PlanGraphUpdate>): Promise<PlanGraphUpdate> {
+    const { log, agent } = await threadAgent(planLogOf(state), agentIdOf(config))
+    log.writer = undefined
+    const update = await work(agent) // a failure leaves its appends staged: the next node finds the log ahead of the graph's and rebuilds it
+    const staged = log.take()
+    return staged.length === 0 ? update : { ...update, planLog: staged }
+  }
+
+  /** The tool calls of the last model message that no `ToolMessage` answers yet. */
+  function unanswered(messages: readonly Messages.BaseMessage[]): { calls: Call[]; at: number } {
+    for (let i = messages.length - 1; i >= 0; i--) {
+      const message = messages[i]!
+      if (!isAi(message)) continue
+      const answered = new Set(messages.slice(i + 1).filter(isToolResult).map((m) => m.tool_call_id))
+      const calls = (message.tool_calls ?? []).filter((call) => typeof call.id === 'string' && !answered.has(call.id)) as Call[]
+      return { calls, at: i }
+    }
+    return { calls: [], at: -1 }
+  }
+
+  /** A tool call's result for the model: the text, status `error` for a failure (R150). */
+  const toolResult = (call: Call, content: string, failed: boolean) =>
+    new ToolMessage({ content, tool_call_id: call.id, name: call.name, status: failed ? 'error' : 'success' })
+
+  /** The exit call waiting for its review: the last model message's exit call that nothing answers. */
+  function waitingExitCall(state: PlanGraphState): Call | undefined {
+    return unanswered(state.messages).calls.find((call) => call.name === exitName)
+  }
+
+  /**
+   * What the model reads of an exit call whose review the log has closed (R146), or undefined while
+   * it is open: the outcome when its record says it is told in the result (R87's texts); else the
+   * submitted text (R79), since the next boundary tells the outcome (R81: once).
+   */
+  function closedResult(agent: PlanAgent, call: Call): Messages.ToolMessage | undefined {
+    const settled = planMode.callReviews.settled(agent)
+    const result = settled.resultOf(call.id, call.args)
+    if (result === undefined) return undefined
+    if (settled.toldInResult(call.id, call.args) !== true) return toolResult(call, exitTool.submittedText, false)
+    return 'output' in result ? toolResult(call, exitTool.resultText, false) : toolResult(call, result.errorText, true)
+  }
+
+  /**
+   * R149: the model's tool calls a stopped run left without a result are answered where they
+   * stand, right after the model's message (which keeps its text): an exit call with its closed
+   * review's result (R87) or, open, the submitted text (R79); any other call, and an exit call
+   * without a review, with `TOOL_CALL_STOPPED_TEXT`. Null when every call has its result.
+   */
+  function settleDangling(agent: PlanAgent, messages: readonly Messages.BaseMessage[]): Messages.BaseMessage[] | null {
+    let changed = false
+    const settled: Messages.BaseMessage[] = []
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i]!
+      settled.push(message)
+      if (!isAi(message) || (message.tool_calls ?? []).length === 0) continue
+      const answered = new Set<string>()
+      for (let j = i + 1; j < messages.length && isToolResult(messages[j]); j++) answered.add((messages[j] as Messages.ToolMessage).tool_call_id)
+      for (const call of (message.tool_calls ?? []) as Call[]) {
+        if (typeof call.id !== 'string' || answered.has(call.id)) continue
+        changed = true
+        const open = call.name === exitName ? planMode.openReview(agent) : null
+        const closed = call.name === exitName ? closedResult(agent, call) : undefined
+        if (closed !== undefined) settled.push(closed)
+        else if (open !== null && open.callId === call.id) settled.push(toolResult(call, exitTool.submittedText, false))
+        else settled.push(toolResult(call, TOOL_CALL_STOPPED_TEXT, true))
+      }
+    }
+    return changed ? settled : null
+  }
+
+  const boundary: LangGraphPlanMode['boundary'] = (state, config) =>
+    inNode(state, config, async (agent) => {
+      const update: PlanGraphUpdate = {}
+      const messages: Messages.BaseMessage[] = []
+      const dangling = settleDangling(agent, state.messages ?? [])
+      if (!turnOpen(agent.session.events)) await agent.session.append(TURN_START_EVENT, {})
+      const signal = config.signal
+      const step = await planMode.step(agent, { ...(signal ? { signal } : {}), pinApprovedPlan })
+      // After the boundary, so that its plan/mode append lands first (R17). An aborted run sends no
+      // request (R30): no header, and what the boundary did commits with its notices; LangGraph stops the run.
+      if (signal?.aborted !== true) await agent.session.append(REQUEST_HEADER_EVENT, { step: stepInTurn(agent.session.events) })
+      const notices = step.messages.map((message) => new HumanMessage({ id: message.id, content: message.content.map((part) => ({ ...(part as object) })) as Messages.MessageContent }))
+      if (step.handoff !== null) {
+        // R102: the fresh context starts with the handoff; the conversation before it is set aside.
+        messages.push(new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), new HumanMessage(step.handoff.text), ...notices)
+      } else if (dangling !== null) {
+        messages.push(new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...dangling, ...notices)
+      } else {
+        messages.push(...notices)
+      }
+      if (messages.length > 0) update.messages = messages
+      update.planSection = step.section
+      update.planActive = step.active
+      return update
+    })
+
+  const tools: LangGraphPlanMode['tools'] = (state, config) =>
+    inNode(state, config, async (agent) => {
+      const results: Messages.ToolMessage[] = []
+      let reviewing = false
+      for (const call of unanswered(state.messages).calls) {
+        if (call.name === exitName) {
+          // R146: a re-run of this node for a call whose review is open opens no second one.
+          const open = planMode.openReview(agent)
+          if (open !== null && open.callId === call.id && open.plan === planArgument(call.args)) {
+            reviewing = true
+            continue
+          }
+          let result: ExitToolResult
+          try {
+            result = await exitTool.execute(call.args, { agent, callId: call.id, ...(config.signal ? { signal: config.signal } : {}) })
+          } catch (error) {
+            results.push(toolResult(call, errorText(error), true))
+            continue
+          }
+          if ('submitted' in result) reviewing = true
+          else results.push(toolResult(call, exitTool.resultText, false))
+          continue
+        }
+        const tool = byName.get(call.name)
+        if (tool === undefined) {
+          results.push(toolResult(call, `Tool "${call.name}" is not one of this agent's tools.`, true))
+          continue
+        }
+        try {
+          const output: unknown = await tool.invoke(call.args as never, config)
+          results.push(toolResult(call, typeof output === 'string' ? output : JSON.stringify(output), false))
+        } catch (error) {
+          results.push(toolResult(call, errorText(error), true))
+        }
+      }
+      // The run pauses at the review: the agent is idle until the user answers (R5, R10).
+      if (reviewing && turnOpen(agent.session.events)) await agent.session.append(TURN_END_EVENT, {})
+      return results.length > 0 ? { messages: results } : {}
+    })
+
+  const review: LangGraphPlanMode['review'] = async (state, config) => {
+    const call = waitingExitCall(state)
+    if (call === undefined) return {}
+    // Before the interrupt this node appends nothing: it runs again from the start when resumed (R146).
+    const known = inNode(state, config, async (agent) => {
+      const closed = closedResult(agent, call)
+      if (closed !== undefined) return { messages: [closed] }
+      const open = planMode.openReview(agent)
+      if (open === null || open.callId !== call.id) return { messages: [toolResult(call, exitTool.submittedText, false)] }
+      return {}
+    })
+    const settled = await known
+    if (settled.messages !== undefined) return settled
+    const { agent } = await threadAgent(planLogOf(state), agentIdOf(config))
+    const open = planMode.openReview(agent)!
+    const payload: PlanReviewInterrupt = {
+      kind: 'plan-review',
+      reviewId: open.reviewId,
+      callId: call.id,
+      title: open.title,
+      plan: open.plan,
+      version: open.version,
+      question: reviewQuestion(open.plan, planMode.decisions),
+    }
+    let resume = interrupt<PlanReviewInterrupt, PlanReviewResume>(payload)
+    // `{ reviewId }`: answered meanwhile, and taken from the log; still open, the run pauses again.
+    while (isReviewIdOnly(resume) && closedResult(agent, call) === undefined) resume = interrupt<PlanReviewInterrupt, PlanReviewResume>(payload)
+    return inNode(state, config, async (agentNow) => {
+      if (!isReviewIdOnly(resume)) await planMode.answerReview(agentNow, open.reviewId, resume, { toldInResult: true })
+      return { messages: [closedResult(agentNow, call) ?? toolResult(call, exitTool.submittedText, false)] }
+    })
+  }
+
+  const endTurn: LangGraphPlanMode['endTurn'] = (state, config) =>
+    inNode(state, config, async (agent) => {
+      if (turnOpen(agent.session.events)) await agent.session.append(TURN_END_EVENT, {})
+      return {}
+    })
+
+  return {
+    State,
+    channels: channels as unknown as LangGraphPlanMode['channels'],
+    toolDefinitions: [...hostTools, exitLangChainTool],
+    exitTool: exitLangChainTool,
+    boundary,
+    tools,
+    review,
+    endTurn,
+    afterModel: (state) => (unanswered(state.messages).calls.length > 0 ? PLAN_GRAPH_NODES.tools : PLAN_GRAPH_NODES.end),
+    afterTools: (state) => (waitingExitCall(state) !== undefined ? PLAN_GRAPH_NODES.review : PLAN_GRAPH_NODES.boundary),
+    async agent(graph, config) {
+      const snapshot = await graph.getState(config)
+      const thread = await threadAgent(planLogOf(snapshot.values), agentIdOf(config))
+      thread.log.writer = { graph, config }
+      return thread.agent
+    },
+    async resumeClosedReview(graph, config) {
+      const snapshot = await graph.getState(config)
+      if (!snapshot.next.includes(PLAN_GRAPH_NODES.review)) return null
+      const values = snapshot.values as PlanGraphState
+      const call = waitingExitCall(values)
+      if (call === undefined) return null
+      const { agent } = await threadAgent(planLogOf(values), agentIdOf(config))
+      const closed = planMode.callReviews.settled(agent).resultOf(call.id, call.args)
+      if (closed === undefined) return null
+      const requested = [...agent.session.events].reverse().find((event) => {
+        const data = event.data as { outcome?: unknown; callId?: unknown } | null
+        return event.type === 'plan/review' && data?.outcome === 'requested' && data.callId === call.id
+      })
+      const reviewId = (requested?.data as { reviewId?: string } | undefined)?.reviewId ?? ''
+      return new Command<{ reviewId: string }, Record<string, never>, never>({ resume: { reviewId } })
+    },
+  }
+}
+
+/** `{ reviewId }` alone: a resume that names a review instead of answering it (R146). */
+function isReviewIdOnly(value: unknown): value is { reviewId: string } {
+  return typeof value === 'object' && value !== null && typeof (value as { reviewId?: unknown }).reviewId === 'string' && !('answers' in value)
+}
+
+/** A model message (`getType()`, which every `@langchain/core` 1.x message has). */
+function isAi(message: Messages.BaseMessage | undefined): message is Messages.AIMessage {
+  return message?.getType() === 'ai'
+}
+
+/** A tool call's result. */
+function isToolResult(message: Messages.BaseMessage | undefined): message is Messages.ToolMessage {
+  return message?.getType() === 'tool'
+}
+
+/** An error's message: the text the model reads of a failed call. */
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
