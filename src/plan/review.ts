@@ -110,8 +110,14 @@ export type AnswerVerdict =
   | { outcome: 'left'; by?: 'policy' }
   | { outcome: 'keep-planning'; feedback?: string; comments?: ReviewComment[]; by?: 'policy' }
 
-/** What `answerReview` and a headless policy close a durable review with: an answer, or a policy's dismissal (R80, R95). */
-export type ReviewVerdict = AnswerVerdict | { outcome: 'dismissed'; by: 'policy' }
+/**
+ * What closes a durable review: an answer (R80), a policy's dismissal (R95), or the user's own
+ * (`dismissReview`, R136, which carries no `by`).
+ */
+export type ReviewVerdict = AnswerVerdict | { outcome: 'dismissed'; by?: 'policy' }
+
+/** `dismissReview` with a `reviewId` that is not a string (R136). */
+export const DISMISS_MALFORMED_MESSAGE = 'dismissReview needs a reviewId string; nothing was changed'
 
 const isBlank = (text: string | undefined) => text === undefined || text.trim() === ''
 
