@@ -13,6 +13,9 @@ const ENTRIES = {
   'ai-sdk': 'src/adapters/ai-sdk.ts',
   inspect: 'src/adapters/inspect.ts',
   testing: 'src/testing/index.ts',
+  'testing-scenarios': 'src/testing/scenarios.ts',
+  'testing-node': 'src/testing/node.ts',
+  'testing-ai-sdk': 'src/testing/ai-sdk.ts',
   postgres: 'src/adapters/postgres.ts',
   guard: 'src/guard/index.ts',
   langgraph: 'src/adapters/langgraph.ts',
@@ -58,6 +61,8 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     sourcemap: false,
     clean: true,
     target: 'node20',
+    // Keep `node:` on built-in imports: `node:test` (the kit's node:test wrapper) exists only so.
+    removeNodeProtocol: false,
     // import.meta.url in the CommonJS builds (the inspect entry loads its optional peers from where it is installed).
     shims: true,
     // Peers are the host's own copies.

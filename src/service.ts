@@ -18,6 +18,7 @@ import {
   isWellFormedAnswer,
   newsText,
   readReviewAnswer,
+  DISMISS_MALFORMED_MESSAGE,
   ReviewCommentError,
   type ReviewDecisions,
   type ReviewVerdict,
@@ -25,6 +26,7 @@ import {
 import { headlessReviewPolicy, policyVerdict, type HeadlessReviewPolicy } from './plan/headless.js'
 import { planStep, type PlanStep, type PlanStepOptions, type PlanStepService } from './plan/step.js'
 import { createCallReviews, type CallReviews } from './plan/call-review.js'
+import { presentedVersion } from './log/history.js'
 import type { ApprovedPlan, ReviewOutcome } from './log/kinds.js'
 import { approvedPlanOf } from './log/checkpoint.js'
 import type {
@@ -88,6 +90,14 @@ export interface PlanMode {
    * from a client, so a value of another shape is refused, never trusted.
    */
   answerReview(agent: PlanAgent, reviewId: string, answer: ReviewAnswer, options?: AnswerReviewOptions): Promise<'approved' | 'keep-planning' | 'left'>
+  /**
+   * The user dismissed the durable review `reviewId` to speak instead (R136), from any process
+   * attached to the agent's log: recorded `plan/review { outcome: 'dismissed', reviewId, title,
+   * plan }` as the user's (no `by`, unlike a policy's, R95); plan mode stays as it is. Resolves
+   * `'dismissed'` once recorded; rejects as `answerReview` does (nothing changed). With
+   * `toldInResult`, the waiting exit call is told R46's text (`PLAN_MODE_TEXTS.review.toldInResult`).
+   */
+  dismissReview(agent: PlanAgent, reviewId: string, options?: AnswerReviewOptions): Promise<'dismissed'>
   /**
    * For hosts with nobody to ask (CI bots, batch jobs): closes the durable review open for the
    * agent by a headless policy (R95), recorded with `by: 'policy'`: `'approve'` approves it as
@@ -225,7 +235,7 @@ export function createPlanMode(options: PlanModeOptions): PlanMode {
     callReviews: createCallReviews(() => planMode),
     section: (agent) => (agent !== undefined && isEffectivelyActive(snapshotOf(agent)) ? section : ''),
     exitTool: createExitTool(executeExitTool, durableReviews ? 'durable' : 'channel'),
-    openReview: (agent) => openDurableReview(snapshotOf(agent)),
+    openReview: (agent) => openReviewView(agent, openDurableReview(snapshotOf(agent))),
     answerReview(agent, reviewId, answerGiven, options = {}) {
       try {
         if (agents.isDisposed()) throw new Error(DISPOSED_MESSAGE)
@@ -235,6 +245,15 @@ export function createPlanMode(options: PlanModeOptions): PlanMode {
         const open = openDurableReview(snapshotOf(agent)) // the agent cannot attach (R61)
         const verdict = answerVerdict(data, open?.reviewId === reviewId ? open.plan : undefined, settings.decisions)
         return answer(agent, reviewId, verdict, toldInResult) as Promise<'approved' | 'keep-planning' | 'left'>
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    },
+    dismissReview(agent, reviewId, options = {}) {
+      try {
+        if (agents.isDisposed()) throw new Error(DISPOSED_MESSAGE)
+        if (typeof reviewId !== 'string') throw new Error(DISMISS_MALFORMED_MESSAGE)
+        return answer(agent, reviewId, { outcome: 'dismissed' }, options?.toldInResult === true) as Promise<'dismissed'>
       } catch (error) {
         return Promise.reject(error)
       }
@@ -268,6 +287,18 @@ export function createPlanMode(options: PlanModeOptions): PlanMode {
     dispose: agents.dispose,
   }
   return planMode
+}
+
+/**
+ * The open review as `openReview` shows it (R79, R138): `version` the plan's version in its
+ * episode (R96), `seq` the log position of its request, which the chart holds as the review's.
+ */
+function openReviewView(agent: PlanAgent, open: OpenReviewView | null): OpenReviewView | null {
+  if (open === null) return null
+  const seq = open.version // the chart's and the checkpoint's: the request's seq
+  const { reviewId, title, plan, callId } = open
+  const version = presentedVersion(agent.session, reviewId, seq, agent.id)
+  return callId === undefined ? { reviewId, title, plan, version, seq } : { reviewId, title, plan, version, seq, callId }
 }
 
 /** What a boundary tells the model: a durable review's outcome, then a switch (R32, R81). */
