@@ -7,7 +7,7 @@
  * the section, the notices, the handoff; `exitTool.execute`; `answerReview`; `callReviews.settled`:
  * what a closed review's call results in). This module puts them where LangGraph wants them:
  * - the step boundary: the `plan_boundary` node, before every model call: the section into
- *   `planSection` (the model node composes its system prompt with `planModeSystem`), the state in
+ *   `planSection` (the model node puts it after its base system prompt), the state in
  *   force into `planActive`, the notices as `HumanMessage`s into `messages`;
  * - the tools: the `plan_tools` node runs the model's tool calls and answers each with a
  *   `ToolMessage` whose text is the tool's or the core's, status `error` for failures (LangChain's
