@@ -1,7 +1,7 @@
 import { closedReviewsByCall } from '../log/calls.js'
 import type { AnswerReviewOptions, OpenReviewView, PlanAgent } from '../types.js'
 import { planArgument, type ExitPlanModeTool, type ExitToolResult } from './exit-tool.js'
-import { closedReviewMessage, keepPlanningMessage } from './review.js'
+import { keepPlanningMessage, toldInResult } from './review.js'
 import { approveAnswer, feedbackOf, keepPlanningAnswer } from './review-answer.js'
 
 /**
@@ -134,7 +134,8 @@ export function createCallReviews(service: () => CallReviewService): CallReviews
           const plan = planArgument(input)
           const review = plan === undefined ? undefined : closed.get(callId)?.get(plan)
           if (review === undefined) return undefined
-          return review.outcome === 'approved' ? { output: { approved: true } } : { errorText: closedReviewMessage(review.outcome, review.feedback) }
+          if (review.outcome === 'approved') return { output: { approved: true } }
+          return { errorText: toldInResult(review).text }
         },
       }
     },

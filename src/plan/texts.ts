@@ -12,6 +12,7 @@ import {
   REVIEW_MESSAGES,
   planTitle,
   reviewQuestion,
+  toldInResult,
 } from './review.js'
 
 /**
@@ -51,6 +52,15 @@ export const PLAN_MODE_TEXTS = Object.freeze({
     question: reviewQuestion,
     /** A plan's title as a review shows it: the text of its first markdown heading, or `undefined`. */
     title: planTitle,
+    /**
+     * What the model gets when a durable review's outcome is told in the exit call's result (R81,
+     * R135), for hosts that keep the call waiting (LangGraph's `interrupt()`, a tool approval):
+     * `{ outcome, isError, text }` from the closed review's record or `planHistory` entry.
+     * @example
+     * const review = planHistory(session.events).find((plan) => plan.reviewId === reviewId)!
+     * const { isError, text } = PLAN_MODE_TEXTS.review.toldInResult(review)
+     */
+    toldInResult,
   }),
   /** What the service's calls fail with. */
   errors: Object.freeze({
