@@ -11,6 +11,7 @@ const ENTRIES = {
   index: 'src/index.ts',
   node: 'src/node.ts',
   'ai-sdk': 'src/adapters/ai-sdk.ts',
+  'openai-agents': 'src/adapters/openai-agents.ts',
   inspect: 'src/adapters/inspect.ts',
   testing: 'src/testing/index.ts',
   postgres: 'src/adapters/postgres.ts',
@@ -58,7 +59,7 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     // import.meta.url in the CommonJS builds (the inspect entry loads its optional peers from where it is installed).
     shims: true,
     // Peers are the host's own copies.
-    external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'pg', '@electric-sql/pglite'],
+    external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'pg', '@electric-sql/pglite', '@openai/agents-core'],
   },
   {
     // The CLI is an app beside the library: it imports the package by its name, which Node

@@ -22,6 +22,7 @@ export default defineConfig({
       { find: /^xstate-plan-mode$/, replacement: src('index.ts') },
       { find: /^xstate-plan-mode\/node$/, replacement: src('node.ts') },
       { find: /^xstate-plan-mode\/ai-sdk$/, replacement: src('adapters/ai-sdk.ts') },
+      { find: /^xstate-plan-mode\/openai-agents$/, replacement: src('adapters/openai-agents.ts') },
       { find: /^xstate-plan-mode\/inspect$/, replacement: src('adapters/inspect.ts') },
       { find: /^xstate-plan-mode\/testing$/, replacement: src('testing/index.ts') },
       { find: /^xstate-plan-mode\/postgres$/, replacement: src('adapters/postgres.ts') },
