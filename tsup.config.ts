@@ -53,7 +53,9 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     entry: ENTRIES,
     format: ['esm', 'cjs'],
     dts: { entry: declarations() },
-    sourcemap: true,
+    // No source maps: a shipped map sends a user's stack trace (the kit's assertion failures
+    // included) into src/ files the package does not hold; the bundles are readable as they are.
+    sourcemap: false,
     clean: true,
     target: 'node20',
     // import.meta.url in the CommonJS builds (the inspect entry loads its optional peers from where it is installed).
@@ -66,7 +68,7 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     // resolves through package.json "exports" (a self-reference) to the bundles above.
     entry: { cli: 'apps/cli/bin.ts' },
     format: ['esm'],
-    sourcemap: true,
+    sourcemap: false,
     clean: false,
     target: 'node20',
     external: [/^xstate-plan-mode(\/.*)?$/, 'ai', 'ai/test', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'typescript', 'elkjs'],

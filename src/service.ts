@@ -35,6 +35,7 @@ import type {
   SetOutcome,
   StepBoundaryOptions,
   StepBoundaryResult,
+  ReviewAnswer,
   UserMessage,
 } from './types.js'
 
@@ -82,9 +83,11 @@ export interface PlanMode {
   openReview(agent: PlanAgent): OpenReviewView | null
   /**
    * Answers the durable review `reviewId` from any process attached to the agent's log (R80):
-   * resolves with the recorded outcome, rejects with the refusal (nothing changed).
+   * resolves with the recorded outcome, rejects with the refusal (nothing changed). `answer` is
+   * typed as the `ReviewAnswer` a UI builds, and still checked when the call runs (R80): it comes
+   * from a client, so a value of another shape is refused, never trusted.
    */
-  answerReview(agent: PlanAgent, reviewId: string, answer: unknown, options?: AnswerReviewOptions): Promise<'approved' | 'keep-planning' | 'left'>
+  answerReview(agent: PlanAgent, reviewId: string, answer: ReviewAnswer, options?: AnswerReviewOptions): Promise<'approved' | 'keep-planning' | 'left'>
   /**
    * For hosts with nobody to ask (CI bots, batch jobs): closes the durable review open for the
    * agent by a headless policy (R95), recorded with `by: 'policy'`: `'approve'` approves it as

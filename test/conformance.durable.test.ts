@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createMemorySessionLog, createPlanMode, type PlanAgent, type SessionLog } from '../src/index.js'
+import { PLAN_MODE_TEXTS, createMemorySessionLog, createPlanMode, planHistory, type PlanAgent, type ReviewAnswer, type SessionLog } from '../src/index.js'
 import { openJsonlSessionLog } from '../src/node.js'
 import { defineDurableReviewSuite, type DurableConformanceAgent } from '../src/testing/index.js'
 import { driverBasics, durableReviewUi } from './fixtures/conformance-host.js'
@@ -61,4 +61,43 @@ defineDurableReviewSuite({
       },
     }
   },
+})
+
+/**
+ * A host that keeps the exit call waiting and tells the outcome in its result (R81, R135), as
+ * LangGraph's `interrupt()` does: the call's review request is recorded and the run pauses; the
+ * user answers in another process with `{ toldInResult: true }`; a third process resumes the call,
+ * reads the closed review's record and gives the model `PLAN_MODE_TEXTS.review.toldInResult`'s text.
+ * Nothing but the log survives a process: the waiting call is the log's last request.
+ */
+function waitingAgent(log: SessionLog): DurableConformanceAgent {
+  const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
+  const agent: PlanAgent = { id: 'agent-1', session: log }
+  let calls = 0
+  return {
+    ...driverBasics(log, planMode, agent),
+    ...durableReviewUi(planMode, agent),
+    callExitTool: (args, { signal } = {}) =>
+      planMode.exitTool
+        .execute(args, { agent, callId: `call-${++calls}`, ...(signal ? { signal } : {}) })
+        .catch((error: Error) => ({ error: error.message })),
+    answerReview: (reviewId: string, answer: ReviewAnswer) =>
+      planMode.answerReview(agent, reviewId, answer, { toldInResult: true }).catch((error: Error) => ({ error: error.message })),
+    async callResult() {
+      // The waiting call is the one whose request the log holds last; its review is closed by now.
+      const waiting = planHistory(log.events).filter((plan) => plan.reviewId !== undefined).at(-1)!
+      const { isError, text } = PLAN_MODE_TEXTS.review.toldInResult(waiting)
+      return { isError, text }
+    },
+    async restart() {
+      await planMode.dispose()
+      return waitingAgent(log)
+    },
+  }
+}
+
+defineDurableReviewSuite({
+  name: 'a host that keeps the exit call waiting (memory log)',
+  toldInResult: true,
+  createHost: () => ({ section: SECTION, createAgent: () => waitingAgent(createMemorySessionLog()) }),
 })

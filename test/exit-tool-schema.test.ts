@@ -1,14 +1,14 @@
 /**
  * `exitTool.parameters` and `exitTool.outputSchema` are handed to frameworks as they are: their
  * types must be assignable to the JSON Schema types frameworks declare, without a cast, while the
- * shared objects stay frozen at run time.
+ * objects stay the caller's own at run time (each read is a copy, R137).
  *
  * The type checks are type-level: `npx tsc --noEmit` (tsconfig.json includes test/) fails when an
  * assignment below stops compiling, and the `@ts-expect-error` line fails when the readonly shape
  * that needed a cast would compile again. vitest only runs the run-time checks.
  */
 import { describe, expect, expectTypeOf, it } from 'vitest'
-import { createPlanMode, type ExitPlanModeTool } from '../src/index.js'
+import { createMemorySessionLog, createPlanMode, type ExitPlanModeTool } from '../src/index.js'
 import { type ExitPlanModeOutputSchema, type ExitPlanModeParameters } from '../src/plan/exit-tool.js'
 
 // The JSON Schema draft-07 type of `@types/json-schema` (its `JSONSchema7`, which the AI SDK and
@@ -127,21 +127,47 @@ describe('exit_plan_mode schemas: assignable without a cast, frozen at run time'
     expect([asDraft7, outputAsDraft7, asStrict, asRecord, asPlain].every((schema) => typeof schema === 'object')).toBe(true)
   })
 
-  it('R40: the schema objects are frozen all the way down, shared by every service, and refuse changes', () => {
-    const frozenDeep = (value: unknown): boolean =>
-      value === null || typeof value !== 'object' || (Object.isFrozen(value) && Object.values(value).every(frozenDeep))
-    expect(frozenDeep(exitTool.parameters)).toBe(true)
-    expect(frozenDeep(exitTool.outputSchema)).toBe(true)
-    expect(createPlanMode({ section: 'Other.' }).exitTool.parameters).toBe(exitTool.parameters)
-    expect(() => exitTool.parameters.required.push('plan')).toThrow(TypeError)
-    expect(() => {
-      exitTool.parameters.properties.plan.description = 'changed'
-    }).toThrow(TypeError)
-    // A host that needs a variant clones it.
-    const copy = structuredClone(exitTool.parameters)
-    copy.properties.plan.description = 'changed'
-    expect(exitTool.parameters.properties.plan.description).toBe(
-      'The complete plan, as markdown, starting with a # heading that names it.',
+  it('R137: each read of parameters and outputSchema is the caller’s own plain copy, which it may change and extend (LangChain’s tool() failed with "object is not extensible" on the frozen one)', () => {
+    const first = exitTool.parameters
+    expect(Object.isExtensible(first)).toBe(true)
+    expect(Object.isFrozen(first.properties.plan)).toBe(false)
+    // What LangChain's tool() does to the schema it is given: it adds a property.
+    Object.defineProperty(first, '$schema', { value: 'http://json-schema.org/draft-07/schema#', enumerable: true })
+    first.properties.plan.description = 'changed'
+    first.required.push('plan')
+    const output = exitTool.outputSchema
+    output.properties.approved.const = true
+    ;(output as Record<string, unknown>).title = 'changed'
+    // Another read, another service: the schema R41 gives, untouched.
+    const pristine = {
+      type: 'object',
+      properties: { plan: { type: 'string', description: 'The complete plan, as markdown, starting with a # heading that names it.' } },
+      required: ['plan'],
+      additionalProperties: false,
+    }
+    expect(exitTool.parameters).toStrictEqual(pristine)
+    expect(createPlanMode({ section: 'Other.' }).exitTool.parameters).toStrictEqual(pristine)
+    expect(exitTool.parameters).not.toBe(exitTool.parameters)
+    expect(exitTool.outputSchema).toStrictEqual({
+      type: 'object',
+      properties: { approved: { type: 'boolean', const: true } },
+      required: ['approved'],
+      additionalProperties: false,
+    })
+  })
+
+  it('R137, R42: a changed copy changes none of the tool’s checks', async () => {
+    const schema = exitTool.parameters
+    ;(schema.properties as Record<string, unknown>).plan = { type: 'number' }
+    ;(schema as { required: string[] }).required = []
+    const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
+    const agent = { id: 'agent-1', session }
+    await expect(exitTool.execute({}, { agent })).rejects.toThrow('exit_plan_mode requires a "plan" string argument')
+    await expect(exitTool.execute({ plan: 42 }, { agent })).rejects.toThrow('exit_plan_mode requires a "plan" string argument')
+    // The plan passes the checks R42 makes, and goes on to the review (none here: check 8).
+    await expect(exitTool.execute({ plan: '# Ship it' }, { agent })).rejects.toThrow(
+      'no user-interaction channel is available to review the plan; ask the user to switch the session mode instead',
     )
   })
+
 })

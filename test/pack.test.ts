@@ -171,6 +171,15 @@ describe('the npm tarball', () => {
     expect(packedFiles.filter((file) => !file.startsWith('dist/') && !['package.json', 'README.md', 'docs/spec.md'].includes(file))).toEqual([])
   })
 
+  it('ships no source maps, and no bundle points at one: a stack trace stays in the files the package holds (issue #26)', async () => {
+    expect(packedFiles.filter((file) => file.endsWith('.map'))).toEqual([])
+    const pointing: string[] = []
+    for (const file of packedFiles.filter((file) => /\.(c?js|d\.c?ts)$/.test(file))) {
+      if ((await readFile(join(app, 'node_modules', 'xstate-plan-mode', file), 'utf8')).includes('sourceMappingURL')) pointing.push(file)
+    }
+    expect(pointing).toEqual([])
+  })
+
   it('R110: npm pack in a fresh clone builds first (prepack), and npm publish --dry-run warns of nothing', () => {
     expect(packedFiles).toContain('dist/index.js')
     expect(publishWarnings).toEqual([])

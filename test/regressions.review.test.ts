@@ -590,7 +590,7 @@ describe('an answer read once, as plain data (issue #23, defect 15; each failed 
   for (const [what, answer] of hostile) {
     it(`R80, R44: answerReview refuses ${what} as malformed; nothing is approved and the review stays open`, async () => {
       const { planMode, agent, reviewId, outcomes } = await openDurable()
-      await expect(planMode.answerReview(agent, reviewId, answer())).rejects.toThrow(new Error(MALFORMED))
+      await expect(planMode.answerReview(agent, reviewId, answer() as ReviewAnswer)).rejects.toThrow(new Error(MALFORMED))
       expect(outcomes()).toEqual(['requested'])
       expect(planMode.openReview(agent)?.reviewId).toBe(reviewId)
       expect(planMode.get(agent)).toEqual({ active: true })
@@ -677,11 +677,11 @@ describe('an answer read once, as plain data (issue #23, defect 15; each failed 
     it(`R44, R80: answerReview with ${what} approves nothing: ${expected === 'refused' ? 'refused as malformed, the review stays open' : 'the user keeps planning'}`, async () => {
       const { planMode, agent, reviewId, outcomes } = await openDurable()
       if (expected === 'refused') {
-        await expect(planMode.answerReview(agent, reviewId, answer())).rejects.toThrow(new Error(MALFORMED))
+        await expect(planMode.answerReview(agent, reviewId, answer() as ReviewAnswer)).rejects.toThrow(new Error(MALFORMED))
         expect(outcomes()).toEqual(['requested'])
         expect(planMode.openReview(agent)?.reviewId).toBe(reviewId)
       } else {
-        expect(await planMode.answerReview(agent, reviewId, answer())).toBe('keep-planning')
+        expect(await planMode.answerReview(agent, reviewId, answer() as ReviewAnswer)).toBe('keep-planning')
         expect(outcomes()).toEqual(['requested', 'keep-planning'])
       }
       expect(planMode.get(agent)).toEqual({ active: true })

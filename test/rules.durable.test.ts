@@ -478,7 +478,7 @@ describe('R80: answerReview', () => {
       [reviewId, { answers: [{ id: 'plan-review', selected: ['Approve'] }, { id: 'other' }] }],
     ]
     for (const [id, answer] of cases) {
-      await expect(h.planMode.answerReview(h.agent, id as string, answer)).rejects.toThrow(new Error(MALFORMED))
+      await expect(h.planMode.answerReview(h.agent, id as string, answer as ReviewAnswer)).rejects.toThrow(new Error(MALFORMED))
     }
     expect(h.lines()).toEqual(before)
     expect(h.planMode.openReview(h.agent)).toEqual(open)

@@ -273,7 +273,7 @@ export class Twin {
     return this.pair(
       label,
       this.oracle.answerReview(id, reviewId, answer, options),
-      track(() => this.service.answerReview(this.agent(id), reviewId, answer, options)),
+      track(() => this.service.answerReview(this.agent(id), reviewId, answer as ReviewAnswer, options)),
     )
   }
 

@@ -24,8 +24,8 @@ export const EXIT_PLAN_MODE_RESULT_TEXT =
  *
  * Typed without `readonly`, so that it can be handed as it is to the JSON Schema types of
  * frameworks and libraries (json-schema's `JSONSchema7`, an object schema with `required:
- * string[]`, a `Record<string, unknown>`): no cast is needed. The value itself is frozen and
- * shared by every service: clone it (`structuredClone`) to change it.
+ * string[]`, a `Record<string, unknown>`): no cast is needed. Each read of `exitTool.parameters`
+ * is the caller's own plain copy (R137): a framework may change or extend it.
  */
 export type ExitPlanModeParameters = {
   type: 'object'
@@ -41,7 +41,7 @@ export type ExitPlanModeParameters = {
 
 /**
  * The JSON Schema of the tool's output (R41): `{ approved: true }`. Typed without `readonly` like
- * {@link ExitPlanModeParameters}, and frozen like it.
+ * {@link ExitPlanModeParameters}, and handed out as a copy like it (R137).
  */
 export type ExitPlanModeOutputSchema = {
   type: 'object'
@@ -59,7 +59,7 @@ function deepFreeze<T>(value: T): T {
   return value
 }
 
-/** The tool's input: one required string `plan` (R41). Frozen. */
+/** The tool's input: one required string `plan` (R41). Frozen: `exitTool.parameters` hands out copies (R137). */
 export const EXIT_PLAN_MODE_PARAMETERS: ExitPlanModeParameters = deepFreeze({
   type: 'object',
   properties: {
@@ -72,7 +72,7 @@ export const EXIT_PLAN_MODE_PARAMETERS: ExitPlanModeParameters = deepFreeze({
   additionalProperties: false,
 })
 
-/** The tool's output: `{ approved: true }` (R41). Frozen. */
+/** The tool's output: `{ approved: true }` (R41). Frozen: `exitTool.outputSchema` hands out copies (R137). */
 export const EXIT_PLAN_MODE_OUTPUT_SCHEMA: ExitPlanModeOutputSchema = deepFreeze({
   type: 'object',
   properties: { approved: { type: 'boolean', const: true } },
@@ -100,9 +100,9 @@ export interface ExitPlanModeTool {
   readonly name: typeof EXIT_PLAN_MODE
   /** The description the model sees (R41). */
   readonly description: string
-  /** The input's JSON Schema (R41); assignable to common JSON Schema types without a cast, frozen. */
+  /** The input's JSON Schema (R41); assignable to common JSON Schema types without a cast; each read is the caller's own copy (R137). */
   readonly parameters: ExitPlanModeParameters
-  /** The output's JSON Schema (R41), for frameworks that declare one; frozen. */
+  /** The output's JSON Schema (R41), for frameworks that declare one; each read is the caller's own copy (R137). */
   readonly outputSchema: ExitPlanModeOutputSchema
   /** What to show the model when `execute` resolves `{ approved: true }` (R50). */
   readonly resultText: string
@@ -141,8 +141,14 @@ export function createExitTool(execute: ExitPlanModeTool['execute'], reviews: 'c
     reviews,
     name: EXIT_PLAN_MODE,
     description: EXIT_PLAN_MODE_DESCRIPTION,
-    parameters: EXIT_PLAN_MODE_PARAMETERS,
-    outputSchema: EXIT_PLAN_MODE_OUTPUT_SCHEMA,
+    // R137: each read is the caller's own copy, which a framework may change (LangChain's `tool()`
+    // extends it); the tool's checks (R42) read none of them.
+    get parameters() {
+      return structuredClone(EXIT_PLAN_MODE_PARAMETERS)
+    },
+    get outputSchema() {
+      return structuredClone(EXIT_PLAN_MODE_OUTPUT_SCHEMA)
+    },
     resultText: EXIT_PLAN_MODE_RESULT_TEXT,
     submittedText: EXIT_PLAN_MODE_SUBMITTED_TEXT,
     execute,

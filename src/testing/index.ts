@@ -164,6 +164,7 @@ const TEXT = {
     'The user dismissed the plan review to speak instead; stay in plan mode, stop here, and wait for their message.',
   superseded: 'The user changed the plan mode directly; the review is closed.',
   approvedNews: 'The user approved your plan and plan mode is off; carry out the plan, starting now.',
+  approvedResult: 'Plan approved — plan mode exited; carry out the plan starting with your next step.',
   keepPlanning: 'The user chose to keep planning; revise the plan and present it again.',
   left: 'The user left plan mode without carrying out the plan; stop here and wait for their message.',
   alreadyOpen: 'a plan review is already open for this agent; wait for its answer',
@@ -550,7 +551,8 @@ export interface DurableConformanceAgent extends Omit<ConformanceAgent, 'nextRev
   openReview(): { reviewId: string; title: string; plan: string; version: number } | null
   /**
    * The user answers in the host's review UI, perhaps in another request or process:
-   * `PlanMode.answerReview`. Resolves the outcome, or `{ error: <message> }` for a refusal (R80).
+   * `PlanMode.answerReview` (with `{ toldInResult: true }` for a told-in-result host, R81).
+   * Resolves the outcome, or `{ error: <message> }` for a refusal (R80).
    */
   answerReview(reviewId: string, answer: { answers: { id: string; selected: string[]; custom?: string; comments?: { quote: string; text: string }[] }[] }): Promise<'approved' | 'keep-planning' | 'left' | { error: string }>
   /**
@@ -559,6 +561,15 @@ export interface DurableConformanceAgent extends Omit<ConformanceAgent, 'nextRev
    * another instance would.
    */
   restart(): Promise<DurableConformanceAgent>
+  /**
+   * Told-in-result hosts only (`defineDurableReviewSuite({ toldInResult: true })`, R81, R135): the
+   * result the model gets for the exit call the host keeps waiting, once its review is closed.
+   * Resume the waiting call as the host does (LangGraph: the graph's `Command({ resume })`; an
+   * SDK: the approved or denied tool call) and resolve what the model reads as the call's result:
+   * `{ isError, text }`, the fields of `PLAN_MODE_TEXTS.review.toldInResult`. The kit calls it in
+   * a later process than the call (after `restart()`), once, after the review was answered.
+   */
+  callResult?(): Promise<{ isError: boolean; text: string }>
 }
 
 /** A host under test whose service has durable reviews. */
@@ -577,6 +588,15 @@ export interface DurableReviewSuiteOptions {
   name: string
   /** A fresh host per scenario. */
   createHost(): DurableConformanceHost | Promise<DurableConformanceHost>
+  /**
+   * How the host tells the model a review's outcome (R81). `false` (the default): the exit call
+   * resolves once the request is recorded, the model is given `exitTool.submittedText`, and the
+   * first step after the answer tells the outcome as a notice. `true`: the host keeps the exit call
+   * waiting (LangGraph's `interrupt()`, a framework's tool approval) and tells the outcome in the
+   * call's result (R135): its review UI answers with `{ toldInResult: true }`, the driver's
+   * `callResult()` gives the result the model reads, and no step tells it again.
+   */
+  toldInResult?: boolean
 }
 
 /**
@@ -593,15 +613,42 @@ export interface DurableReviewSuiteOptions {
  * })
  * ```
  */
-export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuiteOptions): void {
+export function defineDurableReviewSuite({ name, createHost, toldInResult = false }: DurableReviewSuiteOptions): void {
   const scenario = (run: (agent: DurableConformanceAgent, host: DurableConformanceHost) => Promise<void>) => async () => {
     const host = await createHost()
     try {
-      await run(await host.createAgent(), host)
+      const agent = await host.createAgent()
+      if (toldInResult && typeof agent.callResult !== 'function') {
+        throw new TypeError('defineDurableReviewSuite({ toldInResult: true }) needs a driver with callResult()')
+      }
+      await run(agent, host)
     } finally {
       await host.dispose?.()
     }
   }
+
+  /**
+   * The outcome of a closed review reaches the model (R81): told in the waiting call's result
+   * (`callResult`, R135) with `text`, and then at no step; or, without `toldInResult`, at the next
+   * step as a notice with the same text (an approval's notice is R81's own). Returns the notices
+   * of that step.
+   */
+  const told = async (agent: DurableConformanceAgent, expected: { isError: boolean; text: string; notice: string }, section: string) => {
+    await agent.startTurn()
+    if (toldInResult) {
+      const { isError, text } = await agent.callResult!()
+      expect({ isError, text }).toEqual({ isError: expected.isError, text: expected.text })
+      expect(await agent.step()).toEqual({ section, notices: [] })
+    } else {
+      expect(await agent.step()).toEqual({ section, notices: [expected.notice] })
+    }
+  }
+
+  /** The closing records carry `toldInResult: true` exactly when the host tells outcomes in the result (R81). */
+  const closedAs = (agent: DurableConformanceAgent, reviewId: string) =>
+    reviews(agent as unknown as ConformanceAgent)
+      .filter((data) => (data as { reviewId?: unknown }).reviewId === reviewId && (data as { outcome?: unknown }).outcome !== 'requested')
+      .map((data) => (data as { toldInResult?: unknown }).toldInResult === true)
 
   /** Enters plan mode between turns, runs a step in it, and has the model present the plan. */
   const submitted = async (agent: DurableConformanceAgent): Promise<string> => {
@@ -621,7 +668,7 @@ export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuit
       return { outcome, reviewId }
     })
 
-  describe(`xstate-plan-mode durable reviews: ${name}`, () => {
+  describe(`xstate-plan-mode durable reviews${toldInResult ? ' told in the result' : ''}: ${name}`, () => {
     it(
       'R79: the exit call logs the request and resolves submitted; the review is open in a new process',
       scenario(async (agent) => {
@@ -636,7 +683,9 @@ export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuit
     )
 
     it(
-      'R80: an approval in a second process is carried out by a third, told once at its next step (R81, R47)',
+      toldInResult
+        ? 'R80: an approval in a second process is told in the waiting call’s result in a third, and at no step (R81, R135, R47)'
+        : 'R80: an approval in a second process is carried out by a third, told once at its next step (R81, R47)',
       scenario(async (agent) => {
         const reviewId = await submitted(agent)
         const answering = await agent.restart()
@@ -644,19 +693,21 @@ export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuit
         expect(answering.openReview()).toBeNull()
         const carrying = await answering.restart()
         expect(carrying.get()).toEqual({ active: true, pending: false })
-        await carrying.startTurn()
-        expect(await carrying.step()).toEqual({ section: '', notices: [TEXT.approvedNews] })
+        await told(carrying, { isError: false, text: TEXT.approvedResult, notice: TEXT.approvedNews }, '')
         expect(await carrying.step()).toEqual({ section: '', notices: [] })
         expect(modes(carrying as unknown as ConformanceAgent)).toEqual([true, false])
         expect(records(carrying)).toEqual([
           { outcome: 'requested', reviewId },
           { outcome: 'approved', reviewId },
         ])
+        expect(closedAs(carrying, reviewId)).toEqual([toldInResult])
       }),
     )
 
     it(
-      'R80: keep planning with feedback reaches the model at the next step, and the review closes (R45, R81)',
+      toldInResult
+        ? 'R80: keep planning with feedback reaches the model in the waiting call’s result, and the review closes (R45, R81, R135)'
+        : 'R80: keep planning with feedback reaches the model at the next step, and the review closes (R45, R81)',
       scenario(async (agent, host) => {
         const reviewId = await submitted(agent)
         const answering = await agent.restart()
@@ -664,15 +715,16 @@ export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuit
         expect(await answering.answerReview(reviewId, feedback)).toBe('keep-planning')
         const next = await answering.restart()
         expect(next.openReview()).toBeNull()
-        await next.startTurn()
-        expect(await next.step()).toEqual({ section: host.section, notices: [`${TEXT.keepPlanningFeedback}Use SQLite.`] })
+        const text = `${TEXT.keepPlanningFeedback}Use SQLite.`
+        await told(next, { isError: true, text, notice: text }, host.section)
         expect(next.get()).toEqual({ active: true })
+        expect(closedAs(next, reviewId)).toEqual([toldInResult])
       }),
     )
 
     it(
       'R80: a review is answered once; a second answer is refused and changes nothing',
-      scenario(async (agent) => {
+      scenario(async (agent, host) => {
         const reviewId = await submitted(agent)
         const keep = { answers: [{ id: 'plan-review', selected: ['Keep planning'] }] }
         expect(await agent.answerReview(reviewId, keep)).toBe('keep-planning')
@@ -684,8 +736,7 @@ export function defineDurableReviewSuite({ name, createHost }: DurableReviewSuit
           error: 'no plan review no-such-review is open for this agent; nothing was changed',
         })
         expect(other.get()).toEqual({ active: true })
-        await other.startTurn()
-        expect((await other.step()).notices).toEqual([TEXT.keepPlanning])
+        await told(other, { isError: true, text: TEXT.keepPlanning, notice: TEXT.keepPlanning }, host.section)
       }),
     )
 
