@@ -78,6 +78,18 @@ describe('xstate-plan-mode/openai-agents', () => {
     ])
   })
 
+  it('R156 regression: a second run of one turn, started from history(), shows the notice once (injections are kept per run, not per turn)', async () => {
+    const h = host(createMemorySessionLog(), [{ text: 'hello' }, { text: 'first' }, { text: 'second' }])
+    await h.turn('Hi.')
+    await h.planMode.set(h.agent, true)
+    await h.plan.startTurn()
+    const first = await run(h.coder, 'Plan the importer.', { callModelInputFilter: h.plan.callModelInputFilter })
+    await run(h.coder, h.plan.history(first.history), { callModelInputFilter: h.plan.callModelInputFilter })
+    await h.plan.endTurn()
+    expect(h.requests[1]!.userTexts).toEqual(['Plan the importer.', ENTERING])
+    expect(h.requests[2]!.userTexts).toEqual(['Plan the importer.', ENTERING])
+  })
+
   it('R155: a durable exit call stops the run at an interruption: the review is open, bound to the call, and nothing else ran', async () => {
     const { result, planMode, agent, log } = await presented()
     expect(result.interruptions.map((item) => item.rawItem.type === 'function_call' && item.rawItem.callId)).toEqual(['call-1'])
@@ -227,7 +239,7 @@ describe('xstate-plan-mode/openai-agents', () => {
 
 it('R156: the adapter translates: besides types, it takes from src/ only the log\'s event names, the call transcript, the guard and the plan argument\'s reader', async () => {
   const { readFile } = await import('node:fs/promises')
-  const text = await readFile(new URL('../src/adapters/openai-agents.ts', import.meta.url), 'utf8')
+  const text = await readFile(new URL('../src/adapters/openai-agents-adapter.ts', import.meta.url), 'utf8')
   const values = [...text.matchAll(/^import\s+(?!type\b)[^'"]*?\bfrom\s*['"](\.[^'"]+)['"]/gms)].map((match) => match[1]).sort()
   expect(values).toEqual(['../guard/index.js', '../log/kinds.js', '../plan/exit-tool.js', '../plan/transcript.js'])
 })
