@@ -14,6 +14,9 @@ const ENTRIES = {
   'openai-agents': 'src/adapters/openai-agents.ts',
   inspect: 'src/adapters/inspect.ts',
   testing: 'src/testing/index.ts',
+  'testing-scenarios': 'src/testing/scenarios.ts',
+  'testing-node': 'src/testing/node.ts',
+  'testing-ai-sdk': 'src/testing/ai-sdk.ts',
   postgres: 'src/adapters/postgres.ts',
   guard: 'src/guard/index.ts',
 }

@@ -18,6 +18,7 @@ import {
   isWellFormedAnswer,
   newsText,
   readReviewAnswer,
+  DISMISS_MALFORMED_MESSAGE,
   ReviewCommentError,
   type ReviewDecisions,
   type ReviewVerdict,
@@ -88,6 +89,14 @@ export interface PlanMode {
    * from a client, so a value of another shape is refused, never trusted.
    */
   answerReview(agent: PlanAgent, reviewId: string, answer: ReviewAnswer, options?: AnswerReviewOptions): Promise<'approved' | 'keep-planning' | 'left'>
+  /**
+   * The user dismissed the durable review `reviewId` to speak instead (R136), from any process
+   * attached to the agent's log: recorded `plan/review { outcome: 'dismissed', reviewId, title,
+   * plan }` as the user's (no `by`, unlike a policy's, R95); plan mode stays as it is. Resolves
+   * `'dismissed'` once recorded; rejects as `answerReview` does (nothing changed). With
+   * `toldInResult`, the waiting exit call is told R46's text (`PLAN_MODE_TEXTS.review.toldInResult`).
+   */
+  dismissReview(agent: PlanAgent, reviewId: string, options?: AnswerReviewOptions): Promise<'dismissed'>
   /**
    * For hosts with nobody to ask (CI bots, batch jobs): closes the durable review open for the
    * agent by a headless policy (R95), recorded with `by: 'policy'`: `'approve'` approves it as
@@ -235,6 +244,15 @@ export function createPlanMode(options: PlanModeOptions): PlanMode {
         const open = openDurableReview(snapshotOf(agent)) // the agent cannot attach (R61)
         const verdict = answerVerdict(data, open?.reviewId === reviewId ? open.plan : undefined, settings.decisions)
         return answer(agent, reviewId, verdict, toldInResult) as Promise<'approved' | 'keep-planning' | 'left'>
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    },
+    dismissReview(agent, reviewId, options = {}) {
+      try {
+        if (agents.isDisposed()) throw new Error(DISPOSED_MESSAGE)
+        if (typeof reviewId !== 'string') throw new Error(DISMISS_MALFORMED_MESSAGE)
+        return answer(agent, reviewId, { outcome: 'dismissed' }, options?.toldInResult === true) as Promise<'dismissed'>
       } catch (error) {
         return Promise.reject(error)
       }

@@ -18,6 +18,7 @@ const DOCUMENTS = ['README.md', ...readdirSync(new URL('docs/', ROOT)).filter((n
  */
 const RUNNERS: Record<string, { test: string; via?: string; typeChecked?: string }> = {
   'examples/ai-sdk.ts': { test: 'test/readme-ai-sdk.test.ts' },
+  'examples/ai-sdk-conformance.ts': { test: 'test/docs-conformance.test.ts' },
   'examples/conformance-host.ts': { test: 'test/docs-conformance.test.ts' },
   'examples/waiting-host.ts': { test: 'test/docs-conformance.test.ts' },
   'examples/durable-log.ts': { test: 'test/readme-durable.test.ts' },

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest'
-import { createMemorySessionLog, createPlanMode, type PlanAgent, type PlanMode, type ReviewAnswer } from '../src/index.js'
+import { PLAN_MODE_TEXTS, createMemorySessionLog, createPlanMode, describePlanLogEvent, planHistory, type PlanAgent, type PlanMode, type ReviewAnswer } from '../src/index.js'
 
 /**
  * What hosts on other frameworks needed and guessed (issue #26): each test names the rule it pins.
@@ -36,5 +36,56 @@ describe('answerReview typed with ReviewAnswer', () => {
     await expect(planMode.answerReview(agent, reviewId, fromClient as ReviewAnswer)).rejects.toThrow(new Error(MALFORMED))
     expect(planMode.openReview(agent)).toMatchObject({ reviewId })
     expect(await planMode.answerReview(agent, reviewId, { answers: [{ id: 'plan-review', selected: ['Approve'] }] })).toBe('approved')
+  })
+})
+
+describe('a user’s dismissal of a durable review', () => {
+  const DISMISSED = 'The user dismissed the plan review to speak instead; stay in plan mode, stop here, and wait for their message.'
+  const TITLE = 'Migrate the users table'
+
+  it('R136: dismissReview records the user’s dismissal (no by), plan mode stays, no boundary tells it, and the history reads it as the user’s', async () => {
+    const { session, planMode, agent, reviewId } = await presented()
+    expect(await planMode.dismissReview(agent, reviewId)).toBe('dismissed')
+    const record = session.events.at(-1)!
+    expect({ type: record.type, data: record.data }).toEqual({ type: 'plan/review', data: { outcome: 'dismissed', reviewId, title: TITLE, plan: PLAN } })
+    expect(planMode.openReview(agent)).toBeNull()
+    expect(planMode.get(agent)).toEqual({ active: true })
+    expect((await planMode.stepBoundary(agent)).messages).toEqual([])
+    const [entry] = planHistory(session.events)
+    expect(entry).toMatchObject({ outcome: 'dismissed', reviewId })
+    expect(entry!.by).toBeUndefined()
+    // A policy's stop is told apart: its record and its history entry carry by: 'policy' (R95).
+    const policy = await presented()
+    expect(await policy.planMode.answerReviewByPolicy(policy.agent, 'stop')).toEqual({ reviewId: policy.reviewId, outcome: 'dismissed' })
+    expect(planHistory(policy.session.events)[0]).toMatchObject({ outcome: 'dismissed', by: 'policy' })
+    expect(describePlanLogEvent(record)).not.toEqual(describePlanLogEvent(policy.session.events.at(-1)!))
+  })
+
+  it('R136, R135: told in the result, the record carries toldInResult and the waiting call gets R46’s text', async () => {
+    const { session, planMode, agent, reviewId } = await presented()
+    expect(await planMode.dismissReview(agent, reviewId, { toldInResult: true })).toBe('dismissed')
+    expect(session.events.at(-1)!.data).toEqual({ outcome: 'dismissed', reviewId, title: TITLE, plan: PLAN, toldInResult: true })
+    const entry = planHistory(session.events).find((plan) => plan.reviewId === reviewId)!
+    expect(PLAN_MODE_TEXTS.review.toldInResult(entry)).toEqual({ outcome: 'dismissed', isError: true, text: DISMISSED })
+    expect(planMode.callReviews.settled(agent).resultOf('call-1', { plan: PLAN })).toEqual({ errorText: DISMISSED })
+  })
+
+  it('R136, R80: a review is dismissed once; a second dismissal, an answer after it, an unknown id and a reviewId that is not a string are refused', async () => {
+    const { session, planMode, agent, reviewId } = await presented()
+    await planMode.dismissReview(agent, reviewId)
+    const length = session.events.length
+    await expect(planMode.dismissReview(agent, reviewId)).rejects.toThrow(`plan review ${reviewId} is already closed (dismissed); nothing was changed`)
+    await expect(planMode.answerReview(agent, reviewId, { answers: [{ id: 'plan-review', selected: ['Approve'] }] })).rejects.toThrow(
+      `plan review ${reviewId} is already closed (dismissed); nothing was changed`,
+    )
+    await expect(planMode.dismissReview(agent, 'no-such-review')).rejects.toThrow('no plan review no-such-review is open for this agent; nothing was changed')
+    await expect(planMode.dismissReview(agent, 7 as unknown as string)).rejects.toThrow('dismissReview needs a reviewId string; nothing was changed')
+    expect(session.events.length).toBe(length)
+  })
+
+  it('R136, R60: after dispose dismissReview rejects with the disposed message', async () => {
+    const { planMode, agent, reviewId } = await presented()
+    await planMode.dispose()
+    await expect(planMode.dismissReview(agent, reviewId)).rejects.toThrow('plan-mode service is disposed')
   })
 })

@@ -167,7 +167,7 @@ afterAll(async () => {
 describe('the npm tarball', () => {
   it('ships the builds, their declarations, the README and the spec, and no sources', () => {
     for (const file of ['package.json', 'README.md', 'docs/spec.md', 'dist/cli.js']) expect(packedFiles).toContain(file)
-    for (const entry of ['index', 'node', 'ai-sdk', 'openai-agents', 'inspect', 'testing', 'postgres', 'guard']) {
+    for (const entry of ['index', 'node', 'ai-sdk', 'openai-agents', 'inspect', 'testing', 'testing-scenarios', 'testing-node', 'testing-ai-sdk', 'postgres', 'guard']) {
       for (const ext of ['js', 'cjs', 'd.ts', 'd.cts']) expect(packedFiles).toContain(`dist/${entry}.${ext}`)
     }
     expect(packedFiles.filter((file) => !file.startsWith('dist/') && !['package.json', 'README.md', 'docs/spec.md'].includes(file))).toEqual([])
@@ -290,6 +290,16 @@ describe('the npm tarball', () => {
       heavy(join(BIN, 'tsc'), ['-p', join(app, 'tsconfig.json')], { cwd: app }).catch((error: { stdout: string }) => error),
     )
     expect(result.stdout).toBe('')
+  })
+
+  it('the scenarios and the node:test wrapper import with no test runner installed but Node’s (import and require)', async () => {
+    const load = (how: string) =>
+      `${how}.then((kit) => console.log(typeof kit.checkConformance, typeof kit.conformanceScenarios, typeof kit.defineConformanceSuite ?? 'none'))`
+    const esm = await run('node', ['--input-type=module', '-e', `${load(`import('xstate-plan-mode/testing/scenarios')`)}; ${load(`import('xstate-plan-mode/testing/node')`)}`], { cwd: app, env: ENV })
+    expect(esm.stdout.split('\n').sort()).toEqual(['', 'function function function', 'function function undefined'])
+    const cjs = await run('node', ['-e', `const kit = require('xstate-plan-mode/testing/scenarios'); console.log(typeof kit.checkDurableReviews)`], { cwd: app, env: ENV })
+    expect(cjs.stdout).toBe('function\n')
+    expect(await access(join(app, 'node_modules', 'vitest')).then(() => 'installed', () => 'absent')).toBe('absent')
   })
 
   it('the testing entry ships its guide in the declarations (no dangling "see the module comment")', async () => {

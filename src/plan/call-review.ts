@@ -1,7 +1,7 @@
 import { closedReviewsByCall } from '../log/calls.js'
 import type { AnswerReviewOptions, OpenReviewView, PlanAgent } from '../types.js'
-import { planArgument, type ExitPlanModeTool, type ExitToolResult } from './exit-tool.js'
-import { keepPlanningMessage, toldInResult } from './review.js'
+import { planArgument, toldInResult, type ExitPlanModeTool, type ExitToolResult } from './exit-tool.js'
+import { keepPlanningMessage } from './review.js'
 import { approveAnswer, feedbackOf, keepPlanningAnswer } from './review-answer.js'
 
 /**

@@ -1,5 +1,6 @@
+import { isReviewOutcome, type ReviewOutcome } from '../log/kinds.js'
 import type { Card, PlanAgent } from '../types.js'
-import { planTitle } from './review.js'
+import { closedReviewMessage, planTitle } from './review.js'
 
 /** The exit tool's name (SPEC §1). */
 export const EXIT_PLAN_MODE = 'exit_plan_mode'
@@ -160,4 +161,35 @@ export function createExitTool(execute: ExitPlanModeTool['execute'], reviews: 'c
       return { card: 'generic', title: 'Plan review', content: result.content }
     },
   }
+}
+
+/**
+ * What the model gets when a durable review's outcome is told in the exit call's result (R81,
+ * R135): `isError: false` and R50's result text for an approval, else `isError: true` and the text
+ * the call fails with (`closedReviewMessage`). `review` is the closing record or its `planHistory`
+ * entry: its `feedback` already holds R100's comments after the custom text.
+ */
+export interface ToldInResult {
+  /** The closed review's outcome. */
+  readonly outcome: ReviewOutcome
+  /** Whether the call failed (every outcome but an approval): a framework's tool error status. */
+  readonly isError: boolean
+  /** The text the model reads as the call's result. */
+  readonly text: string
+}
+
+/**
+ * The result an exit call gets when its durable review's outcome is told there (R81, R135), read
+ * off the closed review's record or `planHistory` entry (`outcome`, `feedback`).
+ * @throws TypeError `toldInResult needs the outcome of a closed plan review; got <JSON>` for an
+ *   open review (`'open'`, `'requested'`) or a value that is no outcome.
+ */
+export function toldInResult(review: { readonly outcome: unknown; readonly feedback?: unknown }): ToldInResult {
+  const outcome = review?.outcome
+  if (!isReviewOutcome(outcome)) {
+    throw new TypeError(`toldInResult needs the outcome of a closed plan review; got ${JSON.stringify(outcome) ?? String(outcome)}`)
+  }
+  if (outcome === 'approved') return { outcome, isError: false, text: EXIT_PLAN_MODE_RESULT_TEXT }
+  const feedback = typeof review.feedback === 'string' && review.feedback.trim() !== '' ? review.feedback : undefined
+  return { outcome, isError: true, text: closedReviewMessage(outcome, feedback) }
 }

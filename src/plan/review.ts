@@ -1,6 +1,5 @@
 import type { ReviewAnswer, ReviewComment, ReviewQuestion } from '../types.js'
-import { isReviewOutcome, type ReviewOutcome } from '../log/kinds.js'
-import { EXIT_PLAN_MODE_RESULT_TEXT } from './exit-tool.js'
+import type { ReviewOutcome } from '../log/kinds.js'
 
 /**
  * The plan review's domain: the question (R43), the reading of an answer (R44, R45), the
@@ -111,8 +110,14 @@ export type AnswerVerdict =
   | { outcome: 'left'; by?: 'policy' }
   | { outcome: 'keep-planning'; feedback?: string; comments?: ReviewComment[]; by?: 'policy' }
 
-/** What `answerReview` and a headless policy close a durable review with: an answer, or a policy's dismissal (R80, R95). */
-export type ReviewVerdict = AnswerVerdict | { outcome: 'dismissed'; by: 'policy' }
+/**
+ * What closes a durable review: an answer (R80), a policy's dismissal (R95), or the user's own
+ * (`dismissReview`, R136, which carries no `by`).
+ */
+export type ReviewVerdict = AnswerVerdict | { outcome: 'dismissed'; by?: 'policy' }
+
+/** `dismissReview` with a `reviewId` that is not a string (R136). */
+export const DISMISS_MALFORMED_MESSAGE = 'dismissReview needs a reviewId string; nothing was changed'
 
 const isBlank = (text: string | undefined) => text === undefined || text.trim() === ''
 
@@ -336,37 +341,6 @@ export function closedReviewMessage(outcome: Exclude<ReviewOutcome, 'approved'>,
     case 'reloaded':
       return REVIEW_MESSAGES.reloaded
   }
-}
-
-/**
- * What the model gets when a durable review's outcome is told in the exit call's result (R81,
- * R135): `isError: false` and R50's result text for an approval, else `isError: true` and the text
- * the call fails with (`closedReviewMessage`). `review` is the closing record or its `planHistory`
- * entry: its `feedback` already holds R100's comments after the custom text.
- */
-export interface ToldInResult {
-  /** The closed review's outcome. */
-  readonly outcome: ReviewOutcome
-  /** Whether the call failed (every outcome but an approval): a framework's tool error status. */
-  readonly isError: boolean
-  /** The text the model reads as the call's result. */
-  readonly text: string
-}
-
-/**
- * The result an exit call gets when its durable review's outcome is told there (R81, R135), read
- * off the closed review's record or `planHistory` entry (`outcome`, `feedback`).
- * @throws TypeError `toldInResult needs the outcome of a closed plan review; got <JSON>` for an
- *   open review (`'open'`, `'requested'`) or a value that is no outcome.
- */
-export function toldInResult(review: { readonly outcome: unknown; readonly feedback?: unknown }): ToldInResult {
-  const outcome = review?.outcome
-  if (!isReviewOutcome(outcome)) {
-    throw new TypeError(`toldInResult needs the outcome of a closed plan review; got ${JSON.stringify(outcome) ?? String(outcome)}`)
-  }
-  if (outcome === 'approved') return { outcome, isError: false, text: EXIT_PLAN_MODE_RESULT_TEXT }
-  const feedback = typeof review.feedback === 'string' && !isBlank(review.feedback) ? review.feedback : undefined
-  return { outcome, isError: true, text: closedReviewMessage(outcome, feedback) }
 }
 
 /** True when a channel's rejection means the user dismissed the review (R46). */

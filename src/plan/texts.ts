@@ -1,6 +1,6 @@
 import { DISPOSED_MESSAGE } from '../machines/calls.machine.js'
 import { DISPOSED_BEFORE_TURN_MESSAGE } from '../service.js'
-import { EXIT_PLAN_MODE_DESCRIPTION, EXIT_PLAN_MODE_RESULT_TEXT, EXIT_PLAN_MODE_SUBMITTED_TEXT } from './exit-tool.js'
+import { EXIT_PLAN_MODE_DESCRIPTION, EXIT_PLAN_MODE_RESULT_TEXT, EXIT_PLAN_MODE_SUBMITTED_TEXT, toldInResult } from './exit-tool.js'
 import { HEADLESS_STOP_MESSAGE } from './headless.js'
 import { NOTICE_TEXTS } from './narration.js'
 import {
@@ -12,7 +12,6 @@ import {
   REVIEW_MESSAGES,
   planTitle,
   reviewQuestion,
-  toldInResult,
 } from './review.js'
 
 /**
