@@ -17,6 +17,7 @@ const ENTRIES = {
   'testing-scenarios': 'src/testing/scenarios.ts',
   'testing-node': 'src/testing/node.ts',
   'testing-ai-sdk': 'src/testing/ai-sdk.ts',
+  'testing-openai-agents': 'src/testing/openai-agents.ts',
   postgres: 'src/adapters/postgres.ts',
   guard: 'src/guard/index.ts',
 }

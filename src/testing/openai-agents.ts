@@ -1,40 +1,60 @@
 /**
- * Stock drivers of the conformance kit (`xstate-plan-mode/testing`) for the OpenAI Agents SDK
- * adapter: every member drives real `run()` calls of `@openai/agents-core` through `withPlanMode`
- * against a scripted model, and reports what the model received. Exported by
- * `xstate-plan-mode/openai-agents` (the `testing` entry imports no framework).
+ * `xstate-plan-mode/testing/openai-agents`: the stock conformance drivers of the OpenAI Agents SDK
+ * adapter (`withPlanMode` of `xstate-plan-mode/openai-agents`), for `@openai/agents-core` 0.14 (a
+ * peer, as for the adapter). Like every stock driver of the package it exports `conformanceSuites`:
+ * the suites' options, to hand to the runner's wrappers. Every member drives real `run()` calls
+ * through the adapter against a scripted model, and reports what that model received.
  *
- * @example
- * defineConformanceSuite({ name: 'OpenAI Agents', createHost: () => ({ section, createAgent: () => conformanceDriver({ section, log: createMemorySessionLog() }) }) })
- * defineDurableReviewSuite({ name: 'OpenAI Agents', toldInResult: true, createHost: () => ({ section, createAgent: () => durableConformanceDriver({ section, log: createMemorySessionLog() }) }) })
+ * ```ts
+ * import { defineConformanceSuite, defineDurableReviewSuite } from 'xstate-plan-mode/testing'
+ * import { conformanceSuites } from 'xstate-plan-mode/testing/openai-agents'
+ *
+ * const suites = conformanceSuites({ section: MY_SECTION })
+ * defineConformanceSuite(suites.channel)
+ * defineDurableReviewSuite(suites.durable)
+ * ```
+ *
+ * @module xstate-plan-mode/testing/openai-agents
  */
 import { Agent, RunContext, RunState, Usage, run, type AgentInputItem, type Model, type ModelRequest } from '@openai/agents-core'
-import { createPlanMode } from '../service.js'
-import type { PlanMode } from '../service.js'
+import { createMemorySessionLog } from '../adapters/memory.js'
+import { createPlanMode, type PlanMode } from '../service.js'
 import type { PlanAgent, ReviewAnswer, ReviewChannel, SessionLog, UserMessage } from '../types.js'
-import type { ConformanceAgent, ConformanceReview, DurableConformanceAgent } from '../testing/index.js'
-import { withPlanMode, type PlanModeOpenAiAgents } from './openai-agents-adapter.js'
+import type {
+  ConformanceAgent,
+  ConformanceReview,
+  ConformanceSuiteOptions,
+  DurableConformanceAgent,
+  DurableReviewSuiteOptions,
+  StockConformanceSuites,
+} from './scenarios.js'
+import { withPlanMode, type PlanModeOpenAiAgents } from '../adapters/openai-agents.js'
 
 /** The base instructions of the drivers' SDK agent; a step's section is what follows them. */
 const INSTRUCTIONS = 'You are the conformance kit’s agent.'
 
-/** Options of `conformanceDriver`. */
-export interface ConformanceDriverOptions {
-  /** The section the service is created with (`ConformanceHost.section`). */
+/** Options of `conformanceSuites`: the host's own settings. */
+export interface OpenAiAgentsConformanceOptions {
+  /** The section the host gives `createPlanMode` (R18). */
   section: string
-  /** The agent's session log, empty for a new agent (any `SessionLog`: memory, JSONL, PostgreSQL). */
-  log: SessionLog
-  /** The service's decisions (R101); default `'approve-or-keep'`. */
+  /** `createPlanMode`'s `decisions` (R101) for the channel suite. Default `'approve-or-keep'`. */
   decisions?: 'approve-or-keep' | 'all'
+  /** A new, empty session log for each scenario's agent (the host's own store). Default: a memory log. */
+  createLog?: () => SessionLog | Promise<SessionLog>
+  /**
+   * The log a restarted process of the durable suite opens, given the one the process before had
+   * (a JSONL log is closed and opened again here). Default: the same object.
+   */
+  reopenLog?: (log: SessionLog) => SessionLog | Promise<SessionLog>
+  /** The suites' names. Default `'OpenAI Agents SDK withPlanMode'`. */
+  name?: string
 }
 
-/** Options of `durableConformanceDriver`. */
-export interface DurableConformanceDriverOptions {
-  /** The section the service is created with (`DurableConformanceHost.section`). */
+/** What one driver is made of. */
+interface DriverOptions {
   section: string
-  /** The agent's session log, empty for a new agent. */
   log: SessionLog
-  /** The log a restarted process opens (default: the same object); a JSONL log is reopened here. */
+  decisions?: 'approve-or-keep' | 'all'
   reopen?: (log: SessionLog) => SessionLog | Promise<SessionLog>
 }
 
@@ -187,7 +207,7 @@ const newCallId = () => `call_${globalThis.crypto.randomUUID()}`
  * the SDK does (its output is what the model reads); turns go through `plan.startTurn`/`endTurn`;
  * `/plan` is logged; `restart()` builds a new service and adapter over the same log.
  */
-export function conformanceDriver(options: ConformanceDriverOptions): ConformanceAgent {
+function conformanceDriver(options: DriverOptions): ConformanceAgent {
   const { section, log, decisions = 'approve-or-keep' } = options
   const reviews = reviewQueue()
   const planMode = createPlanMode({ section, review: reviews.channel, decisions, logger: { warn: () => {} } })
@@ -234,7 +254,7 @@ interface HostStore {
  * its interruption (`plan.settleInterruptions`) and resumes it, returning the exit call's output;
  * `restart()` is a new service and adapter over the log (`reopen`), with the kept run.
  */
-export function durableConformanceDriver(options: DurableConformanceDriverOptions, store: HostStore = { history: [] }): DurableConformanceAgent {
+function durableConformanceDriver(options: DriverOptions, store: HostStore = { history: [] }): DurableConformanceAgent {
   const { section, log } = options
   const planMode = createPlanMode({ section, review: 'durable', logger: { warn: () => {} } })
   const wired = wire(planMode, log, 'durable-conformance-agent')
@@ -284,4 +304,31 @@ export function durableConformanceDriver(options: DurableConformanceDriverOption
       return durableConformanceDriver({ ...options, log: options.reopen ? await options.reopen(log) : log }, store)
     },
   }
+}
+
+/**
+ * The conformance suites of the OpenAI Agents SDK adapter for a host's settings (R159): `channel`
+ * (a review channel: `defineConformanceSuite`) and `durable` (`review: 'durable'` through the SDK's
+ * tool approval, told in the call's result: `defineDurableReviewSuite`).
+ */
+export function conformanceSuites(options: OpenAiAgentsConformanceOptions): Required<StockConformanceSuites> {
+  const name = options.name ?? 'OpenAI Agents SDK withPlanMode'
+  const newLog = async () => (options.createLog ? await options.createLog() : createMemorySessionLog())
+  const channel: ConformanceSuiteOptions = {
+    name,
+    ...(options.decisions ? { decisions: options.decisions } : {}),
+    createHost: () => ({
+      section: options.section,
+      createAgent: async () => conformanceDriver({ section: options.section, log: await newLog(), ...(options.decisions ? { decisions: options.decisions } : {}) }),
+    }),
+  }
+  const durable: DurableReviewSuiteOptions = {
+    name,
+    toldInResult: true,
+    createHost: () => ({
+      section: options.section,
+      createAgent: async () => durableConformanceDriver({ section: options.section, log: await newLog(), ...(options.reopenLog ? { reopen: options.reopenLog } : {}) }),
+    }),
+  }
+  return { channel, durable }
 }
