@@ -6,7 +6,7 @@
 import { Agent, RunState, run, tool, type AgentInputItem, type RunResult } from '@openai/agents-core'
 import { describe, expect, it } from 'vitest'
 import { withPlanMode } from '../src/adapters/openai-agents.js'
-import { createPlanGuard } from '../src/guard/index.js'
+import { createPlanGuard, readOnlyTool } from '../src/guard/index.js'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type ReviewChannel, type SessionLog } from '../src/index.js'
 import { scriptedModel, type ScriptedTurn } from './fixtures/openai-agents-model.js'
 
@@ -227,6 +227,28 @@ describe('xstate-plan-mode/openai-agents', () => {
     await h.planMode.set(h.agent, false)
     await h.turn('Now write.')
     expect(h.requests[3]!.results.get('w-2')).toBe('wrote b.ts')
+  })
+
+  it('R158: a read-only host tool (readOnlyTool) runs under a blocking guard in plan mode, and nothing is recorded', async () => {
+    const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
+    const log = createMemorySessionLog()
+    const agent: PlanAgent = { id: 'reader', session: log }
+    const readFile = readOnlyTool(tool({ name: 'read_file', description: 'Reads.', parameters: { type: 'object', properties: {}, required: [], additionalProperties: false }, execute: async () => 'contents' }))
+    const plan = withPlanMode({ planMode, agent, tools: [readFile], guard: createPlanGuard({ planMode, action: 'block', logger: { warn: () => {} } }) })
+    const { model, requests } = scriptedModel([{ calls: [['read_file', {}, 'r-1']] }, { text: 'read' }])
+    const reader = new Agent({ name: 'reader', instructions: BASE, model, tools: plan.tools })
+    await planMode.set(agent, true)
+    await plan.runTurn(() => run(reader, 'Read.', { callModelInputFilter: plan.callModelInputFilter }))
+    expect(requests[1]!.results.get('r-1')).toBe('contents')
+    expect(types(log)).not.toContain('plan/violation')
+  })
+
+  it('R156: a steered message part the SDK cannot take is refused with a TypeError naming its type', () => {
+    const planMode = createPlanMode({ section: SECTION, review: 'durable' })
+    const plan = withPlanMode({ planMode, agent: { id: 'a', session: createMemorySessionLog() } })
+    expect(() => plan.steer({ role: 'user', content: [{ type: 'image', image: 'x' }] } as never)).toThrow(
+      'plan-mode: a message part of type "image" cannot be sent to the OpenAI Agents SDK; attach input_image or input_file parts',
+    )
   })
 
   it('R156: a host tool named exit_plan_mode is refused', () => {
