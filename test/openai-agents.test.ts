@@ -142,6 +142,23 @@ describe('xstate-plan-mode/openai-agents', () => {
     expect(reviewRecords(first.log).at(-1)).toEqual({ outcome: 'keep-planning', toldInResult: true })
   })
 
+  it('R155 regression: a new run whose history holds an earlier rejected call of the same id and plan answers nothing of the review open for that id', async () => {
+    const first = await presented()
+    first.push({ text: 'revising' })
+    const state = first.result.state
+    state.reject(state.getInterruptions()[0]!, { message: 'Use SQLite.' })
+    const history = first.plan.history((await first.turn(state)).history)
+    // The model presents the same plan under the same call id again (some providers reuse ids): a new review.
+    first.push({ calls: [['exit_plan_mode', { plan: PLAN }, 'call-1']] }, { text: 'a question meanwhile' })
+    expect((await first.turn([...history, { role: 'user', content: 'Present it again.' }])).interruptions.length).toBe(1)
+    const reopened = first.planMode.openReview(first.agent)
+    expect(reopened).toMatchObject({ callId: 'call-1', plan: PLAN })
+    // The host starts another run from its history while that review waits.
+    await first.turn([...history, { role: 'user', content: 'What does step 2 do?' }])
+    expect(first.planMode.openReview(first.agent)?.reviewId).toBe(reopened!.reviewId)
+    expect(reviewRecords(first.log).map((r) => r.outcome)).toEqual(['requested', 'keep-planning', 'requested'])
+  })
+
   it('R155: resuming without a decision asks again for the same call: it stays pending and opens nothing', async () => {
     const first = await presented()
     const again = await first.turn(first.result.state)

@@ -34,6 +34,7 @@ import {
   type AgentInputItem,
   type CallModelInputFilter,
   type FunctionTool,
+  type RunContext,
   type RunState,
   type RunToolApprovalItem,
   type Tool,
@@ -125,9 +126,6 @@ export interface PlanModeOpenAiAgents {
   readonly handoff: PlanHandoff | null
 }
 
-/** The SDK's rejection text when `RunState.reject` is given no message: no feedback. */
-const SDK_DEFAULT_REJECTION = 'Tool execution was not approved.'
-
 /** How many refused calls whose output the SDK has not asked for yet a durable exit tool remembers. */
 const MAX_REFUSED_CALLS = 64
 
@@ -174,18 +172,18 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
   }
 
   /**
-   * R155: a rejected exit call is a function_call_result of the call the open review is bound to
-   * (an approved one closes the review before it has a result). Its text is the user's message.
+   * R155: the call the open review is bound to was rejected when the run's context (the SDK's
+   * record of its approvals) says so and the call has its result in the input; the feedback is
+   * the message given to `RunState.reject`, if any.
    */
   async function answerRejection(input: readonly AgentInputItem[]): Promise<void> {
     if (planMode.exitTool.reviews !== 'durable') return
     const open = planMode.openReview(agent)
-    if (open?.callId === undefined) return
-    const result = findLast(input, (item) => item.type === 'function_call_result' && item.callId === open.callId)
-    if (result === undefined) return
+    const runContext = servedRun as RunContext | undefined
+    if (open?.callId === undefined || runContext?.isToolApproved({ toolName: exitName, callId: open.callId }) !== false) return
+    if (findLast(input, (item) => item.type === 'function_call_result' && item.callId === open.callId) === undefined) return
     const callItem = findLast(input, (item) => item.type === 'function_call' && item.callId === open.callId)
-    const text = outputText(result)
-    const reason = text === undefined || text === SDK_DEFAULT_REJECTION ? undefined : text
+    const reason = runContext.getRejectionMessage(exitName, open.callId)
     const denial: CallDenial = { input: callItem?.type === 'function_call' ? parseArguments(callItem.arguments) : undefined, reason }
     await planMode.callReviews.deny(agent, new Map([[open.callId, denial]]))
   }
