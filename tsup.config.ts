@@ -62,6 +62,8 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     sourcemap: false,
     clean: true,
     target: 'node20',
+    // Keep `node:` on built-in imports: `node:test` (the kit's node:test wrapper) exists only so.
+    removeNodeProtocol: false,
     // import.meta.url in the CommonJS builds (the inspect entry loads its optional peers from where it is installed).
     shims: true,
     // Peers are the host's own copies.

@@ -5,7 +5,7 @@ import type { PlanAgent, PlanMode, ReviewComment } from 'xstate-plan-mode'
  * comment quotes the plan under review exactly; the model reads them at its next step.
  */
 export async function keepPlanningWithComments(planMode: PlanMode, agent: PlanAgent, comments: ReviewComment[]) {
-  const review = await planMode.openReview(agent) // { reviewId, title, plan, version } for the UI, or null
+  const review = await planMode.openReview(agent) // { reviewId, title, plan, version (the plan’s), seq } for the UI, or null
   if (review === null) return null
   return planMode.answerReview(agent, review.reviewId, {
     answers: [{ id: 'plan-review', selected: ['Keep planning'], comments }],

@@ -26,6 +26,7 @@ import {
 import { headlessReviewPolicy, policyVerdict, type HeadlessReviewPolicy } from './plan/headless.js'
 import { planStep, type PlanStep, type PlanStepOptions, type PlanStepService } from './plan/step.js'
 import { createCallReviews, type CallReviews } from './plan/call-review.js'
+import { presentedVersion } from './log/history.js'
 import type { ApprovedPlan, ReviewOutcome } from './log/kinds.js'
 import { approvedPlanOf } from './log/checkpoint.js'
 import type {
@@ -234,7 +235,7 @@ export function createPlanMode(options: PlanModeOptions): PlanMode {
     callReviews: createCallReviews(() => planMode),
     section: (agent) => (agent !== undefined && isEffectivelyActive(snapshotOf(agent)) ? section : ''),
     exitTool: createExitTool(executeExitTool, durableReviews ? 'durable' : 'channel'),
-    openReview: (agent) => openDurableReview(snapshotOf(agent)),
+    openReview: (agent) => openReviewView(agent, openDurableReview(snapshotOf(agent))),
     answerReview(agent, reviewId, answerGiven, options = {}) {
       try {
         if (agents.isDisposed()) throw new Error(DISPOSED_MESSAGE)
@@ -286,6 +287,18 @@ export function createPlanMode(options: PlanModeOptions): PlanMode {
     dispose: agents.dispose,
   }
   return planMode
+}
+
+/**
+ * The open review as `openReview` shows it (R79, R138): `version` the plan's version in its
+ * episode (R96), `seq` the log position of its request, which the chart holds as the review's.
+ */
+function openReviewView(agent: PlanAgent, open: OpenReviewView | null): OpenReviewView | null {
+  if (open === null) return null
+  const seq = open.version // the chart's and the checkpoint's: the request's seq
+  const { reviewId, title, plan, callId } = open
+  const version = presentedVersion(agent.session, reviewId, seq, agent.id)
+  return callId === undefined ? { reviewId, title, plan, version, seq } : { reviewId, title, plan, version, seq, callId }
 }
 
 /** What a boundary tells the model: a durable review's outcome, then a switch (R32, R81). */

@@ -125,7 +125,8 @@ describe('R82: durable reviews through AI SDK 6 tool approval, across requests w
       reviewId: (reviews(log)[0] as { reviewId: string }).reviewId,
       title: TITLE,
       plan: PLAN,
-      version: 4,
+      version: 1,
+      seq: 4,
       callId: request.toolCallId,
     })
     expect(log.events.map((e) => e.type)).toEqual(['plan/mode', 'turn/start', 'request/header', 'plan/review', 'turn/end'])

@@ -286,7 +286,7 @@ describe('R76: a checkpoint is bound to its session and to the event it ends at'
     const b: PlanAgent = { id: 'agent-b', session: { ...log, events: log.events, checkpoint: copied } }
     const replayed = durable()
     const full: PlanAgent = { id: 'agent-b', session: planningLog() }
-    const open = { reviewId: 'review-b', title: TITLE, plan: PLAN, version: 3 }
+    const open = { reviewId: 'review-b', title: TITLE, plan: PLAN, version: 1, seq: 3 }
     expect(attacked.get(b)).toEqual({ active: true })
     expect(attacked.openReview(b)).toEqual(open)
     expect(attacked.approvedPlan(b)).toBeNull()

@@ -70,7 +70,7 @@ describe('durable reviews across processes', () => {
     // Process 2: a UI sees the open review in the log and approves it.
     const answered = await runProcess(logPath, 'answer')
     expect(answered).toEqual({
-      open: { reviewId, title: 'Migrate the database', plan: PLAN, version: 4, callId: 'call-1' },
+      open: { reviewId, title: 'Migrate the database', plan: PLAN, version: 1, seq: 4, callId: 'call-1' },
       outcome: 'approved',
       state: { active: true, pending: false },
       after: null,

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest'
-import { PLAN_MODE_TEXTS, createMemorySessionLog, createPlanMode, describePlanLogEvent, planHistory, type PlanAgent, type PlanMode, type ReviewAnswer } from '../src/index.js'
+import { PLAN_MODE_TEXTS, createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, describePlanLogEvent, planHistory, type PlanAgent, type PlanMode, type ReviewAnswer } from '../src/index.js'
 
 /**
  * What hosts on other frameworks needed and guessed (issue #26): each test names the rule it pins.
@@ -87,5 +87,47 @@ describe('a user’s dismissal of a durable review', () => {
     const { planMode, agent, reviewId } = await presented()
     await planMode.dispose()
     await expect(planMode.dismissReview(agent, reviewId)).rejects.toThrow('plan-mode service is disposed')
+  })
+})
+
+describe('one meaning of version', () => {
+  const KEEP = { answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'Split step 2.' }] }
+  const V2 = '# Migrate the users table\n\n1. Add the column.\n2. Backfill in batches.'
+
+  it('R138: openReview’s version is the plan’s version as planHistory numbers it; seq is its request’s log position, from a whole log and from a checkpoint’s tail', async () => {
+    const store = createMemoryCheckpointStore()
+    const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
+    const first = createPlanMode({ section: SECTION, review: 'durable', checkpoints: { store, every: 1 }, logger: { warn: () => {} } })
+    services.push(first)
+    const agent: PlanAgent = { id: 'agent-1', session }
+    const { reviewId: v1 } = (await first.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })) as { reviewId: string }
+    expect(first.openReview(agent)).toEqual({ reviewId: v1, title: 'Migrate the users table', plan: PLAN, version: 1, seq: 2, callId: 'call-1' })
+    await first.answerReview(agent, v1, KEEP)
+    session.append('turn/end', {})
+    await first.dispose() // the checkpoint lands, inside the episode: v1 presented and kept planning
+    const checkpoint = (await store.load('agent-1')) as { seq: number }
+    // Another process loads the checkpoint and the events from it, and the model presents v2.
+    const tail = createMemorySessionLog(session.events.slice(checkpoint.seq - 1).map(({ type, data }) => ({ type, data })), { checkpoint, agentId: 'agent-1' })
+    const second = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
+    services.push(second)
+    const next: PlanAgent = { id: 'agent-1', session: tail }
+    const { reviewId: v2 } = (await second.exitTool.execute({ plan: V2 }, { agent: next, callId: 'call-2' })) as { reviewId: string }
+    const seq = tail.events.at(-1)!.seq
+    expect(second.openReview(next)).toEqual({ reviewId: v2, title: 'Migrate the users table', plan: V2, version: 2, seq, callId: 'call-2' })
+    // The whole log says the same.
+    const whole = createMemorySessionLog([...session.events, ...tail.events.slice(1)].map(({ type, data }) => ({ type, data })))
+    const reader = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
+    services.push(reader)
+    expect(reader.openReview({ id: 'agent-1', session: whole })).toMatchObject({ reviewId: v2, version: 2, seq })
+    expect(planHistory(whole.events).map(({ version, reviewId }) => ({ version, reviewId }))).toEqual([{ version: 1, reviewId: v1 }, { version: 2, reviewId: v2 }])
+  })
+
+  it('R138, R96: a new episode numbers from 1 again', async () => {
+    const { planMode, agent, reviewId, session } = await presented()
+    await planMode.answerReview(agent, reviewId, { answers: [{ id: 'plan-review', selected: ['Approve'] }] })
+    await planMode.stepBoundary(agent) // the approval leaves plan mode
+    expect(await planMode.set(agent, true)).toBe('committed')
+    const { reviewId: again } = (await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-2' })) as { reviewId: string }
+    expect(planMode.openReview(agent)).toMatchObject({ reviewId: again, version: 1, seq: session.events.at(-1)!.seq })
   })
 })

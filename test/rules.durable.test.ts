@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, replayPlanLog, type PlanAgent, type PlanMode, type PlanModeOptions, type ReviewAnswer, type SessionLog, type StepBoundaryResult } from '../src/index.js'
+import { createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, planHistory, replayPlanLog, type PlanAgent, type PlanMode, type PlanModeOptions, type ReviewAnswer, type SessionLog, type StepBoundaryResult } from '../src/index.js'
 import { APPROVED_NEWS_TEXT } from '../src/plan/review.js'
 import { EXIT_PLAN_MODE_SUBMITTED_TEXT } from '../src/plan/exit-tool.js'
 import { PLAN_CHECKPOINT_VERSION } from '../src/log/checkpoint.js'
@@ -156,7 +156,7 @@ describe('R78: the review option', () => {
     expect(await durable.set(agent, true)).toBe('committed')
     expect(channel.get(agent)).toEqual({ active: true }) // attached before the request: it hears it
     const { reviewId } = (await durable.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })) as { reviewId: string }
-    const view = { reviewId, title: TITLE, plan: PLAN, version: 2, callId: 'call-1' }
+    const view = { reviewId, title: TITLE, plan: PLAN, version: 1, seq: 2, callId: 'call-1' }
     expect(channel.openReview(agent)).toEqual(view)
     // A channel service attached after the request rebuilds it from the log.
     const late = createPlanMode({ section: SECTION, logger: { warn() {} } })
@@ -281,13 +281,13 @@ describe('R79: a durable exit call', () => {
     expect(h.planMode.openReview(h.agent)).toMatchObject({ reviewId, callId: 'call-1' })
   })
 
-  it('R79: openReview returns { reviewId, title, plan, version } (plus callId) with version the seq of the request, or null', async () => {
+  it('R79, R138: openReview returns { reviewId, title, plan, version, seq } (plus callId): version the plan’s version in its episode, seq the request’s; or null', async () => {
     const h = harness()
     await planning(h)
     expect(h.planMode.openReview(h.agent)).toBeNull()
     const first = await h.submit(PLAN, 'call-1')
     const seq = h.log.events.at(-1)!.seq
-    expect(h.planMode.openReview(h.agent)).toStrictEqual({ reviewId: first, title: TITLE, plan: PLAN, version: seq, callId: 'call-1' })
+    expect(h.planMode.openReview(h.agent)).toStrictEqual({ reviewId: first, title: TITLE, plan: PLAN, version: 1, seq, callId: 'call-1' })
     await h.planMode.answerReview(h.agent, first, keepPlanning(FEEDBACK))
     expect(h.planMode.openReview(h.agent)).toBeNull()
     h.log.append('message', { text: 'noise moves the seq on' })
@@ -296,9 +296,11 @@ describe('R79: a durable exit call', () => {
       reviewId: second,
       title: 'Migrate the database, v2',
       plan: PLAN_2,
-      version: h.log.events.at(-1)!.seq,
+      version: 2,
+      seq: h.log.events.at(-1)!.seq,
     })
-    expect(h.planMode.openReview(h.agent)!.version).toBe(seq + 3)
+    expect(h.planMode.openReview(h.agent)!.seq).toBe(seq + 3)
+    expect(planHistory(h.log.events).map((plan) => plan.version)).toEqual([1, 2])
   })
 
   it('R79: a review the channel asks about is not a durable review: openReview is null', async () => {
@@ -381,7 +383,8 @@ describe('R79: a durable exit call', () => {
     )
     const agent: PlanAgent = { id: 'agent-1', session: tail }
     const next = durableService()
-    expect(next.openReview(agent)).toEqual({ reviewId, title: TITLE, plan: PLAN, version, callId: 'call-1' })
+    // The checkpoint keeps the request's seq under its own name (compatible); the view gives the plan's version beside it (R138).
+    expect(next.openReview(agent)).toEqual({ reviewId, title: TITLE, plan: PLAN, version: 1, seq: version, callId: 'call-1' })
     expect(await next.answerReview(agent, reviewId, keepPlanning(FEEDBACK))).toBe('keep-planning')
     expect(tail.events.at(-1)!.data).toEqual({ outcome: 'keep-planning', reviewId, title: TITLE, plan: PLAN, feedback: FEEDBACK })
   })
@@ -921,7 +924,7 @@ describe('R81: the model learns a durable review’s outcome exactly once', () =
     ])
     const attached = durableService()
     const agent: PlanAgent = { id: 'agent-1', session: seeded }
-    expect(attached.openReview(agent)).toEqual({ reviewId: 'r2', title: TITLE, plan: PLAN_2, version: 4 })
+    expect(attached.openReview(agent)).toEqual({ reviewId: 'r2', title: TITLE, plan: PLAN_2, version: 2, seq: 4 })
     expect(await attached.stepBoundary(agent)).toEqual({ section: SECTION, messages: [] })
   })
 })

@@ -445,7 +445,7 @@ describe('§7 exit_plan_mode', () => {
   it('R52: plan mode never gates other tools: the service exposes no tool filter and the tool list is one tool', async () => {
     const h = createHarness()
     const keys = Object.keys(h.planMode).sort()
-    expect(keys).toEqual(['actor', 'answerReview', 'answerReviewByPolicy', 'approvedPlan', 'callReviews', 'command', 'decisions', 'detach', 'dispose', 'exitTool', 'get', 'openReview', 'projection', 'section', 'set', 'step', 'stepBoundary'])
+    expect(keys).toEqual(['actor', 'answerReview', 'answerReviewByPolicy', 'approvedPlan', 'callReviews', 'command', 'decisions', 'detach', 'dismissReview', 'dispose', 'exitTool', 'get', 'openReview', 'projection', 'section', 'set', 'step', 'stepBoundary'])
     await h.planMode.set(h.agent, true)
     // The only effect of plan mode on a request is the section (R18) and notices (R32).
     h.startTurn()

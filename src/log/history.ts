@@ -1,6 +1,6 @@
 import type { SessionEvent, SessionLog } from './session.js'
 import { checkpointStart } from './checkpoint.js'
-import { PLAN_REVIEW_EVENT, episodeAfter, presentsPlan, type PlanEpisode, type ReviewOutcome } from './kinds.js'
+import { PLAN_MODE_EVENT, PLAN_REVIEW_EVENT, episodeAfter, presentsPlan, type PlanEpisode, type ReviewOutcome } from './kinds.js'
 
 /** One plan the model presented (R96), as the log tells it. */
 export interface PresentedPlan {
@@ -114,4 +114,29 @@ function settle(entry: PresentedPlan, data: Record<string, unknown>): void {
   if (typeof data.feedback === 'string') entry.feedback = data.feedback
   if (data.by === 'policy') entry.by = 'policy'
   if (data.fresh === true) entry.fresh = true
+}
+
+/**
+ * The version R96 gives the plan of the durable review `reviewId` requested by the record at
+ * `seq` (R79, R138), read backward from the log's end to the `plan/mode` that started its
+ * episode: the plans presented in the episode up to and including it. When the loaded events
+ * begin after a checkpoint inside that episode, the checkpoint's episode numbers on (R96), and a
+ * request it holds open has the version it recorded.
+ */
+export function presentedVersion(session: SessionLog, reviewId: string, seq: number, agentId?: string): number {
+  const { events } = session
+  let count = 0
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.seq > seq) continue
+    if (event.type === PLAN_MODE_EVENT) return count // the episode began after this record
+    if (event.type === PLAN_REVIEW_EVENT && presentsPlan(event.data as Record<string, unknown> | undefined)) count++
+  }
+  const start = episodeBefore(session, agentId)
+  if (start === null) return count
+  const after = start.after!
+  if (seq <= after) return start.open?.find((open) => open.reviewId === reviewId)?.version ?? start.version
+  // The checkpoint's episode holds the events up to its seq: count only the ones after it.
+  const before = events.filter((event) => event.seq <= after && event.type === PLAN_REVIEW_EVENT && presentsPlan(event.data as Record<string, unknown> | undefined)).length
+  return start.version + count - before
 }
