@@ -249,7 +249,7 @@ interface HostStore {
 /**
  * A told-in-result `DurableConformanceAgent` (`review: 'durable'`) wired through `withPlanMode`:
  * `callExitTool` is a run whose model calls `exit_plan_mode` and stops at the SDK's interruption
- * (the paused run's `RunState.toString()` is kept as a host keeps it); `answerReview` answers with
+ * (the paused run's `RunState.toString()` is kept as a host keeps it); `answerReview` and `dismissReview` answer with
  * `toldInResult: true`; `callResult` restores the paused run with `RunState.fromString`, settles
  * its interruption (`plan.settleInterruptions`) and resumes it, returning the exit call's output;
  * `restart()` is a new service and adapter over the log (`reopen`), with the kept run.
@@ -288,6 +288,7 @@ function durableConformanceDriver(options: DriverOptions, store: HostStore = { h
     openReview: () => planMode.openReview(agent),
     answerReview: (reviewId, answer) =>
       planMode.answerReview(agent, reviewId, answer as ReviewAnswer, { toldInResult: true }).catch((error: Error) => ({ error: error.message })),
+    dismissReview: (reviewId) => planMode.dismissReview(agent, reviewId, { toldInResult: true }).catch((error: Error) => ({ error: error.message })),
     async callResult() {
       if (store.paused === undefined) throw new Error('no paused run to resume')
       const state = await RunState.fromString(sdkAgent, store.paused)
