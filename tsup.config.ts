@@ -11,11 +11,13 @@ const ENTRIES = {
   index: 'src/index.ts',
   node: 'src/node.ts',
   'ai-sdk': 'src/adapters/ai-sdk.ts',
+  'openai-agents': 'src/adapters/openai-agents.ts',
   inspect: 'src/adapters/inspect.ts',
   testing: 'src/testing/index.ts',
   'testing-scenarios': 'src/testing/scenarios.ts',
   'testing-node': 'src/testing/node.ts',
   'testing-ai-sdk': 'src/testing/ai-sdk.ts',
+  'testing-openai-agents': 'src/testing/openai-agents.ts',
   postgres: 'src/adapters/postgres.ts',
   guard: 'src/guard/index.ts',
   langgraph: 'src/adapters/langgraph.ts',
@@ -66,7 +68,7 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     // import.meta.url in the CommonJS builds (the inspect entry loads its optional peers from where it is installed).
     shims: true,
     // Peers are the host's own copies.
-    external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'pg', '@electric-sql/pglite', /^@langchain\//],
+    external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'pg', '@electric-sql/pglite', /^@langchain\//, '@openai/agents-core'],
   },
   {
     // The CLI is an app beside the library: it imports the package by its name, which Node

@@ -29,6 +29,8 @@ function waitingDriver(session: SessionLog): DurableConformanceAgent {
     // The user's answer, told in the waiting call's result: no step tells it again (R81).
     answerReview: (reviewId, answer) =>
       planMode.answerReview(agent, reviewId, answer, { toldInResult: true }).catch((error: Error) => ({ error: error.message })),
+    dismissReview: (reviewId) =>
+      planMode.dismissReview(agent, reviewId, { toldInResult: true }).catch((error: Error) => ({ error: error.message })),
     // The run resumes: the waiting call gets the closed review's result (R135).
     async callResult() {
       const review = planHistory(session.events).filter((plan) => plan.reviewId !== undefined).at(-1)!

@@ -83,6 +83,8 @@ function waitingAgent(log: SessionLog): DurableConformanceAgent {
         .catch((error: Error) => ({ error: error.message })),
     answerReview: (reviewId: string, answer: ReviewAnswer) =>
       planMode.answerReview(agent, reviewId, answer, { toldInResult: true }).catch((error: Error) => ({ error: error.message })),
+    dismissReview: (reviewId: string) =>
+      planMode.dismissReview(agent, reviewId, { toldInResult: true }).catch((error: Error) => ({ error: error.message })),
     async callResult() {
       // The waiting call is the one whose request the log holds last; its review is closed by now.
       const waiting = planHistory(log.events).filter((plan) => plan.reviewId !== undefined).at(-1)!

@@ -78,6 +78,8 @@ describe('the conformance kit: plain async scenarios that throw', () => {
       'R80: an approval in a second process is told in the waiting call’s result in a third, and at no step (R81, R135, R47)',
       'R80: keep planning with feedback reaches the model in the waiting call’s result, and the review closes (R45, R81, R135)',
       'R80: a review is answered once; a second answer is refused and changes nothing',
+      // Its callResult() tells an approval whatever the outcome: the dismissal's text is R46's.
+      'R136: the user’s dismissal in a second process is recorded as the user’s; plan mode stays, and the waiting call gets R46’s text (R135)',
     ])
     expect(durableReviewScenarios({ createHost, toldInResult: true }).length).toBe(durableReviewScenarios({ createHost }).length)
   })

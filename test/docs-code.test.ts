@@ -28,6 +28,7 @@ const RUNNERS: Record<string, { test: string; via?: string; typeChecked?: string
   'examples/headless-ci.ts': { test: 'test/docs-guard.test.ts' },
   'examples/many-instances.ts': { test: 'test/readme-instances.test.ts', via: 'scripts/many-instances.ts' },
   'examples/model.ts': { test: 'test/readme-loop.test.ts' },
+  'examples/openai-agents-agent.ts': { test: 'test/openai-agents-example.test.ts' },
   'examples/plan-command.ts': { test: 'test/readme-host.test.ts' },
   'examples/plan-section.ts': { test: 'test/readme-host.test.ts' },
   'examples/planning-model.ts': { test: 'test/docs-guard.test.ts' },

@@ -168,7 +168,7 @@ afterAll(async () => {
 describe('the npm tarball', () => {
   it('ships the builds, their declarations, the README and the spec, and no sources', () => {
     for (const file of ['package.json', 'README.md', 'docs/spec.md', 'dist/cli.js']) expect(packedFiles).toContain(file)
-    for (const entry of ['index', 'node', 'ai-sdk', 'inspect', 'testing', 'testing-scenarios', 'testing-node', 'testing-ai-sdk', 'postgres', 'guard', 'langgraph']) {
+    for (const entry of ['index', 'node', 'ai-sdk', 'openai-agents', 'inspect', 'testing', 'testing-scenarios', 'testing-node', 'testing-ai-sdk', 'testing-openai-agents', 'postgres', 'guard', 'langgraph']) {
       for (const ext of ['js', 'cjs', 'd.ts', 'd.cts']) expect(packedFiles).toContain(`dist/${entry}.${ext}`)
     }
     expect(packedFiles.filter((file) => !file.startsWith('dist/') && !['package.json', 'README.md', 'docs/spec.md'].includes(file))).toEqual([])
@@ -226,6 +226,14 @@ describe('the npm tarball', () => {
     const cjs = await run('node', ['-e', attempt(`Promise.resolve(require('xstate-plan-mode/langgraph'))`)], { cwd: app, env: ENV })
     expect(cjs.stdout).toBe(expected)
     expect(esm.stderr + cjs.stderr).toBe('')
+  })
+
+  it('R110, R155: without @openai/agents-core, importing the openai-agents entry fails with Node\'s error naming it (import and require)', async () => {
+    const attempt = (load: string) => `${load}.then(() => console.log('imported'), (error) => console.log(error.code + ' ' + /'(@openai\\/agents-core)'/.exec(error.message)?.[1]))\n`
+    const esm = await run('node', ['--input-type=module', '-e', attempt(`import('xstate-plan-mode/openai-agents')`)], { cwd: app, env: ENV })
+    expect(esm.stdout).toBe('ERR_MODULE_NOT_FOUND @openai/agents-core\n')
+    const cjs = await run('node', ['-e', attempt(`Promise.resolve().then(() => require('xstate-plan-mode/openai-agents'))`)], { cwd: app, env: ENV })
+    expect(cjs.stdout).toBe('MODULE_NOT_FOUND @openai/agents-core\n')
   })
 
   it('R110: the plan-mode command names the optional peer a command needs (visualize: ws, demo: ai), exit code 2', async () => {
@@ -370,5 +378,38 @@ describe('the npm tarball', () => {
       expect(dts).toContain(text)
     }
     expect(dts).toContain('events(): readonly {')
+  })
+})
+
+describe('the OpenAI Agents example from the tarball', () => {
+  let project: string
+  beforeAll(async () => {
+    // An empty project with the package and the SDK it names (docs/openai-agents.md's install line).
+    project = join(temp, 'openai-app')
+    await mkdir(project)
+    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'openai-app', version: '1.0.0', private: true, type: 'module' }))
+    await timed('install with @openai/agents-core', () =>
+      run('npm', ['install', tarball, '@openai/agents-core@0.14.3', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project, env: ENV }),
+    )
+    const example = await readFile(join(ROOT, 'examples', 'openai-agents-agent.ts'), 'utf8')
+    const compiled = ts.transpileModule(example, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText
+    await writeFile(join(project, 'agent.mjs'), compiled)
+  }, 600_000) // a hang guard, not a time limit
+
+  /** One process of the example: its `step` with `action`, what it printed. */
+  const processStep = async (action: unknown) => {
+    const script = `import { step } from './agent.mjs'\nconsole.log((await step('.', ${JSON.stringify(action)})).join('\\n'))\n`
+    const { stdout } = await run('node', ['--input-type=module', '-e', script], { cwd: project, env: ENV })
+    return stdout.trim().split('\n')
+  }
+
+  it('R155, R110: examples/openai-agents-agent.ts runs from the installed tarball: planned, revised after a restart, approved and carried out in a third process', async () => {
+    expect(await processStep({ start: 'Add a CSV import.' })).toEqual(['review open: v1 "CSV import"', 'plan mode: on'])
+    expect(await processStep({ revise: 'in batches of 1000' })).toEqual(['review open: v2 "CSV import"', 'plan mode: on'])
+    expect(await processStep({ approve: true })).toEqual([
+      'done: The importer is written.',
+      'src/import.ts: export function importCsv() { /* parse, insert in batches */ }',
+      'plan mode: off',
+    ])
   })
 })

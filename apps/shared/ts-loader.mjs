@@ -23,6 +23,7 @@ const ENTRY_POINTS = new Map(
     'xstate-plan-mode': 'index.ts',
     'xstate-plan-mode/node': 'node.ts',
     'xstate-plan-mode/ai-sdk': 'adapters/ai-sdk.ts',
+    'xstate-plan-mode/openai-agents': 'adapters/openai-agents.ts',
     'xstate-plan-mode/inspect': 'adapters/inspect.ts',
     'xstate-plan-mode/testing': 'testing/index.ts',
     'xstate-plan-mode/postgres': 'adapters/postgres.ts',

@@ -264,6 +264,8 @@ function durableDriver(options: AiSdkConformanceOptions, log: SessionLog, chat: 
         return refusal(error)
       }
     },
+    // The web chat's Dismiss: the card's review closes as the user's dismissal, told in the call's result (R136).
+    dismissReview: (reviewId) => planMode.dismissReview(agent, reviewId, { toldInResult: true }).catch(refusal),
     async callResult() {
       const card = chat.card
       if (card === undefined) throw new Error('no exit call is waiting')

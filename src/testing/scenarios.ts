@@ -645,6 +645,13 @@ export interface DurableConformanceAgent extends Omit<ConformanceAgent, 'nextRev
    */
   restart(): Promise<DurableConformanceAgent>
   /**
+   * Optional: the user dismisses the review in the host's UI to speak instead, perhaps in another
+   * process (R136): `PlanMode.dismissReview` (with `{ toldInResult: true }` for a told-in-result
+   * host). Resolves `'dismissed'`, or `{ error: <message> }` for a refusal. Without it the
+   * dismissal scenario is skipped.
+   */
+  dismissReview?(reviewId: string): Promise<'dismissed' | { error: string }>
+  /**
    * Told-in-result hosts only (`defineDurableReviewSuite({ toldInResult: true })`, R81, R135): the
    * result the model gets for the exit call the host keeps waiting, once its review is closed.
    * Resume the waiting call as the host does (LangGraph: the graph's `Command({ resume })`; an
@@ -692,13 +699,16 @@ export interface DurableReviewSuiteOptions {
  * test of each; `checkDurableReviews` runs them all.
  */
 export function durableReviewScenarios({ createHost, toldInResult = false }: ScenarioOptions<DurableReviewSuiteOptions>): ConformanceScenario[] {
-  const scenario = (run: (agent: DurableConformanceAgent, host: DurableConformanceHost) => Promise<void>) => async (): Promise<ScenarioResult> => {
+  const scenario =
+    (run: (agent: DurableConformanceAgent, host: DurableConformanceHost) => Promise<void>, { dismissal = false } = {}) =>
+    async (): Promise<ScenarioResult> => {
     const host = await createHost()
     try {
       const agent = await host.createAgent()
       if (toldInResult && typeof agent.callResult !== 'function') {
         throw new TypeError('the durable review scenarios told in the result ({ toldInResult: true }) need a driver with callResult()')
       }
+      if (dismissal && typeof agent.dismissReview !== 'function') return { skipped: 'the driver has no dismissReview()' }
       await run(agent, host)
       return { passed: true }
     } finally {
@@ -835,6 +845,29 @@ export function durableReviewScenarios({ createHost, toldInResult = false }: Sce
         await next.startTurn()
         equal(await next.step(), { section: '', notices: [TEXT.superseded, TEXT.leaving] })
       }),
+    )
+
+    add(
+      toldInResult
+        ? 'R136: the user’s dismissal in a second process is recorded as the user’s; plan mode stays, and the waiting call gets R46’s text (R135)'
+        : 'R136: the user’s dismissal in a second process is recorded as the user’s; plan mode stays, and no step tells it (R81)',
+      scenario(async (agent, host) => {
+        const reviewId = await submitted(agent)
+        const dismissing = await agent.restart()
+        same(await dismissing.dismissReview!(reviewId), 'dismissed')
+        isNull(dismissing.openReview())
+        const record = reviews(dismissing as unknown as ConformanceAgent).at(-1) as Record<string, unknown>
+        equal({ outcome: record.outcome, reviewId: record.reviewId, by: record.by }, { outcome: 'dismissed', reviewId, by: undefined })
+        const next = await dismissing.restart()
+        equal(next.get(), { active: true })
+        await next.startTurn()
+        if (toldInResult) {
+          const { isError, text } = await next.callResult!()
+          equal({ isError, text }, { isError: true, text: TEXT.dismissed })
+        }
+        equal(await next.step(), { section: host.section, notices: [] })
+        equal(closedAs(next, reviewId), [toldInResult])
+      }, { dismissal: true }),
     )
 
     add(
