@@ -13,6 +13,7 @@ import {
   foldOpenTurn,
   foldP,
   foldReviews,
+  presentedVersionIn,
   newsMessage,
   readAnswer,
   TEXT,
@@ -508,7 +509,8 @@ export function expectedAttach(log: readonly LogEntry[]): AttachView {
   return {
     get,
     section: E ? SECTION : '',
-    openReview: reviews.open,
+    // R138: openReview shows the plan's version in its episode, and the request's seq beside it.
+    openReview: reviews.open === null ? null : { ...reviews.open, version: presentedVersionIn(log, reviews.open.version), seq: reviews.open.version },
     boundary: { section: E ? SECTION : '', texts },
     select,
     warnings: [],

@@ -356,9 +356,29 @@ export interface OpenReviewExpectation {
   reviewId: string
   title: string
   plan: string
-  /** The seq of its request record (the oracle's logs start at seq 1). */
+  /** The seq of its request record (the oracle's logs start at seq 1); `openReview` shows the plan's version here (R138). */
   version: number
+  /** `openReview` only: the seq of its request record (R138). */
+  seq?: number
   callId?: string
+}
+
+/**
+ * R96, R138: the version of the plan the record at `seq` presented (the oracle's logs start at seq
+ * 1): the plans presented since the last `plan/mode` before it, itself included. A plan is
+ * presented by a channel review's closing record or a durable request.
+ */
+export function presentedVersionIn(log: readonly LogEntry[], seq: number): number {
+  let version = 0
+  for (const entry of log.slice(0, seq)) {
+    if (entry.type === 'plan/mode') version = 0
+    if (entry.type !== 'plan/review') continue
+    const data = entry.data as { outcome?: unknown; plan?: unknown; reviewId?: unknown } | null
+    if (data === null || typeof data !== 'object' || typeof data.plan !== 'string') continue
+    const presents = typeof data.reviewId === 'string' ? data.outcome === 'requested' : CLOSING_OUTCOMES.includes(String(data.outcome))
+    if (presents) version++
+  }
+  return version
 }
 
 /** A durable review's outcome the model has not been told yet (R81). */
@@ -825,7 +845,9 @@ export class PlanModeOracle {
   /** R79: the durable review the agent's log holds open, as `openReview` returns it. Throws like the service after dispose (R60). */
   openReview(agentId: string): OpenReviewExpectation | null {
     const { open, inFlight, requesting } = this.readAttachment(agentId).durable
-    return open === null || inFlight !== null || requesting ? null : { ...open }
+    if (open === null || inFlight !== null || requesting) return null
+    // R138: the view's version is the plan's within its episode; seq is the request's (the fold's version).
+    return { ...open, version: presentedVersionIn(this.model(agentId).log, open.version), seq: open.version }
   }
 
   /** The durable review the agent's log holds open, also while this service records an outcome of it (R79). */

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it, vi } from 'vitest'
 import { foldPlanMode, replayPlanLog, type PlanAgent, type SessionEvent } from '../src/index.js'
-import { foldK, foldReviews, TEXT, type LogEntry } from './oracle.js'
+import { foldK, foldReviews, presentedVersionIn, TEXT, type LogEntry } from './oracle.js'
 import { answerAsked, answerReviewArbitrary, checkAttach, durableOpArbitrary, opArbitrary, reattachProbe, releaseHeld, runOp, PLANS, type Op } from './ops.js'
 import { createControlledLog, entries, settle, track, type ControlledLog } from './sut.js'
 import { SECTION, thrown, Twin } from './twin.js'
@@ -377,7 +377,9 @@ async function runDuo(agentCount: number, asyncLog: boolean, picks: number[], op
     for (const id of ids) {
       const log = entries(logs.get(id)!)
       const F = foldPlanMode(logs.get(id)!.events)
-      const open = foldReviews(log).open
+      const folded = foldReviews(log).open
+      // R138: openReview shows the plan's version in its episode, and the request's seq beside it.
+      const open = folded === null ? null : { ...folded, version: presentedVersionIn(log, folded.version), seq: folded.version }
       twins.forEach((twin, i) => {
         const agent: PlanAgent = twin.agent(id)
         expect(twin.service.get(agent).active, `R2: service ${i} reads F of ${id} as the fold${where()}`).toBe(F)
