@@ -4,8 +4,8 @@ import { DISPOSED_MESSAGE } from './machines/calls.machine.js'
 import { agentsMachine, currentAttachment, nextGeneration } from './machines/agents.machine.js'
 import type { PlanModeEmitted, PlanModeEvent } from './machines/planMode.events.js'
 import { isAppending, isClosing } from './machines/planMode.view.js'
+import { createQueue, isBusy, takeTurn } from './machines/queue.machine.js'
 import { waitAtMost } from './timeouts.js'
-import { createTurns } from './turns.js'
 import type { PlanAgent } from './types.js'
 
 /** An operation called before `dispose` whose turn had not come fails with this (R60). */
@@ -43,8 +43,8 @@ export interface Agents {
 
 /** Starts the agents of one service: its registry (`agentsMachine`) and each agent's queue of operations. */
 export function serveAgents(settings: AttachmentSettings, maxAttached: number | undefined): Agents {
-  const turns = createTurns()
-  const agents = createActor(agentsMachine, { input: { maxAttached, isBusy: turns.isBusy } }).start()
+  const queue = createQueue()
+  const agents = createActor(agentsMachine, { input: { maxAttached, isBusy: (agentId) => isBusy(queue.getSnapshot().context, agentId) } }).start()
   // The state value read directly rather than through `matches`, which parses its argument: every
   // `get` and `section` of every step asks (R70).
   const isDisposed = () => agents.getSnapshot().value !== 'serving'
@@ -84,7 +84,7 @@ export function serveAgents(settings: AttachmentSettings, maxAttached: number | 
     disposedBeforeTurn = DISPOSED_BEFORE_TURN_MESSAGE,
   ): Promise<Awaited<T>> {
     if (isDisposed()) return Promise.reject(new Error(DISPOSED_MESSAGE))
-    return turns.take(agent.id, (end) => {
+    return takeTurn(queue, agent.id, (end) => {
       const run = (): Promise<Awaited<T>> => {
         if (isDisposed()) throw new Error(disposedBeforeTurn)
         // An append abandoned by a close may still land: decide once the log holds it, or once
