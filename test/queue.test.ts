@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { AnyActorScope } from 'xstate'
+import { PersistentMap } from '../src/machines/persistent-map.js'
 import { createQueue, isBusy, queueTransition, takeTurn, type QueueActor, type QueueState } from '../src/machines/queue.machine.js'
 
 /**
@@ -141,7 +142,7 @@ describe('the queue of operations (queue.machine.ts)', () => {
   it('§1: the transition is pure: it returns new values and leaves the state it was given as it was; its effects are deferred', () => {
     const deferredEffects: (() => void)[] = []
     const scope = { self: { send: () => {} }, defer: (fn: () => void) => deferredEffects.push(fn) } as unknown as AnyActorScope
-    const empty: QueueState = { queues: new Map(), taken: 0 }
+    const empty: QueueState = { queues: PersistentMap.empty(), taken: 0 }
     const ran: string[] = []
     const run = async () => (ran.push('run'), 'x')
     const one = queueTransition(empty, { type: 'TAKE', agentId: 'a', run, settle: () => {} }, scope)

@@ -1,4 +1,5 @@
 import { createActor, fromTransition, type ActorRefFrom, type AnyActorScope } from 'xstate'
+import { PersistentMap } from './persistent-map.js'
 
 /**
  * The agents' queues of operations (docs/spec.md §1): one actor per service, one queue per agent
@@ -14,8 +15,8 @@ import { createActor, fromTransition, type ActorRefFrom, type AnyActorScope } fr
  * its promise settled (`SETTLED`), and leaves the queue, settling its caller, once every operation
  * before it has left: calls settle in the order they were made. A queue that empties is forgotten.
  *
- * The logic is a pure transition over immutable values (a new map and queue per event, O(agents
- * with calls in flight)); its effects, running an operation and settling a caller, are deferred
+ * The logic is a pure transition over immutable values (a new map and queue per event, the map a
+ * `PersistentMap`); its effects, running an operation and settling a caller, are deferred
  * through the actor scope and run once the new state is the actor's, as a machine's actions do.
  */
 
@@ -25,28 +26,30 @@ export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown
 /** What an operation does in its turn: `end` says its result is known (the next one may run). */
 export type Run = (end: () => void) => Promise<unknown>
 
-interface Taken {
+/** One operation in its agent's queue, in one of its states (one shape for all: see `operation`). */
+export interface Operation {
   /** The operation's number in its service, in the order of the calls. */
   readonly id: number
   readonly run: Run
   /** Settles the caller's promise (called once, when the operation leaves the queue). */
   readonly settle: (outcome: Outcome) => void
+  /**
+   * `queued`: waits for the operation before it to end; `running`: runs, its result not known
+   * yet; `ended`: its result is known (the next one runs), its promise has not settled yet;
+   * `done`: its promise settled (`outcome`), it leaves once every operation before it has.
+   */
+  readonly state: 'queued' | 'running' | 'ended' | 'done'
+  readonly outcome: Outcome | undefined
 }
 
-/** One operation in its agent's queue, in one of its states. */
-export type Operation =
-  /** Waits for the operation before it to end. */
-  | (Taken & { readonly state: 'queued' })
-  /** Runs; its result is not known yet. */
-  | (Taken & { readonly state: 'running' })
-  /** Its result is known (the next one runs); its promise has not settled yet. */
-  | (Taken & { readonly state: 'ended' })
-  /** Its promise settled; it leaves once every operation before it has. */
-  | (Taken & { readonly state: 'done'; readonly outcome: Outcome })
+/** `from` in another state (a new value; built field by field, one shape, no spread). */
+function operation(from: Pick<Operation, 'id' | 'run' | 'settle'>, state: Operation['state'], outcome?: Outcome): Operation {
+  return { id: from.id, run: from.run, settle: from.settle, state, outcome }
+}
 
 export interface QueueState {
   /** Per agent with a call not settled yet, its operations in the order of the calls. */
-  readonly queues: ReadonlyMap<string, readonly Operation[]>
+  readonly queues: PersistentMap<readonly Operation[]>
   /** How many operations were taken: the next one's id. */
   readonly taken: number
 }
@@ -62,13 +65,13 @@ export type QueueEvent =
 type Scope = AnyActorScope
 
 /** Runs the operation (deferred: it runs once its `running` state is the actor's). */
-function start(scope: Scope, agentId: string, operation: Taken): void {
+function start(scope: Scope, agentId: string, running: Operation): void {
   const { self } = scope
   scope.defer(() => {
-    const { id } = operation
+    const { id } = running
     let ran: Promise<unknown>
     try {
-      ran = Promise.resolve(operation.run(() => self.send({ type: 'END', agentId, id })))
+      ran = Promise.resolve(running.run(() => self.send({ type: 'END', agentId, id })))
     } catch (error) {
       ran = Promise.reject(error)
     }
@@ -86,30 +89,32 @@ function start(scope: Scope, agentId: string, operation: Taken): void {
 function advance(scope: Scope, agentId: string, operations: readonly Operation[]): readonly Operation[] {
   let head = 0
   while (head < operations.length && operations[head]!.state === 'done') {
-    const left = operations[head++] as Taken & { outcome: Outcome }
-    scope.defer(() => left.settle(left.outcome))
+    const left = operations[head++]!
+    scope.defer(() => left.settle(left.outcome!))
   }
   const rest = head === 0 ? operations : operations.slice(head)
   const next = rest.findIndex((operation) => operation.state === 'queued' || operation.state === 'running')
   if (next === -1 || rest[next]!.state === 'running') return rest
-  const running = { ...rest[next]!, state: 'running' } as Operation
+  const running = operation(rest[next]!, 'running')
   start(scope, agentId, running)
-  return rest.map((operation, i) => (i === next ? running : operation))
+  const changed = rest.slice()
+  changed[next] = running
+  return changed
 }
 
 /** `queues` with the agent's queue replaced (forgotten when it emptied). */
-function withQueue(queues: ReadonlyMap<string, readonly Operation[]>, agentId: string, operations: readonly Operation[]): ReadonlyMap<string, readonly Operation[]> {
-  const next = new Map(queues)
-  if (operations.length === 0) next.delete(agentId)
-  else next.set(agentId, operations)
-  return next
+function withQueue(queues: PersistentMap<readonly Operation[]>, agentId: string, operations: readonly Operation[]): PersistentMap<readonly Operation[]> {
+  return operations.length === 0 ? queues.delete(agentId) : queues.set(agentId, operations)
 }
 
 /** The operation `id` of the queue moved to `state` by `change`, or the queue as it was. */
 function moved(operations: readonly Operation[], id: number, change: (operation: Operation) => Operation | undefined): readonly Operation[] | undefined {
   const i = operations.findIndex((operation) => operation.id === id)
   const changed = i === -1 ? undefined : change(operations[i]!)
-  return changed === undefined ? undefined : operations.map((operation, j) => (j === i ? changed : operation))
+  if (changed === undefined) return undefined
+  const copy = operations.slice()
+  copy[i] = changed
+  return copy
 }
 
 /** The transition of the queues (pure but for the deferred effects). */
@@ -119,22 +124,20 @@ export function queueTransition(state: QueueState, event: QueueEvent, scope: Sco
   let changed: readonly Operation[] | undefined
   switch (event.type) {
     case 'TAKE':
-      changed = [...operations, { id: state.taken, run: event.run, settle: event.settle, state: 'queued' }]
+      changed = [...operations, operation({ id: state.taken, run: event.run, settle: event.settle }, 'queued')]
       return { queues: withQueue(state.queues, agentId, advance(scope, agentId, changed)), taken: state.taken + 1 }
     case 'END':
-      changed = moved(operations, event.id, (operation) => (operation.state === 'running' ? { ...operation, state: 'ended' } : undefined))
+      changed = moved(operations, event.id, (o) => (o.state === 'running' ? operation(o, 'ended') : undefined))
       break
     case 'SETTLED':
-      changed = moved(operations, event.id, (operation) =>
-        operation.state === 'running' || operation.state === 'ended' ? { ...operation, state: 'done', outcome: event.outcome } : undefined,
-      )
+      changed = moved(operations, event.id, (o) => (o.state === 'running' || o.state === 'ended' ? operation(o, 'done', event.outcome) : undefined))
       break
   }
-  return changed === undefined ? state : { ...state, queues: withQueue(state.queues, agentId, advance(scope, agentId, changed)) }
+  return changed === undefined ? state : { queues: withQueue(state.queues, agentId, advance(scope, agentId, changed)), taken: state.taken }
 }
 
 /** The queues of one service's agents. */
-export const queueLogic = fromTransition(queueTransition, (): QueueState => ({ queues: new Map(), taken: 0 }))
+export const queueLogic = fromTransition(queueTransition, (): QueueState => ({ queues: PersistentMap.empty(), taken: 0 }))
 
 export type QueueActor = ActorRefFrom<typeof queueLogic>
 
