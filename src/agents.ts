@@ -41,7 +41,7 @@ export interface Agents {
   dispose(): Promise<void>
 }
 
-/** Starts the agents of one service: its registry (`agentsMachine`) and each agent's queue of operations. */
+/** Starts the agents of one service: its registry (`agentsLogic`) and its agents' queues of operations (`queueLogic`). */
 export function serveAgents(settings: AttachmentSettings, maxAttached: number | undefined): Agents {
   const queue = createQueue()
   /** Which agents have a call not settled yet (R77): the queues as they are now. */

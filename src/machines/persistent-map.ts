@@ -1,5 +1,5 @@
 /**
- * An immutable map from strings, for the registry chart's context (`agents.machine.ts`): `set` and
+ * An immutable map from strings, for the registry's and the queues' state (`agents.machine.ts`, `queue.machine.ts`): `set` and
  * `delete` return a new map and leave the one they were called on as it was, in O(log₃₂ n) (a hash
  * array mapped trie: only the nodes on the key's path are copied), so that a transition of a
  * service with thousands of agents makes a new value without copying them all.
@@ -46,8 +46,15 @@ const isLeaf = <V>(node: Child<V>): node is Leaf<V> => 'key' in node
 
 /** A copy of `array` with `item` at `i` (replacing, or inserted before what was there). */
 function withItem<T>(array: readonly T[], i: number, item: T, insert: boolean): T[] {
-  const copy = array.slice()
-  copy.splice(i, insert ? 0 : 1, item)
+  if (!insert) {
+    const copy = array.slice()
+    copy[i] = item
+    return copy
+  }
+  const copy = new Array<T>(array.length + 1)
+  for (let j = 0; j < i; j++) copy[j] = array[j]!
+  copy[i] = item
+  for (let j = i; j < array.length; j++) copy[j + 1] = array[j]!
   return copy
 }
 
