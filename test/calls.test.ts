@@ -270,4 +270,20 @@ describe('the agents chart (agents.machine.ts)', () => {
     expect([nextGeneration(agents.getSnapshot().context, 'a'), nextGeneration(agents.getSnapshot().context, 'b')]).toEqual([2, 1])
     expect(attachedIds(agents.getSnapshot().context)).toEqual(['c'])
   })
+
+  it('R77: the order of use stays as large as the attached agents, however many were touched (no memory kept per agent that left)', async () => {
+    const agents = createActor(agentsLogic, { input: { maxAttached: 20, busy: () => NONE_BUSY } }).start()
+    for (let i = 0; i < 5000; i++) {
+      const a = attached(`agent-${i}`)
+      a.finish()
+      agents.send({ type: 'ATTACHED', attachment: a, busy: NONE_BUSY })
+      agents.send({ type: 'USED', attachment: a })
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    await new Promise((resolve) => setImmediate(resolve))
+    const { context } = agents.getSnapshot()
+    expect(attachedIds(context)).toHaveLength(20)
+    expect(context.agents.size).toBe(20)
+    expect(context.uses.buffer.length).toBeLessThan(300) // 10,000 uses were made
+  })
 })

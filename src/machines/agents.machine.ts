@@ -156,10 +156,11 @@ function used(context: AgentsContext, agentId: string, clock: number): Uses {
   if (context.maxAttached === undefined) return context.uses
   let { buffer, start, end } = context.uses
   if (end - start > 2 * context.attached + 64) {
-    buffer = liveUses(context).slice()
+    buffer = liveUses(context)
     start = 0
     end = buffer.length
-  } else if (end !== buffer.length) {
+  } else if (end !== buffer.length || start > Math.max(64, end - start)) {
+    // Another state's entries follow ours, or the entries dropped before `start` outnumber ours.
     buffer = buffer.slice(start, end)
     end -= start
     start = 0
