@@ -1,11 +1,11 @@
 import { createActor, waitFor } from 'xstate'
 import { Attachment, type AttachmentSettings } from './attachment.js'
 import { DISPOSED_MESSAGE } from './machines/calls.machine.js'
-import { agentsMachine, currentAttachment, nextGeneration } from './machines/agents.machine.js'
+import { abandonedOf, agentsLogic, attachmentOf as registered, currentAttachment, isClosing as isStillClosing, nextGeneration } from './machines/agents.machine.js'
 import type { PlanModeEmitted, PlanModeEvent } from './machines/planMode.events.js'
 import { isAppending, isClosing } from './machines/planMode.view.js'
+import { createQueue, takeTurn } from './machines/queue.machine.js'
 import { waitAtMost } from './timeouts.js'
-import { createTurns } from './turns.js'
 import type { PlanAgent } from './types.js'
 
 /** An operation called before `dispose` whose turn had not come fails with this (R60). */
@@ -41,36 +41,36 @@ export interface Agents {
   dispose(): Promise<void>
 }
 
-/** Starts the agents of one service: its registry (`agentsMachine`) and each agent's queue of operations. */
+/** Starts the agents of one service: its registry (`agentsLogic`) and its agents' queues of operations (`queueLogic`). */
 export function serveAgents(settings: AttachmentSettings, maxAttached: number | undefined): Agents {
-  const turns = createTurns()
-  const agents = createActor(agentsMachine, { input: { maxAttached, isBusy: turns.isBusy } }).start()
-  // The state value read directly rather than through `matches`, which parses its argument: every
-  // `get` and `section` of every step asks (R70).
-  const isDisposed = () => agents.getSnapshot().value !== 'serving'
+  const queue = createQueue()
+  /** Which agents have a call not settled yet (R77): the queues as they are now. */
+  const busy = () => queue.getSnapshot().context.queues
+  const agents = createActor(agentsLogic, { input: { maxAttached, busy } }).start()
+  const isDisposed = () => agents.getSnapshot().context.phase !== 'serving'
 
   function attachmentOf(agent: PlanAgent): Attachment {
-    const { context, value } = agents.getSnapshot()
-    if (value !== 'serving') throw new Error(DISPOSED_MESSAGE)
+    const { context } = agents.getSnapshot()
+    if (context.phase !== 'serving') throw new Error(DISPOSED_MESSAGE)
     const current = currentAttachment<Attachment>(context, agent.id)
     if (current !== undefined) {
       if (maxAttached !== undefined) agents.send({ type: 'USED', attachment: current })
       return current.follow(agent)
     }
     const attachment = new Attachment(agent, settings, nextGeneration(context, agent.id)) // throws on an invalid log (R61)
-    agents.send({ type: 'ATTACHED', attachment })
+    agents.send(maxAttached === undefined ? { type: 'ATTACHED', attachment } : { type: 'ATTACHED', attachment, busy: busy() })
     return attachment
   }
 
   /** Resolves once `attachment` has closed: its actor stopped, its writes landed or were abandoned (R73). */
   function closed(attachment: Attachment): Promise<unknown> {
     agents.send({ type: 'CLOSE', attachment })
-    return waitFor(agents, (s) => !s.context.closing.has(attachment))
+    return waitFor(agents, (s) => !isStillClosing(s.context, attachment))
   }
 
   /** Resolves at `dispose`, or rejects once `ms` have passed. */
   function disposal(ms: number): Promise<unknown> {
-    const disposed = waitFor(agents, (s) => s.value !== 'serving', { timeout: ms })
+    const disposed = waitFor(agents, (s) => s.context.phase !== 'serving', { timeout: ms })
     disposed.catch(() => {}) // the wait that raced it decides
     return disposed
   }
@@ -84,12 +84,12 @@ export function serveAgents(settings: AttachmentSettings, maxAttached: number | 
     disposedBeforeTurn = DISPOSED_BEFORE_TURN_MESSAGE,
   ): Promise<Awaited<T>> {
     if (isDisposed()) return Promise.reject(new Error(DISPOSED_MESSAGE))
-    return turns.take(agent.id, (end) => {
+    return takeTurn(queue, agent.id, (end) => {
       const run = (): Promise<Awaited<T>> => {
         if (isDisposed()) throw new Error(disposedBeforeTurn)
         // An append abandoned by a close may still land: decide once the log holds it, or once
         // another close timeout has passed (R73).
-        const prior = agents.getSnapshot().context.abandoned.get(agent.id)
+        const prior = abandonedOf(agents.getSnapshot().context, agent.id)
         if (prior !== undefined) {
           agents.send({ type: 'ABANDONED.TAKEN', agentId: agent.id })
           return waitAtMost(settings.closeTimeout, Promise.race([prior, disposal(settings.closeTimeout)])).then(run)
@@ -115,13 +115,13 @@ export function serveAgents(settings: AttachmentSettings, maxAttached: number | 
     perform,
     detach(agent) {
       if (isDisposed()) throw new Error(DISPOSED_MESSAGE)
-      const attachment = agents.getSnapshot().context.attached.get(agent.id)
+      const attachment = registered<Attachment>(agents.getSnapshot().context, agent.id)
       if (attachment) agents.send({ type: 'CLOSE', attachment })
     },
     async dispose() {
       if (isDisposed()) return
       agents.send({ type: 'DISPOSE' })
-      await waitFor(agents, (s) => s.status === 'done')
+      await waitFor(agents, (s) => s.context.phase === 'disposed')
     },
   }
 }

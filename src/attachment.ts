@@ -58,8 +58,8 @@ export class Attachment implements PlanModePorts {
   #storeWrites: Promise<void> | undefined
   /** The last pending-store write failed: P is only in the chart (R77). */
   #storeFailed = false
-  /** Checkpoint writes in flight, awaited by a close only (R76). */
-  #checkpointWrites: Promise<void> = Promise.resolve()
+  /** Checkpoint writes in flight, awaited by a close only (R76); made on the first (R70: memory per idle agent). */
+  #checkpointWrites: Promise<void> | undefined
   /** The agent's id (the key of its attachment in the service). */
   readonly agentId: string
   /** The asynchronous appends started and not settled yet (their settlements); made on the first (R70: memory per idle agent). */
@@ -414,7 +414,7 @@ export class Attachment implements PlanModePorts {
     if (this.#checkpoints?.taken(event)) {
       // Its own chain: operations do not wait for a checkpoint, a close does (R76).
       const writer = this.#checkpoints
-      this.#checkpointWrites = this.#checkpointWrites
+      this.#checkpointWrites = (this.#checkpointWrites ?? Promise.resolve())
         .then(() => writer.write(this.#agent.id, this.#agent.session.events, event))
         .catch((error: unknown) => this.warn(CHECKPOINT_WRITE_WARNING, error))
     }

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { createActor } from 'xstate'
 import { answerCallMachine, exitCallMachine, startCall, type CallAgent, type ExitCallResult, type TakeTurn } from '../src/machines/calls.machine.js'
-import { agentsMachine, currentAttachment, type AttachedAgent } from '../src/machines/agents.machine.js'
+import { abandonedOf, agentsLogic, agentsTransition, attachedIds, currentAttachment, nextGeneration, type AgentsContext, type AttachedAgent } from '../src/machines/agents.machine.js'
+import { PersistentMap } from '../src/machines/persistent-map.js'
+import type { AnyActorScope } from 'xstate'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { PlanModeEmitted, PlanModeEvent } from '../src/machines/planMode.events.js'
 import type { ReviewOutcome } from '../src/log/kinds.js'
@@ -159,8 +161,9 @@ describe('calls are actors (calls.machine.ts)', () => {
 })
 
 describe('the agents chart (agents.machine.ts)', () => {
+  const NONE_BUSY = new Set<string>()
   /** A fake attached agent whose chart is a bare, idle actor of the plan-mode chart. */
-  function attached(agentId: string, generation = 1) {
+  function attached(agentId: string, generation = 1, appends?: Promise<void>) {
     const snapshot = createActor(planModeMachine).start().getSnapshot()
     let closes = 0
     let finish!: () => void
@@ -170,9 +173,9 @@ describe('the agents chart (agents.machine.ts)', () => {
       generation,
       snapshot,
       keepsPendingDurably: false,
-      hasAppendsInFlight: false,
+      hasAppendsInFlight: appends !== undefined,
       close: () => (closes++, closed),
-      appendsSettled: () => Promise.resolve(),
+      appendsSettled: () => appends ?? Promise.resolve(),
       closes: () => closes,
       finish,
     }
@@ -180,36 +183,107 @@ describe('the agents chart (agents.machine.ts)', () => {
   }
 
   it('R77: past the bound, the least recently used idle agent leaves memory; the one just attached and a used one stay', async () => {
-    const agents = createActor(agentsMachine, { input: { maxAttached: 2, isBusy: () => false } }).start()
+    const agents = createActor(agentsLogic, { input: { maxAttached: 2, busy: () => NONE_BUSY } }).start()
     const [a, b, c] = [attached('a'), attached('b'), attached('c')]
-    agents.send({ type: 'ATTACHED', attachment: a })
-    agents.send({ type: 'ATTACHED', attachment: b })
+    agents.send({ type: 'ATTACHED', attachment: a, busy: NONE_BUSY })
+    agents.send({ type: 'ATTACHED', attachment: b, busy: NONE_BUSY })
     agents.send({ type: 'USED', attachment: a })
-    agents.send({ type: 'ATTACHED', attachment: c })
+    agents.send({ type: 'ATTACHED', attachment: c, busy: NONE_BUSY })
     expect([a.closes(), b.closes(), c.closes()]).toEqual([0, 1, 0])
     // Closing, b still answers reads until its close resolved.
     expect(currentAttachment(agents.getSnapshot().context, 'b')).toBe(b)
     b.finish()
     await new Promise((resolve) => setImmediate(resolve))
     expect(currentAttachment(agents.getSnapshot().context, 'b')).toBeUndefined()
-    expect([...agents.getSnapshot().context.attached.keys()]).toEqual(['a', 'c'])
+    expect(attachedIds(agents.getSnapshot().context)).toEqual(['a', 'c'])
     // Evicted and waited for by nothing: forgotten entirely (R63: a later attach counts from 1).
-    expect(agents.getSnapshot().context.generations.has('b')).toBe(false)
+    expect(nextGeneration(agents.getSnapshot().context, 'b')).toBe(1)
+    expect(agents.getSnapshot().context.agents.has('b')).toBe(false)
   })
 
   it('R60: dispose closes every attachment; the chart is done only once all have closed', async () => {
-    const agents = createActor(agentsMachine, { input: { maxAttached: undefined, isBusy: () => false } }).start()
+    const agents = createActor(agentsLogic, { input: { maxAttached: undefined, busy: () => NONE_BUSY } }).start()
     const [a, b] = [attached('a'), attached('b')]
-    agents.send({ type: 'ATTACHED', attachment: a })
-    agents.send({ type: 'ATTACHED', attachment: b })
+    agents.send({ type: 'ATTACHED', attachment: a, busy: NONE_BUSY })
+    agents.send({ type: 'ATTACHED', attachment: b, busy: NONE_BUSY })
     agents.send({ type: 'DISPOSE' })
     expect([a.closes(), b.closes()]).toEqual([1, 1])
-    expect(agents.getSnapshot().value).toBe('disposing')
+    expect(agents.getSnapshot().context.phase).toBe('disposing')
     a.finish()
     await new Promise((resolve) => setImmediate(resolve))
-    expect(agents.getSnapshot().value).toBe('disposing')
+    expect(agents.getSnapshot().context.phase).toBe('disposing')
     b.finish()
     await new Promise((resolve) => setImmediate(resolve))
-    expect(agents.getSnapshot().status).toBe('done')
+    expect(agents.getSnapshot().context.phase).toBe('disposed')
+  })
+
+  it('R77: the registry is a pure transition: each event makes new values, the state it was given stays as it was, closes are deferred effects', () => {
+    const effects: (() => void)[] = []
+    const scope = { self: { send: () => {} }, defer: (fn: () => void) => effects.push(fn) } as unknown as AnyActorScope
+    const empty: AgentsContext = { phase: 'serving', maxAttached: 1, busy: () => NONE_BUSY, agents: PersistentMap.empty(), attached: 0, closing: 0, clock: 0, uses: { buffer: [], start: 0, end: 0 } }
+    const [a, b] = [attached('a'), attached('b')]
+    const one = agentsTransition(empty, { type: 'ATTACHED', attachment: a, busy: NONE_BUSY }, scope)
+    const two = agentsTransition(one, { type: 'ATTACHED', attachment: b, busy: NONE_BUSY }, scope)
+    // a left memory in `two`: closing there, and its close is an effect, not run by the transition.
+    expect(a.closes()).toBe(0)
+    expect(effects).toHaveLength(1)
+    expect([empty.attached, one.attached, two.attached, two.closing]).toEqual([0, 1, 2, 1])
+    expect([empty.agents.size, one.agents.get('a')!.closing, two.agents.get('a')!.closing]).toEqual([0, false, true])
+    expect(attachedIds(one)).toEqual(['a'])
+    expect(attachedIds(two)).toEqual(['a', 'b'])
+    effects[0]!()
+    expect(a.closes()).toBe(1)
+    // An event that changes nothing returns the state itself.
+    expect(agentsTransition(two, { type: 'CLOSE', attachment: a }, scope)).toBe(two)
+    expect(agentsTransition(two, { type: 'ABANDONED.TAKEN', agentId: 'a' }, scope)).toBe(two)
+  })
+
+  it('R73: the appends a close abandoned wait for the agent\'s next operation until taken, or until they settled', async () => {
+    const agents = createActor(agentsLogic, { input: { maxAttached: undefined, busy: () => NONE_BUSY } }).start()
+    let land!: () => void
+    const appends = new Promise<void>((resolve) => (land = resolve))
+    const a = attached('a', 1, appends)
+    agents.send({ type: 'ATTACHED', attachment: a, busy: NONE_BUSY })
+    agents.send({ type: 'CLOSE', attachment: a })
+    a.finish()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(currentAttachment(agents.getSnapshot().context, 'a')).toBeUndefined()
+    expect(abandonedOf(agents.getSnapshot().context, 'a')).toBe(appends)
+    // A detach is no eviction: the next attachment is the agent's second (R63).
+    expect(nextGeneration(agents.getSnapshot().context, 'a')).toBe(2)
+    land()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(abandonedOf(agents.getSnapshot().context, 'a')).toBeUndefined()
+  })
+
+  it('R63, R77: an evicted agent a call still waits for keeps its generation; one nothing waits for is forgotten', async () => {
+    const busyA = new Set(['a'])
+    const agents = createActor(agentsLogic, { input: { maxAttached: 1, busy: () => busyA } }).start()
+    const [a, b, c] = [attached('a'), attached('b'), attached('c')]
+    agents.send({ type: 'ATTACHED', attachment: a, busy: NONE_BUSY })
+    agents.send({ type: 'ATTACHED', attachment: b, busy: NONE_BUSY })
+    agents.send({ type: 'ATTACHED', attachment: c, busy: NONE_BUSY })
+    expect([a.closes(), b.closes(), c.closes()]).toEqual([1, 1, 0])
+    a.finish()
+    b.finish()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect([nextGeneration(agents.getSnapshot().context, 'a'), nextGeneration(agents.getSnapshot().context, 'b')]).toEqual([2, 1])
+    expect(attachedIds(agents.getSnapshot().context)).toEqual(['c'])
+  })
+
+  it('R77: the order of use stays as large as the attached agents, however many were touched (no memory kept per agent that left)', async () => {
+    const agents = createActor(agentsLogic, { input: { maxAttached: 20, busy: () => NONE_BUSY } }).start()
+    for (let i = 0; i < 5000; i++) {
+      const a = attached(`agent-${i}`)
+      a.finish()
+      agents.send({ type: 'ATTACHED', attachment: a, busy: NONE_BUSY })
+      agents.send({ type: 'USED', attachment: a })
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    await new Promise((resolve) => setImmediate(resolve))
+    const { context } = agents.getSnapshot()
+    expect(attachedIds(context)).toHaveLength(20)
+    expect(context.agents.size).toBe(20)
+    expect(context.uses.buffer.length).toBeLessThan(300) // 10,000 uses were made
   })
 })

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest'
 import { createMemorySessionLog, createPlanMode, type PendingStore, type PlanAgent, type PlanMode, type ReviewAnswer, type SessionLog } from '../src/index.js'
 import { type ExitToolResult } from '../src/plan/exit-tool.js'
 import { createControlledChannel, createControlledLog, settle, track } from './sut.js'
-import { createTurns } from '../src/turns.js'
+import { createQueue, takeTurn } from '../src/machines/queue.machine.js'
 import type { SessionEvent } from '../src/index.js'
 
 const APPROVE: ReviewAnswer = { answers: [{ id: 'plan-review', selected: ['Approve'] }] }
@@ -250,15 +250,13 @@ describe('found by a second review of the rebuilt service (each failed before it
   })
 
   it('R10: turns: a take nested inside a running operation settles after it (§1)', async () => {
-    const turns = createTurns()
+    const queue = createQueue()
     const order: string[] = []
-    void turns
-      .take('a', (end) => {
-        void turns.take('a', async () => 'inner').then((v) => order.push(String(v)))
-        end()
-        return new Promise((r) => setTimeout(() => r('outer'), 5))
-      })
-      .then((v) => order.push(String(v)))
+    void takeTurn(queue, 'a', (end) => {
+      void takeTurn(queue, 'a', async () => 'inner').then((v) => order.push(String(v)))
+      end()
+      return new Promise((r) => setTimeout(() => r('outer'), 5))
+    }).then((v) => order.push(String(v)))
     await new Promise((r) => setTimeout(r, 20))
     expect(order).toEqual(['outer', 'inner'])
   })

@@ -1,16 +1,22 @@
-import { assign, setup } from 'xstate'
+import { fromTransition, type AnyActorScope } from 'xstate'
+import { PersistentMap } from './persistent-map.js'
 import { canLeaveMemory, type PlanModeSnapshot } from './planMode.view.js'
 
 /**
  * The service's agents: which are attached, in the order of use (R77), which are closing, and
  * what a close left behind (R73). One actor per service; an agent's own state is its chart's.
  *
- * serving --DISPOSE--> disposing (every attachment closes) --all closed--> disposed
+ * service:  serving --DISPOSE--> disposing (every attachment closes) --all closed--> disposed
+ * agent:    attached (`ATTACHED`) → closing (`CLOSE`: a detach, a reload or leaving memory, R60,
+ *           R63, R77) → gone once its actor stopped (`CLOSED`); the next call attaches it again
+ *           from the log (R64), once the appends its close abandoned have settled (R73).
  *
- * An agent's lifecycle reads from here: attached (`ATTACHED`), serving, closing (`CLOSE`, a
- * detach, a reload or leaving memory, R60, R63, R77) until its actor stopped (`CLOSED`), then
- * gone; the next call attaches it again from the log (R64), once the appends its close abandoned
- * have settled (R73). The registry and the least-recently-used eviction are this chart's actions.
+ * A pure transition (`fromTransition`) over immutable values: every event that changes something
+ * makes a new state (the agents in a `PersistentMap`, so a change copies O(log n), not the
+ * registry); its effects, closing an attachment and hearing when the appends a close abandoned
+ * settle, are deferred through the actor scope and run once the new state is the actor's, as a
+ * machine's actions do. What it reads of the world comes in its events (which agents have calls in
+ * flight) or from the attachments it holds (their charts' snapshots, R77).
  */
 
 /** An agent attached to its chart, as the registry sees it (see `Attachment`). */
@@ -27,36 +33,68 @@ export interface AttachedAgent {
   appendsSettled(): Promise<void>
 }
 
+/** The agents with a call not settled yet: such an agent stays attached (R77). */
+export type Busy = { has(agentId: string): boolean }
+
 export interface AgentsInput {
   /** The bound of R77, or undefined: no agent leaves memory. */
   maxAttached: number | undefined
-  /** Whether a call of the agent has not settled yet: such an agent stays (R77). */
-  isBusy: (agentId: string) => boolean
+  /** Which agents have a call not settled yet, now: read by the effects that report a close. */
+  busy: () => Busy
 }
 
-export interface AgentsContext extends AgentsInput {
-  /**
-   * The attached agents by id, least recently used first (R77). The maps and the set are updated
-   * in place by the actions below: the service touches one entry per call, whatever the count.
-   */
-  attached: Map<string, AttachedAgent>
-  /** Attachments being closed, until their actors stopped: they still answer reads. */
-  closing: Set<AttachedAgent>
-  /** How many attachments each agent has had: an exit call tells a detach by it (R63). */
-  generations: Map<string, number>
-  /** Per agent, the settling of the appends a close abandoned (R73): its next operation waits for it. */
-  abandoned: Map<string, Promise<void>>
+const NO_CALLS: Busy = { has: () => false }
+
+/** What the registry knows of one agent. */
+export interface AgentRecord {
+  /** Its attachment, closing or not; undefined once it closed. */
+  readonly attachment: AttachedAgent | undefined
+  /** The attachment is closing: it still answers reads until its actor stopped (R60, R73). */
+  readonly closing: boolean
+  /** How many attachments it has had; 0 once forgotten (R63: an evicted agent counts anew). */
+  readonly generation: number
+  /** When it was last used (R77), on the registry's clock. */
+  readonly used: number
+  /** The settling of the appends its last close abandoned (R73): its next operation waits for it. */
+  readonly abandoned: Promise<void> | undefined
+}
+
+/**
+ * The order of use (R77), kept only with a bound: every use appends `[clock, agentId]`; an entry
+ * is live while the agent's record was last used at that clock. Immutable to its readers: the
+ * buffer is shared between states, but a state reads only its own `[start, end)` and an append
+ * past a newer state's end copies it, so no state ever sees another's entries.
+ */
+interface Uses {
+  readonly buffer: (readonly [number, string])[]
+  readonly start: number
+  readonly end: number
+}
+
+export interface AgentsContext {
+  readonly phase: 'serving' | 'disposing' | 'disposed'
+  readonly maxAttached: number | undefined
+  readonly busy: () => Busy
+  readonly agents: PersistentMap<AgentRecord>
+  /** How many agents have an attachment (closing ones included), and how many are closing. */
+  readonly attached: number
+  readonly closing: number
+  readonly clock: number
+  readonly uses: Uses
 }
 
 export type AgentsEvent =
-  /** A new attachment, made from the agent's log (R64). */
-  | { type: 'ATTACHED'; attachment: AttachedAgent }
+  /** A new attachment, made from the agent's log (R64); with a bound, `busy` as the queues are now (R77). */
+  | { type: 'ATTACHED'; attachment: AttachedAgent; busy?: Busy }
   /** A call used the agent (R77: the order of use). */
   | { type: 'USED'; attachment: AttachedAgent }
   /** A detach (R63), or `evicted` by the bound (R77): forgotten entirely once nothing waits. */
   | { type: 'CLOSE'; attachment: AttachedAgent; evicted?: boolean }
-  /** The attachment's actor stopped and its writes landed or were abandoned (R73). */
-  | { type: 'CLOSED'; attachment: AttachedAgent; evicted: boolean }
+  /**
+   * The attachment's actor stopped and its writes landed or were abandoned (R73), with the
+   * settling of the appends it abandoned, if any, and which agents have calls in flight now.
+   */
+  | { type: 'CLOSED'; attachment: AttachedAgent; evicted: boolean; abandoned: Promise<void> | undefined; busy: Busy }
   /** An operation takes the abandoned appends' settling it is about to wait for (R73). */
   | { type: 'ABANDONED.TAKEN'; agentId: string }
   /** The abandoned appends settled. */
@@ -70,119 +108,201 @@ export type AgentsEvent =
  * R73). Undefined when the agent has none: the next call attaches it.
  */
 export function currentAttachment<A extends AttachedAgent>(context: AgentsContext, agentId: string): A | undefined {
-  const current = context.attached.get(agentId)
-  return current !== undefined && (current.snapshot.status === 'active' || context.closing.has(current)) ? (current as A) : undefined
+  const record = context.agents.get(agentId)
+  const current = record?.attachment
+  return current !== undefined && (record!.closing || current.snapshot.status === 'active') ? (current as A) : undefined
+}
+
+/** The agent's attachment, closing or not, stopped or not (a `detach` closes it). */
+export function attachmentOf<A extends AttachedAgent>(context: AgentsContext, agentId: string): A | undefined {
+  return context.agents.get(agentId)?.attachment as A | undefined
+}
+
+/** Whether `attachment` is closing: its actor has not stopped yet, or its writes not landed (R73). */
+export function isClosing(context: AgentsContext, attachment: AttachedAgent): boolean {
+  const record = context.agents.get(attachment.agentId)
+  return record?.attachment === attachment && record.closing
 }
 
 /** The generation the agent's next attachment has (R63). */
 export function nextGeneration(context: AgentsContext, agentId: string): number {
-  return (context.generations.get(agentId) ?? 0) + 1
+  return (context.agents.get(agentId)?.generation ?? 0) + 1
 }
 
-export const agentsMachine = setup({
-  types: {} as { context: AgentsContext; events: AgentsEvent; input: AgentsInput },
-  guards: {
-    /** Every attachment has closed: nothing is attached or closing any more (R60). */
-    hasClosedAll: ({ context }) => context.closing.size === 0 && context.attached.size === 0,
-    isNotClosing: ({ context, event }) => event.type === 'CLOSE' && !context.closing.has(event.attachment),
-  },
-  actions: {
-    /** The new attachment is the agent's, its most recently used (R77). */
-    register: assign(({ context, event }) => {
-      if (event.type !== 'ATTACHED') return {}
-      const { attachment } = event
-      context.generations.set(attachment.agentId, attachment.generation)
-      context.attached.delete(attachment.agentId)
-      context.attached.set(attachment.agentId, attachment)
-      return {}
-    }),
-    /** Least recently used last out (R77): the map's order is the order of use. */
-    touch: assign(({ context, event }) => {
-      if (event.type !== 'USED' || context.closing.has(event.attachment)) return {}
-      context.attached.delete(event.attachment.agentId)
-      context.attached.set(event.attachment.agentId, event.attachment)
-      return {}
-    }),
-    /**
-     * R77: while more than the bound are attached, the least recently used agents that hold
-     * nothing but what their log (and pending store) holds leave memory; the others stay, and so
-     * does the one just attached.
-     */
-    leaveMemory: ({ context, event, self }) => {
-      if (context.maxAttached === undefined || event.type !== 'ATTACHED') return
-      let excess = context.attached.size - context.closing.size - context.maxAttached
-      for (const [id, attachment] of context.attached) {
-        if (excess <= 0) return
-        if (attachment === event.attachment || context.closing.has(attachment) || context.isBusy(id)) continue
-        if (!canLeaveMemory(attachment.snapshot, attachment.keepsPendingDurably)) continue
-        excess--
-        self.send({ type: 'CLOSE', attachment, evicted: true })
-      }
-    },
-    markClosing: assign(({ context, event }) => {
-      if (event.type === 'CLOSE') context.closing.add(event.attachment)
-      return {}
-    }),
-    /** The attachment lets its work land and stops (R60, R63, R73); `CLOSED` follows. */
-    close: ({ event, self }) => {
-      if (event.type !== 'CLOSE') return
-      const { attachment, evicted = false } = event
-      const closed = () => self.send({ type: 'CLOSED', attachment, evicted })
-      attachment.close().then(closed, closed)
-    },
-    /**
-     * Gone; a close that abandoned appends leaves their settling for the agent's next operation
-     * (R73); an evicted agent is forgotten entirely once nothing waits for it (R63).
-     */
-    forget: assign(({ context, event, self }) => {
-      if (event.type !== 'CLOSED') return {}
-      const { attachment, evicted } = event
-      const id = attachment.agentId
-      context.closing.delete(attachment)
-      if (context.attached.get(id) === attachment) context.attached.delete(id)
-      if (attachment.hasAppendsInFlight) {
-        // Told only to a registry still running: after dispose nothing waits for the settling.
-        const settled: Promise<void> = attachment.appendsSettled().then(() => {
-          if (self.getSnapshot().status === 'active') self.send({ type: 'ABANDONED.SETTLED', agentId: id, settled })
-        })
-        context.abandoned.set(id, settled)
-      }
-      if (evicted && !context.attached.has(id) && !context.isBusy(id)) context.generations.delete(id)
-      return {}
-    }),
-    dropAbandoned: assign(({ context, event }) => {
-      if (event.type === 'ABANDONED.TAKEN') context.abandoned.delete(event.agentId)
-      if (event.type === 'ABANDONED.SETTLED' && context.abandoned.get(event.agentId) === event.settled) context.abandoned.delete(event.agentId)
-      return {}
-    }),
-    /** R60: every attachment closes. */
-    closeAll: ({ context, self }) => {
-      for (const attachment of new Set(context.attached.values())) self.send({ type: 'CLOSE', attachment })
-    },
-  },
-}).createMachine({
-  id: 'agents',
-  context: ({ input }) => ({ ...input, attached: new Map(), closing: new Set(), generations: new Map(), abandoned: new Map() }),
-  on: {
-    CLOSE: { guard: 'isNotClosing', actions: ['markClosing', 'close'] },
-    CLOSED: { actions: 'forget' },
-    'ABANDONED.TAKEN': { actions: 'dropAbandoned' },
-    'ABANDONED.SETTLED': { actions: 'dropAbandoned' },
-  },
-  initial: 'serving',
-  states: {
-    serving: {
-      on: {
-        ATTACHED: { actions: ['register', 'leaveMemory'] },
-        USED: { actions: 'touch' },
-        DISPOSE: { target: 'disposing', actions: 'closeAll' },
-      },
-    },
-    /** Every attachment closes (the `CLOSE`s just sent); calls fail from now on (R60). */
-    disposing: {
-      always: { guard: 'hasClosedAll', target: 'disposed' },
-    },
-    disposed: { type: 'final' },
-  },
-})
+/** The settling of the appends the agent's last close abandoned, until an operation took it (R73). */
+export function abandonedOf(context: AgentsContext, agentId: string): Promise<void> | undefined {
+  return context.agents.get(agentId)?.abandoned
+}
 
+/** The attached agents' ids, least recently used first (R77; in no particular order without a bound). */
+export function attachedIds(context: AgentsContext): string[] {
+  if (context.maxAttached === undefined) return [...context.agents.entries()].filter(([, r]) => r.attachment !== undefined).map(([id]) => id)
+  return liveUses(context).map(([, id]) => id)
+}
+
+/** The live entries of the order of use, oldest first. */
+function liveUses({ uses, agents }: AgentsContext): (readonly [number, string])[] {
+  const live: (readonly [number, string])[] = []
+  for (let i = uses.start; i < uses.end; i++) {
+    const [used, id] = uses.buffer[i]!
+    const record = agents.get(id)
+    if (record?.attachment !== undefined && record.used === used) live.push(uses.buffer[i]!)
+  }
+  return live
+}
+
+/** The order of use with `agentId` used last at `clock`; compacted when most entries are stale. */
+function used(context: AgentsContext, agentId: string, clock: number): Uses {
+  if (context.maxAttached === undefined) return context.uses
+  let { buffer, start, end } = context.uses
+  if (end - start > 2 * context.attached + 64) {
+    buffer = liveUses(context)
+    start = 0
+    end = buffer.length
+  } else if (end !== buffer.length || start > Math.max(64, end - start)) {
+    // Another state's entries follow ours, or the entries dropped before `start` outnumber ours.
+    buffer = buffer.slice(start, end)
+    end -= start
+    start = 0
+  }
+  buffer.push([clock, agentId])
+  return { buffer, start, end: end + 1 }
+}
+
+/** `record` written for its agent; a record that holds nothing any more is forgotten. */
+function withRecord(agents: PersistentMap<AgentRecord>, agentId: string, record: AgentRecord): PersistentMap<AgentRecord> {
+  const empty = record.attachment === undefined && record.generation === 0 && record.abandoned === undefined
+  return empty ? agents.delete(agentId) : agents.set(agentId, record)
+}
+
+/** The effect of a close: the attachment lets its work land and stops (R60, R63, R73); `CLOSED` follows. */
+function close(scope: AnyActorScope, context: AgentsContext, attachment: AttachedAgent, evicted: boolean): void {
+  const { self } = scope
+  scope.defer(() => {
+    const closed = () => {
+      const abandoned = attachment.hasAppendsInFlight ? attachment.appendsSettled() : undefined
+      self.send({ type: 'CLOSED', attachment, evicted, abandoned, busy: context.busy() })
+    }
+    attachment.close().then(closed, closed)
+  })
+}
+
+/** `context` with `attachment` closing (its close deferred), unless it is not its agent's or already closing. */
+function closing(scope: AnyActorScope, context: AgentsContext, attachment: AttachedAgent, evicted: boolean): AgentsContext {
+  const record = context.agents.get(attachment.agentId)
+  if (record === undefined || record.attachment !== attachment || record.closing) return context
+  close(scope, context, attachment, evicted)
+  return { ...context, agents: context.agents.set(attachment.agentId, { ...record, closing: true }), closing: context.closing + 1 }
+}
+
+/**
+ * R77: while more than the bound are attached, the least recently used agents that hold nothing
+ * but what their log (and pending store) holds leave memory; the others stay, and so does the one
+ * just attached.
+ */
+function leaveMemory(scope: AnyActorScope, context: AgentsContext, attached: AttachedAgent, busy: Busy): AgentsContext {
+  if (context.maxAttached === undefined) return context
+  let excess = context.attached - context.closing - context.maxAttached
+  if (excess <= 0) return context
+  let next = context
+  const { buffer, end } = context.uses
+  let { start } = context.uses
+  // Oldest first; the entries before the first live one are dropped on the way.
+  for (let i = start; i < end && excess > 0; i++) {
+    const [usedAt, id] = buffer[i]!
+    const { attachment, closing: isClosing, used } = next.agents.get(id) ?? {}
+    if (attachment === undefined || used !== usedAt) {
+      if (i === start) start++
+      continue
+    }
+    if (attachment === attached || isClosing || busy.has(id)) continue
+    if (!canLeaveMemory(attachment.snapshot, attachment.keepsPendingDurably)) continue
+    excess--
+    next = closing(scope, next, attachment, true)
+  }
+  return start === context.uses.start ? next : { ...next, uses: { buffer, start, end } }
+}
+
+/** Gone; a close that abandoned appends leaves their settling for the agent's next operation (R73). */
+function closed(scope: AnyActorScope, context: AgentsContext, event: Extract<AgentsEvent, { type: 'CLOSED' }>): AgentsContext {
+  const { attachment, evicted, abandoned, busy } = event
+  const id = attachment.agentId
+  const record = context.agents.get(id)
+  if (record === undefined) return context
+  const own = record.attachment === attachment
+  let next: AgentRecord = own ? { ...record, attachment: undefined, closing: false } : record
+  if (abandoned !== undefined) {
+    next = { ...next, abandoned }
+    const { self } = scope
+    scope.defer(() => void abandoned.then(() => self.send({ type: 'ABANDONED.SETTLED', agentId: id, settled: abandoned })))
+  }
+  // An evicted agent is forgotten entirely once nothing waits for it (R63: it counts anew).
+  if (evicted && next.attachment === undefined && !busy.has(id)) next = { ...next, generation: 0 }
+  const state: AgentsContext = {
+    ...context,
+    agents: withRecord(context.agents, id, next),
+    attached: own ? context.attached - 1 : context.attached,
+    closing: own && record.closing ? context.closing - 1 : context.closing,
+  }
+  return state.phase === 'disposing' && state.attached === 0 && state.closing === 0 ? { ...state, phase: 'disposed' } : state
+}
+
+/** The registry's transition (pure but for the deferred effects). */
+export function agentsTransition(context: AgentsContext, event: AgentsEvent, scope: AnyActorScope): AgentsContext {
+  switch (event.type) {
+    case 'ATTACHED': {
+      if (context.phase !== 'serving') return context
+      const { attachment } = event
+      const id = attachment.agentId
+      const record = context.agents.get(id)
+      const clock = context.clock + 1
+      const registered: AgentsContext = {
+        ...context,
+        agents: context.agents.set(id, { attachment, closing: false, generation: attachment.generation, used: clock, abandoned: record?.abandoned }),
+        attached: record?.attachment === undefined ? context.attached + 1 : context.attached,
+        clock,
+      }
+      if (context.maxAttached === undefined) return registered
+      return leaveMemory(scope, { ...registered, uses: used(registered, id, clock) }, attachment, event.busy ?? NO_CALLS)
+    }
+    case 'USED': {
+      const id = event.attachment.agentId
+      const record = context.agents.get(id)
+      if (context.phase !== 'serving' || record?.attachment !== event.attachment || record.closing) return context
+      const clock = context.clock + 1
+      return { ...context, agents: context.agents.set(id, { ...record, used: clock }), clock, uses: used(context, id, clock) }
+    }
+    case 'CLOSE':
+      return closing(scope, context, event.attachment, event.evicted === true)
+    case 'CLOSED':
+      return closed(scope, context, event)
+    case 'ABANDONED.TAKEN':
+    case 'ABANDONED.SETTLED': {
+      const record = context.agents.get(event.agentId)
+      if (record?.abandoned === undefined || (event.type === 'ABANDONED.SETTLED' && record.abandoned !== event.settled)) return context
+      return { ...context, agents: withRecord(context.agents, event.agentId, { ...record, abandoned: undefined }) }
+    }
+    case 'DISPOSE': {
+      if (context.phase !== 'serving') return context
+      // R60: every attachment closes.
+      let next: AgentsContext = { ...context, phase: 'disposing' }
+      for (const { attachment } of context.agents.values()) if (attachment !== undefined) next = closing(scope, next, attachment, false)
+      return next.attached === 0 ? { ...next, phase: 'disposed' } : next
+    }
+  }
+}
+
+/** The registry of one service's agents (see the file's header). */
+export const agentsLogic = fromTransition(
+  agentsTransition,
+  ({ input }: { input: AgentsInput }): AgentsContext => ({
+    phase: 'serving',
+    maxAttached: input.maxAttached,
+    busy: input.busy,
+    agents: PersistentMap.empty(),
+    attached: 0,
+    closing: 0,
+    clock: 0,
+    uses: { buffer: [], start: 0, end: 0 },
+  }),
+)
