@@ -117,6 +117,8 @@ function headerStates(active: boolean) {
  * target always differs from F: P goes as soon as the log holds its target, whoever logged it.
  */
 function pendingSelection(active: boolean) {
+  const logsTarget = active ? ('isLoggedActive' as const) : ('isLoggedInactive' as const)
+  const flushFailed = { type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } }
   return {
     initial: 'queued' as const,
     entry: { type: 'rememberPending' as const, params: { active } },
@@ -159,19 +161,21 @@ function pendingSelection(active: boolean) {
         ...whileAppending((heard) => ({
           on: {
             'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: takeHeldSelection(heard) },
-            'PLAN_MODE.APPEND_FAILED': {
-              target: `#planMode.intent.pending.${active ? 'entering' : 'leaving'}.queued`,
-              actions: [{ type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } }, takeHeldSelection(heard)],
-            },
+            'PLAN_MODE.APPEND_FAILED': [
+              { guard: logsTarget, target: '#planMode.intent.logged', actions: [flushFailed, takeHeldSelection(heard)] },
+              { target: `#planMode.intent.pending.${active ? 'entering' : 'leaving'}.queued`, actions: [flushFailed, takeHeldSelection(heard)] },
+            ],
           },
         })),
         on: {
           'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged' },
           // R19: contained; P stays for the next boundary and the step runs as logged (R18).
-          'PLAN_MODE.APPEND_FAILED': {
-            target: 'queued',
-            actions: { type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } },
-          },
+          // Unless the log reached P's target meanwhile (an append a close abandoned landed, R73):
+          // P's target never equals F, so it goes (R16, R3).
+          'PLAN_MODE.APPEND_FAILED': [
+            { guard: logsTarget, target: '#planMode.intent.logged', actions: flushFailed },
+            { target: 'queued', actions: flushFailed },
+          ],
           ABANDONED: 'queued',
           ...holdsHeardSuccess,
         },
