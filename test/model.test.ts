@@ -43,7 +43,7 @@ export const UNREACHABLE: Readonly<Record<string, string>> = {
   // closed it first and requested the next one); rules.durable.test.ts's "R79, R80: a request
   // another process logs while this one records a losing answer …" and "R48, R79: a request
   // another process logs while this one records the review a user's switch superseded …".
-  'planMode.review.open.recording LOG.REVIEW_REQUESTED #0': "another process's request heard while our record is being appended",
+  'planMode.review.open.answering LOG.REVIEW_REQUESTED #0': "another process's request heard while our answer's record is being appended",
   'planMode.review.open.recorded always #0': 'a told approval concludes with a request heard meanwhile',
   'planMode.review.open.recorded always #2': 'an approval concludes with a request heard meanwhile',
   'planMode.review.open.recorded always #4': 'a review concludes with a request heard meanwhile',

@@ -353,16 +353,19 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     value: snapshot.value,
     told,
     outcome: outcome(review?.result),
-    ...(review?.answering === true ? { answering: true } : {}),
     ...(review?.recorded !== undefined ? { noted: outcome(review.recorded) } : {}),
     ...(news != null ? { news: news.outcome } : {}),
     ...(heardRuns !== undefined ? { runs: heardRuns } : {}),
   })
 }
 
-/** A review's outcome is being recorded (R49): `recording`, or a switch's `superseded` (R48, its record first). */
+/** A review's outcome is being recorded (R49): `recording`, an answer's `answering` (R80), or a switch's `superseded` (R48, its record first). */
 function isRecordingReview(s: PlanModeSnapshot): boolean {
-  return s.matches({ review: { open: 'recording' } } as never) || s.matches({ review: { open: 'superseded' } } as never)
+  return (
+    s.matches({ review: { open: 'recording' } } as never) ||
+    s.matches({ review: { open: 'answering' } } as never) ||
+    s.matches({ review: { open: 'superseded' } } as never)
+  )
 }
 
 /** The intent's append in flight holds a heard `/plan`'s success back (R86: `runWaits`). */

@@ -425,15 +425,34 @@ export const planModeMachine = planModeSetup.createMachine({
                  */
                 awaiting: {
                   on: {
-                    'REVIEW.ANSWER': { guard: 'answersThisReview', target: '#planMode.review.open.recording', actions: ['decideAnswer', 'reportAnswering'] },
+                    'REVIEW.ANSWER': { guard: 'answersThisReview', target: '#planMode.review.open.answering', actions: ['decideAnswer', 'reportAnswering'] },
                     'LOG.REVIEW_CLOSED': { guard: 'closesThisReview', target: '#planMode.review.open.recorded', actions: 'adoptOutcome' },
                     'LOG.REVIEW_REQUESTED': { guard: 'requestsAnotherReview', target: 'awaiting', reenter: true, actions: 'adoptReview' },
                   },
                 },
               },
             },
-            /** The outcome is decided and being recorded as `plan/review` (R49); then the call resolves. */
+            /**
+             * A channel review's outcome is decided (answered, aborted or reloaded) and being
+             * recorded as `plan/review` (R49); then the call resolves. No other process records a
+             * channel review: a durable one's record is `answering` or `superseded`.
+             */
             recording: {
+              tags: [APPENDING_TAG],
+              entry: 'recordReview',
+              on: {
+                'REVIEW.RECORDED': 'recorded',
+                'REVIEW.RECORD_FAILED': {
+                  target: 'recorded',
+                  actions: { type: 'warn', params: { message: 'plan-mode: review record failed' } },
+                },
+              },
+            },
+            /**
+             * An answer given through `answerReview` to the open durable review is being recorded
+             * (R80); its call waits for the record, then resolves with the review's outcome.
+             */
+            answering: {
               tags: [APPENDING_TAG],
               entry: 'recordReview',
               on: {
@@ -444,14 +463,12 @@ export const planModeMachine = planModeSetup.createMachine({
                 'REVIEW.RECORD_FAILED': [
                   // R80: an answer that could not be recorded changes nothing; the review stays
                   // open, unless the log holds another process's record of it by now.
-                  { guard: and(['isAnswering', not('hasNotedRecord')]), target: 'undecided.awaiting', actions: ['reportAnswerFailed', 'failAnswer'] },
+                  { guard: not('hasNotedRecord'), target: 'undecided.awaiting', actions: ['reportAnswerFailed', 'failAnswer'] },
                   // The other record closes it; the answer still fails with the log's error, unwarned (R80).
-                  { guard: 'isAnswering', target: 'recorded', actions: 'failRacedAnswer' },
-                  {
-                    target: 'recorded',
-                    actions: [{ type: 'warn', params: { message: 'plan-mode: review record failed' } }, 'settleRecord'],
-                  },
+                  { target: 'recorded', actions: 'failRacedAnswer' },
                 ],
+                // R73: its record never settled; the answer fails with the abandoned message, the call as reloaded.
+                ABANDONED: { target: '#planMode.review.idle', actions: ['reportAnswerAbandoned', 'abandonReview'] },
               },
             },
             /**

@@ -64,8 +64,6 @@ export interface OpenReview {
   title: string
   result: ReviewResult | null
   durable?: { reviewId: string; callId?: string; version?: number }
-  /** The outcome being recorded is an answer given through `answerReview` (R80). */
-  answering?: boolean
   /** The first record of this review the log held while ours was in flight: it wins (R80). */
   recorded?: ReviewResult
   /** Our record came after another one of this review: the answer lost (R80). */
@@ -201,8 +199,6 @@ export const planModeSetup = setup({
     /** Another durable review's request: the latest one is open (R79). */
     requestsAnotherReview: ({ context, event }) =>
       event.type === 'LOG.REVIEW_REQUESTED' && context.review?.durable?.reviewId !== event.review.reviewId,
-    /** The record in flight is an answer (R80): when it fails, the answer fails and the review stays open. */
-    isAnswering: ({ context }) => context.review?.answering === true,
     /** Another process's request the log reported while our request or record was being appended (R79, R80). */
     hasHeardRequest: ({ context }) => context.review?.heard !== undefined,
     /** The log holds a record of this review from another process (R80). */
@@ -380,7 +376,7 @@ export const planModeSetup = setup({
       const comments = verdict.outcome === 'keep-planning' && verdict.comments !== undefined ? { comments: verdict.comments } : {}
       const fresh = verdict.outcome === 'approved' && verdict.fresh === true
       const result = { ...resultOfRecord(verdict.outcome, feedback, event.toldInResult, verdict.by, fresh), ...comments }
-      return { review: { ...context.review, result, answering: true } }
+      return { review: { ...context.review, result } }
     }),
     /** The answer's call waits for the record of the review numbered so (after `decideAnswer`). */
     reportAnswering: emit(({ context }) => ({ type: 'answer.recording' as const, review: context.review?.number ?? 0 })),
@@ -486,8 +482,13 @@ export const planModeSetup = setup({
       type: 'review.closed' as const,
       review: context.review?.number ?? 0,
       result: { outcome: 'reloaded' as const, error: REVIEW_MESSAGES.reloaded },
-      // An answer whose record was abandoned fails with the abandoned message, as the operation waiting for it (R73, R80).
-      ...(context.review?.answering === true ? { failed: new Error(abandonedMessage(context.closeTimeout)) } : {}),
+    })),
+    /** R73, R80: an answer whose record was abandoned fails with the abandoned message, as the operation waiting for it. */
+    reportAnswerAbandoned: emit(({ context }) => ({
+      type: 'review.closed' as const,
+      review: context.review?.number ?? 0,
+      result: { outcome: 'reloaded' as const, error: REVIEW_MESSAGES.reloaded },
+      failed: new Error(abandonedMessage(context.closeTimeout)),
     })),
     abandonReview: assign({ review: null }),
   },
