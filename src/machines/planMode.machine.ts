@@ -267,22 +267,24 @@ const OUTRUN_BY_ANOTHER_RECORD = {
 /**
  * Transient: consent applies, the call resolves (R47); a request the log reported after the
  * record that closed this review is the open review then, as a replay reads it (R79). `report`
- * settles the review's waiters.
+ * settles the review's waiters; `'reported'`: the transition in already did (its event held
+ * what they settle with).
  */
-function concluded(report: 'reportClosed' | 'reportLost') {
+function concluded(report: 'reportClosed' | 'reportLost' | 'reported') {
   const idle = '#planMode.review.idle'
   const toldInactive = { type: 'assignTold' as const, params: { active: false } }
+  const reports = report === 'reported' ? [] : [report]
   return {
     always: [
       // Consent: K := inactive (the tool result tells the model), the intent follows (R47).
-      { guard: and(['isToldApproval', 'hasHeardRequest']), target: idle, actions: [toldInactive, 'raiseApproval' as const, report, 'replayHeardRequest' as const, 'concludeReview' as const] },
-      { guard: 'isToldApproval' as const, target: idle, actions: [toldInactive, 'raiseApproval' as const, report, 'concludeReview' as const] },
+      { guard: and(['isToldApproval', 'hasHeardRequest']), target: idle, actions: [toldInactive, 'raiseApproval' as const, ...reports, 'replayHeardRequest' as const, 'concludeReview' as const] },
+      { guard: 'isToldApproval' as const, target: idle, actions: [toldInactive, 'raiseApproval' as const, ...reports, 'concludeReview' as const] },
       // A durable approval the model has not heard: the next boundary tells it (R81).
-      { guard: and(['isApproved', 'hasHeardRequest']), target: idle, actions: ['raiseApproval' as const, report, 'replayHeardRequest' as const, 'concludeReview' as const] },
-      { guard: 'isApproved' as const, target: idle, actions: ['raiseApproval' as const, report, 'concludeReview' as const] },
+      { guard: and(['isApproved', 'hasHeardRequest']), target: idle, actions: ['raiseApproval' as const, ...reports, 'replayHeardRequest' as const, 'concludeReview' as const] },
+      { guard: 'isApproved' as const, target: idle, actions: ['raiseApproval' as const, ...reports, 'concludeReview' as const] },
       // Another process requested the next review after the record that closed this one: it is open (R79, R80).
-      { guard: 'hasHeardRequest' as const, target: idle, actions: [report, 'replayHeardRequest' as const, 'concludeReview' as const] },
-      { target: idle, actions: [report, 'concludeReview' as const] },
+      { guard: 'hasHeardRequest' as const, target: idle, actions: [...reports, 'replayHeardRequest' as const, 'concludeReview' as const] },
+      { target: idle, actions: [...reports, 'concludeReview' as const] },
     ],
   }
 }
@@ -516,9 +518,9 @@ export const planModeMachine = planModeSetup.createMachine({
               entry: 'recordReview',
               on: {
                 'REVIEW.RECORDED': 'recorded',
-                // Another record of the review is in the log: it closes the review; an answer whose
-                // own record failed still fails with the log's error, unwarned (R80).
-                'REVIEW.RECORD_FAILED': { target: 'recorded', actions: 'failRacedAnswer' },
+                // Another record of the review is in the log: it closes the review; the answer, its
+                // own record failed, fails with the log's error, unwarned (R80).
+                'REVIEW.RECORD_FAILED': { target: 'answerFailed', actions: 'reportAnswerOutlived' },
                 // Another process closed this review and requested the next one meanwhile (R79, R80).
                 'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' },
                 // R73: its record never settled; the answer fails with the abandoned message, the call as reloaded.
@@ -544,6 +546,11 @@ export const planModeMachine = planModeSetup.createMachine({
             recorded: concluded('reportClosed'),
             /** Transient: as `recorded`, after another process's record of another outcome closed the review first: our answer lost (R80). */
             lost: concluded('reportLost'),
+            /**
+             * Transient: our answer's record failed after another record had closed the review
+             * (R80): the answer has failed with the log's error; the review concludes with that record.
+             */
+            answerFailed: concluded('reported'),
             /**
              * A user's switch closed the review (R48): it is recorded as superseded, then the
              * selection that closed it follows (`following`).

@@ -64,8 +64,6 @@ export interface OpenReview {
   title: string
   result: ReviewResult | null
   durable?: { reviewId: string; callId?: string; version?: number }
-  /** Our answer's record failed after another one of this review closed it: the answer fails with the log's error (R80). */
-  failed?: unknown
   /**
    * Another process's durable request that the log reported while ours was being appended (R79):
    * the review the log holds open until ours lands, and the open one if ours fails. (Its closing
@@ -121,8 +119,7 @@ function resultOfRecord(outcome: ReviewOutcome, feedback: string | undefined, to
 /** What the call waiting for a review's closing settles with (R47–R49, R80): `lost` when another record won. */
 function closedReport(review: OpenReview | null, lost: boolean) {
   const result = review?.result ?? { outcome: 'failed' as const, error: REVIEW_MESSAGES.unreadableFailure }
-  const failed = review?.failed
-  return { type: 'review.closed' as const, review: review?.number ?? 0, result, ...(lost ? { lost: true as const } : {}), ...(failed !== undefined ? { failed } : {}) }
+  return { type: 'review.closed' as const, review: review?.number ?? 0, result, ...(lost ? { lost: true as const } : {}) }
 }
 
 /** The tag of every state in which a log append is in flight. */
@@ -426,7 +423,7 @@ export const planModeSetup = setup({
       return { review: context.review && { ...context.review, result } }
     }),
     /** An answer's record failed, but another record closed the review meanwhile: that one is the outcome, and the answer fails with the log's error (R80). */
-    failRacedAnswer: assign(({ context, event }) => (context.review === null ? {} : { review: { ...context.review, failed: (event as { error?: unknown }).error } })),
+    reportAnswerOutlived: emit(({ context, event }) => ({ ...closedReport(context.review, false), failed: (event as { error?: unknown }).error })),
     /** The answer's record failed: the answer fails with the log's error; the review stays open (R80). */
     reportAnswerFailed: emit(({ context, event }) => ({
       type: 'review.closed' as const,
