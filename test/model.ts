@@ -333,10 +333,11 @@ function logLetters(): Letter[] {
 /**
  * The finite state key (see the file comment): only what the chart's guards read, and what the
  * record in flight says. For durable reviews (R79–R81): whether the decided outcome was told in
- * the result, whether the record in flight is an answer, the outcome (and telling) of a racing
- * record noted meanwhile, and the outcome the next boundary tells, if any. Whether a headless
- * policy decided an outcome (R94, R95) goes with it: the record says so, and a racing record
- * that differs only in it is another outcome (`settleRecord`). Never ids, seqs, versions or counters.
+ * the result (the state says whether the record in flight is an answer, and whether a racing
+ * record came first, with the same outcome or, adopted, another), and the outcome the next
+ * boundary tells, if any. Whether a headless policy decided an outcome (R94, R95) goes with it:
+ * the record says so, and a racing record that differs only in it is another outcome
+ * (`recordsOurOutcome`). Never ids, seqs, versions or counters.
  */
 export function stateKey(snapshot: PlanModeSnapshot): string {
   const { told, review, news, heardRuns } = snapshot.context
@@ -353,16 +354,18 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     value: snapshot.value,
     told,
     outcome: outcome(review?.result),
-    ...(review?.answering === true ? { answering: true } : {}),
-    ...(review?.recorded !== undefined ? { noted: outcome(review.recorded) } : {}),
     ...(news != null ? { news: news.outcome } : {}),
     ...(heardRuns !== undefined ? { runs: heardRuns } : {}),
   })
 }
 
-/** A review's outcome is being recorded (R49): `recording`, or a switch's `superseded` (R48, its record first). */
+/** A review's outcome is being recorded (R49): `recording`, an answer's `answering` (R80), or a switch's `superseded` (R48, its record first). */
 function isRecordingReview(s: PlanModeSnapshot): boolean {
-  return s.matches({ review: { open: 'recording' } } as never) || s.matches({ review: { open: 'superseded' } } as never)
+  return (
+    s.matches({ review: { open: 'recording' } } as never) ||
+    s.matches({ review: { open: 'answering' } } as never) ||
+    s.matches({ review: { open: 'superseded' } } as never)
+  )
 }
 
 /** The intent's append in flight holds a heard `/plan`'s success back (R86: `runWaits`). */

@@ -1706,8 +1706,11 @@ export class PlanModeOracle {
     }
     this.append(a, 'plan/mode', { active: P }, (error) => {
       if (error) {
-        // R19: contained; P kept; no notice; K unchanged; the step runs as logged (R18).
+        // R19: contained; P kept; no notice; K unchanged; the step runs as logged (R18). P's
+        // target never equals F (R16, R3): when the log reached it while the flush was in flight
+        // (an append a close abandoned landed, R73), P goes.
         this.warnings.push({ message: TEXT.flushFailed, error })
+        if (a.P === this.F(a)) a.P = undefined
         if (a.durable.news !== null) a.durable.keptPastHeader = true // R81: its header tells nothing
         return done({ section: under(this.F(a)), notices: [] })
       }

@@ -675,3 +675,56 @@ describe('R78–R81 properties: durable reviews against the oracle, with one ser
     ])
   })
 })
+
+/**
+ * Found by the deep held run (seed -1225777747): the next operation's R73 wait gave up, a pending
+ * selection was flushed, and the append that close abandoned landed the same target while the
+ * flush was in flight; the flush then failed. P's target never equals F (R16): it goes then, and
+ * no boundary appends it again (R3). A `/plan` another writer logged meanwhile (R86) is taken
+ * after that, as ever. The model's alphabet has no abandoned append landing mid-flush: these are
+ * the race's transitions of `UNREACHABLE` (test/model.test.ts), driven here against the oracle.
+ */
+describe('R3, R16, R73: a flush that fails after an abandoned append logged its target', () => {
+  for (const active of [true, false]) {
+    for (const heard of [undefined, '', 'off'] as const) {
+      const selection = active ? 'an entry' : 'a leave'
+      const run = heard === undefined ? '' : `, with a heard /plan${heard === '' ? '' : ' off'} held behind the flush (R86)`
+      it(`R3, R16, R73: ${selection} whose flush fails after the abandoned append of the same target landed goes${run}`, async () => {
+        vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+        try {
+          const seed: LogEntry[] = active ? [] : [{ type: 'plan/mode', data: { active: true } }]
+          const twin = new Twin({ agents: [{ id: 'agent-a', seed }], defaultFate: 'hold', closeTimeoutMs: HELD_CLOSE_TIMEOUT_MS })
+          const step = async (run: () => unknown) => {
+            run()
+            await settle()
+            twin.check()
+          }
+          await step(() => twin.set('agent-a', active)) // held
+          await step(() => twin.detach('agent-a'))
+          await step(() => twin.set('agent-a', active)) // waits for the detach, then for the abandoned append
+          await step(() => twin.boundary('agent-a'))
+          await step(() => twin.hostAppend('agent-a', 'turn/start', {}))
+          await step(() => twin.expireCloseTimeouts((ms) => vi.advanceTimersByTime(ms))) // the detach abandons it
+          await step(() => twin.expireCloseTimeouts((ms) => vi.advanceTimersByTime(ms))) // the wait for it gives up
+          expect(twin.log('agent-a').held.filter((h) => !h.settled).map((h) => h.data)).toEqual([{ active }, { active }])
+          if (heard !== undefined) {
+            await step(() => twin.hostAppend('agent-a', 'command/run', { commandId: 'other', name: 'plan', args: heard }))
+            await step(() => twin.hostAppend('agent-a', 'command/done', { commandId: 'other', kind: 'success' }))
+          }
+          await step(() => twin.releaseOldest('agent-a', 'resolve')) // the abandoned append lands: F is P's target
+          await step(() => twin.releaseOldest('agent-a', 'reject')) // the flush fails (R19)
+          const takes = heard !== undefined && (heard === 'off') === active // the heard /plan selects the other target
+          expect(twin.service.get(twin.agent('agent-a'))).toEqual(takes ? { active, pending: !active } : { active })
+          await step(() => twin.boundary('agent-a'))
+          if (takes) await step(() => twin.releaseOldest('agent-a', 'resolve'))
+          const modes = twin.log('agent-a').events.filter((e) => e.type === 'plan/mode').map((e) => (e.data as { active: boolean }).active)
+          expect(modes).toEqual([...(active ? [] : [true]), active, ...(takes ? [!active] : [])])
+          twin.stopHolding()
+          await twin.dispose()
+        } finally {
+          vi.useRealTimers()
+        }
+      })
+    }
+  }
+})

@@ -1,6 +1,8 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type ReviewAnswer, type ReviewRequest } from '../src/index.js'
 import { createControlledChannel, createControlledLog, settle, track } from './sut.js'
+
+const ABANDONED = 'plan-mode: the session log did not settle within 20 ms of a reload or detach; work in flight was abandoned'
 
 /**
  * Counter-examples found by the model-based and property tests (test/model.test.ts,
@@ -351,5 +353,55 @@ describe('found by the model-based tour of the rebuilt chart', () => {
     ])
     expect(actor.getSnapshot().status).toBe('stopped')
     expect(planMode.get(agent)).toEqual({ active: false })
+  })
+})
+
+describe('found by the deep property runs (PLAN_MODE_DEEP=1)', () => {
+  // Seed -1225777747, shrunk: /plan (its plan/mode append is held) → detach → set(true) →
+  // stepBoundary → the host appends turn/start → close timeout ×2 → the abandoned append lands →
+  // the boundary's flush of the same target fails → stepBoundary. The next operation's R73 wait
+  // gave up, so P was made on the log without the abandoned entry; it landed while the flush was
+  // in flight, the flush failed, and P stayed with F already its target: the next boundary
+  // flushed it again, a second identical plan/mode.
+  it('R3: a pending selection whose flush fails after an abandoned append logged its target goes, and no boundary appends it again', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const log = createControlledLog()
+      log.defaultFate = 'hold'
+      const warnings: unknown[][] = []
+      const planMode = createPlanMode({ section: SECTION, limits: { closeTimeoutMs: 20 }, logger: { warn: (...args: unknown[]) => warnings.push(args) } })
+      const agent: PlanAgent = { id: 'agent-1', session: log }
+      const first = track(() => planMode.set(agent, true)) // held
+      await settle()
+      planMode.detach(agent)
+      const again = track(() => planMode.set(agent, true))
+      const boundary = track(() => planMode.stepBoundary(agent))
+      await settle()
+      log.hostAppend('turn/start', {})
+      vi.advanceTimersByTime(20) // the detach abandons the first append (R73)
+      await settle()
+      expect(first.state).toEqual({ status: 'rejected', error: new Error(ABANDONED) })
+      vi.advanceTimersByTime(20) // the next operation's wait for it gives up (R73)
+      await settle()
+      expect(again.state).toEqual({ status: 'resolved', value: 'queued' })
+      expect(log.held.map((h) => [h.type, h.data, h.settled])).toEqual([
+        ['plan/mode', { active: true }, false],
+        ['plan/mode', { active: true }, false], // the boundary's flush of P
+      ])
+      log.resolveHeld(log.held[0]!) // the abandoned append lands after all: F is P's target
+      await settle()
+      log.rejectHeld(log.held[1]!, new Error('flush refused')) // R19: contained
+      await settle()
+      expect(boundary.state).toEqual({ status: 'resolved', value: { section: SECTION, messages: [] } })
+      expect(planMode.get(agent)).toEqual({ active: true })
+      const next = track(() => planMode.stepBoundary(agent))
+      await settle()
+      expect(next.state.status).toBe('resolved')
+      expect(log.serviceAppends.filter((e) => e.type === 'plan/mode')).toHaveLength(2)
+      expect(log.events.filter((e) => e.type === 'plan/mode').map((e) => e.data)).toEqual([{ active: true }])
+      expect(warnings).toEqual([[ABANDONED, undefined], ['plan-mode: step-boundary flush failed', new Error('flush refused')]])
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })

@@ -117,6 +117,8 @@ function headerStates(active: boolean) {
  * target always differs from F: P goes as soon as the log holds its target, whoever logged it.
  */
 function pendingSelection(active: boolean) {
+  const logsTarget = active ? ('isLoggedActive' as const) : ('isLoggedInactive' as const)
+  const flushFailed = { type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } }
   return {
     initial: 'queued' as const,
     entry: { type: 'rememberPending' as const, params: { active } },
@@ -159,19 +161,21 @@ function pendingSelection(active: boolean) {
         ...whileAppending((heard) => ({
           on: {
             'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged', actions: takeHeldSelection(heard) },
-            'PLAN_MODE.APPEND_FAILED': {
-              target: `#planMode.intent.pending.${active ? 'entering' : 'leaving'}.queued`,
-              actions: [{ type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } }, takeHeldSelection(heard)],
-            },
+            'PLAN_MODE.APPEND_FAILED': [
+              { guard: logsTarget, target: '#planMode.intent.logged', actions: [flushFailed, takeHeldSelection(heard)] },
+              { target: `#planMode.intent.pending.${active ? 'entering' : 'leaving'}.queued`, actions: [flushFailed, takeHeldSelection(heard)] },
+            ],
           },
         })),
         on: {
           'PLAN_MODE.APPENDED': { target: '#planMode.intent.logged' },
           // R19: contained; P stays for the next boundary and the step runs as logged (R18).
-          'PLAN_MODE.APPEND_FAILED': {
-            target: 'queued',
-            actions: { type: 'warn' as const, params: { message: 'plan-mode: step-boundary flush failed' } },
-          },
+          // Unless the log reached P's target meanwhile (an append a close abandoned landed, R73):
+          // P's target never equals F, so it goes (R16, R3).
+          'PLAN_MODE.APPEND_FAILED': [
+            { guard: logsTarget, target: '#planMode.intent.logged', actions: flushFailed },
+            { target: 'queued', actions: flushFailed },
+          ],
           ABANDONED: 'queued',
           ...holdsHeardSuccess,
         },
@@ -186,41 +190,102 @@ function pendingSelection(active: boolean) {
  * The log may hold another process's record of a durable review first: that one is the outcome.
  */
 function supersededBy(active: boolean) {
+  const self = `#planMode.review.open.superseded.${active ? 'entering' : 'leaving'}`
   const following = `#planMode.review.following.${active ? 'entering' : 'leaving'}`
+  const recordFailed = { type: 'warn' as const, params: { message: 'plan-mode: review record failed' } }
+  const adopts = 'replayHeardRequest' as const
   return {
     initial: 'recording' as const,
     states: {
+      /** The superseded record is being appended; the log may hold another process's record first (R80). */
       recording: {
         tags: [APPENDING_TAG],
         entry: 'recordReview' as const,
         on: {
-          'REVIEW.RECORDED': { target: 'recorded', actions: 'settleRecord' as const },
-          'LOG.REVIEW_CLOSED': { guard: 'closesThisReview' as const, actions: 'noteRecorded' as const },
+          'REVIEW.RECORDED': 'recorded',
+          'REVIEW.RECORD_FAILED': { target: 'recorded', actions: recordFailed },
           // Another process closed this review and requested the next one meanwhile (R79, R80).
           'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' as const },
-          'REVIEW.RECORD_FAILED': {
-            target: 'recorded',
-            actions: [{ type: 'warn' as const, params: { message: 'plan-mode: review record failed' } }, 'settleRecord' as const],
+        },
+        initial: 'unlogged' as const,
+        states: {
+          unlogged: { on: OUTRUN_BY_ANOTHER_RECORD },
+          logged: {},
+          outrun: {
+            on: {
+              'REVIEW.RECORDED': `${self}.lost`,
+              'REVIEW.RECORD_FAILED': { target: `${self}.lost`, actions: recordFailed },
+            },
           },
         },
       },
       /**
-       * Transient: as `open.recorded`, then the switch follows; a request another process logged
-       * after the record that closed this review is adopted once it has (`following`, R79).
+       * Transient: the review closed as superseded, then the switch follows; a request another
+       * process logged after the record that closed this review is adopted once it has
+       * (`following`, R79).
        */
       recorded: {
+        always: [
+          { guard: 'hasHeardRequest' as const, target: following, actions: ['reportClosed' as const, adopts, 'concludeReview' as const] },
+          { target: following, actions: ['reportClosed' as const, 'concludeReview' as const] },
+        ],
+      },
+      /**
+       * Transient: another process's record of another outcome closed the review first (R80): it
+       * concludes as `open.recorded` does (an approval's consent too, R47), then the switch follows.
+       */
+      lost: {
         always: [
           {
             guard: 'isToldApproval' as const,
             target: following,
-            actions: [{ type: 'assignTold' as const, params: { active: false } }, 'raiseApproval' as const, 'reportClosed' as const, 'concludeReview' as const],
+            actions: [{ type: 'assignTold' as const, params: { active: false } }, 'raiseApproval' as const, 'reportLost' as const, 'concludeReview' as const],
           },
-          { guard: 'isApproved' as const, target: following, actions: ['raiseApproval' as const, 'reportClosed' as const, 'concludeReview' as const] },
-          { guard: 'hasHeardRequest' as const, target: following, actions: ['reportClosed' as const, 'replayHeardRequest' as const, 'concludeReview' as const] },
-          { target: following, actions: ['reportClosed' as const, 'concludeReview' as const] },
+          { guard: 'isApproved' as const, target: following, actions: ['raiseApproval' as const, 'reportLost' as const, 'concludeReview' as const] },
+          { guard: 'hasHeardRequest' as const, target: following, actions: ['reportLost' as const, adopts, 'concludeReview' as const] },
+          { target: following, actions: ['reportLost' as const, 'concludeReview' as const] },
         ],
       },
     },
+  }
+}
+
+/**
+ * While our record of the open durable review is in flight (an answer's or a switch's, from
+ * `unlogged`), the first record of it the log holds is the outcome (R80): one of our outcome
+ * (ours, the log reporting it before the append resolves, or another process's) leaves it
+ * (`logged`); one of another outcome closes the review with it, and ours lost (`outrun`). Later
+ * records change nothing.
+ */
+const OUTRUN_BY_ANOTHER_RECORD = {
+  'LOG.REVIEW_CLOSED': [
+    { guard: and(['closesThisReview', 'recordsOurOutcome']), target: 'logged' },
+    { guard: 'closesThisReview' as const, target: 'outrun', actions: 'adoptOutcome' as const },
+  ],
+}
+
+/**
+ * Transient: consent applies, the call resolves (R47); a request the log reported after the
+ * record that closed this review is the open review then, as a replay reads it (R79). `report`
+ * settles the review's waiters; `'reported'`: the transition in already did (its event held
+ * what they settle with).
+ */
+function concluded(report: 'reportClosed' | 'reportLost' | 'reported') {
+  const idle = '#planMode.review.idle'
+  const toldInactive = { type: 'assignTold' as const, params: { active: false } }
+  const reports = report === 'reported' ? [] : [report]
+  return {
+    always: [
+      // Consent: K := inactive (the tool result tells the model), the intent follows (R47).
+      { guard: and(['isToldApproval', 'hasHeardRequest']), target: idle, actions: [toldInactive, 'raiseApproval' as const, ...reports, 'replayHeardRequest' as const, 'concludeReview' as const] },
+      { guard: 'isToldApproval' as const, target: idle, actions: [toldInactive, 'raiseApproval' as const, ...reports, 'concludeReview' as const] },
+      // A durable approval the model has not heard: the next boundary tells it (R81).
+      { guard: and(['isApproved', 'hasHeardRequest']), target: idle, actions: ['raiseApproval' as const, ...reports, 'replayHeardRequest' as const, 'concludeReview' as const] },
+      { guard: 'isApproved' as const, target: idle, actions: ['raiseApproval' as const, ...reports, 'concludeReview' as const] },
+      // Another process requested the next review after the record that closed this one: it is open (R79, R80).
+      { guard: 'hasHeardRequest' as const, target: idle, actions: [...reports, 'replayHeardRequest' as const, 'concludeReview' as const] },
+      { target: idle, actions: [...reports, 'concludeReview' as const] },
+    ],
   }
 }
 
@@ -421,60 +486,71 @@ export const planModeMachine = planModeSetup.createMachine({
                  */
                 awaiting: {
                   on: {
-                    'REVIEW.ANSWER': { guard: 'answersThisReview', target: '#planMode.review.open.recording', actions: ['decideAnswer', 'reportAnswering'] },
+                    'REVIEW.ANSWER': { guard: 'answersThisReview', target: '#planMode.review.open.answering', actions: ['decideAnswer', 'reportAnswering'] },
                     'LOG.REVIEW_CLOSED': { guard: 'closesThisReview', target: '#planMode.review.open.recorded', actions: 'adoptOutcome' },
                     'LOG.REVIEW_REQUESTED': { guard: 'requestsAnotherReview', target: 'awaiting', reenter: true, actions: 'adoptReview' },
                   },
                 },
               },
             },
-            /** The outcome is decided and being recorded as `plan/review` (R49); then the call resolves. */
+            /**
+             * A channel review's outcome is decided (answered, aborted or reloaded) and being
+             * recorded as `plan/review` (R49); then the call resolves. No other process records a
+             * channel review: a durable one's record is `answering` or `superseded`.
+             */
             recording: {
               tags: [APPENDING_TAG],
               entry: 'recordReview',
               on: {
-                'REVIEW.RECORDED': { target: 'recorded', actions: 'settleRecord' },
-                'LOG.REVIEW_CLOSED': { guard: 'closesThisReview', actions: 'noteRecorded' },
+                'REVIEW.RECORDED': 'recorded',
+                'REVIEW.RECORD_FAILED': {
+                  target: 'recorded',
+                  actions: { type: 'warn', params: { message: 'plan-mode: review record failed' } },
+                },
+              },
+            },
+            /**
+             * An answer given through `answerReview` to the open durable review is being recorded
+             * (R80); its call waits for the record, then resolves with the review's outcome.
+             */
+            answering: {
+              tags: [APPENDING_TAG],
+              entry: 'recordReview',
+              on: {
+                'REVIEW.RECORDED': 'recorded',
+                // Another record of the review is in the log: it closes the review; the answer, its
+                // own record failed, fails with the log's error, unwarned (R80).
+                'REVIEW.RECORD_FAILED': { target: 'answerFailed', actions: 'reportAnswerOutlived' },
                 // Another process closed this review and requested the next one meanwhile (R79, R80).
                 'LOG.REVIEW_REQUESTED': { actions: 'noteRequestSeq' },
-                'REVIEW.RECORD_FAILED': [
-                  // R80: an answer that could not be recorded changes nothing; the review stays
-                  // open, unless the log holds another process's record of it by now.
-                  { guard: and(['isAnswering', not('hasNotedRecord')]), target: 'undecided.awaiting', actions: ['reportAnswerFailed', 'failAnswer'] },
-                  // The other record closes it; the answer still fails with the log's error, unwarned (R80).
-                  { guard: 'isAnswering', target: 'recorded', actions: 'failRacedAnswer' },
-                  {
-                    target: 'recorded',
-                    actions: [{ type: 'warn', params: { message: 'plan-mode: review record failed' } }, 'settleRecord'],
+                // R73: its record never settled; the answer fails with the abandoned message, the call as reloaded.
+                ABANDONED: { target: '#planMode.review.idle', actions: ['reportAnswerAbandoned', 'abandonReview'] },
+              },
+              initial: 'unlogged',
+              states: {
+                unlogged: {
+                  on: {
+                    ...OUTRUN_BY_ANOTHER_RECORD,
+                    // R80: an answer that could not be recorded changes nothing; the review stays open.
+                    'REVIEW.RECORD_FAILED': { target: '#planMode.review.open.undecided.awaiting', actions: ['reportAnswerFailed', 'failAnswer'] },
                   },
-                ],
+                },
+                logged: {},
+                outrun: { on: { 'REVIEW.RECORDED': '#planMode.review.open.lost' } },
               },
             },
             /**
              * Transient: consent applies, the call resolves (R47); a request the log reported after
              * the record that closed this review is the open review then, as a replay reads it (R79).
              */
-            recorded: {
-              always: [
-                // Consent: K := inactive (the tool result tells the model), the intent follows (R47).
-                {
-                  guard: and(['isToldApproval', 'hasHeardRequest']),
-                  target: '#planMode.review.idle',
-                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'reportClosed', 'replayHeardRequest', 'concludeReview'],
-                },
-                {
-                  guard: 'isToldApproval',
-                  target: '#planMode.review.idle',
-                  actions: [{ type: 'assignTold', params: { active: false } }, 'raiseApproval', 'reportClosed', 'concludeReview'],
-                },
-                // A durable approval the model has not heard: the next boundary tells it (R81).
-                { guard: and(['isApproved', 'hasHeardRequest']), target: '#planMode.review.idle', actions: ['raiseApproval', 'reportClosed', 'replayHeardRequest', 'concludeReview'] },
-                { guard: 'isApproved', target: '#planMode.review.idle', actions: ['raiseApproval', 'reportClosed', 'concludeReview'] },
-                // Another process requested the next review after the record that closed this one: it is open (R79, R80).
-                { guard: 'hasHeardRequest', target: '#planMode.review.idle', actions: ['reportClosed', 'replayHeardRequest', 'concludeReview'] },
-                { target: '#planMode.review.idle', actions: ['reportClosed', 'concludeReview'] },
-              ],
-            },
+            recorded: concluded('reportClosed'),
+            /** Transient: as `recorded`, after another process's record of another outcome closed the review first: our answer lost (R80). */
+            lost: concluded('reportLost'),
+            /**
+             * Transient: our answer's record failed after another record had closed the review
+             * (R80): the answer has failed with the log's error; the review concludes with that record.
+             */
+            answerFailed: concluded('reported'),
             /**
              * A user's switch closed the review (R48): it is recorded as superseded, then the
              * selection that closed it follows (`following`).

@@ -64,14 +64,6 @@ export interface OpenReview {
   title: string
   result: ReviewResult | null
   durable?: { reviewId: string; callId?: string; version?: number }
-  /** The outcome being recorded is an answer given through `answerReview` (R80). */
-  answering?: boolean
-  /** The first record of this review the log held while ours was in flight: it wins (R80). */
-  recorded?: ReviewResult
-  /** Our record came after another one of this review: the answer lost (R80). */
-  lost?: boolean
-  /** Our answer's record failed after another one of this review closed it: the answer fails with the log's error (R80). */
-  failed?: unknown
   /**
    * Another process's durable request that the log reported while ours was being appended (R79):
    * the review the log holds open until ours lands, and the open one if ours fails. (Its closing
@@ -122,6 +114,12 @@ function resultOfRecord(outcome: ReviewOutcome, feedback: string | undefined, to
   if (outcome === 'keep-planning') return { outcome, error: closedReviewMessage(outcome, feedback), ...(feedback === undefined ? {} : { feedback }), ...told, ...policy }
   // A durable review's record carries no error text: its outcome's own text, as a call would fail with it.
   return { outcome, error: closedReviewMessage(outcome), ...told, ...policy }
+}
+
+/** What the call waiting for a review's closing settles with (R47–R49, R80): `lost` when another record won. */
+function closedReport(review: OpenReview | null, lost: boolean) {
+  const result = review?.result ?? { outcome: 'failed' as const, error: REVIEW_MESSAGES.unreadableFailure }
+  return { type: 'review.closed' as const, review: review?.number ?? 0, result, ...(lost ? { lost: true as const } : {}) }
 }
 
 /** The tag of every state in which a log append is in flight. */
@@ -201,12 +199,24 @@ export const planModeSetup = setup({
     /** Another durable review's request: the latest one is open (R79). */
     requestsAnotherReview: ({ context, event }) =>
       event.type === 'LOG.REVIEW_REQUESTED' && context.review?.durable?.reviewId !== event.review.reviewId,
-    /** The record in flight is an answer (R80): when it fails, the answer fails and the review stays open. */
-    isAnswering: ({ context }) => context.review?.answering === true,
     /** Another process's request the log reported while our request or record was being appended (R79, R80). */
     hasHeardRequest: ({ context }) => context.review?.heard !== undefined,
-    /** The log holds a record of this review from another process (R80). */
-    hasNotedRecord: ({ context }) => context.review?.recorded !== undefined,
+    /**
+     * Another process's record of the open review has the outcome of ours in flight (R80): the
+     * same outcome, feedback, telling and decider (R81, R95, R101).
+     */
+    recordsOurOutcome: ({ context, event }) => {
+      const own = context.review?.result
+      if (event.type !== 'LOG.REVIEW_CLOSED' || own == null) return false
+      const other = resultOfRecord(event.outcome, event.feedback, event.toldInResult, event.by, event.fresh)
+      return (
+        other.outcome === own.outcome &&
+        other.feedback === own.feedback &&
+        other.toldInResult === own.toldInResult &&
+        other.by === own.by &&
+        other.fresh === own.fresh
+      )
+    },
     /** The model hears this approval in the call's result (a channel review's, or told in the result: R47, R81). */
     isToldApproval: ({ context }) =>
       leavesPlanMode(context.review?.result?.outcome) && (context.review!.durable === undefined || context.review!.result!.toldInResult === true),
@@ -380,7 +390,7 @@ export const planModeSetup = setup({
       const comments = verdict.outcome === 'keep-planning' && verdict.comments !== undefined ? { comments: verdict.comments } : {}
       const fresh = verdict.outcome === 'approved' && verdict.fresh === true
       const result = { ...resultOfRecord(verdict.outcome, feedback, event.toldInResult, verdict.by, fresh), ...comments }
-      return { review: { ...context.review, result, answering: true } }
+      return { review: { ...context.review, result } }
     }),
     /** The answer's call waits for the record of the review numbered so (after `decideAnswer`). */
     reportAnswering: emit(({ context }) => ({ type: 'answer.recording' as const, review: context.review?.number ?? 0 })),
@@ -388,11 +398,6 @@ export const planModeSetup = setup({
     adoptOutcome: assign(({ context, event }) => {
       if (event.type !== 'LOG.REVIEW_CLOSED' || context.review === null) return {}
       return { review: { ...context.review, result: resultOfRecord(event.outcome, event.feedback, event.toldInResult, event.by, event.fresh) } }
-    }),
-    /** The log holds a record of this review while ours is in flight: the first one wins (R80). */
-    noteRecorded: assign(({ context, event }) => {
-      if (event.type !== 'LOG.REVIEW_CLOSED' || context.review === null || context.review.recorded !== undefined) return {}
-      return { review: { ...context.review, recorded: resultOfRecord(event.outcome, event.feedback, event.toldInResult, event.by, event.fresh) } }
     }),
     /**
      * An answer's record failed: the answer fails with the log's error, the review stays open (R80),
@@ -417,31 +422,8 @@ export const planModeSetup = setup({
             : { outcome: 'reloaded', error: REVIEW_MESSAGES.reloaded }
       return { review: context.review && { ...context.review, result } }
     }),
-    /**
-     * The record landed (R49, R80). When the log held another record of this durable review
-     * first, that one is the outcome and ours lost.
-     */
-    settleRecord: assign(({ context }) => {
-      const review = context.review
-      const recorded = review?.recorded
-      const own = review?.result
-      if (review === null || recorded === undefined || own == null) return {}
-      // Told in the result or not is part of the outcome: the model hears it once (R81); so is who decided it (R95).
-      const same =
-        recorded.outcome === own.outcome &&
-        recorded.feedback === own.feedback &&
-        recorded.toldInResult === own.toldInResult &&
-        recorded.by === own.by &&
-        recorded.fresh === own.fresh
-      if (same) return {}
-      return { review: { ...review, result: recorded, lost: true } }
-    }),
     /** An answer's record failed, but another record closed the review meanwhile: that one is the outcome, and the answer fails with the log's error (R80). */
-    failRacedAnswer: assign(({ context, event }) => {
-      const review = context.review
-      if (review === null || review.recorded === undefined) return {}
-      return { review: { ...review, result: review.recorded, failed: (event as { error?: unknown }).error } }
-    }),
+    reportAnswerOutlived: emit(({ context, event }) => ({ ...closedReport(context.review, false), failed: (event as { error?: unknown }).error })),
     /** The answer's record failed: the answer fails with the log's error; the review stays open (R80). */
     reportAnswerFailed: emit(({ context, event }) => ({
       type: 'review.closed' as const,
@@ -450,12 +432,9 @@ export const planModeSetup = setup({
       failed: (event as { error?: unknown }).error,
     })),
     /** The exit call that opened the review, or the answer that closed it, settles with its result (R47–R49, R80). */
-    reportClosed: emit(({ context }) => {
-      const review = context.review
-      const result = review?.result ?? { outcome: 'failed' as const, error: REVIEW_MESSAGES.unreadableFailure }
-      const failed = review?.failed
-      return { type: 'review.closed' as const, review: review?.number ?? 0, result, ...(review?.lost === true ? { lost: true as const } : {}), ...(failed !== undefined ? { failed } : {}) }
-    }),
+    reportClosed: emit(({ context }) => closedReport(context.review, false)),
+    /** As `reportClosed`, for a review another process's record of another outcome closed before ours landed: ours lost (R80). */
+    reportLost: emit(({ context }) => closedReport(context.review, true)),
     /** The review is closed; a durable review's outcome is remembered (R80, R81). */
     concludeReview: assign(({ context }) => {
       const review = context.review
@@ -486,8 +465,13 @@ export const planModeSetup = setup({
       type: 'review.closed' as const,
       review: context.review?.number ?? 0,
       result: { outcome: 'reloaded' as const, error: REVIEW_MESSAGES.reloaded },
-      // An answer whose record was abandoned fails with the abandoned message, as the operation waiting for it (R73, R80).
-      ...(context.review?.answering === true ? { failed: new Error(abandonedMessage(context.closeTimeout)) } : {}),
+    })),
+    /** R73, R80: an answer whose record was abandoned fails with the abandoned message, as the operation waiting for it. */
+    reportAnswerAbandoned: emit(({ context }) => ({
+      type: 'review.closed' as const,
+      review: context.review?.number ?? 0,
+      result: { outcome: 'reloaded' as const, error: REVIEW_MESSAGES.reloaded },
+      failed: new Error(abandonedMessage(context.closeTimeout)),
     })),
     abandonReview: assign({ review: null }),
   },
