@@ -293,10 +293,9 @@ export function createPlanMode(options: PlanModeOptions): PlanMode {
  * The open review as `openReview` shows it (R79, R138): `version` the plan's version in its
  * episode (R96), `seq` the log position of its request, which the chart holds as the review's.
  */
-function openReviewView(agent: PlanAgent, open: OpenReviewView | null): OpenReviewView | null {
+function openReviewView(agent: PlanAgent, open: Omit<OpenReviewView, 'version'> | null): OpenReviewView | null {
   if (open === null) return null
-  const seq = open.version // the chart's and the checkpoint's: the request's seq
-  const { reviewId, title, plan, callId } = open
+  const { reviewId, title, plan, seq, callId } = open
   const version = presentedVersion(agent.session, reviewId, seq, agent.id)
   return callId === undefined ? { reviewId, title, plan, version, seq } : { reviewId, title, plan, version, seq, callId }
 }

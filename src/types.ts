@@ -109,11 +109,8 @@ export interface OpenReviewView {
   plan: string
   /** The plan's version in its planning episode (R96, R138): 1, 2, … as `planHistory` numbers it. */
   version: number
-  /**
-   * The log position of the review's request record (its seq, R138). Optional in the type so that
-   * views made before it existed still type-check; `openReview` always gives it.
-   */
-  seq?: number
+  /** The log position of the review's request record (its seq, R138). */
+  seq: number
   /** The framework's id of the exit call that opened it, when it gave one (R79). */
   callId?: string
 }

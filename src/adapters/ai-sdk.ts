@@ -251,12 +251,12 @@ export function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent): ExitPlan
   const base = {
     description: exitTool.description,
     // No validator: the core checks the arguments itself, with the messages R42 fixes.
-    inputSchema: jsonSchema<{ plan: string }>(toJsonSchema(exitTool.parameters)),
+    inputSchema: jsonSchema<{ plan: string }>(exitTool.parameters as JSONSchema7),
   }
   if (exitTool.reviews === 'durable') return durableExitTool(planMode, agent, base)
   return tool<{ plan: string }, ExitToolResult>({
     ...base,
-    outputSchema: jsonSchema<ExitToolResult>(toJsonSchema(exitTool.outputSchema)),
+    outputSchema: jsonSchema<ExitToolResult>(exitTool.outputSchema as JSONSchema7),
     execute: (input, { abortSignal }) => exitTool.execute(input, { agent, signal: abortSignal }),
     toModelOutput: () => ({ type: 'text', value: exitTool.resultText }),
   })
@@ -669,7 +669,4 @@ function toUserPart(part: unknown): TextPart | ImagePart | FilePart {
   )
 }
 
-/** The SDK gets its own copy: the core's schemas are frozen and shared by every service. */
-function toJsonSchema(schema: JSONSchema7): JSONSchema7 {
-  return structuredClone(schema)
-}
+

@@ -51,12 +51,16 @@ function isAwaitingReview(snapshot: PlanModeSnapshot): boolean {
   return snapshot.matches({ review: { open: { undecided: 'awaiting' } } })
 }
 
-/** The open durable review, as `openReview` returns it (R79), or null. */
-export function openDurableReview(snapshot: PlanModeSnapshot): OpenReviewView | null {
+/**
+ * The open durable review as the chart knows it (R79), or null: everything `openReview` returns but
+ * the plan's version (R138), which the service reads from the log's history of the episode.
+ */
+export function openDurableReview(snapshot: PlanModeSnapshot): Omit<OpenReviewView, 'version'> | null {
   const review = snapshot.context.review
   if (review?.durable === undefined || !isAwaitingReview(snapshot)) return null
-  const { reviewId, version = 0, callId } = review.durable
-  const view: OpenReviewView = { reviewId, title: review.title, plan: review.plan, version }
+  // The chart's `durable.version` is the request's seq, as the log's record and checkpoints name it.
+  const { reviewId, version: seq = 0, callId } = review.durable
+  const view: Omit<OpenReviewView, 'version'> = { reviewId, title: review.title, plan: review.plan, seq }
   if (callId !== undefined) view.callId = callId
   return view
 }
