@@ -132,9 +132,9 @@ describe("src/'s imports (issue #25)", () => {
     expect(outward).toEqual([])
   })
 
-  it('the AI SDK adapter translates: besides types, it takes from src/ only the log\'s event names, the call transcript and the guard (the service decides its steps and call reviews)', () => {
+  it('the AI SDK adapter translates: besides types, it takes from src/ only the log\'s event names, the call transcript, the turn around a call and the guard (the service decides its steps and call reviews)', () => {
     const text = readFileSync(join(SRC, 'adapters/ai-sdk.ts'), 'utf8')
     const values = [...text.matchAll(/^import\s+(?!type\b)[^'"]*?\bfrom\s*['"](\.[^'"]+)['"]/gms)].map((match) => match[1]).sort()
-    expect(values).toEqual(['../guard/index.js', '../log/kinds.js', '../plan/transcript.js'])
+    expect(values).toEqual(['../guard/index.js', '../log/kinds.js', '../plan/transcript.js', '../plan/turn.js'])
   })
 })

@@ -42,6 +42,7 @@ import {
   type UIMessage,
   type UserModelMessage,
 } from 'ai'
+import { runInTurn } from '../plan/turn.js'
 import type { ExitPlanModeTool, ExitToolResult } from '../plan/exit-tool.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
 import { createCallTranscript } from '../plan/transcript.js'
@@ -506,18 +507,7 @@ export function withPlanMode<TOOLS extends ToolSet = {}>(options: WithPlanModeOp
     prepareStep,
     startTurn,
     endTurn,
-    async runTurn<T>(run: () => T | PromiseLike<T>, turnOptions?: RunTurnOptions): Promise<Awaited<T>> {
-      await startTurn(turnOptions)
-      let value
-      try {
-        value = await run()
-      } catch (error) {
-        await endTurn().catch(() => {}) // the call's error is the one to report
-        throw error
-      }
-      await endTurn()
-      return value
-    },
+    runTurn: <T>(run: () => T | PromiseLike<T>, turnOptions?: RunTurnOptions) => runInTurn(() => startTurn(turnOptions), endTurn, run),
     steer(message) {
       outbox.push(toModelMessage(message))
     },

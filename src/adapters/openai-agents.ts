@@ -40,6 +40,7 @@ import {
   type Tool,
 } from '@openai/agents-core'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
+import { runInTurn } from '../plan/turn.js'
 import { planArgument, type ExitPlanModeParameters } from '../plan/exit-tool.js'
 import { createCallTranscript } from '../plan/transcript.js'
 import type { PlanHandoff } from '../plan/handoff.js'
@@ -261,18 +262,7 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
     callModelInputFilter,
     startTurn,
     endTurn,
-    async runTurn<T>(run: () => T | PromiseLike<T>, turnOptions?: RunTurnOptions): Promise<Awaited<T>> {
-      await startTurn(turnOptions)
-      let value
-      try {
-        value = await run()
-      } catch (error) {
-        await endTurn().catch(() => {}) // the call's error is the one to report
-        throw error
-      }
-      await endTurn()
-      return value
-    },
+    runTurn: <T>(run: () => T | PromiseLike<T>, turnOptions?: RunTurnOptions) => runInTurn(() => startTurn(turnOptions), endTurn, run),
     steer(message) {
       outbox.push(toInputItem(message))
     },
