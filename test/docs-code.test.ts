@@ -126,6 +126,13 @@ const parsed = DOCUMENTS.map(fencedBlocks)
 const BLOCKS = parsed.flatMap((result) => result.blocks)
 
 describe('docs: every fenced block of the README and the guides is run, checked or listed', () => {
+  it('the README is a front door: 250 lines at most (issue #24), every guide linked from it', () => {
+    const readme = read('README.md')
+    expect(readme.split('\n').length - 1).toBeLessThanOrEqual(250)
+    const guides = DOCUMENTS.filter((path) => path.startsWith('docs/')).map((path) => path.slice('docs/'.length))
+    expect(guides.filter((name) => !readme.includes(`(docs/${name}`))).toEqual([])
+  })
+
   it('every fence is closed', () => {
     expect(parsed.flatMap((result) => result.problems)).toEqual([])
   })
