@@ -251,7 +251,7 @@ describe('the npm tarball', () => {
     expect(await failed(['demo'])).toEqual({ code: 2, stdout: '', stderr: 'plan-mode: demo needs the `ai` package (npm install ai@6)\n' })
   })
 
-  it('R145, R146: examples/langgraph-agent.ts runs from the installed tarball in an empty project with LangGraph installed beside it: a review left waiting by one process is approved in another', async () => {
+  it('R145, R146: examples/langgraph-agent.ts runs from the installed tarball in an empty project with LangGraph installed beside it: a review left waiting by one process is approved in another, and the stock driver (R152) passes the durable suite', async () => {
     const project = join(temp, 'app-langgraph')
     await mkdir(project)
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'app-langgraph', version: '1.0.0', private: true, type: 'module' }))
@@ -281,6 +281,15 @@ describe('the npm tarball', () => {
       stdout: ['Done: retries are 3, and each one is logged.', JSON.stringify('export const retries = 3 // each retry is logged\n'), '{"active":false}', ''],
       stderr: '',
     })
+    // The adapter's stock driver, from its entry, passes the durable suite there (import and require).
+    const check = (load: (name: string) => string) =>
+      `Promise.all([${load('xstate-plan-mode/testing/scenarios')}, ${load('xstate-plan-mode/testing/langgraph')}])` +
+      `.then(([kit, lg]) => kit.checkDurableReviews(lg.conformanceSuites({ section: 'Plan first.' }).durable))` +
+      `.then((report) => console.log(report.passed.length + ' passed, ' + report.skipped.length + ' skipped'))`
+    const esm = await run('node', ['--input-type=module', '-e', check((name) => `import('${name}')`)], { cwd: project, env: ENV })
+    expect({ stdout: esm.stdout, stderr: esm.stderr }).toEqual({ stdout: '7 passed, 0 skipped\n', stderr: '' })
+    const cjs = await run('node', ['-e', check((name) => `Promise.resolve(require('${name}'))`)], { cwd: project, env: ENV })
+    expect({ stdout: cjs.stdout, stderr: cjs.stderr }).toEqual({ stdout: '7 passed, 0 skipped\n', stderr: '' })
   }, 600_000) // a hang guard, not a time limit: an install on a busy machine
 
   it('R112: the installed plan-mode runs dist/cli.js: --version answers with no TypeScript in the project', async () => {
