@@ -18,6 +18,7 @@ const ENTRIES = {
   'testing-node': 'src/testing/node.ts',
   'testing-ai-sdk': 'src/testing/ai-sdk.ts',
   'testing-openai-agents': 'src/testing/openai-agents.ts',
+  'testing-langgraph': 'src/testing/langgraph.ts',
   postgres: 'src/adapters/postgres.ts',
   guard: 'src/guard/index.ts',
   langgraph: 'src/adapters/langgraph.ts',

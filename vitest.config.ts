@@ -29,6 +29,7 @@ export default defineConfig({
       { find: /^xstate-plan-mode\/testing\/node$/, replacement: src('testing/node.ts') },
       { find: /^xstate-plan-mode\/testing\/ai-sdk$/, replacement: src('testing/ai-sdk.ts') },
       { find: /^xstate-plan-mode\/testing\/openai-agents$/, replacement: src('testing/openai-agents.ts') },
+      { find: /^xstate-plan-mode\/testing\/langgraph$/, replacement: src('testing/langgraph.ts') },
       { find: /^xstate-plan-mode\/postgres$/, replacement: src('adapters/postgres.ts') },
       { find: /^xstate-plan-mode\/guard$/, replacement: src('guard/index.ts') },
       { find: /^xstate-plan-mode\/langgraph$/, replacement: src('adapters/langgraph.ts') },

@@ -1,6 +1,7 @@
 import { AIMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages'
 import { tool } from '@langchain/core/tools'
-import { END, START, StateGraph, type BaseCheckpointSaver } from '@langchain/langgraph'
+import { END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from '@langchain/langgraph'
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createPlanMode } from 'xstate-plan-mode'
 import { createLangGraphPlanMode, type PlanGraphState } from 'xstate-plan-mode/langgraph'
 import { PLAN_SECTION } from './plan-section.js'
@@ -41,6 +42,44 @@ export async function startCodingAgent(checkpointer: BaseCheckpointSaver, model:
     .addEdge('plan_end', END)
     .compile({ checkpointer })
   return { planMode, lg, graph }
+}
+
+/**
+ * A checkpointer that outlives the process, for the example: LangGraph's `MemorySaver` whose two
+ * tables are written to a JSON file after every write and read back when a process starts. One
+ * process at a time; in production use a database's saver (`PostgresSaver`).
+ */
+export class FileSaver extends MemorySaver {
+  constructor(private readonly file: string) {
+    super()
+    if (existsSync(file)) {
+      const bytes = (_key: string, value: unknown) => (typeof (value as { base64?: unknown } | null)?.base64 === 'string' ? new Uint8Array(Buffer.from((value as { base64: string }).base64, 'base64')) : value)
+      Object.assign(this, JSON.parse(readFileSync(file, 'utf8'), bytes))
+    }
+  }
+
+  override async put(...args: Parameters<MemorySaver['put']>) {
+    const config = await super.put(...args)
+    this.save()
+    return config
+  }
+
+  override async putWrites(...args: Parameters<MemorySaver['putWrites']>) {
+    await super.putWrites(...args)
+    this.save()
+  }
+
+  override async deleteThread(threadId: string) {
+    await super.deleteThread(threadId)
+    this.save()
+  }
+
+  /** Writes both tables to a new file and renames it over the old one, so a crash leaves one or the other. */
+  private save() {
+    const base64 = (_key: string, value: unknown) => (value instanceof Uint8Array ? { base64: Buffer.from(value).toString('base64') } : value)
+    writeFileSync(`${this.file}.new`, JSON.stringify({ storage: this.storage, writes: this.writes }, base64))
+    renameSync(`${this.file}.new`, this.file)
+  }
 }
 
 /** A scripted model for the example: plans in plan mode, revises on feedback, carries the plan out once approved. */

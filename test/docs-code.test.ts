@@ -25,6 +25,7 @@ const RUNNERS: Record<string, { test: string; via?: string; typeChecked?: string
   'examples/guarded-agent.ts': { test: 'test/readme-guard.test.ts' },
   'examples/hand-written-loop.ts': { test: 'test/readme-loop.test.ts' },
   'examples/langgraph-agent.ts': { test: 'test/langgraph-example.test.ts' },
+  'examples/langgraph-process.ts': { test: 'test/langgraph-example.test.ts' },
   'examples/headless-ci.ts': { test: 'test/docs-guard.test.ts' },
   'examples/many-instances.ts': { test: 'test/readme-instances.test.ts', via: 'scripts/many-instances.ts' },
   'examples/model.ts': { test: 'test/readme-loop.test.ts' },

@@ -1,6 +1,7 @@
-import { createLangGraphConformanceHost } from '../src/adapters/langgraph.js'
+import { MemorySaver } from '@langchain/langgraph'
+import { conformanceSuites } from 'xstate-plan-mode/testing/langgraph'
 import { describe, expect, it } from 'vitest'
-import { defineDurableReviewSuite } from '../src/testing/index.js'
+import { defineDurableReviewSuite, type StockConformanceSuites } from '../src/testing/index.js'
 import { SECTION } from './helpers.js'
 
 /**
@@ -8,15 +9,20 @@ import { SECTION } from './helpers.js'
  * driver (R152): every step, exit call and resumed call runs through the adapter's nodes in a
  * compiled graph; each restart is a new service, adapter and graph on the same checkpointer.
  */
-defineDurableReviewSuite({
-  name: 'the LangGraph adapter (stock driver)',
-  toldInResult: true,
-  createHost: () => createLangGraphConformanceHost({ section: SECTION }),
-})
+const suites = conformanceSuites({ section: SECTION, name: 'the LangGraph adapter (stock driver)' })
+defineDurableReviewSuite(suites.durable)
 
 describe('the LangGraph stock driver', () => {
+  it('R152: conformanceSuites returns the durable suite told in the result, and no channel suite', () => {
+    const stock: StockConformanceSuites = suites
+    expect(Object.keys(stock)).toEqual(['durable'])
+    expect(suites.durable.toldInResult).toBe(true)
+    expect(suites.durable.name).toBe('the LangGraph adapter (stock driver)')
+    expect(conformanceSuites({ section: SECTION }).durable.name).toBe('LangGraph adapter')
+  })
+
   it('R152: each agent is a thread of its own; a restart is a new process on the same checkpointer that reads the thread', async () => {
-    const host = await createLangGraphConformanceHost({ section: SECTION })
+    const host = await suites.durable.createHost()
     try {
       const one = await host.createAgent()
       const two = await host.createAgent()
@@ -26,6 +32,22 @@ describe('the LangGraph stock driver', () => {
       const again = await one.restart()
       expect(again.get()).toEqual({ active: true })
       expect(again.events().map((e) => e.type)).toEqual(['command/run', 'plan/mode', 'command/done'])
+    } finally {
+      await host.dispose?.()
+    }
+  })
+  it('R152: createCheckpointer gives each host its checkpointer, and the agents\' threads are kept there', async () => {
+    const savers: MemorySaver[] = []
+    const host = await conformanceSuites({ section: SECTION, createCheckpointer: () => { const saver = new MemorySaver(); savers.push(saver); return saver } }).durable.createHost()
+    try {
+      const agent = await host.createAgent()
+      await agent.command('')
+      expect(savers).toHaveLength(1)
+      const threads = Object.keys(savers[0]!.storage)
+      expect(threads).toHaveLength(1)
+      const restarted = await agent.restart()
+      expect(restarted.get()).toEqual({ active: true })
+      expect(Object.keys(savers[0]!.storage)).toEqual(threads)
     } finally {
       await host.dispose?.()
     }

@@ -168,7 +168,7 @@ afterAll(async () => {
 describe('the npm tarball', () => {
   it('ships the builds, their declarations, the README and the spec, and no sources', () => {
     for (const file of ['package.json', 'README.md', 'docs/spec.md', 'dist/cli.js']) expect(packedFiles).toContain(file)
-    for (const entry of ['index', 'node', 'ai-sdk', 'openai-agents', 'inspect', 'testing', 'testing-scenarios', 'testing-node', 'testing-ai-sdk', 'testing-openai-agents', 'postgres', 'guard', 'langgraph']) {
+    for (const entry of ['index', 'node', 'ai-sdk', 'openai-agents', 'inspect', 'testing', 'testing-scenarios', 'testing-node', 'testing-ai-sdk', 'testing-openai-agents', 'testing-langgraph', 'postgres', 'guard', 'langgraph']) {
       for (const ext of ['js', 'cjs', 'd.ts', 'd.cts']) expect(packedFiles).toContain(`dist/${entry}.${ext}`)
     }
     expect(packedFiles.filter((file) => !file.startsWith('dist/') && !['package.json', 'README.md', 'docs/spec.md'].includes(file))).toEqual([])
@@ -251,7 +251,7 @@ describe('the npm tarball', () => {
     expect(await failed(['demo'])).toEqual({ code: 2, stdout: '', stderr: 'plan-mode: demo needs the `ai` package (npm install ai@6)\n' })
   })
 
-  it('R145, R146: examples/langgraph-agent.ts runs from the installed tarball in an empty project with LangGraph installed beside it', async () => {
+  it('R145, R146: examples/langgraph-agent.ts runs from the installed tarball in an empty project with LangGraph installed beside it: a review left waiting by one process is approved in another, and the stock driver (R152) passes the durable suite', async () => {
     const project = join(temp, 'app-langgraph')
     await mkdir(project)
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'app-langgraph', version: '1.0.0', private: true, type: 'module' }))
@@ -260,42 +260,36 @@ describe('the npm tarball', () => {
     await timed('install with langgraph', () =>
       run('npm', ['install', tarball, ...peers, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project, env: ENV, maxBuffer: 1 << 24 }),
     )
-    // The example and the section it imports, compiled as a user's build would (ESM: the project is "type": "module").
-    for (const name of ['langgraph-agent', 'plan-section']) {
+    // The example, its host's process and the section it imports, compiled as a user's build would (ESM: the project is "type": "module").
+    for (const name of ['langgraph-agent', 'langgraph-process', 'plan-section']) {
       const source = await readFile(join(ROOT, 'examples', `${name}.ts`), 'utf8')
       await writeFile(join(project, `${name}.js`), ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText)
     }
-    await writeFile(
-      join(project, 'run.js'),
-      `import { HumanMessage } from '@langchain/core/messages'\n` +
-        `import { Command, MemorySaver } from '@langchain/langgraph'\n` +
-        `import { scriptedModel, startCodingAgent, workspace } from './langgraph-agent.js'\n` +
-        `const checkpointer = new MemorySaver()\n` +
-        `const thread = { configurable: { thread_id: 'retries' } }\n` +
-        `const first = await startCodingAgent(checkpointer, scriptedModel)\n` +
-        `const agent = await first.lg.agent(first.graph, thread)\n` +
-        `console.log((await first.planMode.command.run({ agent, rawInput: '' })).text)\n` +
-        `const v1 = await first.graph.invoke({ messages: [new HumanMessage('Make the config load retry.')] }, thread)\n` +
-        `console.log(JSON.stringify(v1.__interrupt__[0].value.plan))\n` +
-        `const v2 = await first.graph.invoke(new Command({ resume: { answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'Also log each retry.' }] } }), thread)\n` +
-        `console.log(JSON.stringify(v2.__interrupt__[0].value.plan))\n` +
-        `await first.planMode.dispose()\n` +
-        `const second = await startCodingAgent(checkpointer, scriptedModel)\n` +
-        `const done = await second.graph.invoke(new Command({ resume: { answers: [{ id: 'plan-review', selected: ['Approve'] }] } }), thread)\n` +
-        `console.log(done.messages.at(-1).content)\n` +
-        `console.log(JSON.stringify(workspace.get('src/config.ts')))\n` +
-        `await second.planMode.dispose()\n`,
-    )
-    const { stdout, stderr } = await run('node', ['run.js'], { cwd: project, env: ENV })
-    expect(stdout.split('\n')).toEqual([
-      'Plan mode on. Use /plan off to leave.',
-      JSON.stringify('# Retry the config load\n\n1. Set retries to 3 in src/config.ts.'),
-      JSON.stringify('# Retry the config load\n\n1. Set retries to 3 in src/config.ts.\n2. Log each retry.'),
-      'Done: retries are 3, and each one is logged.',
-      JSON.stringify('export const retries = 3 // each retry is logged\n'),
-      '',
-    ])
-    expect(stderr).toBe('')
+    // Two Node processes on one checkpoint file: the review the first leaves waiting, the second answers.
+    const plan = await run('node', ['langgraph-process.js', 'plan', 'checkpoints.json'], { cwd: project, env: ENV })
+    expect({ stdout: plan.stdout.split('\n'), stderr: plan.stderr }).toEqual({
+      stdout: [
+        'Plan mode on. Use /plan off to leave.',
+        JSON.stringify('# Retry the config load\n\n1. Set retries to 3 in src/config.ts.'),
+        JSON.stringify('# Retry the config load\n\n1. Set retries to 3 in src/config.ts.\n2. Log each retry.'),
+        '',
+      ],
+      stderr: '',
+    })
+    const approve = await run('node', ['langgraph-process.js', 'approve', 'checkpoints.json'], { cwd: project, env: ENV })
+    expect({ stdout: approve.stdout.split('\n'), stderr: approve.stderr }).toEqual({
+      stdout: ['Done: retries are 3, and each one is logged.', JSON.stringify('export const retries = 3 // each retry is logged\n'), '{"active":false}', ''],
+      stderr: '',
+    })
+    // The adapter's stock driver, from its entry, passes the durable suite there (import and require).
+    const check = (load: (name: string) => string) =>
+      `Promise.all([${load('xstate-plan-mode/testing/scenarios')}, ${load('xstate-plan-mode/testing/langgraph')}])` +
+      `.then(([kit, lg]) => kit.checkDurableReviews(lg.conformanceSuites({ section: 'Plan first.' }).durable))` +
+      `.then((report) => console.log(report.passed.length + ' passed, ' + report.skipped.length + ' skipped'))`
+    const esm = await run('node', ['--input-type=module', '-e', check((name) => `import('${name}')`)], { cwd: project, env: ENV })
+    expect({ stdout: esm.stdout, stderr: esm.stderr }).toEqual({ stdout: '7 passed, 0 skipped\n', stderr: '' })
+    const cjs = await run('node', ['-e', check((name) => `Promise.resolve(require('${name}'))`)], { cwd: project, env: ENV })
+    expect({ stdout: cjs.stdout, stderr: cjs.stderr }).toEqual({ stdout: '7 passed, 0 skipped\n', stderr: '' })
   }, 600_000) // a hang guard, not a time limit: an install on a busy machine
 
   it('R112: the installed plan-mode runs dist/cli.js: --version answers with no TypeScript in the project', async () => {

@@ -28,6 +28,7 @@ const ENTRY_POINTS = new Map(
     'xstate-plan-mode/testing': 'testing/index.ts',
     'xstate-plan-mode/postgres': 'adapters/postgres.ts',
     'xstate-plan-mode/guard': 'guard/index.ts',
+    'xstate-plan-mode/langgraph': 'adapters/langgraph.ts',
   }).map(([name, source]) => [name, new URL(`../../src/${source}`, import.meta.url).href]),
 )
 

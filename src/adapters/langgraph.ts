@@ -36,4 +36,3 @@
  */
 
 export * from './langgraph-adapter.js'
-export { createLangGraphConformanceHost, type LangGraphConformanceHostOptions } from './langgraph-driver.js'

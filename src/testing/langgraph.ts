@@ -1,57 +1,87 @@
 /**
- * The stock conformance driver of the LangGraph adapter (R152): the durable suite of
- * `xstate-plan-mode/testing`, told in the result (`defineDurableReviewSuite({ toldInResult: true })`),
- * run through the adapter's own nodes in a compiled graph, each "process" a new service, adapter
- * and graph on one checkpointer.
+ * `xstate-plan-mode/testing/langgraph`: the stock conformance driver of the LangGraph adapter
+ * (`xstate-plan-mode/langgraph`), for `@langchain/langgraph` 1.x and `@langchain/core` 1.x (peers,
+ * as for the adapter). Like every stock driver of the package it exports `conformanceSuites`: the
+ * suites' options, to hand to the runner's wrappers. The adapter takes durable services only (a run
+ * pauses at a review with `interrupt()`), so there is no channel suite: `durable` is
+ * `defineDurableReviewSuite`'s options, told in the result (R81, R135), run through the adapter's
+ * own nodes in a compiled graph (R152).
+ *
+ * ```ts
+ * import { defineDurableReviewSuite } from 'xstate-plan-mode/testing'
+ * import { conformanceSuites } from 'xstate-plan-mode/testing/langgraph'
+ *
+ * defineDurableReviewSuite(conformanceSuites({ section: MY_SECTION }).durable)
+ * ```
+ *
+ * @module xstate-plan-mode/testing/langgraph
  */
-import type * as LangGraph from '@langchain/langgraph'
-import type * as Messages from '@langchain/core/messages'
+import { AIMessage, type BaseMessage, type ToolMessage } from '@langchain/core/messages'
+import { END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from '@langchain/langgraph'
+import { createLangGraphPlanMode, PLAN_GRAPH_NODES, type PlanGraphState } from '../adapters/langgraph-adapter.js'
 import { PLAN_LOG_EVENTS } from '../log/kinds.js'
 import { createPlanMode } from '../service.js'
-import type { DurableConformanceAgent, DurableConformanceHost } from '../testing/index.js'
 import type { PlanAgent } from '../types.js'
-import { createLangGraphPlanMode, PLAN_GRAPH_NODES, type PlanGraphState } from './langgraph-adapter.js'
+import type { DurableConformanceAgent, DurableConformanceHost, DurableReviewSuiteOptions } from './scenarios.js'
 
-/** Options of `createLangGraphConformanceHost`. */
-export interface LangGraphConformanceHostOptions {
-  /** The section the host's services are configured with. */
+/** Options of `conformanceSuites`: the host's own settings. */
+export interface LangGraphConformanceOptions {
+  /** The section the host gives `createPlanMode` (R18). */
   section: string
-  /** Where the threads are kept across restarts: by default one `MemorySaver` per host. */
-  checkpointer?: LangGraph.BaseCheckpointSaver
+  /**
+   * The checkpointer of each scenario's host, where its threads are kept across restarts (the
+   * host's own, e.g. a `PostgresSaver`). Default: a new `MemorySaver` per host.
+   */
+  createCheckpointer?: () => BaseCheckpointSaver | Promise<BaseCheckpointSaver>
+  /** The suite's name. Default `'LangGraph adapter'`. */
+  name?: string
 }
 
 /**
- * A host for `defineDurableReviewSuite({ toldInResult: true, createHost })` whose agents run in a
- * LangGraph graph built from the adapter's nodes (R152): a step is a run of `plan_boundary`, the
- * model's exit call a run of `plan_tools` that pauses at `plan_review`, the waiting call's result
- * the run resumed by `resumeClosedReview`; a step is the `plan_boundary` node's run, its update
- * written as that node (`updateState(config, update, 'plan_boundary')`). Each agent is a new thread; a restart is a new service,
- * adapter and graph on the same checkpointer.
- * @throws (rejects) as `createLangGraphPlanMode` does when a peer is missing (R148).
+ * What `conformanceSuites` returns: the durable suite only (the adapter takes no review channel).
+ * It is a `StockConformanceSuites` without `channel`.
  */
-export async function createLangGraphConformanceHost(options: LangGraphConformanceHostOptions): Promise<DurableConformanceHost> {
-  const lg = await import('@langchain/langgraph')
-  const checkpointer = options.checkpointer ?? new lg.MemorySaver()
-  const disposers = new Set<() => Promise<void>>()
-  return {
-    section: options.section,
-    createAgent: () => driver(lg, checkpointer, options.section, globalThis.crypto.randomUUID(), disposers),
-    async dispose() {
-      for (const dispose of [...disposers]) await dispose()
+export interface LangGraphConformanceSuites {
+  /** The options of `defineDurableReviewSuite`, `toldInResult: true`. */
+  readonly durable: DurableReviewSuiteOptions
+}
+
+/**
+ * The conformance suites of the LangGraph adapter for a host's settings (R152): `durable`, the
+ * options of `defineDurableReviewSuite({ toldInResult: true })`. Each scenario's host holds one
+ * checkpointer; each agent is a thread of its own on it, and a restart is a new service, adapter
+ * and graph on that checkpointer. A step is the `plan_boundary` node's run, its update written as
+ * that node (`updateState(config, update, 'plan_boundary')`); the model's exit call a run of
+ * `plan_tools` that pauses at `plan_review`; the waiting call's result the run resumed by
+ * `resumeClosedReview`; `answerReview` and `dismissReview` (R136) answer with `toldInResult: true`.
+ * @throws (the host's creation rejects) as `createLangGraphPlanMode` does when a peer is missing (R148).
+ */
+export function conformanceSuites(options: LangGraphConformanceOptions): LangGraphConformanceSuites {
+  const durable: DurableReviewSuiteOptions = {
+    name: options.name ?? 'LangGraph adapter',
+    toldInResult: true,
+    createHost: async (): Promise<DurableConformanceHost> => {
+      const checkpointer = options.createCheckpointer ? await options.createCheckpointer() : new MemorySaver()
+      const disposers = new Set<() => Promise<void>>()
+      return {
+        section: options.section,
+        createAgent: () => driver(checkpointer, options.section, globalThis.crypto.randomUUID(), disposers),
+        async dispose() {
+          for (const dispose of [...disposers]) await dispose()
+        },
+      }
     },
   }
+  return { durable }
 }
 
 /** One process of one agent's host: a service, the adapter and the driver's graph on `checkpointer`. */
 async function driver(
-  lgModule: typeof LangGraph,
-  checkpointer: LangGraph.BaseCheckpointSaver,
+  checkpointer: BaseCheckpointSaver,
   section: string,
   threadId: string,
   disposers: Set<() => Promise<void>>,
 ): Promise<DurableConformanceAgent> {
-  const { StateGraph, START, END } = lgModule
-  const { AIMessage } = await import('@langchain/core/messages')
   const planMode = createPlanMode({ section, review: 'durable', logger: { warn: () => {} } })
   const dispose = () => planMode.dispose()
   disposers.add(dispose)
@@ -75,9 +105,9 @@ async function driver(
   const refresh = async () => {
     agent = await lg.agent(graph, config)
   }
-  const toolResult = (messages: readonly Messages.BaseMessage[], callId: string) =>
-    messages.find((m): m is Messages.ToolMessage => m.getType() === 'tool' && (m as Messages.ToolMessage).tool_call_id === callId)
-  const textOf = (message: Messages.BaseMessage) => (typeof message.content === 'string' ? message.content : message.content.map((part) => (part as { text?: string }).text ?? '').join(''))
+  const toolResult = (messages: readonly BaseMessage[], callId: string) =>
+    messages.find((m): m is ToolMessage => m.getType() === 'tool' && (m as ToolMessage).tool_call_id === callId)
+  const textOf = (message: BaseMessage) => (typeof message.content === 'string' ? message.content : message.content.map((part) => (part as { text?: string }).text ?? '').join(''))
 
   return {
     events: () => agent.session.events,
@@ -136,11 +166,19 @@ async function driver(
         return { error: error instanceof Error ? error.message : String(error) }
       }
     },
+    // The review UI's Dismiss: the user's dismissal, told in the waiting call's result (R136).
+    async dismissReview(reviewId) {
+      try {
+        return await planMode.dismissReview(agent, reviewId, { toldInResult: true })
+      } catch (error) {
+        return { error: error instanceof Error ? error.message : String(error) }
+      }
+    },
     async callResult() {
       const resume = await lg.resumeClosedReview(graph, config)
       if (resume === null) throw new Error('plan-mode langgraph driver: no run waits at a closed review')
       const waiting = (await graph.getState(config)).values as PlanGraphState
-      const call = [...waiting.messages].reverse().find((m): m is Messages.AIMessage => m.getType() === 'ai')?.tool_calls?.find((c) => c.name === planMode.exitTool.name)
+      const call = [...waiting.messages].reverse().find((m): m is AIMessage => m.getType() === 'ai')?.tool_calls?.find((c) => c.name === planMode.exitTool.name)
       const out = (await graph.invoke(resume, config)) as PlanGraphState
       await refresh()
       const result = call?.id === undefined ? undefined : toolResult(out.messages, call.id)
@@ -150,7 +188,7 @@ async function driver(
     async restart() {
       disposers.delete(dispose)
       await planMode.dispose()
-      return driver(lgModule, checkpointer, section, threadId, disposers)
+      return driver(checkpointer, section, threadId, disposers)
     },
   }
 }
