@@ -21,7 +21,7 @@ import { CliError, styles } from '../apps/cli/io.js'
 import { main, type CliIo } from '../apps/cli/main.js'
 import { createMemorySessionLog, type PlanAgent } from '../src/index.js'
 import { terminalPage } from './fixtures/ansi-html.js'
-import { launchChromium } from './fixtures/browser.js'
+import { sharedChromium } from './fixtures/browser.js'
 
 const REPO = fileURLToPath(new URL('..', import.meta.url))
 const ARTIFACTS = fileURLToPath(new URL('./artifacts/', import.meta.url))
@@ -733,7 +733,7 @@ describe('plan-mode chat: plan versions and what changed (R96, R97)', () => {
     const transcript = lines.slice(first, last + 2).join('\n')
     expect(transcript).toContain(`${ESC}[32m+ 5. Run the tests and review the diff.${ESC}[39m`)
 
-    const browser = await launchChromium()
+    const browser = await sharedChromium()
     try {
       const page = await browser.newPage({ viewport: { width: 1100, height: 900 } })
       await page.route(() => true, (route) => route.abort()) // the page is self-contained

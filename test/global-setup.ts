@@ -13,14 +13,18 @@
  *   apps/shared/register.mjs (the CLI, the web chat's instances, scripts, fixtures): filled once,
  *   so that in a fresh clone the processes started at once do not each load `typescript` and
  *   compile the same files (a second or two of CPU each).
+ * - One Chromium for the run's browser tests, launched when the first of them asks
+ *   (test/fixtures/browser.ts, `chromiumBroker`), closed after the run.
  */
 import { spawn } from 'node:child_process'
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { TestProject } from 'vitest/node'
 import { ensurePGliteCache } from '../apps/shared/pglite-cache.js'
 // @ts-expect-error: a plain ES module of Node's hooks, with no declarations
 import { fillCache } from '../apps/shared/ts-loader.mjs'
+import { chromiumBroker } from './fixtures/browser.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -48,6 +52,13 @@ async function childSources(): Promise<string[]> {
   return found.flat()
 }
 
-export default async function setup(): Promise<void> {
-  await Promise.all([node(['apps/web/build.mjs']), ensurePGliteCache(), childSources().then(fillCache as (paths: string[]) => Promise<void>)])
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const [broker] = await Promise.all([
+    chromiumBroker(),
+    node(['apps/web/build.mjs']),
+    ensurePGliteCache(),
+    childSources().then(fillCache as (paths: string[]) => Promise<void>),
+  ])
+  project.provide('chromiumBroker', broker.url)
+  return () => broker.close()
 }

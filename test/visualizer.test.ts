@@ -15,7 +15,7 @@ import { createMemorySessionLog, type PlanAgent, type PlanMode, type ReviewAnswe
 import { createVisiblePlanMode } from '../apps/visualizer/examples/visible-plan-mode.js'
 import type { ServerMessage } from '../apps/shared/visualizer/client/protocol.js'
 import { start, type Visualizer } from '../apps/shared/visualizer/server.js'
-import { launchChromium } from './fixtures/browser.js'
+import { sharedChromium } from './fixtures/browser.js'
 
 const ARTIFACTS = new URL('./artifacts/', import.meta.url)
 const DOCS = fileURLToPath(new URL('../docs/', import.meta.url))
@@ -74,8 +74,8 @@ beforeAll(async () => {
   visible = createVisiblePlanMode({ section: 'PLAN', review }, visualizer.inspectUrl)
   planMode = visible.planMode
   visible.show(agent)
-  // Debian's Chromium, else the one shipped in an npm package; never skipped (fixtures/browser.ts).
-  browser = await launchChromium()
+  // The run's one Chromium (Debian's, else the one shipped in an npm package; never skipped: fixtures/browser.ts).
+  browser = await sharedChromium()
   page = await browser.newPage({ viewport: { width: 1600, height: 1000 } })
   // The page must need nothing but its own server.
   await page.route((url) => url.origin !== new URL(visualizer.url).origin, (route) => route.abort())

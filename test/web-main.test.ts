@@ -1,14 +1,16 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { startPGlite } from '../apps/shared/pglite-cache.js'
 import { expect, it } from 'vitest'
 import { offlineChatModel } from '../apps/shared/offline-model.js'
 import { pgliteListen } from '../src/adapters/postgres.js'
 import { reviewQuestion } from '../src/plan/review.js'
 import { SECTION, startWebChat } from '../apps/web/server.js'
+import { usePGlite } from './databases.js'
 import { webClient } from './web-client.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
+/** The in-process tests' one PGlite (each starting one cost ~1.5 s of CPU): their chats have names of their own. */
+const db = usePGlite()
 
 it('npm run web starts the chat on PGlite with the offline model, prints its URL, and serves the plan state', async () => {
   // What `npm run web` runs after building the page (apps/web/main.ts), on a free port.
@@ -54,7 +56,7 @@ it('npm run web starts the chat on PGlite with the offline model, prints its URL
 
 it('R100: after Keep planning with comments (POST /api/chats/:id/review), the model\'s next request holds the feedback exactly once, in the exit call\'s result, whether the page answers the card or the next message settles it (R87); one closing record', async () => {
   // In process, on PGlite, with the offline model at full speed: its requests are recorded.
-  const lite = await startPGlite()
+  const lite = db()
   const model = offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 })
   const web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model })
   const page = webClient(web.url) // the page's Origin and owner cookie (R103, R104)
@@ -102,12 +104,11 @@ it('R100: after Keep planning with comments (POST /api/chats/:id/review), the mo
     }
   } finally {
     await web.close()
-    await lite.close()
   }
 })
 
 it('R101, R102: Leave plan mode and Approve in a fresh context through POST /api/chats/:id/review: a leave is told once, in the exit call\'s result, and plan mode is left; a fresh approval is recorded fresh: true and the model\'s context starts again from the handoff text, in that request and the ones after it', async () => {
-  const lite = await startPGlite()
+  const lite = db()
   const model = offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 })
   const web = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'x', model })
   const page = webClient(web.url) // the page's Origin and owner cookie (R103, R104)
@@ -235,6 +236,5 @@ it('R101, R102: Leave plan mode and Approve in a fresh context through POST /api
     expect(JSON.stringify(next).split('Approved in a fresh context. Carrying out').length - 1).toBe(1)
   } finally {
     await web.close()
-    await lite.close()
   }
 })
