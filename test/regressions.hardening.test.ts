@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import {
   createMemoryCheckpointStore,
   createMemorySessionLog,
@@ -17,44 +17,60 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const SEQ_WARNING = 'plan-mode: the session log broke the seq contract; event ignored'
 
 describe('found by a review of the hardening and checkpoint work (each failed before its fix)', () => {
+  // Both run on fake timers (setTimeout only): the timeouts race each other by design, and a busy
+  // machine must not reorder them (it did: `committed` instead of `noop` under load).
   it('R73, R3: while a closed attachment still waits for a checkpoint write, the next selection waits for it and for the abandoned append', async () => {
-    const log = createControlledLog()
-    const slowStore: CheckpointStore = { load: () => undefined, save: () => sleep(100).then(() => {}) }
-    const planMode = createPlanMode({ section: 'S', checkpoints: { store: slowStore, every: 1 }, limits: { closeTimeoutMs: 20 }, logger: { warn() {} } })
-    const agent: PlanAgent = { id: 'a', session: log }
-    planMode.get(agent)
-    log.defaultFate = 'hold'
-    void planMode.set(agent, true).catch(() => {}) // held
-    await settle()
-    log.hostAppend('turn/start', {})
-    log.hostAppend('turn/end', {}) // a checkpoint write starts: 100 ms
-    planMode.detach(agent) // abandoned after 20 ms; the close then waits for the checkpoint
-    await sleep(40)
-    log.defaultFate = 'ok'
-    const again = track(() => planMode.set(agent, true)) // made while the close still waits
-    await sleep(20)
-    for (const held of [...log.held]) log.resolveHeld(held) // the abandoned append lands after all
-    await sleep(100)
-    expect(again.state).toEqual({ status: 'resolved', value: 'noop' })
-    expect(log.events.filter((e) => e.type === 'plan/mode')).toHaveLength(1)
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const log = createControlledLog()
+      const slowStore: CheckpointStore = { load: () => undefined, save: () => sleep(100).then(() => {}) }
+      const planMode = createPlanMode({ section: 'S', checkpoints: { store: slowStore, every: 1 }, limits: { closeTimeoutMs: 20 }, logger: { warn() {} } })
+      const agent: PlanAgent = { id: 'a', session: log }
+      planMode.get(agent)
+      log.defaultFate = 'hold'
+      void planMode.set(agent, true).catch(() => {}) // held
+      await settle()
+      log.hostAppend('turn/start', {})
+      log.hostAppend('turn/end', {}) // a checkpoint write starts: 100 ms
+      planMode.detach(agent) // abandoned after 20 ms; the close then waits for the checkpoint
+      await vi.advanceTimersByTimeAsync(40)
+      log.defaultFate = 'ok'
+      const again = track(() => planMode.set(agent, true)) // made while the close still waits
+      // Within the next operation's wait for the abandoned append (another 20 ms, R73); with real
+      // sleeps this landing raced that wait's end, and a busy machine let the wait expire first.
+      await vi.advanceTimersByTimeAsync(10)
+      for (const held of [...log.held]) log.resolveHeld(held) // the abandoned append lands after all
+      await vi.advanceTimersByTimeAsync(100)
+      await settle()
+      expect(again.state).toEqual({ status: 'resolved', value: 'noop' })
+      expect(log.events.filter((e) => e.type === 'plan/mode')).toHaveLength(1)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('R73: dispose() settles although a checkpoint write never does, with one warning', async () => {
-    const warnings: unknown[][] = []
-    const stuck: CheckpointStore = { load: () => undefined, save: () => new Promise(() => {}) }
-    const planMode = createPlanMode(
-      { section: 'S', checkpoints: { store: stuck, every: 1 }, limits: { closeTimeoutMs: 30 }, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
-    )
-    const log = createMemorySessionLog()
-    planMode.get({ id: 'a', session: log })
-    log.append('turn/start', {})
-    log.append('turn/end', {})
-    const disposal = track(() => planMode.dispose())
-    await sleep(60)
-    expect(disposal.state.status).toBe('resolved')
-    expect(warnings).toEqual([
-      ['plan-mode: a pending-store or checkpoint write did not settle within 30 ms of a reload or detach; it was abandoned', undefined],
-    ])
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const warnings: unknown[][] = []
+      const stuck: CheckpointStore = { load: () => undefined, save: () => new Promise(() => {}) }
+      const planMode = createPlanMode(
+        { section: 'S', checkpoints: { store: stuck, every: 1 }, limits: { closeTimeoutMs: 30 }, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
+      )
+      const log = createMemorySessionLog()
+      planMode.get({ id: 'a', session: log })
+      log.append('turn/start', {})
+      log.append('turn/end', {})
+      const disposal = track(() => planMode.dispose())
+      await vi.advanceTimersByTimeAsync(60)
+      await settle()
+      expect(disposal.state.status).toBe('resolved')
+      expect(warnings).toEqual([
+        ['plan-mode: a pending-store or checkpoint write did not settle within 30 ms of a reload or detach; it was abandoned', undefined],
+      ])
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('R73: a close timeout beyond what setTimeout keeps is refused, not turned into 1 ms', () => {
