@@ -47,7 +47,7 @@ export interface PlanReviewInterrupt {
   readonly callId: string
   readonly title: string
   readonly plan: string
-  /** The review's place in the log (`openReview(agent).version`). */
+  /** The plan's version in its planning episode, 1, 2, … as `planHistory` numbers it (`openReview(agent).version`, R138). */
   readonly version: number
   /** The question to render (R43, R101). */
   readonly question: ReturnType<typeof reviewQuestion>
