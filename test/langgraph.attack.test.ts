@@ -2,7 +2,7 @@ import { HumanMessage, type BaseMessage } from '@langchain/core/messages'
 import { Command, MemorySaver } from '@langchain/langgraph'
 import { afterEach, describe, expect, it } from 'vitest'
 import { APPROVE, PLAN } from './helpers.js'
-import { calls, startGraphHost, thread, type GraphHost } from './langgraph.fixture.js'
+import { calls, says, startGraphHost, thread, type GraphHost } from './langgraph.fixture.js'
 
 const hosts: GraphHost[] = []
 afterEach(async () => {
@@ -63,5 +63,23 @@ describe('xstate-plan-mode/langgraph: untrusted resume values and state', () => 
     await expect(second).rejects.toThrow()
     const held = (await two.graph.getState(thread('a3'))).values.planLog as { seq: number; type: string }[]
     expect(held.map((e) => [e.seq, e.type])).toEqual([[1, 'command/run']])
+  })
+})
+
+describe('xstate-plan-mode/langgraph: refused answers', () => {
+  it('R146: an answer the service refuses pauses the run again with the refusal; the next answer is recorded (a refused resume does not wedge the thread)', async () => {
+    const host = await start()
+    const agent = await host.lg.agent(host.graph, thread('a4'))
+    await host.planMode.set(agent, true)
+    host.script(calls('exit_plan_mode', { plan: PLAN }, 'call-exit-1'))
+    await host.graph.invoke(user('Plan it.'), thread('a4'))
+    const refused = (await host.graph.invoke(new Command({ resume: { answers: 'approve it' } }), thread('a4'))) as Paused
+    const again = refused.__interrupt__![0]!.value as { refused?: string; plan: string }
+    expect(again.plan).toBe(PLAN)
+    expect(again.refused).toMatch(/^answerReview needs a reviewId string and an answer .*; nothing was changed$/)
+    host.script(says('Carrying it out.'))
+    const done = (await host.graph.invoke(new Command({ resume: APPROVE }), thread('a4'))) as Paused
+    expect(done.__interrupt__ ?? []).toEqual([])
+    expect((await reviews(host, 'a4')).map(([, outcome]) => outcome)).toEqual(['requested', 'approved'])
   })
 })

@@ -51,6 +51,8 @@ export interface PlanReviewInterrupt {
   readonly version: number
   /** The question to render (R43, R101). */
   readonly question: ReturnType<typeof reviewQuestion>
+  /** Why the answer the run was last resumed with was refused (nothing was changed; R146), when it was. */
+  readonly refused?: string
 }
 
 /**
@@ -513,10 +515,25 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     // An answer naming another review (`reviewId` beside `answers`: a stale card's) answers nothing:
     // the run pauses again at the open review, whose plan the user has not answered.
     const answers = (value: PlanReviewResume) => !isReviewIdOnly(value) && !namesAnotherReview(value, open.reviewId)
-    let resume = interrupt<PlanReviewInterrupt, PlanReviewResume>(payload)
-    while (!answers(resume) && closedResult(agent, call) === undefined) resume = interrupt<PlanReviewInterrupt, PlanReviewResume>(payload)
+    // An answer the service refuses (malformed, a decision not offered: nothing was changed) pauses
+    // the run again with the refusal: LangGraph replays every resume value of this node in order on
+    // each run, so a refusal thrown here would refuse every later answer too.
     return inNode(state, config, async (agentNow) => {
-      if (answers(resume)) await planMode.answerReview(agentNow, open.reviewId, resume as ReviewAnswer, { toldInResult: true })
+      let resume = interrupt<PlanReviewInterrupt, PlanReviewResume>(payload)
+      for (;;) {
+        if (answers(resume)) {
+          try {
+            await planMode.answerReview(agentNow, open.reviewId, resume as ReviewAnswer, { toldInResult: true })
+            break
+          } catch (error) {
+            if (closedResult(agentNow, call) !== undefined) break
+            resume = interrupt<PlanReviewInterrupt, PlanReviewResume>({ ...payload, refused: errorText(error) })
+            continue
+          }
+        }
+        if (closedResult(agentNow, call) !== undefined) break
+        resume = interrupt<PlanReviewInterrupt, PlanReviewResume>(payload)
+      }
       return { messages: [closedResult(agentNow, call) ?? toolResult(call, exitTool.submittedText, false)] }
     })
   }
