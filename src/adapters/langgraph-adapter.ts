@@ -154,9 +154,9 @@ function appendEvents(current: SessionEvent[], update: SessionEvent[] | SessionE
   let next = current
   for (const event of added) {
     const last = next[next.length - 1]
-    // An event at a seq the channel holds already is not appended (another writer took it), nor
-    // one past the seq after the log's last (a log starts at seq 1): the seq contract holds.
-    if (event?.seq !== (last?.seq ?? 0) + 1) continue
+    // An event at a seq the channel holds already is not appended (another writer took it), nor one
+    // past the seq after the log's last (the first event of an empty log may have any seq, R74).
+    if (typeof event?.seq !== 'number' || (last !== undefined && event.seq !== last.seq + 1)) continue
     if (next === current) next = [...current]
     next.push(event)
   }
