@@ -42,6 +42,10 @@ describe('xstate-plan-mode/langgraph: untrusted resume values and state', () => 
     const again = await host.lg.agent(host.graph, thread('a1'))
     expect(host.planMode.openReview(again)).toMatchObject({ reviewId: now.reviewId, plan: other })
     expect((await reviews(host, 'a1')).filter(([, outcome]) => outcome === 'approved')).toEqual([])
+    // The answer given on the card open now, naming it, is recorded.
+    host.script(says('Carrying it out.'))
+    await host.graph.invoke(new Command({ resume: { ...APPROVE, reviewId: now.reviewId } }), thread('a1'))
+    expect((await reviews(host, 'a1')).filter(([, outcome]) => outcome === 'approved')).toEqual([[now.reviewId, 'approved']])
   })
 
   it('R145: appends queued behind one another writer beat reject too: none lands after a seq this process never read', async () => {
