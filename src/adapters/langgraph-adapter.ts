@@ -47,14 +47,20 @@ export interface PlanReviewInterrupt {
   readonly callId: string
   readonly title: string
   readonly plan: string
-  /** The review's place in the log (`openReview(agent).version`). */
+  /** The plan's version in its planning episode, 1, 2, … as `planHistory` numbers it (`openReview(agent).version`, R138). */
   readonly version: number
   /** The question to render (R43, R101). */
   readonly question: ReturnType<typeof reviewQuestion>
+  /** Why the answer the run was last resumed with was refused (nothing was changed; R146), when it was. */
+  readonly refused?: string
 }
 
-/** What the `plan_review` node is resumed with (R146): the user's answer, or the id of a review answered meanwhile. */
-export type PlanReviewResume = ReviewAnswer | { reviewId: string }
+/**
+ * What the `plan_review` node is resumed with (R146): the user's answer, or the id of a review
+ * answered meanwhile. Give the answer the `reviewId` of the card it answers: an answer naming
+ * another review (a stale card's) is not recorded, and the run pauses again at the open one.
+ */
+export type PlanReviewResume = (ReviewAnswer & { reviewId?: string }) | { reviewId: string }
 
 /** Options of `createLangGraphPlanMode`. */
 export interface LangGraphPlanModeOptions {
@@ -148,8 +154,9 @@ function appendEvents(current: SessionEvent[], update: SessionEvent[] | SessionE
   let next = current
   for (const event of added) {
     const last = next[next.length - 1]
-    // An event at a seq the channel holds already is not appended (another writer took it).
-    if (last !== undefined && event.seq !== last.seq + 1) continue
+    // An event at a seq the channel holds already is not appended (another writer took it), nor one
+    // past the seq after the log's last (the first event of an empty log may have any seq, R74).
+    if (typeof event?.seq !== 'number' || (last !== undefined && event.seq !== last.seq + 1)) continue
     if (next === current) next = [...current]
     next.push(event)
   }
@@ -209,11 +216,14 @@ class ThreadLog implements SessionLog {
     this.#pendingWrites++
     const written = this.#writing.then(async () => {
       try {
+        // An append queued behind one that failed was numbered after it: it is not written either.
+        if (event.seq !== (this.events[this.events.length - 1]?.seq ?? 0) + 1) throw this.#failed ?? new Error(`plan-mode langgraph: the thread's log already has seq ${event.seq} (another writer appended first); the ${type} event was not written`)
         await writer.graph.updateState(writer.config, { planLog: [event] })
         const held = planLogOf((await writer.graph.getState(writer.config)).values)
         const landed = held[event.seq - (held[0]?.seq ?? 1)]
         if (landed === undefined || !sameEvent(landed, event)) {
-          throw new Error(`plan-mode langgraph: the thread's log already has seq ${event.seq} (another writer appended first); the ${type} event was not written`)
+          this.#failed = new Error(`plan-mode langgraph: the thread's log already has seq ${event.seq} (another writer appended first); the ${type} event was not written`)
+          throw this.#failed
         }
         this.#push(event)
         return event
@@ -226,6 +236,8 @@ class ThreadLog implements SessionLog {
   }
 
   #pendingWrites = 0
+  /** The error of the last append that another writer beat: the appends queued behind it reject with it. */
+  #failed: Error | undefined
 
   subscribe(listener: (event: SessionEvent) => void): () => void {
     this.#listeners.add(listener)
@@ -499,11 +511,29 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
       version: open.version,
       question: reviewQuestion(open.plan, planMode.decisions),
     }
-    let resume = interrupt<PlanReviewInterrupt, PlanReviewResume>(payload)
     // `{ reviewId }`: answered meanwhile, and taken from the log; still open, the run pauses again.
-    while (isReviewIdOnly(resume) && closedResult(agent, call) === undefined) resume = interrupt<PlanReviewInterrupt, PlanReviewResume>(payload)
+    // An answer naming another review (`reviewId` beside `answers`: a stale card's) answers nothing:
+    // the run pauses again at the open review, whose plan the user has not answered.
+    const answers = (value: PlanReviewResume) => !isReviewIdOnly(value) && !namesAnotherReview(value, open.reviewId)
+    // An answer the service refuses (malformed, a decision not offered: nothing was changed) pauses
+    // the run again with the refusal: LangGraph replays every resume value of this node in order on
+    // each run, so a refusal thrown here would refuse every later answer too.
     return inNode(state, config, async (agentNow) => {
-      if (!isReviewIdOnly(resume)) await planMode.answerReview(agentNow, open.reviewId, resume, { toldInResult: true })
+      let resume = interrupt<PlanReviewInterrupt, PlanReviewResume>(payload)
+      for (;;) {
+        if (answers(resume)) {
+          try {
+            await planMode.answerReview(agentNow, open.reviewId, resume as ReviewAnswer, { toldInResult: true })
+            break
+          } catch (error) {
+            if (closedResult(agentNow, call) !== undefined) break
+            resume = interrupt<PlanReviewInterrupt, PlanReviewResume>({ ...payload, refused: errorText(error) })
+            continue
+          }
+        }
+        if (closedResult(agentNow, call) !== undefined) break
+        resume = interrupt<PlanReviewInterrupt, PlanReviewResume>(payload)
+      }
       return { messages: [closedResult(agentNow, call) ?? toolResult(call, exitTool.submittedText, false)] }
     })
   }
@@ -553,6 +583,12 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
 /** `{ reviewId }` alone: a resume that names a review instead of answering it (R146). */
 function isReviewIdOnly(value: unknown): value is { reviewId: string } {
   return typeof value === 'object' && value !== null && typeof (value as { reviewId?: unknown }).reviewId === 'string' && !('answers' in value)
+}
+
+/** An answer that names a review (`reviewId` beside `answers`) other than `reviewId`. */
+function namesAnotherReview(value: unknown, reviewId: string): boolean {
+  const named = typeof value === 'object' && value !== null ? (value as { reviewId?: unknown }).reviewId : undefined
+  return named !== undefined && named !== reviewId
 }
 
 /** A model message (`getType()`, which every `@langchain/core` 1.x message has). */

@@ -165,8 +165,12 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
   /** The fresh context of this run (R102): where it starts in the run's messages, and its first message. */
   let fresh: { cut: number; seed: AgentInputItem } | null = null
   let handoff: PlanHandoff | null = null
-  /** Exit results already read against the log, by call id and plan: the text the model reads, or null to keep the SDK's. */
-  const shown = new Map<string, string | null>()
+  /**
+   * Exit results already read against the log, by call id and plan, one per result of that call in
+   * the run's input, in order (a provider may reuse a call id: a later call of the same id and plan
+   * is another review's): the text the model reads, or null to keep the SDK's.
+   */
+  const shown = new Map<string, (string | null)[]>()
 
   const append = async (type: string, data: unknown) => {
     await agent.session.append(type, data)
@@ -198,17 +202,22 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
     if (planMode.exitTool.reviews !== 'durable') return input
     let settled: ReturnType<PlanMode['callReviews']['settled']> | undefined
     const calls = new Map<string, unknown>()
+    const seen = new Map<string, number>()
     return input.map((item) => {
       if (item.type === 'function_call' && item.name === exitName) calls.set(item.callId, parseArguments(item.arguments))
       if (item.type !== 'function_call_result' || item.name !== exitName || !calls.has(item.callId)) return item
       const args = calls.get(item.callId)
       const key = `${item.callId}\u0000${planArgument(args) ?? ''}`
-      let text = shown.get(key)
-      if (text === undefined) {
+      const at = seen.get(key) ?? 0
+      seen.set(key, at + 1)
+      const texts = shown.get(key) ?? []
+      let text = texts[at]
+      // The log's closed review of this call id and plan is the latest one's: read for the first result not read yet.
+      if (text === undefined && at === texts.length) {
         settled ??= planMode.callReviews.settled(agent)
         const result = settled.resultOf(item.callId, args)
         text = result !== undefined && 'errorText' in result ? result.errorText : null
-        if (result !== undefined) shown.set(key, text)
+        if (result !== undefined) shown.set(key, [...texts, text])
       }
       return text === null || text === undefined || outputText(item) === text ? item : { ...item, output: { type: 'text' as const, text } }
     })
