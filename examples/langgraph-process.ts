@@ -16,10 +16,13 @@ const pausedAt = (result: object) => JSON.stringify((result as { __interrupt__: 
 if (command === 'plan') {
   console.log((await planMode.command.run({ agent: await lg.agent(graph, thread), rawInput: '' })).text)
   console.log(pausedAt(await graph.invoke({ messages: [new HumanMessage('Make the config load retry.')] }, thread)))
-  const feedback = { answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'Also log each retry.' }] }
+  // An answer names the review it answers, as the card showed it (R146).
+  const { reviewId } = planMode.openReview(await lg.agent(graph, thread))!
+  const feedback = { reviewId, answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'Also log each retry.' }] }
   console.log(pausedAt(await graph.invoke(new Command({ resume: feedback }), thread)))
 } else if (command === 'approve') {
-  const done = await graph.invoke(new Command({ resume: { answers: [{ id: 'plan-review', selected: ['Approve'] }] } }), thread)
+  const { reviewId } = planMode.openReview(await lg.agent(graph, thread))!
+  const done = await graph.invoke(new Command({ resume: { reviewId, answers: [{ id: 'plan-review', selected: ['Approve'] }] } }), thread)
   console.log(done.messages.at(-1)!.content)
   console.log(JSON.stringify(workspace.get('src/config.ts')))
   console.log(JSON.stringify(planMode.get(await lg.agent(graph, thread))))

@@ -101,8 +101,9 @@ async function finish(host: Process, input: string | null, answer: unknown): Pro
       continue
     }
     if (state.next.length === 0 && state.tasks.length === 0) return
-    const asking = state.tasks.some((task) => task.interrupts.length > 0 && task.result === undefined)
-    await host.graph.invoke(asking ? new Command({ resume: answer }) : null, host.run)
+    const asking = state.tasks.find((task) => task.interrupts.length > 0 && task.result === undefined)
+    const reviewId = (asking?.interrupts[0]?.value as { reviewId?: string } | undefined)?.reviewId
+    await host.graph.invoke(asking ? new Command({ resume: { ...(answer as object), reviewId } }) : null, host.run)
   }
   throw new Error('the thread did not finish in 10 runs')
 }
@@ -176,7 +177,10 @@ describe('xstate-plan-mode/langgraph: crash safety', () => {
           await host.planMode.set(agent, true)
           await host.graph.invoke({ messages: [new HumanMessage('Plan the migration.')] }, host.run)
         },
-        (host) => host.graph.invoke(new Command({ resume: KEEP }), host.run),
+        async (host) => {
+          const { reviewId } = host.planMode.openReview(await host.lg.agent(host.graph, config))!
+          return host.graph.invoke(new Command({ resume: { ...KEEP, reviewId } }), host.run)
+        },
         null,
         KEEP,
         (values) => {

@@ -44,14 +44,15 @@ describe('examples/langgraph-agent.ts', () => {
     expect((await first.planMode.command.run({ agent, rawInput: '' })).text).toBe('Plan mode on. Use /plan off to leave.')
     const v1 = (await first.graph.invoke({ messages: [new HumanMessage('Make the config load retry.')] }, thread)) as Paused
     expect(v1.__interrupt__![0]!.value.plan).toBe('# Retry the config load\n\n1. Set retries to 3 in src/config.ts.')
-    const feedback = { answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'Also log each retry.' }] }
+    const feedback = { reviewId: v1.__interrupt__![0]!.value.reviewId, answers: [{ id: 'plan-review', selected: ['Keep planning'], custom: 'Also log each retry.' }] }
     const v2 = (await first.graph.invoke(new Command({ resume: feedback }), thread)) as Paused
     expect(v2.__interrupt__![0]!.value.plan).toContain('2. Log each retry.')
     expect(workspace.get('src/config.ts')).toBe('export const retries = 0\n')
     await first.planMode.dispose() // the process ends; the review waits in the checkpoint
 
     const second = await startCodingAgent(checkpointer, scriptedModel)
-    const done = (await second.graph.invoke(new Command({ resume: { answers: [{ id: 'plan-review', selected: ['Approve'] }] } }), thread)) as Paused
+    const { reviewId } = second.planMode.openReview(await second.lg.agent(second.graph, thread))!
+    const done = (await second.graph.invoke(new Command({ resume: { reviewId, answers: [{ id: 'plan-review', selected: ['Approve'] }] } }), thread)) as Paused
     expect(done.messages.map((m) => m.content)).toContain(PLAN_MODE_TEXTS.tool.result)
     expect(done.messages.at(-1)!.content).toBe('Done: retries are 3, and each one is logged.')
     expect(workspace.get('src/config.ts')).toBe('export const retries = 3 // each retry is logged\n')

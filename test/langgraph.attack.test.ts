@@ -3,6 +3,7 @@ import { Command, MemorySaver } from '@langchain/langgraph'
 import { afterEach, describe, expect, it } from 'vitest'
 import { APPROVE, PLAN } from './helpers.js'
 import { calls, says, startGraphHost, thread, type GraphHost } from './langgraph.fixture.js'
+import { UNNAMED_ANSWER_MESSAGE } from '../src/adapters/langgraph.js'
 
 const hosts: GraphHost[] = []
 afterEach(async () => {
@@ -70,14 +71,33 @@ describe('xstate-plan-mode/langgraph: refused answers', () => {
     const agent = await host.lg.agent(host.graph, thread('a4'))
     await host.planMode.set(agent, true)
     host.script(calls('exit_plan_mode', { plan: PLAN }, 'call-exit-1'))
-    await host.graph.invoke(user('Plan it.'), thread('a4'))
-    const refused = (await host.graph.invoke(new Command({ resume: { answers: 'approve it' } }), thread('a4'))) as Paused
+    const { reviewId } = ((await host.graph.invoke(user('Plan it.'), thread('a4'))) as Paused).__interrupt__![0]!.value as { reviewId: string }
+    const refused = (await host.graph.invoke(new Command({ resume: { answers: 'approve it', reviewId } }), thread('a4'))) as Paused
     const again = refused.__interrupt__![0]!.value as { refused?: string; plan: string }
     expect(again.plan).toBe(PLAN)
     expect(again.refused).toMatch(/^answerReview needs a reviewId string and an answer .*; nothing was changed$/)
     host.script(says('Carrying it out.'))
-    const done = (await host.graph.invoke(new Command({ resume: APPROVE }), thread('a4'))) as Paused
+    const done = (await host.graph.invoke(new Command({ resume: { ...APPROVE, reviewId } }), thread('a4'))) as Paused
     expect(done.__interrupt__ ?? []).toEqual([])
     expect((await reviews(host, 'a4')).map(([, outcome]) => outcome)).toEqual(['requested', 'approved'])
+  })
+})
+
+describe('xstate-plan-mode/langgraph: an answer names its review', () => {
+  it('R146: an answer that names no review is refused and records nothing; the run pauses again at the open review with the refusal', async () => {
+    const host = await start()
+    const agent = await host.lg.agent(host.graph, thread('a5'))
+    await host.planMode.set(agent, true)
+    host.script(calls('exit_plan_mode', { plan: PLAN }, 'call-exit-1'))
+    const { reviewId } = ((await host.graph.invoke(user('Plan it.'), thread('a5'))) as Paused).__interrupt__![0]!.value as { reviewId: string }
+    const unnamed = (await host.graph.invoke(new Command({ resume: APPROVE }), thread('a5'))) as Paused
+    expect(unnamed.__interrupt__![0]!.value).toMatchObject({ reviewId, plan: PLAN, refused: UNNAMED_ANSWER_MESSAGE })
+    expect(UNNAMED_ANSWER_MESSAGE).toBe(
+      'plan-mode langgraph: an answer must name the review it answers (resume with { reviewId, answers }, the reviewId of the interrupt); nothing was recorded',
+    )
+    expect((await reviews(host, 'a5')).map(([, outcome]) => outcome)).toEqual(['requested'])
+    host.script(says('Carrying it out.'))
+    await host.graph.invoke(new Command({ resume: { ...APPROVE, reviewId } }), thread('a5'))
+    expect((await reviews(host, 'a5')).map(([, outcome]) => outcome)).toEqual(['requested', 'approved'])
   })
 })

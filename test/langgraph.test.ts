@@ -78,7 +78,7 @@ describe('xstate-plan-mode/langgraph', () => {
     expect(review).toMatchObject({ kind: 'plan-review', callId: 'call-exit-1', plan: PLAN, title: 'Migrate the database' })
     expect(review['question']).toEqual(PLAN_MODE_TEXTS.review.question(PLAN))
     host.script(says('Backing up first.'))
-    const done = await host.graph.invoke(new Command({ resume: APPROVE }), thread('t3'))
+    const done = await host.graph.invoke(new Command({ resume: { ...APPROVE, reviewId: review['reviewId'] } }), thread('t3'))
     const result = lastTool(done.messages)
     expect(result.content).toBe(PLAN_MODE_TEXTS.tool.result)
     expect(result.status).toBe('success')
@@ -96,9 +96,9 @@ describe('xstate-plan-mode/langgraph', () => {
 
   it('R146: keep planning with feedback is the exit call\'s error result, status error, with the core\'s text', async () => {
     const host = await start()
-    await toReview(host, 't4')
+    const { reviewId } = (await toReview(host, 't4')).__interrupt__![0]!.value as { reviewId: string }
     host.script(calls('exit_plan_mode', { plan: `${PLAN}\n3. Verify.` }, 'call-exit-2'))
-    const paused = (await host.graph.invoke(new Command({ resume: KEEP_WITH('Add a verification step.') }), thread('t4'))) as Paused
+    const paused = (await host.graph.invoke(new Command({ resume: { ...KEEP_WITH('Add a verification step.'), reviewId } }), thread('t4'))) as Paused
     const result = toolMessages(paused.messages).find((m) => m.tool_call_id === 'call-exit-1')!
     expect(result.content).toBe('The user chose to keep planning; their feedback: Add a verification step.')
     expect(result.status).toBe('error')
@@ -127,7 +127,7 @@ describe('xstate-plan-mode/langgraph', () => {
     const state = await host.graph.getState(thread('t6'))
     expect(await host.lg.tools(state.values, thread('t6'))).toEqual({})
     host.script(says('Done.'))
-    await host.graph.invoke(new Command({ resume: APPROVE }), thread('t6'))
+    await host.graph.invoke(new Command({ resume: { ...APPROVE, reviewId } }), thread('t6'))
     const log = (await host.graph.getState(thread('t6'))).values.planLog as { type: string; data: Record<string, unknown> }[]
     expect(log.filter((e) => e.type === 'plan/review' && e.data['outcome'] === 'requested')).toHaveLength(1)
   })

@@ -56,11 +56,16 @@ export interface PlanReviewInterrupt {
 }
 
 /**
- * What the `plan_review` node is resumed with (R146): the user's answer, or the id of a review
- * answered meanwhile. Give the answer the `reviewId` of the card it answers: an answer naming
- * another review (a stale card's) is not recorded, and the run pauses again at the open one.
+ * What the `plan_review` node is resumed with (R146): the user's answer with the `reviewId` of the
+ * card it answers (the interrupt's), or the id alone of a review answered meanwhile. An answer
+ * naming another review (a stale card's) is not recorded; one naming none is refused: either way
+ * the run pauses again at the open review.
  */
-export type PlanReviewResume = (ReviewAnswer & { reviewId?: string }) | { reviewId: string }
+export type PlanReviewResume = (ReviewAnswer & { reviewId: string }) | { reviewId: string }
+
+/** The refusal of an answer that names no review (R146): a consent must say which plan it is for. */
+export const UNNAMED_ANSWER_MESSAGE =
+  'plan-mode langgraph: an answer must name the review it answers (resume with { reviewId, answers }, the reviewId of the interrupt); nothing was recorded'
 
 /** Options of `createLangGraphPlanMode`. */
 export interface LangGraphPlanModeOptions {
@@ -514,6 +519,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     // `{ reviewId }`: answered meanwhile, and taken from the log; still open, the run pauses again.
     // An answer naming another review (`reviewId` beside `answers`: a stale card's) answers nothing:
     // the run pauses again at the open review, whose plan the user has not answered.
+    // An answer that names no review is refused: it could be any card's (R146).
     const answers = (value: PlanReviewResume) => !isReviewIdOnly(value) && !namesAnotherReview(value, open.reviewId)
     // An answer the service refuses (malformed, a decision not offered: nothing was changed) pauses
     // the run again with the refusal: LangGraph replays every resume value of this node in order on
@@ -523,7 +529,8 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
       for (;;) {
         if (answers(resume)) {
           try {
-            await planMode.answerReview(agentNow, open.reviewId, resume as ReviewAnswer, { toldInResult: true })
+            if (namedReview(resume) === undefined) throw new Error(UNNAMED_ANSWER_MESSAGE)
+            await planMode.answerReview(agentNow, open.reviewId, withoutReviewId(resume), { toldInResult: true })
             break
           } catch (error) {
             if (closedResult(agentNow, call) !== undefined) break
@@ -585,10 +592,22 @@ function isReviewIdOnly(value: unknown): value is { reviewId: string } {
   return typeof value === 'object' && value !== null && typeof (value as { reviewId?: unknown }).reviewId === 'string' && !('answers' in value)
 }
 
+/** The review a resume value names (`reviewId`), if any. */
+function namedReview(value: unknown): unknown {
+  return typeof value === 'object' && value !== null ? (value as { reviewId?: unknown }).reviewId : undefined
+}
+
 /** An answer that names a review (`reviewId` beside `answers`) other than `reviewId`. */
 function namesAnotherReview(value: unknown, reviewId: string): boolean {
-  const named = typeof value === 'object' && value !== null ? (value as { reviewId?: unknown }).reviewId : undefined
+  const named = namedReview(value)
   return named !== undefined && named !== reviewId
+}
+
+/** The answer as the service takes it (R80): the resume value without the `reviewId` it names. */
+function withoutReviewId(value: PlanReviewResume): ReviewAnswer {
+  if (typeof value !== 'object' || value === null) return value as ReviewAnswer
+  const { reviewId: _named, ...answer } = value as ReviewAnswer & { reviewId?: unknown }
+  return answer as ReviewAnswer
 }
 
 /** A model message (`getType()`, which every `@langchain/core` 1.x message has). */
