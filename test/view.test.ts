@@ -13,7 +13,7 @@ function leafValues(node: AnyStateNode): StateValue[] {
     for (const child of children) value[child.key] = leafValues(child)[0] ?? {}
     return [value]
   }
-  return children.flatMap((child) => {
+  return children.flatMap((child): StateValue[] => {
     const below = leafValues(child)
     return below.length === 0 ? [child.key] : below.map((value) => ({ [child.key]: value }))
   })
