@@ -165,7 +165,8 @@ export class Attachment implements PlanModePorts {
     })
     actor.send(event)
     const result = await value
-    await this.storeWritten()
+    // Only a write in flight is waited for: without one, no extra turn of the microtask queue.
+    if (this.#storeWrites !== undefined) await this.#storeWrites
     return result
   }
 

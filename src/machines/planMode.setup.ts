@@ -151,15 +151,17 @@ export const planModeSetup = setup({
     /** R73: the bound on a reload's or detach's wait for the work in flight. */
     closeTimeout: ({ context }) => context.closeTimeout,
   },
+  // `stateIn` takes state values, not `#planMode.…` ids: XState parses an id character by character
+  // and walks the chart on every evaluation, while a value is matched against the snapshot's as is.
   guards: {
     /** The selection's target is `params.active`. */
     selects: ({ event }, params: { active: boolean }) => event.type === 'SELECT' && event.active === params.active,
-    isLoggedActive: stateIn('#planMode.mode.active'),
-    isLoggedInactive: stateIn('#planMode.mode.inactive'),
-    hasOpenTurn: stateIn('#planMode.turn.open'),
+    isLoggedActive: stateIn({ mode: 'active' }),
+    isLoggedInactive: stateIn({ mode: 'inactive' }),
+    hasOpenTurn: stateIn({ turn: 'open' }),
     isAborted: ({ event }) => event.type === 'STEP_BOUNDARY' && event.aborted,
     /** No selection waits: the boundary has nothing to flush (R14). */
-    hasNoPendingSelection: stateIn('#planMode.intent.logged'),
+    hasNoPendingSelection: stateIn({ intent: 'logged' }),
     /** K = `params.active`: the model was last told that state (R30). */
     wasTold: ({ context }, params: { active: boolean }) => context.told === params.active,
     /** E, the effective state, is active (§0): one of `EFFECTIVELY_ACTIVE`. */
@@ -169,15 +171,15 @@ export const planModeSetup = setup({
     /** x = F. */
     selectsLoggedMode: or([and([selects(true), 'isLoggedActive']), and([selects(false), 'isLoggedInactive'])]),
     /** A step boundary's flush is in flight: its answer is the mode region's (R16, R18). */
-    isFlushing: or([stateIn('#planMode.intent.pending.entering.flushing'), stateIn('#planMode.intent.pending.leaving.flushing')]),
+    isFlushing: or([stateIn({ intent: { pending: { entering: 'flushing' } } }), stateIn({ intent: { pending: { leaving: 'flushing' } } })]),
     /** The intent's own append is in flight: an answered review waits for it (§1). */
     isSelectionAppending: or([
-      stateIn('#planMode.intent.committing'),
-      stateIn('#planMode.intent.pending.entering.flushing'),
-      stateIn('#planMode.intent.pending.leaving.flushing'),
+      stateIn({ intent: 'committing' }),
+      stateIn({ intent: { pending: { entering: 'flushing' } } }),
+      stateIn({ intent: { pending: { leaving: 'flushing' } } }),
     ]),
     /** No review is open: a selection heard from the log does not reach into one (R86). */
-    hasNoOpenReview: stateIn('#planMode.review.idle'),
+    hasNoOpenReview: stateIn({ review: 'idle' }),
     /**
      * A heard `/plan` run succeeded, selecting `params.active` (R86): its `command/done` now, or
      * the success held back while this chart's own append was in flight, taken once it settled.
@@ -187,7 +189,7 @@ export const planModeSetup = setup({
         ? event.active === params.active
         : event.type === 'LOG.COMMAND_DONE' && event.success && context.heardRuns?.[event.commandId] === params.active,
     /** A review is open and its outcome is not decided: a user switch closes it (R48, R80). */
-    canSupersedeReview: stateIn('#planMode.review.open.undecided'),
+    canSupersedeReview: stateIn({ review: { open: 'undecided' } }),
     /** No durable review's outcome waits to be told (R81). */
     hasNoNews: ({ context }) => context.news == null,
     /** The exit call opens a durable review: the log holds it (R79). */
@@ -248,7 +250,7 @@ export const planModeSetup = setup({
      * review region is `following` then), no append (R60, R63, R79: the actor may stop).
      */
     hasNoWorkInFlight: and([
-      or([stateIn('#planMode.review.idle'), stateIn('#planMode.review.open.undecided.awaiting')]),
+      or([stateIn({ review: 'idle' }), stateIn({ review: { open: { undecided: 'awaiting' } } })]),
       not('isSelectionAppending'),
     ]),
   },

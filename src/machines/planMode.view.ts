@@ -1,6 +1,6 @@
 import type { SnapshotFrom } from 'xstate'
 import type { planModeMachine } from './planMode.machine.js'
-import { APPENDING_TAG, EFFECTIVELY_ACTIVE } from './planMode.setup.js'
+import { APPENDING_TAG } from './planMode.setup.js'
 import type { OpenReviewView, PlanModeState } from '../types.js'
 
 /**
@@ -41,9 +41,16 @@ export function planModeState(snapshot: PlanModeSnapshot): PlanModeState {
   return pending === undefined ? { active } : { active, pending }
 }
 
-/** E, the effective state, as the chart defines it (§0, `EFFECTIVELY_ACTIVE`). */
+/**
+ * E, the effective state, as the chart defines it (§0, `EFFECTIVELY_ACTIVE`), read from the state
+ * value: `section` runs on every step, and `matches` parses each of the three values (R70).
+ */
 export function isEffectivelyActive(snapshot: PlanModeSnapshot): boolean {
-  return EFFECTIVELY_ACTIVE.some((value) => snapshot.matches(value))
+  const value = snapshot.value as PlanModeValue
+  const pending = pendingTarget(snapshot)
+  if (pending !== undefined) return pending // { intent: { pending: 'entering' } }
+  // { mode: 'active', intent: 'logged' } or { mode: 'active', intent: 'committing' }
+  return 'active' in value.mode && (value.intent === 'logged' || 'committing' in value.intent)
 }
 
 /** A durable review is open and waits for its answer: the log holds it (R79). */
