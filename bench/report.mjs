@@ -704,5 +704,32 @@ export function langgraphSection(lg) {
     '',
     `LangGraph's whole run of that step on the ${exp(rs.steps)}-step thread (loading the thread, the input, the step, the final answer) took ${time(rs.langgraphStep.wholeRun)}. Plan mode's figures include its chart: the boundary decides the step; LangGraph's include the graph's scheduling. Neither includes a model.`,
     '',
+    ...(lg.inGraph ? inGraphSection(lg.inGraph, over, timeCell) : []),
+  ]
+}
+
+/**
+ * Plan mode inside one LangGraph graph (`xstate-plan-mode/langgraph`), against the same graph without
+ * it, on the same PostgresSaver and server: what a LangGraph user pays for plan mode per step and on
+ * resume. Reported, never a target.
+ */
+function inGraphSection(g, over, timeCell) {
+  const { withoutPlanMode: plain, withPlanMode: planned } = g.step
+  const { withoutPlanMode: plainResume, withPlanMode: plannedResume } = g.resume
+  return [
+    '### Inside one LangGraph graph: with and without plan mode',
+    '',
+    `The same \`MessagesAnnotation\` graph (\`agent\` → \`tools\` → \`agent\` …, scripted model, PostgresSaver, \`durability: 'sync'\`) without plan mode, and with \`xstate-plan-mode/langgraph\` wired in (its boundary node before each model call, its tools node, plan mode's log in the graph's \`planLog\` channel, so every plan-mode event is in the graph's own checkpoint). Quiet steps on a new thread growing to ${count(g.stepsPerRun)} steps (${g.stepRounds} runs per side, alternating); resume: a thread of ${count(g.resumeSteps)} steps (plan mode's log ${count(g.planLogEvents)} events), read by a new checkpointer and graph until the agent can take its next step (with plan mode: \`lg.agent\` and \`get\`, the agent attached).`,
+    '',
+    '| Measure | without plan mode | with plan mode | with ÷ without |',
+    '|---|---:|---:|---:|',
+    `| quiet step: time, median (p90) | ${timeCell(plain.time)} | ${timeCell(planned.time)} | ${over(planned.time.median, plain.time.median)} |`,
+    `| quiet step: statements | ${plain.statements.toFixed(1)} | ${planned.statements.toFixed(1)} | ${over(planned.statements, plain.statements)} |`,
+    `| quiet step: bytes sent | ${bytes(plain.bytes)} | ${bytes(planned.bytes)} | ${over(planned.bytes, plain.bytes)} |`,
+    `| resume after ${exp(g.resumeSteps)} steps, median | ${time(plainResume.time.median)} | ${time(plannedResume.time.median)} | ${over(plannedResume.time.median, plainResume.time.median)} |`,
+    `| the next step on it: time; statements | ${time(plainResume.step.time)}; ${plainResume.step.statements} | ${time(plannedResume.step.time)}; ${plannedResume.step.statements} | ${over(plannedResume.step.time, plainResume.step.time)} |`,
+    '',
+    'The extra statements per step are the boundary node\'s own checkpointed step (LangGraph writes a checkpoint per node that runs); folding the boundary into the model node would save them (the adapter does not offer that yet).',
+    '',
   ]
 }
