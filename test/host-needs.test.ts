@@ -1,28 +1,12 @@
-import { afterEach, describe, expect, expectTypeOf, it } from 'vitest'
-import { PLAN_MODE_TEXTS, createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, describePlanLogEvent, planHistory, type PlanAgent, type PlanMode, type ReviewAnswer } from '../src/index.js'
+import { describe, expect, expectTypeOf, it } from 'vitest'
+import { PLAN_MODE_TEXTS, createMemoryCheckpointStore, createMemorySessionLog, createPlanMode, describePlanLogEvent, planHistory, type PlanAgent, type ReviewAnswer } from '../src/index.js'
+import { PLAN, SECTION, disposeAfterTest, presented } from './presented-review.js'
 
 /**
  * What hosts on other frameworks needed and guessed (issue #26): each test names the rule it pins.
  */
-const SECTION = 'Plan mode is on: explore read-only, then present the plan with exit_plan_mode.'
-const PLAN = '# Migrate the users table\n\n1. Add the column.\n2. Backfill it.'
 const MALFORMED =
   "answerReview needs a reviewId string and an answer { answers: [{ id: string, selected: string[], custom?: string, comments?: [{ quote, text }] }] }; nothing was changed"
-
-const services: PlanMode[] = []
-afterEach(async () => {
-  await Promise.all(services.splice(0).map((service) => service.dispose()))
-})
-
-/** A durable service whose agent has presented PLAN: the review is open. */
-async function presented() {
-  const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
-  const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
-  services.push(planMode)
-  const agent: PlanAgent = { id: 'agent-1', session }
-  const { reviewId } = (await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })) as { reviewId: string }
-  return { session, planMode, agent, reviewId }
-}
 
 describe('answerReview typed with ReviewAnswer', () => {
   it('R80: answerReview takes a ReviewAnswer (tsc refuses another shape) and still refuses a malformed answer at run time', async () => {
@@ -98,7 +82,7 @@ describe('one meaning of version', () => {
     const store = createMemoryCheckpointStore()
     const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
     const first = createPlanMode({ section: SECTION, review: 'durable', checkpoints: { store, every: 1 }, logger: { warn: () => {} } })
-    services.push(first)
+    disposeAfterTest(first)
     const agent: PlanAgent = { id: 'agent-1', session }
     const { reviewId: v1 } = (await first.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })) as { reviewId: string }
     expect(first.openReview(agent)).toEqual({ reviewId: v1, title: 'Migrate the users table', plan: PLAN, version: 1, seq: 2, callId: 'call-1' })
@@ -109,7 +93,7 @@ describe('one meaning of version', () => {
     // Another process loads the checkpoint and the events from it, and the model presents v2.
     const tail = createMemorySessionLog(session.events.slice(checkpoint.seq - 1).map(({ type, data }) => ({ type, data })), { checkpoint, agentId: 'agent-1' })
     const second = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
-    services.push(second)
+    disposeAfterTest(second)
     const next: PlanAgent = { id: 'agent-1', session: tail }
     const { reviewId: v2 } = (await second.exitTool.execute({ plan: V2 }, { agent: next, callId: 'call-2' })) as { reviewId: string }
     const seq = tail.events.at(-1)!.seq
@@ -117,7 +101,7 @@ describe('one meaning of version', () => {
     // The whole log says the same.
     const whole = createMemorySessionLog([...session.events, ...tail.events.slice(1)].map(({ type, data }) => ({ type, data })))
     const reader = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
-    services.push(reader)
+    disposeAfterTest(reader)
     expect(reader.openReview({ id: 'agent-1', session: whole })).toMatchObject({ reviewId: v2, version: 2, seq })
     expect(planHistory(whole.events).map(({ version, reviewId }) => ({ version, reviewId }))).toEqual([{ version: 1, reviewId: v1 }, { version: 2, reviewId: v2 }])
   })

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { createLangGraphPlanMode, type PlanGraphState } from '../src/adapters/langgraph.js'
 import { createPlanMode, type SessionEvent } from '../src/index.js'
 import { ENTERING, PLAN, SECTION } from './helpers.js'
-import { readFile } from './langgraph.fixture.js'
+import { compile, readFile } from './langgraph.fixture.js'
 
 /**
  * Crash safety of the LangGraph log (R145): plan mode's events commit with the graph's checkpoint,
@@ -67,20 +67,7 @@ function model(state: PlanGraphState): { messages: BaseMessage[] } {
 async function processOn(saver: MemorySaver, durability: Durability) {
   const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
   const lg = await createLangGraphPlanMode({ planMode, tools: [readFile] })
-  const { END, START, StateGraph } = await import('@langchain/langgraph')
-  const graph = new StateGraph(lg.State)
-    .addNode('plan_boundary', lg.boundary)
-    .addNode('model', model)
-    .addNode('plan_tools', lg.tools)
-    .addNode('plan_review', lg.review)
-    .addNode('plan_end', lg.endTurn)
-    .addEdge(START, 'plan_boundary')
-    .addEdge('plan_boundary', 'model')
-    .addConditionalEdges('model', lg.afterModel, ['plan_tools', 'plan_end'])
-    .addConditionalEdges('plan_tools', lg.afterTools, ['plan_review', 'plan_boundary'])
-    .addEdge('plan_review', 'plan_boundary')
-    .addEdge('plan_end', END)
-    .compile({ checkpointer: saver })
+  const graph = await compile(lg, model, saver)
   const run = { ...config, durability }
   return { planMode, lg, graph, run }
 }

@@ -45,7 +45,8 @@ export interface GraphHost {
   script(...replies: Reply[]): void
 }
 
-async function compile(lg: LangGraphPlanMode, model: (state: PlanGraphState) => Promise<{ messages: BaseMessage[] }>, checkpointer: BaseCheckpointSaver) {
+/** The plan-mode graph every LangGraph test runs: boundary → model → tools → review, as docs/langgraph.md wires it. */
+export async function compile(lg: LangGraphPlanMode, model: (state: PlanGraphState) => { messages: BaseMessage[] } | Promise<{ messages: BaseMessage[] }>, checkpointer: BaseCheckpointSaver) {
   return new StateGraph(lg.State)
     .addNode('plan_boundary', lg.boundary)
     .addNode('model', model)

@@ -1,29 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest'
-import { PLAN_MODE_TEXTS, createMemorySessionLog, createPlanMode, planHistory, type PlanAgent, type PlanMode } from '../src/index.js'
+import { describe, expect, it } from 'vitest'
+import { PLAN_MODE_TEXTS, planHistory } from '../src/index.js'
+import { PLAN, presented } from './presented-review.js'
 
 /**
  * `PLAN_MODE_TEXTS.review.toldInResult` (R135): the one text of a durable review's outcome told in
  * the exit call's result, for hosts that keep the call waiting. Every text is copied from
  * docs/spec.md.
  */
-const SECTION = 'Plan mode is on: explore read-only, then present the plan with exit_plan_mode.'
-const PLAN = '# Migrate the users table\n\n1. Add the column.\n2. Backfill it.'
 const { toldInResult } = PLAN_MODE_TEXTS.review
-
-const services: PlanMode[] = []
-afterEach(async () => {
-  await Promise.all(services.splice(0).map((service) => service.dispose()))
-})
-
-/** A durable service whose agent has presented PLAN: the review is open. */
-async function presented() {
-  const session = createMemorySessionLog([{ type: 'plan/mode', data: { active: true } }])
-  const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
-  services.push(planMode)
-  const agent: PlanAgent = { id: 'agent-1', session }
-  const { reviewId } = (await planMode.exitTool.execute({ plan: PLAN }, { agent, callId: 'call-1' })) as { reviewId: string }
-  return { session, planMode, agent, reviewId }
-}
 
 describe('R135: the text of an outcome told in the exit call’s result', () => {
   it('R135, R50: an approval (a fresh one too) is R50’s result text, not an error', () => {

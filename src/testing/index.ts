@@ -9,27 +9,10 @@
  * @module xstate-plan-mode/testing
  */
 import { describe, it } from 'vitest'
-import {
-  conformanceScenarios,
-  durableReviewScenarios,
-  type ConformanceScenario,
-  type ConformanceSuiteOptions,
-  type DurableReviewSuiteOptions,
-} from './scenarios.js'
+import type { ConformanceSuiteOptions, DurableReviewSuiteOptions } from './scenarios.js'
+import { conformanceSuite, durableReviewSuite } from './suites.js'
 
 export * from './scenarios.js'
-
-/** One vitest test per scenario; a scenario that does not apply to the driver is skipped with its reason. */
-function vitestTests(suite: string, scenarios: readonly ConformanceScenario[]): void {
-  describe(suite, () => {
-    for (const { title, run } of scenarios) {
-      it(title, async (context) => {
-        const result = await run()
-        if ('skipped' in result) context.skip(result.skipped)
-      })
-    }
-  })
-}
 
 /**
  * Defines SPEC's observable scenario suite (`conformanceScenarios`) as vitest tests, one per
@@ -50,7 +33,7 @@ function vitestTests(suite: string, scenarios: readonly ConformanceScenario[]): 
  * ```
  */
 export function defineConformanceSuite(options: ConformanceSuiteOptions): void {
-  vitestTests(`xstate-plan-mode conformance: ${options.name}`, conformanceScenarios(options))
+  conformanceSuite({ describe, it }, options)
 }
 
 /**
@@ -65,7 +48,6 @@ export function defineConformanceSuite(options: ConformanceSuiteOptions): void {
  * ```
  */
 export function defineDurableReviewSuite(options: DurableReviewSuiteOptions): void {
-  const told = options.toldInResult === true ? ' told in the result' : ''
-  vitestTests(`xstate-plan-mode durable reviews${told}: ${options.name}`, durableReviewScenarios(options))
+  durableReviewSuite({ describe, it }, options)
 }
 export * from './log-suite.js'

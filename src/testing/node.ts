@@ -7,27 +7,10 @@
  * @module xstate-plan-mode/testing/node
  */
 import { describe, it } from 'node:test'
-import {
-  conformanceScenarios,
-  durableReviewScenarios,
-  type ConformanceScenario,
-  type ConformanceSuiteOptions,
-  type DurableReviewSuiteOptions,
-} from './scenarios.js'
+import type { ConformanceSuiteOptions, DurableReviewSuiteOptions } from './scenarios.js'
+import { conformanceSuite, durableReviewSuite } from './suites.js'
 
 export * from './scenarios.js'
-
-/** One `node:test` test per scenario; a scenario that does not apply to the driver is skipped with its reason. */
-function nodeTests(suite: string, scenarios: readonly ConformanceScenario[]): void {
-  void describe(suite, () => {
-    for (const { title, run } of scenarios) {
-      void it(title, async (context) => {
-        const result = await run()
-        if ('skipped' in result) context.skip(result.skipped)
-      })
-    }
-  })
-}
 
 /**
  * Defines SPEC's observable scenario suite (`conformanceScenarios`) as `node:test` tests, one per
@@ -41,11 +24,10 @@ function nodeTests(suite: string, scenarios: readonly ConformanceScenario[]): vo
  * ```
  */
 export function defineConformanceSuite(options: ConformanceSuiteOptions): void {
-  nodeTests(`xstate-plan-mode conformance: ${options.name}`, conformanceScenarios(options))
+  conformanceSuite({ describe, it }, options)
 }
 
 /** Defines the durable-review scenarios (`durableReviewScenarios`, R78–R81, R135) as `node:test` tests, one per scenario. */
 export function defineDurableReviewSuite(options: DurableReviewSuiteOptions): void {
-  const told = options.toldInResult === true ? ' told in the result' : ''
-  nodeTests(`xstate-plan-mode durable reviews${told}: ${options.name}`, durableReviewScenarios(options))
+  durableReviewSuite({ describe, it }, options)
 }
