@@ -36,7 +36,8 @@ describe('the web chat (AI SDK UI) across two instances and two tabs, in Chromiu
     // plan, and the call is then refused (R42: E is not plan mode), its card showing the refusal.
     expect(await openCard(page).count()).toBe(0)
     expect(await page.locator('[data-testid=plan-card]:not([data-state=output-error])').count()).toBe(0)
-    expect(await page.getByTestId('mode').textContent()).toBe('default')
+    // The badge follows the chat's state, which the page polls: it may trail the stream's end.
+    await expect.poll(() => page.getByTestId('mode').textContent()).toBe('default')
     // In the log: the leave is flushed between two steps of the one turn that /plan opened.
     const log = await web.logOf(chat)
     const turn = log.slice(log.findIndex((e) => e.type === 'turn/start'))
