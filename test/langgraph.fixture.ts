@@ -62,9 +62,13 @@ export async function compile(lg: LangGraphPlanMode, model: (state: PlanGraphSta
     .compile({ checkpointer })
 }
 
-/** Starts one process of the host on `checkpointer` (a fresh MemorySaver by default), with the host's `tools`. */
-export async function startGraphHost(checkpointer: BaseCheckpointSaver = new MemorySaver(), tools: readonly StructuredToolInterface[] = [readFile]): Promise<GraphHost> {
-  const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
+/** Starts one process of the host on `checkpointer` (a fresh MemorySaver by default), with the host's `tools` and the service's `limits` (R77). */
+export async function startGraphHost(
+  checkpointer: BaseCheckpointSaver = new MemorySaver(),
+  tools: readonly StructuredToolInterface[] = [readFile],
+  limits?: { maxAttachedAgents?: number },
+): Promise<GraphHost> {
+  const planMode = createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} }, ...(limits ? { limits } : {}) })
   const lg = await createLangGraphPlanMode({ planMode, tools })
   const calls: ModelCall[] = []
   const replies: Reply[] = []

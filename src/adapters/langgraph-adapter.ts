@@ -104,7 +104,8 @@ export interface LangGraphPlanMode {
   /**
    * The thread's agent for a call outside the graph's nodes (an answer, a `/plan`, `get`): its log
    * is read from `graph.getState(config)`, and each append is written with `graph.updateState`
-   * (R145). Call it while the run is paused or idle.
+   * (R145). Call it while the run is paused or idle. The adapter keeps the thread in memory while
+   * the service keeps this agent attached (R166); named again after that, it is read again from the graph.
    */
   agent(graph: PlanGraphHandle, config: RunnableConfig): Promise<PlanAgent>
   /**
@@ -173,22 +174,55 @@ function sameEvent(a: SessionEvent, b: SessionEvent): boolean {
   return a.seq === b.seq && a.type === b.type && JSON.stringify(a.data) === JSON.stringify(b.data)
 }
 
+/** What a thread's log tells the adapter that keeps it (R166). */
+interface ThreadLogKeeper {
+  /** The service listens to the log (an agent attached on it): it is the thread's log in this process. */
+  listened(log: ThreadLog): void
+  /** Nothing holds the log any more (no listener, no node, no write in flight): the adapter may let it go. */
+  idle(log: ThreadLog): void
+}
+
 /**
  * A thread's session log in this process (R145): the events the graph's `planLog` holds, plus the
  * appends staged since. In a node every append is staged, and the node returns them (`take`) with
  * its update; outside a node (`writer` set) an append is written with `graph.updateState` and
- * resolves once the graph's state holds it.
+ * resolves once the graph's state holds it. It is held while the service listens to it (its agent
+ * is attached), a node or a helper works on it, or a write is in flight; when none is left it tells
+ * its keeper, which lets it go (R166).
  */
 class ThreadLog implements SessionLog {
   readonly events: SessionEvent[] = []
+  /** The thread's agent: its id, and this log as its session. */
+  readonly agent: PlanAgent
   readonly #listeners = new Set<(event: SessionEvent) => void>()
   #staged: SessionEvent[] = []
   /** Outside a node: how appends are written, and the chain that keeps them in order. */
   writer: { graph: PlanGraphHandle; config: RunnableConfig } | undefined
   #writing: Promise<unknown> = Promise.resolve()
+  /** The nodes and helpers working on the log now (`hold`). */
+  #holds = 0
+  readonly #keeper: ThreadLogKeeper
 
-  constructor(committed: readonly SessionEvent[]) {
+  constructor(id: string, committed: readonly SessionEvent[], keeper: ThreadLogKeeper) {
+    this.agent = { id, session: this }
+    this.#keeper = keeper
     for (const event of committed) this.events.push(Object.freeze({ seq: event.seq, type: event.type, data: event.data }))
+  }
+
+  /** A node or helper starts working on the log: it is kept until the matching `release`. */
+  hold(): void {
+    this.#holds++
+  }
+
+  /** The work `hold` announced is done. */
+  release(): void {
+    this.#holds--
+    this.#settle()
+  }
+
+  /** Tells the keeper when nothing holds the log any more. */
+  #settle(): void {
+    if (this.#holds === 0 && this.#listeners.size === 0 && this.#pendingWrites === 0) this.#keeper.idle(this)
   }
 
   /** The events staged since the last `take`, handed to the node's update. */
@@ -234,6 +268,7 @@ class ThreadLog implements SessionLog {
         return event
       } finally {
         this.#pendingWrites--
+        this.#settle()
       }
     })
     this.#writing = written.catch(() => {})
@@ -246,8 +281,9 @@ class ThreadLog implements SessionLog {
 
   subscribe(listener: (event: SessionEvent) => void): () => void {
     this.#listeners.add(listener)
+    this.#keeper.listened(this)
     return () => {
-      this.#listeners.delete(listener)
+      if (this.#listeners.delete(listener)) this.#settle()
     }
   }
 
@@ -333,35 +369,52 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     { name: exitName, description: exitTool.description, schema: structuredClone(exitTool.parameters) as Record<string, unknown> },
   ) as unknown as Tools.StructuredToolInterface
 
-  /** Each thread's log and agent in this process. */
-  const threads = new Map<string, { log: ThreadLog; agent: PlanAgent }>()
+  /**
+   * Each thread's log in this process, while something holds it (R166): the service listens to it
+   * (its agent is attached: memory follows `limits.maxAttachedAgents`, R77), a node or a helper
+   * works on it, or a write is in flight. A thread let go is read again from the graph's `planLog`
+   * when next named, as after a restart.
+   */
+  const threads = new Map<string, ThreadLog>()
+  const keeper: ThreadLogKeeper = {
+    // An agent attached on a log the map let go of (a host kept `lg.agent`'s agent): the service follows that one.
+    listened: (log) => void (threads.get(log.agent.id) !== log && threads.set(log.agent.id, log)),
+    idle: (log) => void (threads.get(log.agent.id) === log && threads.delete(log.agent.id)),
+  }
 
   /**
-   * The thread's agent, its log following the graph's `planLog` (R145). A log that went ahead of
-   * the graph (a node failed after staging appends, a checkpoint was not written) is dropped: the
-   * agent is detached, and attached again from the graph's log.
+   * Runs `work` on the thread's log, held meanwhile, its events following the graph's `planLog`
+   * (R145). A log that went ahead of the graph (a node failed after staging appends, a checkpoint
+   * was not written) is dropped: the agent is detached, and attached again from the graph's log.
    */
-  async function threadAgent(committed: readonly SessionEvent[], id: string): Promise<{ log: ThreadLog; agent: PlanAgent }> {
+  async function onThread<T>(committed: readonly SessionEvent[], id: string, work: (log: ThreadLog) => Promise<T>): Promise<T> {
     const known = threads.get(id)
-    if (known !== undefined && known.log.follow(committed)) return known
-    const log = new ThreadLog(committed)
-    const thread = { log, agent: { id, session: log } }
-    threads.set(id, thread)
-    if (known !== undefined) {
-      planMode.detach(known.agent)
-      // An aborted boundary changes nothing (R15); it waits for the detach and attaches from the graph's log.
-      await planMode.stepBoundary(thread.agent, { signal: AbortSignal.abort() })
+    const followed = known !== undefined && known.follow(committed)
+    const log = followed ? known : new ThreadLog(id, committed, keeper)
+    log.hold()
+    try {
+      if (!followed) {
+        threads.set(id, log)
+        if (known !== undefined) {
+          planMode.detach(known.agent)
+          // An aborted boundary changes nothing (R15); it waits for the detach and attaches from the graph's log.
+          await planMode.stepBoundary(log.agent, { signal: AbortSignal.abort() })
+        }
+      }
+      return await work(log)
+    } finally {
+      log.release()
     }
-    return thread
   }
 
   /** Runs a node's work on the thread's agent and returns its update with the staged appends. */
-  async function inNode(state: PlanGraphState, config: RunnableConfig, work: (agent: PlanAgent) => Promise<PlanGraphUpdate>): Promise<PlanGraphUpdate> {
-    const { log, agent } = await threadAgent(planLogOf(state), agentIdOf(config))
-    log.writer = undefined
-    const update = await work(agent) // a failure leaves its appends staged: the next node finds the log ahead of the graph's and rebuilds it
-    const staged = log.take()
-    return staged.length === 0 ? update : { ...update, planLog: staged }
+  function inNode(state: PlanGraphState, config: RunnableConfig, work: (agent: PlanAgent) => Promise<PlanGraphUpdate>): Promise<PlanGraphUpdate> {
+    return onThread(planLogOf(state), agentIdOf(config), async (log) => {
+      log.writer = undefined
+      const update = await work(log.agent) // a failure leaves its appends staged: the next node finds the log ahead of the graph's and rebuilds it
+      const staged = log.take()
+      return staged.length === 0 ? update : { ...update, planLog: staged }
+    })
   }
 
   /** The tool calls of the last model message that no `ToolMessage` answers yet. */
@@ -505,8 +558,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     })
     const settled = await known
     if (settled.messages !== undefined) return settled
-    const { agent } = await threadAgent(planLogOf(state), agentIdOf(config))
-    const open = planMode.openReview(agent)!
+    const open = await onThread(planLogOf(state), agentIdOf(config), async (log) => planMode.openReview(log.agent)!)
     const payload: PlanReviewInterrupt = {
       kind: 'plan-review',
       reviewId: open.reviewId,
@@ -564,9 +616,10 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     afterTools: (state) => (waitingExitCall(state) !== undefined ? PLAN_GRAPH_NODES.review : PLAN_GRAPH_NODES.boundary),
     async agent(graph, config) {
       const snapshot = await graph.getState(config)
-      const thread = await threadAgent(planLogOf(snapshot.values), agentIdOf(config))
-      thread.log.writer = { graph, config }
-      return thread.agent
+      return onThread(planLogOf(snapshot.values), agentIdOf(config), async (log) => {
+        log.writer = { graph, config }
+        return log.agent
+      })
     },
     async resumeClosedReview(graph, config) {
       const snapshot = await graph.getState(config)
@@ -574,13 +627,14 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
       const values = snapshot.values as PlanGraphState
       const call = waitingExitCall(values)
       if (call === undefined) return null
-      const { agent } = await threadAgent(planLogOf(values), agentIdOf(config))
-      const closed = planMode.callReviews.settled(agent).resultOf(call.id, call.args)
-      if (closed === undefined) return null
-      const requested = [...agent.session.events].reverse().find((event) => {
-        const data = event.data as { outcome?: unknown; callId?: unknown } | null
-        return event.type === 'plan/review' && data?.outcome === 'requested' && data.callId === call.id
+      const requested = await onThread(planLogOf(values), agentIdOf(config), async ({ agent }) => {
+        if (planMode.callReviews.settled(agent).resultOf(call.id, call.args) === undefined) return null
+        return [...agent.session.events].reverse().find((event) => {
+          const data = event.data as { outcome?: unknown; callId?: unknown } | null
+          return event.type === 'plan/review' && data?.outcome === 'requested' && data.callId === call.id
+        })
       })
+      if (requested === null) return null
       const reviewId = (requested?.data as { reviewId?: string } | undefined)?.reviewId ?? ''
       return new Command<{ reviewId: string }, Record<string, never>, never>({ resume: { reviewId } })
     },
