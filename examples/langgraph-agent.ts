@@ -1,6 +1,6 @@
 import { AIMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages'
 import { tool } from '@langchain/core/tools'
-import { END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from '@langchain/langgraph'
+import { MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph'
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createPlanMode } from 'xstate-plan-mode'
 import { createLangGraphPlanMode, type PlanGraphState } from 'xstate-plan-mode/langgraph'
@@ -28,19 +28,10 @@ export async function startCodingAgent(checkpointer: BaseCheckpointSaver, model:
   const planMode = createPlanMode({ section: PLAN_SECTION, review: 'durable' })
   const lg = await createLangGraphPlanMode({ planMode, tools: [readFile, writeFile] })
   const system = (state: PlanGraphState) => ['You are a careful coding agent.', state.planSection].filter(Boolean).join('\n\n')
-  const graph = new StateGraph(lg.State)
-    .addNode('plan_boundary', lg.boundary) // the section, the notices, before every model call
-    .addNode('model', async (state: PlanGraphState) => ({ messages: [await model(system(state), state.messages)] }))
-    .addNode('plan_tools', lg.tools) // every tool call, with the library's exact texts
-    .addNode('plan_review', lg.review) // interrupt() until the user answers the plan
-    .addNode('plan_end', lg.endTurn)
-    .addEdge(START, 'plan_boundary')
-    .addEdge('plan_boundary', 'model')
-    .addConditionalEdges('model', lg.afterModel, ['plan_tools', 'plan_end'])
-    .addConditionalEdges('plan_tools', lg.afterTools, ['plan_review', 'plan_boundary'])
-    .addEdge('plan_review', 'plan_boundary')
-    .addEdge('plan_end', END)
-    .compile({ checkpointer })
+  // The adapter's graph around the model node: plan_boundary (the section, the notices) → model →
+  // plan_tools (every tool call, with the library's exact texts) → plan_review (interrupt() until the
+  // user answers the plan) or back to plan_boundary; a reply without tool calls → plan_end → END.
+  const graph = lg.graph(async (state) => ({ messages: [await model(system(state), state.messages)] })).compile({ checkpointer })
   return { planMode, lg, graph }
 }
 

@@ -5,8 +5,8 @@
  */
 import { AIMessage, type BaseMessage } from '@langchain/core/messages'
 import { tool, type StructuredToolInterface } from '@langchain/core/tools'
-import { END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from '@langchain/langgraph'
-import { createLangGraphPlanMode, type LangGraphPlanMode, type PlanGraphState } from '../src/adapters/langgraph.js'
+import { MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph'
+import { createLangGraphPlanMode, type LangGraphPlanMode, type PlanGraphState, type PlanModelNode } from '../src/adapters/langgraph.js'
 import { createPlanMode, type PlanMode } from '../src/index.js'
 import { SECTION } from './helpers.js'
 
@@ -45,21 +45,9 @@ export interface GraphHost {
   script(...replies: Reply[]): void
 }
 
-/** The plan-mode graph every LangGraph test runs: boundary → model → tools → review, as docs/langgraph.md wires it. */
-export async function compile(lg: LangGraphPlanMode, model: (state: PlanGraphState) => { messages: BaseMessage[] } | Promise<{ messages: BaseMessage[] }>, checkpointer: BaseCheckpointSaver) {
-  return new StateGraph(lg.State)
-    .addNode('plan_boundary', lg.boundary)
-    .addNode('model', model)
-    .addNode('plan_tools', lg.tools)
-    .addNode('plan_review', lg.review)
-    .addNode('plan_end', lg.endTurn)
-    .addEdge(START, 'plan_boundary')
-    .addEdge('plan_boundary', 'model')
-    .addConditionalEdges('model', lg.afterModel, ['plan_tools', 'plan_end'])
-    .addConditionalEdges('plan_tools', lg.afterTools, ['plan_review', 'plan_boundary'])
-    .addEdge('plan_review', 'plan_boundary')
-    .addEdge('plan_end', END)
-    .compile({ checkpointer })
+/** The plan-mode graph every LangGraph test runs: the adapter's standard graph around the model node (R165), as docs/langgraph.md wires it. */
+export async function compile(lg: LangGraphPlanMode, model: PlanModelNode, checkpointer: BaseCheckpointSaver) {
+  return lg.graph(model).compile({ checkpointer })
 }
 
 /** Starts one process of the host on `checkpointer` (a fresh MemorySaver by default), with the host's `tools` and the service's `limits` (R77). */

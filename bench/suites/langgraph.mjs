@@ -414,19 +414,8 @@ export async function inGraph(config, ends) {
     const service = lib.createPlanMode({ section: SECTION, review: 'durable', logger: { warn: () => {} } })
     services.push(service)
     const lg = await adapter.createLangGraphPlanMode({ planMode: service, tools: [readFile] })
-    const graph = new StateGraph(lg.State)
-      .addNode('plan_boundary', lg.boundary)
-      .addNode('agent', model)
-      .addNode('plan_tools', lg.tools)
-      .addNode('plan_review', lg.review)
-      .addNode('plan_end', lg.endTurn)
-      .addEdge(START, 'plan_boundary')
-      .addEdge('plan_boundary', 'agent')
-      .addConditionalEdges('agent', lg.afterModel, ['plan_tools', 'plan_end'])
-      .addConditionalEdges('plan_tools', lg.afterTools, ['plan_review', 'plan_boundary'])
-      .addEdge('plan_review', 'plan_boundary')
-      .addEdge('plan_end', END)
-      .compile({ checkpointer })
+    // The adapter's standard graph (R165), the model node named as in the graph without plan mode.
+    const graph = lg.graph(model, { modelNode: 'agent' }).compile({ checkpointer })
     return { service, lg, graph }
   }
   const sides = { withoutPlanMode: plain(saver), withPlanMode: (await planned(saver)).graph }

@@ -40,6 +40,34 @@ export interface PlanGraphState {
 /** A node's update of the plan channels (and `messages`). */
 export type PlanGraphUpdate = Partial<{ messages: Messages.BaseMessage[]; planLog: SessionEvent[]; planSection: string; planActive: boolean }>
 
+/** The name of one of the adapter's nodes (`PLAN_GRAPH_NODES`). */
+export type PlanGraphNode = (typeof PLAN_GRAPH_NODES)[keyof typeof PLAN_GRAPH_NODES]
+
+/**
+ * The host's model node for `lg.graph`: it calls the chat model with its system prompt and
+ * `state.planSection` (R18), and returns the model's message (`{ messages: [aiMessage] }`).
+ */
+export type PlanModelNode = (state: PlanGraphState, config: LangGraph.LangGraphRunnableConfig) => PlanGraphUpdate | Promise<PlanGraphUpdate>
+
+/** Options of `lg.graph`. */
+export interface PlanGraphOptions<M extends string = 'model'> {
+  /** The model node's name in the graph. Default `'model'`. */
+  modelNode?: M
+}
+
+/**
+ * What `lg.graph` returns: a `StateGraph` on `lg.State` with the adapter's nodes and the model
+ * node wired (R165), not compiled yet.
+ */
+export type PlanStateGraph<M extends string = 'model'> = LangGraph.StateGraph<
+  PlanGraphSpec,
+  LangGraph.StateType<PlanGraphSpec>,
+  LangGraph.UpdateType<PlanGraphSpec>,
+  typeof LangGraph.START | PlanGraphNode | M,
+  PlanGraphSpec,
+  PlanGraphSpec
+>
+
 /** What the `plan_review` node's `interrupt()` carries: what a UI renders (JSON data, R146). */
 export interface PlanReviewInterrupt {
   readonly kind: 'plan-review'
@@ -97,6 +125,17 @@ export interface LangGraphPlanMode {
   review(state: PlanGraphState, config: RunnableConfig): Promise<PlanGraphUpdate>
   /** Node `plan_end`: ends the turn (`turn/end`, R5) before `END`. */
   endTurn(state: PlanGraphState, config: RunnableConfig): Promise<PlanGraphUpdate>
+  /**
+   * The standard graph around the host's model node (R165): `START → plan_boundary → model`, then
+   * `afterModel` to `plan_tools` or `plan_end`, `afterTools` to `plan_review` or `plan_boundary`,
+   * `plan_review → plan_boundary`, `plan_end → END`. A new, uncompiled `StateGraph` on `State` at
+   * each call: add your own nodes and edges if you like, then `.compile({ checkpointer })`.
+   * @param model the model node (see `PlanModelNode`)
+   * @param options `modelNode`: the model node's name (default `'model'`)
+   * @throws LangGraph's own error when `modelNode` is one of the adapter's node names, `__start__` or `__end__`.
+   * @example const graph = lg.graph(callModel).compile({ checkpointer })
+   */
+  graph<M extends string = 'model'>(model: PlanModelNode, options?: PlanGraphOptions<M>): PlanStateGraph<M>
   /** Router after the model node: `plan_tools` when it called tools, else `plan_end`. */
   afterModel(state: PlanGraphState): 'plan_tools' | 'plan_end'
   /** Router after `plan_tools`: `plan_review` when an exit call waits for its review, else `plan_boundary`. */
@@ -336,7 +375,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
   const lg = await peer('@langchain/langgraph', () => import('@langchain/langgraph'))
   const messagesModule = await peer('@langchain/core', () => import('@langchain/core/messages'))
   const toolsModule = await peer('@langchain/core', () => import('@langchain/core/tools'))
-  const { Annotation, MessagesAnnotation, Command, interrupt, REMOVE_ALL_MESSAGES } = lg
+  const { Annotation, MessagesAnnotation, Command, interrupt, REMOVE_ALL_MESSAGES, StateGraph, START, END } = lg
   const { HumanMessage, ToolMessage, RemoveMessage } = messagesModule
   const { planMode } = options
   const { exitTool } = planMode
@@ -597,11 +636,31 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     })
   }
 
+  const afterModel: LangGraphPlanMode['afterModel'] = (state) => (unanswered(state.messages).calls.length > 0 ? PLAN_GRAPH_NODES.tools : PLAN_GRAPH_NODES.end)
+  const afterTools: LangGraphPlanMode['afterTools'] = (state) => (waitingExitCall(state) !== undefined ? PLAN_GRAPH_NODES.review : PLAN_GRAPH_NODES.boundary)
+
   const endTurn: LangGraphPlanMode['endTurn'] = (state, config) =>
     inNode(state, config, async (agent) => {
       if (turnOpen(agent.session.events)) await agent.session.append(TURN_END_EVENT, {})
       return {}
     })
+
+  function graph<M extends string = 'model'>(model: PlanModelNode, options: PlanGraphOptions<M> = {}): PlanStateGraph<M> {
+    const modelNode = options.modelNode ?? 'model'
+    const { boundary: boundaryNode, tools: toolsNode, review: reviewNode, end: endNode } = PLAN_GRAPH_NODES
+    return new StateGraph(State)
+      .addNode(boundaryNode, boundary)
+      .addNode(modelNode, model)
+      .addNode(toolsNode, tools)
+      .addNode(reviewNode, review)
+      .addNode(endNode, endTurn)
+      .addEdge(START, boundaryNode)
+      .addEdge(boundaryNode, modelNode)
+      .addConditionalEdges(modelNode, afterModel, [toolsNode, endNode])
+      .addConditionalEdges(toolsNode, afterTools, [reviewNode, boundaryNode])
+      .addEdge(reviewNode, boundaryNode)
+      .addEdge(endNode, END) as unknown as PlanStateGraph<M>
+  }
 
   return {
     State,
@@ -612,8 +671,9 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     tools,
     review,
     endTurn,
-    afterModel: (state) => (unanswered(state.messages).calls.length > 0 ? PLAN_GRAPH_NODES.tools : PLAN_GRAPH_NODES.end),
-    afterTools: (state) => (waitingExitCall(state) !== undefined ? PLAN_GRAPH_NODES.review : PLAN_GRAPH_NODES.boundary),
+    graph,
+    afterModel,
+    afterTools,
     async agent(graph, config) {
       const snapshot = await graph.getState(config)
       return onThread(planLogOf(snapshot.values), agentIdOf(config), async (log) => {

@@ -24,13 +24,7 @@
  *
  * @example
  * const lg = await createLangGraphPlanMode({ planMode, tools: [readFile] })
- * const graph = new StateGraph(lg.State)
- *   .addNode('plan_boundary', lg.boundary).addNode('model', callModel)
- *   .addNode('plan_tools', lg.tools).addNode('plan_review', lg.review).addNode('plan_end', lg.endTurn)
- *   .addEdge(START, 'plan_boundary').addEdge('plan_boundary', 'model')
- *   .addConditionalEdges('model', lg.afterModel).addConditionalEdges('plan_tools', lg.afterTools)
- *   .addEdge('plan_review', 'plan_boundary').addEdge('plan_end', END)
- *   .compile({ checkpointer })
+ * const graph = lg.graph(callModel).compile({ checkpointer }) // plan_boundary → model → plan_tools → plan_review … (R165)
  *
  * @module xstate-plan-mode/langgraph
  */
