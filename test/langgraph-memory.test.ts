@@ -4,7 +4,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { afterEach, describe, expect, it } from 'vitest'
 import { PLAN_MODE_TEXTS } from '../src/index.js'
-import { APPROVE, PLAN } from './helpers.js'
+import { APPROVE, ENTERING, PLAN, SECTION } from './helpers.js'
 import { calls, says, startGraphHost, thread, type GraphHost } from './langgraph.fixture.js'
 
 /** A full garbage collection (V8's `gc`, exposed for this test). */
@@ -66,5 +66,25 @@ describe('xstate-plan-mode/langgraph: memory follows the service', () => {
     expect(host.planMode.openReview(agent)).toBeNull()
     const log = agent.session.events
     expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i + 1))
+  })
+
+  it('R166: an agent a host kept from lg.agent, let go and attached again, is the thread\'s agent again: the next run goes on from its log', async () => {
+    const host = await startGraphHost(new MemorySaver(), undefined, { maxAttachedAgents: 1 })
+    hosts.push(host)
+    host.script(says('Hello.'))
+    await host.graph.invoke({ messages: [new HumanMessage('Hi.')] }, thread('kept'))
+    const kept = await host.lg.agent(host.graph, thread('kept'))
+    for (let i = 0; i < 3; i++) {
+      host.script(says(`Hello ${i}.`))
+      await host.graph.invoke({ messages: [new HumanMessage('Hi.')] }, thread(`other-${i}`))
+    }
+    // The host's /plan on the agent it kept: it attaches again on that agent's log.
+    expect(await host.planMode.set(kept, true)).toBe('committed')
+    host.script(says('Planning.'))
+    await host.graph.invoke({ messages: [new HumanMessage('Plan it.')] }, thread('kept'))
+    expect(host.calls.at(-1)!.section).toBe(SECTION)
+    expect(host.calls.at(-1)!.messages.at(-1)!.content).toEqual([{ type: 'text', text: ENTERING }])
+    expect(await host.lg.agent(host.graph, thread('kept'))).toBe(kept)
+    expect(kept.session.events.map((e) => e.type)).toEqual(['turn/start', 'request/header', 'turn/end', 'plan/mode', 'turn/start', 'request/header', 'turn/end'])
   })
 })
