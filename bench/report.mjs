@@ -159,7 +159,11 @@ export function evaluate(r) {
     profile: null, // the time is the database's round trips, outside this process
     why: `One bare \`INSERT\` of the row takes ${time(r.postgres.insert.median)} (the by-hand statement ${ratio(r.postgres.statement.median / r.postgres.insert.median)} of it: its commit carries the NOTIFY every other instance hears the row by, R83). The library's own time on top of the by-hand statement is ${((r.postgres.flush.median - r.postgres.statement.median) / 1000).toFixed(0)} µs per flush${
       r.postgres.alone
-        ? `: the adapter's statement alone, sent by hand (the session's turn, the seq check, the pending row, the deadline checks), takes ${time(r.postgres.alone.median)}, ${ratio(r.postgres.alone.median / r.postgres.statement.median)} the floor (${((r.postgres.alone.median - r.postgres.statement.median) / 1000).toFixed(0)} µs of the gap); the other ${((r.postgres.flush.median - r.postgres.alone.median) / 1000).toFixed(0)} µs are this process's work before the statement goes and after its answer (the chart deciding the flush and taking the logged event, the adapter's bookkeeping, the driver), the part section 1 measures in memory`
+        ? `: the adapter's statement alone, sent by hand (the session's turn, the seq check, the pending row, the deadline checks), takes ${time(r.postgres.alone.median)}, ${ratio(r.postgres.alone.median / r.postgres.statement.median)} the floor (${((r.postgres.alone.median - r.postgres.statement.median) / 1000).toFixed(0)} µs of the gap); ${
+            r.postgres.append
+              ? `sent through the adapter's \`session.append\` (no chart: the adapter's bookkeeping and its pending store) it takes ${time(r.postgres.append.median)}, ${((r.postgres.append.median - r.postgres.alone.median) / 1000).toFixed(0)} µs more than by hand; the other ${((r.postgres.flush.median - r.postgres.append.median) / 1000).toFixed(0)} µs are the service and the chart (deciding the flush before the statement goes, taking the logged event after its answer), the part section 1 measures in memory`
+              : `the other ${((r.postgres.flush.median - r.postgres.alone.median) / 1000).toFixed(0)} µs are this process's work before the statement goes and after its answer (the chart deciding the flush and taking the logged event, the adapter's bookkeeping, the driver), the part section 1 measures in memory`
+          }`
         : ' (the session\'s turn, the pending row, the chart and the driver\'s answer)'
     }.`,
   })
@@ -520,6 +524,7 @@ export function render(info, r, targets, profiles) {
     pgRow('floor: the same by hand, `INSERT` + `pg_notify` in one statement, same connection', pgr.statement, pgr.statement),
     pgRow('reported: one bare `INSERT`, autocommitted, same connection', pgr.insert, pgr.statement),
     ...(pgr.alone ? [pgRow("reported: the adapter's statement alone (`<prefix>append`, as a flush calls it, its pending row written before), by hand, same connection", pgr.alone, pgr.statement)] : []),
+    ...(pgr.append ? [pgRow("reported: that statement through the adapter's `session.append` (its pending row written before through the store's pending store), the flush without the chart", pgr.append, pgr.statement)] : []),
     pgRow("toggle: `set` on A until B's service shows it", pgr.toggle, pgr.row),
     pgRow("floor: the same by hand, a row + NOTIFY from A's connection until B's process has read the row", pgr.row, pgr.row),
     pgRow('reported: one bare NOTIFY until the other connection has it', pgr.notify, pgr.row),

@@ -7,9 +7,10 @@
  *   adapter's work done by hand on the same connection: one statement that inserts the row and
  *   NOTIFYs it, autocommitted (the floor); one bare `INSERT` of the row is a reported column, and
  *   so is the adapter's own statement sent by hand (the function a flush calls, with its pending
- *   row): the flush's time in the database, the chart's left out. Every by-hand statement is a
- *   named prepared statement, as the adapter's are on a pool (R126). The statements each flush
- *   sends are counted (every one, the pending store's included);
+ *   row): the flush's time in the database, the chart's left out; and so is that statement sent
+ *   through the adapter's `session.append` (the flush without the chart and the service). Every
+ *   by-hand statement is a named prepared statement, as the adapter's are on a pool (R126). The
+ *   statements each flush sends are counted (every one, the pending store's included);
  * - toggle: an idle `set` on instance A until instance B's service shows it, B in a process of its
  *   own (bench/pg-instance.mjs), against the same by hand: A's connection inserts a row and NOTIFYs
  *   in one statement, B's process hears the NOTIFY on a listening connection and reads the row
@@ -123,6 +124,30 @@ export async function run(lib) {
       },
       samples: SAMPLES,
     }
+    // Reported: the adapter's append alone, the flush without the chart: the statement a flush
+    // sends, through `session.append` on the same pool (its pending row written before through the
+    // store's pending store, untimed; dropped after it as the flush drops it, which sends nothing).
+    const appendSession = await storeA.openSession('append')
+    let appendActive = false
+    let appendSentBefore = 0
+    const append = {
+      before: async () => {
+        appendActive = !appendActive
+        await storeA.pendingStore.set('append', appendActive)
+        await a.counted.settled()
+        appendSentBefore = a.counted.statements()
+      },
+      run: async () => {
+        await appendSession.append('plan/mode', { active: appendActive })
+        await storeA.pendingStore.delete('append')
+      },
+      // One statement, which deleted the pending row (else the `delete` would have sent its own).
+      after: async () => {
+        await a.counted.settled()
+        if (a.counted.statements() - appendSentBefore !== 1) throw new Error('the append alone sent more than its statement: it is not the flush\'s work')
+      },
+      samples: SAMPLES,
+    }
 
     // toggle: A commits idle; the sample ends when B's service, in its own process
     // (bench/pg-instance.mjs), shows the new mode. The floor: A's connection inserts a row and
@@ -199,13 +224,16 @@ export async function run(lib) {
       samples: SAMPLES,
     }
     for (let i = 0; i < 50; i++) {
-      for (const side of [flush, insert, statement, alone, toggle, row, notify]) {
+      for (const side of [flush, insert, statement, alone, append, toggle, row, notify]) {
         await side.before?.()
         await side.run()
         await side.after?.()
       }
     }
-    const { flush: flushStats, insert: insertStats, statement: statementStats, alone: aloneStats } = await interleave({ flush, insert, statement, alone }, { rounds: ROUNDS })
+    const { flush: flushStats, insert: insertStats, statement: statementStats, alone: aloneStats, append: appendStats } = await interleave(
+      { flush, insert, statement, alone, append },
+      { rounds: ROUNDS },
+    )
     const { toggle: toggleStats, row: rowStats, notify: notifyStats } = await interleave({ toggle, row, notify }, { rounds: ROUNDS })
 
     // openSession: the statements it sends, on a session of the length the flushes made.
@@ -247,6 +275,7 @@ export async function run(lib) {
       insert: insertStats,
       statement: statementStats,
       alone: aloneStats,
+      append: appendStats,
       toggle: toggleStats,
       row: rowStats,
       notify: notifyStats,
