@@ -49,6 +49,13 @@ export const UNREACHABLE: Readonly<Record<string, string>> = {
   'planMode.review.open.recorded always #4': 'a review concludes with a request heard meanwhile',
   'planMode.review.open.superseded.entering.recording LOG.REVIEW_REQUESTED #0': "another process's request heard while a superseded record is being appended",
   'planMode.review.open.superseded.leaving.recording LOG.REVIEW_REQUESTED #0': "another process's request heard while a superseded record is being appended",
+  // R79, R80: our answer's record lands (`lost`) or fails (`answerFailed`) after another process's
+  // record closed the review and its request of the next one was heard; rules.races.test.ts takes
+  // each: "R79, R80, R47, R81: another process's approval told in the result outran our
+  // keep-planning, …" (#0), "… approval, not told in the result, …" (#2), "R79, R80, R81: another
+  // process's keep-planning outran our approval, …" (#4; lost #4 also rules.durable.test.ts's
+  // "R79, R80: a request another process logs while this one records a losing answer …"), in its
+  // describes "… lands after …" (`lost`) and "… fails after …" (`answerFailed`, titles with R84).
   'planMode.review.open.lost always #0': 'a told approval that outran our answer concludes with a request heard meanwhile',
   'planMode.review.open.lost always #2': 'an approval that outran our answer concludes with a request heard meanwhile',
   'planMode.review.open.lost always #4': 'a review another record closed first concludes with a request heard meanwhile',
