@@ -9,12 +9,15 @@ import { APPROVE, PLAN, SECTION } from './helpers.js'
  * concludes with the other record and a request heard meanwhile. These are the transitions the
  * model's alphabet cannot take (test/model.test.ts, `UNREACHABLE`); each test here drives one of
  * them through the public API: two services on one memory log, the first one's next `plan/review`
- * append held until the test lands it or fails it.
+ * append held until the test lands it or fails it. Then the regressions these races found: the
+ * closing record the log held first concludes the review as a replay reads it, before the
+ * `plan/mode` and request headers the log reported after it while our record was in flight.
  */
 
-// Every text below is copied from docs/spec.md (R32, R45, R80, R84).
+// Every text below is copied from docs/spec.md (R32, R80, R81, R84).
 const LEAVING = 'The user switched this session back to the default mode.'
 const ENTERING = 'The user switched this session to plan mode.'
+const APPROVED_NEWS = 'The user approved your plan and plan mode is off; carry out the plan, starting now.'
 const FEEDBACK = 'Use SQLite, not Postgres.'
 const alreadyClosed = (reviewId: string, outcome: string) => `plan review ${reviewId} is already closed (${outcome}); nothing was changed`
 const notOpen = (reviewId: string) => `no plan review ${reviewId} is open for this agent; nothing was changed`
@@ -144,10 +147,11 @@ function recordsBefore(r: Race, closing: Record<string, unknown>, next: string) 
  * open, the mode and P, the refusals of answers to both reviews' ids, and what the next step
  * boundary tells the model (on the copy for the replay, so the two boundaries do not meet).
  */
-async function expectAsReplayed(r: Race, next: string, shown: { get: unknown; told: string[] }) {
+async function expectAsReplayed(r: Race, next: string, shown: { get: unknown; told: string[]; version?: number }) {
   const replayed = r.replay()
   const seq = r.shared.events.find((e) => e.type === 'plan/review' && (e.data as { reviewId: string }).reviewId === next && (e.data as { outcome: string }).outcome === 'requested')!.seq
-  const open = { reviewId: next, title: TITLE_2, plan: PLAN_2, version: 2, seq, callId: 'call-2' }
+  // R96: the second plan of the episode, unless a plan/mode began a new one.
+  const open = { reviewId: next, title: TITLE_2, plan: PLAN_2, version: shown.version ?? 2, seq, callId: 'call-2' }
   for (const [service, agent] of [
     [r.slow, r.agent],
     [replayed.service, replayed.agent],
@@ -267,4 +271,141 @@ describe('R79, R80: our answer\'s record fails after another process closed the 
     expect(told.section).toBe(SECTION)
     expect(r.warnings).toEqual([])
   })
+})
+
+/**
+ * Found by the races above: an outcome that outran our answer is the log's from its record on, and
+ * what the log reported after that record (the other process's boundary, its request header, the
+ * user's switch back to plan mode) came after it. A replay reads it so (R64, R80); so must the
+ * service whose answer lost, when its record finally settles.
+ */
+describe('R80, R81, R47: an outcome that outran our answer is applied as the log holds it, before what followed it', () => {
+  it('R80, R81: an approval that outran our keep-planning, which the other process\'s boundary told, is not told again here when our record lands (regression: it was told a second time)', async () => {
+    const r = await race()
+    const { answering, gate } = await r.answerHeld(keepPlanning(FEEDBACK))
+    expect(await r.other.answerReview(r.otherAgent, r.reviewId, APPROVE)).toBe('approved')
+    expect(texts(await r.other.stepBoundary(r.otherAgent))).toEqual([APPROVED_NEWS])
+    await r.shared.append('request/header', {})
+    gate.land()
+    expect(await answering).toEqual({ error: alreadyClosed(r.reviewId, 'approved') })
+
+    const replayed = r.replay()
+    for (const [service, agent] of [
+      [r.slow, r.agent],
+      [replayed.service, replayed.agent],
+    ] as const) {
+      expect(service.get(agent)).toEqual({ active: false })
+      expect(service.openReview(agent)).toBeNull()
+      await expect(service.answerReview(agent, r.reviewId, APPROVE)).rejects.toThrow(new Error(alreadyClosed(r.reviewId, 'approved')))
+      expect(await service.stepBoundary(agent)).toEqual({ section: '', messages: [] })
+    }
+  })
+
+  for (const end of ['lands', 'fails'] as const) {
+    it(`R80, R47, R16, R30: an approval told in the result that outran our keep-planning, whose leave the other process flushed before the user entered plan mode again and its model presented again, leaves no leave here and K active when our record ${end} (regression: the consent was taken again, and the next boundary left plan mode)`, async () => {
+      const r = await race()
+      const { answering, gate } = await r.answerHeld(keepPlanning(FEEDBACK))
+      expect(await r.other.answerReview(r.otherAgent, r.reviewId, APPROVE, { toldInResult: true })).toBe('approved')
+      expect(await r.other.stepBoundary(r.otherAgent)).toEqual({ section: '', messages: [] }) // flushes the leave
+      await r.shared.append('request/header', {})
+      expect(await r.other.set(r.otherAgent, true)).toBe('queued')
+      expect(texts(await r.other.stepBoundary(r.otherAgent))).toEqual([ENTERING])
+      await r.shared.append('request/header', {})
+      const next = await r.otherRequests()
+      if (end === 'lands') gate.land()
+      else gate.fail(new Error(seqTaken(10)))
+      expect(await answering).toEqual({ error: end === 'lands' ? alreadyClosed(r.reviewId, 'approved') : seqTaken(10) })
+
+      expect(r.shared.events.map((e) => e.type === 'plan/mode' ? `plan/mode ${JSON.stringify(e.data)}` : e.type).slice(3)).toEqual([
+        'plan/review',
+        'plan/review',
+        'plan/mode {"active":false}',
+        'request/header',
+        'plan/mode {"active":true}',
+        'request/header',
+        'plan/review',
+        ...(end === 'lands' ? ['plan/review'] : []),
+      ])
+      const told = await expectAsReplayed(r, next, { get: { active: true }, told: [], version: 1 })
+      expect(told.section).toBe(SECTION)
+      expect(r.warnings).toEqual([])
+    })
+  }
+})
+
+describe('R80, R81, R48: a record identical to ours that the log holds first is the outcome as the log holds it, before what followed it', () => {
+  it('R80, R47, R16, R30: another process\'s approval told in the result, identical to ours, whose leave it flushed before the user entered plan mode again: ours resolves approved when it lands, and leaves no leave here and K active', async () => {
+    const r = await race()
+    const approving = r.log.hold()
+    const answering = settle(r.slow.answerReview(r.agent, r.reviewId, APPROVE, { toldInResult: true }))
+    await approving.appended
+    expect(await r.other.answerReview(r.otherAgent, r.reviewId, APPROVE, { toldInResult: true })).toBe('approved')
+    expect(await r.other.stepBoundary(r.otherAgent)).toEqual({ section: '', messages: [] }) // flushes the leave
+    await r.shared.append('request/header', {})
+    expect(await r.other.set(r.otherAgent, true)).toBe('queued')
+    expect(texts(await r.other.stepBoundary(r.otherAgent))).toEqual([ENTERING])
+    await r.shared.append('request/header', {})
+    approving.land()
+    // R80: identical to the first record, it cannot be told from it: it resolves as the first did.
+    expect(await answering).toEqual({ value: 'approved' })
+
+    const replayed = r.replay()
+    for (const [service, agent] of [
+      [r.slow, r.agent],
+      [replayed.service, replayed.agent],
+    ] as const) {
+      expect(service.get(agent)).toEqual({ active: true })
+      expect(service.openReview(agent)).toBeNull()
+      expect(await service.stepBoundary(agent)).toEqual({ section: SECTION, messages: [] })
+    }
+    expect(r.warnings).toEqual([])
+  })
+
+  for (const active of [true, false]) {
+    it(`R80, R48, R81: the user's switch ${active ? 'into' : 'out of'} plan mode in another process superseded the review first with the record ours repeats, and a step ran there after its switch followed: ours lands, our switch is a noop, and the supersede is not told again`, async () => {
+      const shared = createMemorySessionLog()
+      const log = gatedLog(shared)
+      const warnings: unknown[][] = []
+      const slow = durableService(warnings)
+      const other = durableService()
+      const agent: PlanAgent = { id: 'agent-1', session: log }
+      const otherAgent: PlanAgent = { id: 'agent-1', session: shared }
+      if (!active) expect(await slow.set(agent, true)).toBe('committed')
+      // A review the log holds open (another writer's request); no turn is open: a switch commits (R10).
+      await shared.append('plan/review', { outcome: 'requested', reviewId: 'r-1', title: TITLE, plan: PLAN })
+      expect(slow.openReview(agent)?.reviewId).toBe('r-1')
+      const superseding = log.hold()
+      const switching = settle(slow.set(agent, active))
+      await superseding.appended
+      expect(await other.set(otherAgent, active)).toBe('committed') // its supersede record, then its plan/mode
+      await shared.append('turn/start', {})
+      expect(await other.stepBoundary(otherAgent)).toEqual({ section: active ? SECTION : '', messages: [expect.objectContaining({ role: 'user' })] })
+      await shared.append('request/header', {})
+      superseding.land()
+      expect(await switching).toEqual({ value: 'noop' })
+
+      const superseded = { outcome: 'superseded', reviewId: 'r-1', title: TITLE, plan: PLAN }
+      expect(shared.events.map((e) => [e.type, e.data])).toEqual([
+        ...(active ? [] : [['plan/mode', { active: true }]]),
+        ['plan/review', { outcome: 'requested', reviewId: 'r-1', title: TITLE, plan: PLAN }],
+        ['plan/review', superseded],
+        ['plan/mode', { active }],
+        ['turn/start', {}],
+        ['request/header', {}],
+        ['plan/review', superseded],
+      ])
+      const copy: PlanAgent = { id: 'agent-1', session: createMemorySessionLog(shared.events.map(({ type, data }) => ({ type, data }))) }
+      const replayed = durableService()
+      for (const [service, a] of [
+        [slow, agent],
+        [replayed, copy],
+      ] as const) {
+        expect(service.get(a)).toEqual({ active })
+        expect(service.openReview(a)).toBeNull()
+        // R81: the other process's step told the supersede; nothing is left to tell here.
+        expect(await service.stepBoundary(a)).toEqual({ section: active ? SECTION : '', messages: [] })
+      }
+      expect(warnings).toEqual([])
+    })
+  }
 })
