@@ -49,12 +49,33 @@ export const UNREACHABLE: Readonly<Record<string, string>> = {
   'planMode.review.open.recorded always #4': 'a review concludes with a request heard meanwhile',
   'planMode.review.open.superseded.entering.recording LOG.REVIEW_REQUESTED #0': "another process's request heard while a superseded record is being appended",
   'planMode.review.open.superseded.leaving.recording LOG.REVIEW_REQUESTED #0': "another process's request heard while a superseded record is being appended",
+  // R79, R80: our answer's record lands (`lost`) or fails (`answerFailed`) after another process's
+  // record closed the review and its request of the next one was heard; rules.races.test.ts takes
+  // each: "R79, R80, R47, R81: another process's approval told in the result outran our
+  // keep-planning, …" (#0), "… approval, not told in the result, …" (#2), "R79, R80, R81: another
+  // process's keep-planning outran our approval, …" (#4; lost #4 also rules.durable.test.ts's
+  // "R79, R80: a request another process logs while this one records a losing answer …"), in its
+  // describes "… lands after …" (`lost`) and "… fails after …" (`answerFailed`, titles with R84).
   'planMode.review.open.lost always #0': 'a told approval that outran our answer concludes with a request heard meanwhile',
   'planMode.review.open.lost always #2': 'an approval that outran our answer concludes with a request heard meanwhile',
   'planMode.review.open.lost always #4': 'a review another record closed first concludes with a request heard meanwhile',
   'planMode.review.open.answerFailed always #0': 'a told approval that outlived our failed answer concludes with a request heard meanwhile',
   'planMode.review.open.answerFailed always #2': 'an approval that outlived our failed answer concludes with a request heard meanwhile',
   'planMode.review.open.answerFailed always #4': 'a review another record closed before our answer failed concludes with a request heard meanwhile',
+  // R80, R81, R16, R30: a plan/mode or a request header the log reports after a record identical
+  // to ours closed the review, ours still in flight; the alphabet hears no record identical to ours
+  // before ours settles. rules.races.test.ts's "R80, R47, R16, R30: another process's approval told
+  // in the result, identical to ours, …" (the answer's) and "R80, R48, R81: the user's switch into
+  // (out of) plan mode in another process superseded the review first with the record ours
+  // repeats, …" (the supersede's) take them.
+  ...Object.fromEntries(
+    ['answering', 'superseded.entering.recording', 'superseded.leaving.recording'].flatMap((state) =>
+      ['LOG.PLAN_MODE', 'LOG.REQUEST_HEADER'].map((event) => [
+        `planMode.review.open.${state}.logged ${event} #0`,
+        'the log reports it after a record identical to ours closed the review, ours in flight',
+      ]),
+    ),
+  ),
   'planMode.review.open.superseded.entering.recorded always #0': 'a superseded review concludes with a request heard meanwhile',
   'planMode.review.open.superseded.entering.lost always #2': 'a review another record closed first concludes with a request heard meanwhile',
   'planMode.review.open.superseded.leaving.lost always #2': 'a review another record closed first concludes with a request heard meanwhile',

@@ -40,7 +40,7 @@
  * review outcome and whether a headless policy decided it (R94, R95: the record in flight says
  * so) or it is an approval into a fresh context (R101: so does the record), the `/plan` run heard and not settled (R86, one command id); for
  * durable reviews also the racing record noted, the answer in flight and the outcome left to
- * tell): all finite; never seqs, counters, results, ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
+ * tell, and whether a `plan/mode` or a request header followed the record that closed it): all finite; never seqs, counters, results, ports or the log. (The old "detached" flag is the `lifecycle` region of the value now.)
  *
  * Three configurations: a review channel, none, and durable reviews (`reviews: 'durable'`, no
  * channel, R78–R81; `durableAlphabet`). In the first two every edge of the adjacency map is
@@ -355,6 +355,8 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
     told,
     outcome: outcome(review?.result),
     ...(news != null ? { news: news.outcome } : {}),
+    // R80: what the log reported after the record that closed the review, ours still in flight.
+    ...(review?.afterClosing !== undefined ? { afterClosing: review.afterClosing } : {}),
     ...(heardRuns !== undefined ? { runs: heardRuns } : {}),
   })
 }

@@ -60,7 +60,9 @@
  * - A closing record heard while this service's own record of the same review is in flight (an
  *   answer, a supersede) is applied once that append settles: the review's records are taken in
  *   the order the log holds them, and the first one is the outcome (R80: a racing answer lost,
- *   unless its record is identical to the first: then it resolves as the first did).
+ *   unless its record is identical to the first: then it resolves as the first did), as a replay
+ *   reads it: a `plan/mode` heard after that record leaves its consent nothing to select (R16,
+ *   R58), a request header heard after it told it (R81) and set K (R30).
  *   Every other closing record of the open review is applied when it is heard (R80).
  * - An untold outcome (R81) is dropped by a new request: live, when this service's exit call
  *   makes its request (R81: "the model asked again, so it was told", also when the request's
@@ -672,9 +674,10 @@ interface DurableBelief extends DurableFold {
   /**
    * This service's own record of the open review in flight (an answer, a supersede), and the
    * first closing record of that review the log held since (ours or another writer's): applied
-   * once ours settles (see the file comment).
+   * once ours settles (see the file comment), as it reads before what the log held after it
+   * (`after`: a `plan/mode`, a request header; R16, R30, R58, R81).
    */
-  inFlight: { reviewId: string; own: Record<string, unknown>; first: Record<string, unknown> | null } | null
+  inFlight: { reviewId: string; own: Record<string, unknown>; first: Record<string, unknown> | null; after?: { planMode?: true; header?: true } } | null
   /** This service's own request record is in flight (R79): until it settles, `openReview` shows none. */
   requesting: boolean
   /** R81, R19: a failed flush kept `news`; the next request header is that step's and tells nothing. */
@@ -1397,6 +1400,7 @@ export class PlanModeOracle {
       // Every attachment still following the log hears it; only the current one matters later.
       for (const a of [m.attachment, m.closing]) {
         if (!a) continue
+        if (a.durable.inFlight?.first) a.durable.inFlight.after = { ...a.durable.inFlight.after, header: true }
         a.K = foldF(m.log)
         a.toldIsLogged = true
         // R81: a step ran since the record: the outcome was told there (by any writer), unless
@@ -1410,6 +1414,7 @@ export class PlanModeOracle {
       // R16: P's target logged by another writer: P goes at once (this one's own append in
       // flight decides when it settles).
       for (const a of [m.attachment, m.closing]) if (a && a.modeAppends === 0 && a.P === (data as { active: boolean }).active) a.P = undefined
+      for (const a of [m.attachment, m.closing]) if (a?.durable.inFlight?.first) a.durable.inFlight.after = { ...a.durable.inFlight.after, planMode: true }
       return
     }
     const record = durableRecord({ type, data })
@@ -1479,21 +1484,24 @@ export class PlanModeOracle {
    * for an approval (K inactive only when told in the result, R81), and the outcome to tell (R81).
    * A record of another id changes nothing.
    */
-  private applyClosing(a: Attachment, record: Record<string, unknown>): void {
+  private applyClosing(a: Attachment, record: Record<string, unknown>, after: { planMode?: true; header?: true } = {}): void {
     if (a.durable.open?.reviewId !== record.reviewId) return
     a.durable.open = null
     a.durable.closed = { reviewId: record.reviewId as string, outcome: String(record.outcome) }
-    a.durable.news = newsOfRecord(record)
+    // R81: a request header after the record: a step told the outcome, and K is F's there (R30).
+    a.durable.news = after.header ? null : newsOfRecord(record)
     if (!leaves(record.outcome)) return // R101: a leave applies R47's state change too
-    if (record.toldInResult === true) a.K = false
-    a.P = this.F(a) ? false : undefined
+    if (record.toldInResult === true && !after.header) a.K = false
+    // R16, R58: a plan/mode after the record resolved the consent's selection.
+    if (!after.planMode) a.P = this.F(a) ? false : undefined
   }
 
   /** Our own record of the open review settled: the first record the log held of it applies now. */
   private settleOwnRecord(a: Attachment): Record<string, unknown> | null {
     const first = a.durable.inFlight?.first ?? null
+    const after = a.durable.inFlight?.after
     a.durable.inFlight = null
-    if (first) this.applyClosing(a, first)
+    if (first) this.applyClosing(a, first, after)
     return first
   }
 

@@ -210,9 +210,10 @@ function supersededBy(active: boolean) {
         initial: 'unlogged' as const,
         states: {
           unlogged: { on: OUTRUN_BY_ANOTHER_RECORD },
-          logged: {},
+          logged: { on: AFTER_THE_CLOSING_RECORD },
           outrun: {
             on: {
+              ...AFTER_THE_CLOSING_RECORD,
               'REVIEW.RECORDED': `${self}.lost`,
               'REVIEW.RECORD_FAILED': { target: `${self}.lost`, actions: recordFailed },
             },
@@ -239,7 +240,7 @@ function supersededBy(active: boolean) {
           {
             guard: 'isToldApproval' as const,
             target: following,
-            actions: [{ type: 'assignTold' as const, params: { active: false } }, 'raiseApproval' as const, 'reportLost' as const, 'concludeReview' as const],
+            actions: ['tellApprovalInResult' as const, 'raiseApproval' as const, 'reportLost' as const, 'concludeReview' as const],
           },
           { guard: 'isApproved' as const, target: following, actions: ['raiseApproval' as const, 'reportLost' as const, 'concludeReview' as const] },
           { guard: 'hasHeardRequest' as const, target: following, actions: ['reportLost' as const, adopts, 'concludeReview' as const] },
@@ -265,6 +266,17 @@ const OUTRUN_BY_ANOTHER_RECORD = {
 }
 
 /**
+ * Once the log holds the record that closed the review (`logged`, `outrun`) and until ours
+ * settles: the review concludes as the log reads, so what the log reports after that record
+ * comes after it (R64, R80): a `plan/mode` leaves consent nothing to select (R16, R58), a request
+ * header means a step told the outcome (R81) and K follows F there (R30).
+ */
+const AFTER_THE_CLOSING_RECORD = {
+  'LOG.PLAN_MODE': { guard: 'flipsLoggedMode' as const, actions: 'notePlanModeAfterClosing' as const },
+  'LOG.REQUEST_HEADER': { actions: 'noteHeaderAfterClosing' as const },
+}
+
+/**
  * Transient: consent applies, the call resolves (R47); a request the log reported after the
  * record that closed this review is the open review then, as a replay reads it (R79). `report`
  * settles the review's waiters; `'reported'`: the transition in already did (its event held
@@ -272,7 +284,7 @@ const OUTRUN_BY_ANOTHER_RECORD = {
  */
 function concluded(report: 'reportClosed' | 'reportLost' | 'reported') {
   const idle = '#planMode.review.idle'
-  const toldInactive = { type: 'assignTold' as const, params: { active: false } }
+  const toldInactive = 'tellApprovalInResult' as const
   const reports = report === 'reported' ? [] : [report]
   return {
     always: [
@@ -535,8 +547,8 @@ export const planModeMachine = planModeSetup.createMachine({
                     'REVIEW.RECORD_FAILED': { target: '#planMode.review.open.undecided.awaiting', actions: ['reportAnswerFailed', 'failAnswer'] },
                   },
                 },
-                logged: {},
-                outrun: { on: { 'REVIEW.RECORDED': '#planMode.review.open.lost' } },
+                logged: { on: AFTER_THE_CLOSING_RECORD },
+                outrun: { on: { ...AFTER_THE_CLOSING_RECORD, 'REVIEW.RECORDED': '#planMode.review.open.lost' } },
               },
             },
             /**

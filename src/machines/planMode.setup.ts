@@ -3,7 +3,7 @@
  * its states and transitions, is `planMode.machine.ts`. Every guard and action is named as a
  * sentence of the spec (docs/spec.md R1–R72).
  */
-import { and, assign, emit, not, or, raise, setup, stateIn } from 'xstate'
+import { and, assign, emit, enqueueActions, not, or, raise, setup, stateIn } from 'xstate'
 import type { NoticeKind, PlanModeEmitted, PlanModeEvent, ReviewResult } from './planMode.events.js'
 import {
   appendPlanMode,
@@ -70,6 +70,13 @@ export interface OpenReview {
    * records in that window are not followed.)
    */
   heard?: OpenPlanReview
+  /**
+   * What the log reported after the record that closed this durable review, while our own record
+   * of it was in flight (R80): a `plan/mode` (consent's selection was resolved since: R16, R58) or a
+   * request header (a step ran since: the outcome was told there, R81, and K follows F, R30). The
+   * review concludes once our record settles, as a replay reads the log (R64): without them.
+   */
+  afterClosing?: { planMode?: true; requestHeader?: true }
 }
 
 /** The bounded wait of a reload or detach when the host configures none (R73). */
@@ -139,6 +146,13 @@ export const EFFECTIVELY_ACTIVE = [
 /** A guard's reference: the selection asks for `active` (R8). */
 export const selects = (active: boolean) => ({ type: 'selects', params: { active } }) as const
 
+/**
+ * An action that enqueues XState's built-in actions only (`assign`, `raise`) when its condition
+ * holds: typed on its own, since the action map it belongs to is still being inferred.
+ */
+type BuiltInsOnly = Parameters<typeof enqueueActions<PlanModeContext, PlanModeEvent, undefined, PlanModeEvent, never, never, never, never, PlanModeEmitted>>[0]
+const builtIns = (collect: BuiltInsOnly) => enqueueActions<PlanModeContext, PlanModeEvent, undefined, PlanModeEvent, never, never, never, never, PlanModeEmitted>(collect)
+
 /** The chart's types, guards and actions, each named as a sentence of the spec. */
 export const planModeSetup = setup({
   types: {} as {
@@ -170,6 +184,8 @@ export const planModeSetup = setup({
     selectsEffectiveMode: or([and([selects(true), 'isEffectivelyActive']), and([selects(false), not('isEffectivelyActive')])]),
     /** x = F. */
     selectsLoggedMode: or([and([selects(true), 'isLoggedActive']), and([selects(false), 'isLoggedInactive'])]),
+    /** A logged `plan/mode` moves F (R3: one that repeats F changes nothing). */
+    flipsLoggedMode: or([and(['logsActive', 'isLoggedInactive']), and(['logsInactive', 'isLoggedActive'])]),
     /** A step boundary's flush is in flight: its answer is the mode region's (R16, R18). */
     isFlushing: or([stateIn({ intent: { pending: { entering: 'flushing' } } }), stateIn({ intent: { pending: { leaving: 'flushing' } } })]),
     /** The intent's own append is in flight: an answered review waits for it (§1). */
@@ -442,15 +458,28 @@ export const planModeSetup = setup({
       const review = context.review
       const result = review?.result ?? { outcome: 'failed' as const, error: REVIEW_MESSAGES.unreadableFailure }
       if (review?.durable === undefined) return { review: null }
-      const news = reviewNews(result.outcome, result.feedback, result.toldInResult === true)
+      // R81: a step ran after the record (whichever writer ran it): the outcome was told there.
+      const news = review.afterClosing?.requestHeader === true ? null : reviewNews(result.outcome, result.feedback, result.toldInResult === true)
       return {
         review: null,
         lastClosed: { reviewId: review.durable.reviewId, outcome: result.outcome },
         ...(news !== null ? { news } : {}),
       }
     }),
-    /** Consent: the intent follows (R47). */
-    raiseApproval: raise({ type: 'REVIEW.APPROVED' } as const),
+    /** Consent: the intent follows (R47); unless the log logged a `plan/mode` after the record (R16, R58). */
+    raiseApproval: builtIns(({ context, enqueue }) => {
+      if (context.review?.afterClosing?.planMode !== true) enqueue.raise({ type: 'REVIEW.APPROVED' })
+    }),
+    /** An approval told in the call's result: K := inactive (R30, R81); unless a request header followed the record (K is F's). */
+    tellApprovalInResult: assign(({ context }) => (context.review?.afterClosing?.requestHeader === true ? {} : { told: false })),
+    /** The log reported a `plan/mode` after the record that closed the review (R16, R58): consent has nothing left to select. */
+    notePlanModeAfterClosing: assign(({ context }) =>
+      context.review === null ? {} : { review: { ...context.review, afterClosing: { ...context.review.afterClosing, planMode: true as const } } },
+    ),
+    /** The log reported a request header after the record that closed the review: a step told its outcome (R81). */
+    noteHeaderAfterClosing: assign(({ context }) =>
+      context.review === null ? {} : { review: { ...context.review, afterClosing: { ...context.review.afterClosing, requestHeader: true as const } } },
+    ),
     /** A request heard while a switch closed the review is adopted after the switch followed (R48, R79). */
     heldBehindSelection: raise(({ event }) => ({
       type: 'LOG.REVIEW_REQUESTED' as const,
