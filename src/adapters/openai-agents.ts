@@ -147,7 +147,9 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
    * a new run's input is the host's history, which `history()` gave them to already.
    */
   let servedRun: unknown
-  const exitTool = exitPlanModeTool(planMode, agent, (runContext) => {
+  /** Per run (its `RunContext`): the exit calls answered before its latest model call (R168). */
+  const answered = new WeakMap<object, Set<string>>()
+  const exitTool = exitPlanModeTool(planMode, agent, answered, (runContext) => {
     if (runContext === servedRun) return
     servedRun = runContext
     call.startCall(0)
@@ -237,6 +239,7 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
       outbox.unshift(...deliveries) // not sent: they go with the next model call
       throw error
     }
+    if (typeof servedRun === 'object' && servedRun !== null) answered.set(servedRun, answeredExitCalls(modelData.input, exitName))
     const all = call.inject(showExitResults(modelData.input), deliveries)
     if (decided.handoff !== null) {
       // R102: the fresh context starts here: everything before this step's own deliveries is set aside.
@@ -316,7 +319,7 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
  * output is `exitTool.resultText` on approval and a failure's message otherwise (R156): the
  * library's exact texts, not the SDK's error wrapper.
  */
-function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent, onModelCall: (runContext: unknown) => void): FunctionTool {
+function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent, answered: WeakMap<object, Set<string>>, onModelCall: (runContext: unknown) => void): FunctionTool {
   const { exitTool } = planMode
   const base: ExitToolBase = {
     // Always enabled (R40); the SDK asks before every model call, with the run's context.
@@ -330,7 +333,7 @@ function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent, onModelCall: (ru
     strict: true,
     errorFunction: (_context, error) => (error instanceof Error ? error.message : String(error)),
   }
-  if (exitTool.reviews === 'durable') return durableExitTool(planMode, agent, base)
+  if (exitTool.reviews === 'durable') return durableExitTool(planMode, agent, base, answered)
   return tool({
     ...base,
     async execute(input, _context, details) {
@@ -358,8 +361,13 @@ interface ExitToolBase {
  * then fails with the refusal. Asked again for the call its open review is bound to (a resumed
  * state without a decision), it needs approval and opens nothing. An approved call's `execute`
  * hands the approval to `callReviews.approve`, or gives the result of its review closed meanwhile.
+ *
+ * R168: the SDK keeps a run's approvals by call id and runs a later call of an approved id without
+ * asking `needsApproval`. A call whose id had its result in the input of the model call that made
+ * it, and that `needsApproval` was not asked about since, is such a replay: it answers nothing and
+ * is refused, so an earlier approval never approves another review or plan.
  */
-function durableExitTool(planMode: PlanMode, agent: PlanAgent, base: ExitToolBase): FunctionTool {
+function durableExitTool(planMode: PlanMode, agent: PlanAgent, base: ExitToolBase, answered: WeakMap<object, Set<string>>): FunctionTool {
   const { exitTool, callReviews } = planMode
   /** Calls refused while the SDK asked whether they need approval, by call id: `execute` fails with it. */
   const refused = new Map<string, unknown>()
@@ -373,8 +381,9 @@ function durableExitTool(planMode: PlanMode, agent: PlanAgent, base: ExitToolBas
   }
   return tool({
     ...base,
-    async needsApproval(_context, input, callId) {
+    async needsApproval(context, input, callId) {
       const id = callId ?? ''
+      answered.get(context)?.delete(id) // asked: this call is reviewed as itself, not replayed
       const open = planMode.openReview(agent)
       if (open !== null && open.callId === id && planArgument(input) === open.plan) return true
       try {
@@ -386,8 +395,9 @@ function durableExitTool(planMode: PlanMode, agent: PlanAgent, base: ExitToolBas
         return false
       }
     },
-    async execute(input, _context, details) {
+    async execute(input, context, details) {
       const callId = details?.toolCall?.callId ?? ''
+      if (context !== undefined && answered.get(context)?.has(callId)) throw new Error(REPLAYED_CALL_MESSAGE(base.name, callId))
       const refusal = refused.get(callId)
       if (refusal !== undefined) {
         refused.delete(callId)
@@ -421,6 +431,20 @@ function guardTool(hostTool: Tool, guard: PlanGuard, agent: PlanAgent): Tool {
     return hostTool.invoke(runContext, input, details)
   }
   return Object.create(Object.getPrototypeOf(hostTool), { ...Object.getOwnPropertyDescriptors(hostTool), invoke: { configurable: true, enumerable: true, writable: true, value: invoke } }) as Tool
+}
+
+/**
+ * What a replayed exit call's output reads (R168): a call of a run that repeats the id of an exit
+ * call the run already answered, which the SDK runs as approved without asking.
+ */
+const REPLAYED_CALL_MESSAGE = (exitName: string, callId: string): string =>
+  `${exitName} call "${callId}" repeats the id of a call this run already answered: its plan was not reviewed, and nothing was approved.`
+
+/** The ids of the exit calls whose result is in `input`. */
+function answeredExitCalls(input: readonly AgentInputItem[], exitName: string): Set<string> {
+  const ids = new Set<string>()
+  for (const item of input) if (item.type === 'function_call_result' && item.name === exitName) ids.add(item.callId)
+  return ids
 }
 
 /** The exit call of an interruption, or undefined for another tool's. */
