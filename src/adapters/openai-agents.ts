@@ -91,6 +91,9 @@ export interface PlanModeOpenAiAgents {
    * Appends `turn/start`, runs `call`, and appends `turn/end` when it settles (R5). Resolves with
    * the call's value; rejects with the call's error, else with the `turn/end` append's error.
    * A run that stops at an interruption (a durable review) ends the turn too: resuming it is a new turn.
+   * A streamed run (`run(agent, input, { stream: true, … })`, R169) ends the turn once its
+   * `completed` settles (rejecting with the run's error): consume its events inside `call` to show
+   * them as they come; the SDK keeps them for a later reader otherwise.
    */
   runTurn<T>(call: () => T | PromiseLike<T>, options?: RunTurnOptions): Promise<Awaited<T>>
   /** Appends `turn/start` and sets the turn's abort signal; pair it with `endTurn`. */
@@ -274,7 +277,7 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
     callModelInputFilter,
     startTurn,
     endTurn,
-    runTurn: <T>(run: () => T | PromiseLike<T>, turnOptions?: RunTurnOptions) => runInTurn(() => startTurn(turnOptions), endTurn, run),
+    runTurn: <T>(run: () => T | PromiseLike<T>, turnOptions?: RunTurnOptions) => runInTurn(() => startTurn(turnOptions), endTurn, () => untilCompleted(run)),
     steer(message) {
       outbox.push(toInputItem(message))
     },
@@ -445,6 +448,19 @@ function answeredExitCalls(input: readonly AgentInputItem[], exitName: string): 
   const ids = new Set<string>()
   for (const item of input) if (item.type === 'function_call_result' && item.name === exitName) ids.add(item.callId)
   return ids
+}
+
+/**
+ * `run()`'s value, once the run is over (R169): a streamed run's result (`StreamedRunResult`, which
+ * `run` returns while the run goes on) after its `completed` settles; any other value as it is.
+ */
+async function untilCompleted<T>(run: () => T | PromiseLike<T>): Promise<Awaited<T>> {
+  const value = await run()
+  const completed = (value as { completed?: unknown } | null | undefined)?.completed
+  if (typeof (value as { toStream?: unknown } | null | undefined)?.toStream === 'function' && typeof (completed as PromiseLike<void> | undefined)?.then === 'function') {
+    await completed
+  }
+  return value
 }
 
 /** The exit call of an interruption, or undefined for another tool's. */
