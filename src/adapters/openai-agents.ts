@@ -29,16 +29,16 @@
  * @module xstate-plan-mode/openai-agents
  */
 
-import {
-  tool,
-  type AgentInputItem,
-  type CallModelInputFilter,
-  type FunctionTool,
-  type RunContext,
-  type RunState,
-  type RunToolApprovalItem,
-  type Tool,
+import type {
+  AgentInputItem,
+  CallModelInputFilter,
+  FunctionTool,
+  RunContext,
+  RunState,
+  RunToolApprovalItem,
+  Tool,
 } from '@openai/agents-core'
+import { sdk } from './openai-agents-sdk.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
 import { runInTurn } from '../plan/turn.js'
 import { planArgument, type ExitPlanModeParameters } from '../plan/exit-tool.js'
@@ -337,7 +337,7 @@ function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent, answered: WeakMa
     errorFunction: (_context, error) => (error instanceof Error ? error.message : String(error)),
   }
   if (exitTool.reviews === 'durable') return durableExitTool(planMode, agent, base, answered)
-  return tool({
+  return sdk.tool({
     ...base,
     async execute(input, _context, details) {
       const callId = details?.toolCall?.callId
@@ -382,7 +382,7 @@ function durableExitTool(planMode: PlanMode, agent: PlanAgent, base: ExitToolBas
       refused.delete(id)
     }
   }
-  return tool({
+  return sdk.tool({
     ...base,
     async needsApproval(context, input, callId) {
       const id = callId ?? ''
