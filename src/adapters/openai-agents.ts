@@ -30,6 +30,7 @@
  */
 
 import type {
+  Agent,
   AgentInputItem,
   CallModelInputFilter,
   FunctionTool,
@@ -42,7 +43,7 @@ import { sdk } from './openai-agents-sdk.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
 import { runInTurn } from '../plan/turn.js'
 import { planArgument, type ExitPlanModeParameters } from '../plan/exit-tool.js'
-import { createCallTranscript } from '../plan/transcript.js'
+import { interleaveInjections, type CallInjection } from '../plan/transcript.js'
 import type { PlanHandoff } from '../plan/handoff.js'
 import type { CallDenial, CallReviewResult } from '../plan/call-review.js'
 import { isReadOnlyTool, type PlanGuard } from '../guard/index.js'
@@ -128,6 +129,54 @@ export interface PlanModeOpenAiAgents {
   answer(state: RunState<any, any>, item: RunToolApprovalItem, answer: ReviewAnswer): Promise<'approved' | 'keep-planning' | 'left'>
   /** The handoff the current (or last) run made (R102), or null. */
   readonly handoff: PlanHandoff | null
+  /**
+   * A paused run as a string to keep (R156): `state.toString()` plus the messages this adapter gave
+   * its model calls besides the run's items (notices, steered `/plan` messages, a handoff's start),
+   * which the SDK's state does not hold. Restore it with `restoreState`, in this process or another.
+   */
+  saveState(state: RunState<any, any>): string
+  /**
+   * The run `saveState` kept, as `RunState.fromString(agent, …)` gives it, with its model calls'
+   * messages: its next model call shows them where the model saw them before the pause (none is
+   * told again). A plain `state.toString()` string is restored without them.
+   * @throws (rejects) as `RunState.fromString` does.
+   */
+  restoreState<TAgent extends Agent<any, any>>(agent: TAgent, text: string): Promise<RunState<any, TAgent>>
+}
+
+/** What the adapter keeps of one run: the messages its model calls were given besides its items, and its fresh context (R102). */
+interface RunRecord {
+  /** Where the model saw each message: before the run's item at index `at` (its input first, then what its steps produced). */
+  injections: CallInjection<AgentInputItem>[]
+  /** Where the fresh context starts among the run's messages, its first message, and the handoff that made it. */
+  fresh: { cut: number; seed: AgentInputItem; handoff: PlanHandoff } | null
+}
+
+/** The key that marks `saveState`'s strings (and their format's version). */
+const SAVED_RUN_FORMAT = 'xstate-plan-mode/openai-agents run'
+
+/** `saveState`'s string, parsed. */
+interface SavedRun extends Omit<RunRecord, 'injections'> {
+  [SAVED_RUN_FORMAT]: 1
+  state: string
+  injections: readonly CallInjection<AgentInputItem>[]
+}
+
+/** `text` as `saveState` wrote it, or undefined for any other string (a plain `RunState` string). */
+function savedRun(text: string): SavedRun | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  const saved = value as Partial<SavedRun> | null
+  if (!isObject(saved) || saved[SAVED_RUN_FORMAT] !== 1 || typeof saved.state !== 'string' || !Array.isArray(saved.injections)) return undefined
+  return { [SAVED_RUN_FORMAT]: 1, state: saved.state, injections: saved.injections, fresh: saved.fresh ?? null }
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null
 }
 
 /** How many refused calls whose output the SDK has not asked for yet a durable exit tool remembers. */
@@ -146,18 +195,23 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
   const guard = options.guard
   /**
    * The run whose model calls the filter serves: the SDK's `RunContext` of the run, which it hands
-   * the exit tool's `isEnabled` before every model call. The injected messages are kept per run:
-   * a new run's input is the host's history, which `history()` gave them to already.
+   * the exit tool's `isEnabled` before every model call. The injected messages are kept per run
+   * (a new run's input is the host's history, which `history()` gave them to already), for every
+   * run of this adapter that a host may resume, and across a restart in `saveState`'s string.
    */
   let servedRun: unknown
+  /** Per run (its `RunContext`): the messages its model calls were given besides its items, and its fresh context. */
+  const runs = new WeakMap<object, RunRecord>()
+  let current: RunRecord = { injections: [], fresh: null }
   /** Per run (its `RunContext`): the exit calls answered before its latest model call (R168). */
   const answered = new WeakMap<object, Set<string>>()
   const exitTool = exitPlanModeTool(planMode, agent, answered, (runContext) => {
     if (runContext === servedRun) return
     servedRun = runContext
-    call.startCall(0)
-    fresh = null
-    handoff = null
+    const known = isObject(runContext) ? runs.get(runContext) : undefined
+    current = known ?? { injections: [], fresh: null }
+    if (known === undefined && isObject(runContext)) runs.set(runContext, current)
+    handoff = current.fresh?.handoff ?? null
   })
   const tools = [...(guard === undefined ? hostTools : hostTools.map((hostTool) => guardTool(hostTool, guard, agent))), exitTool]
 
@@ -165,10 +219,6 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
   let step = 0
   /** Messages waiting for the next model call: steered ones, and any a failed step did not send. */
   const outbox: AgentInputItem[] = []
-  /** This run's injected messages, where the model saw them (the core's helper). */
-  const call = createCallTranscript<AgentInputItem>()
-  /** The fresh context of this run (R102): where it starts in the run's messages, and its first message. */
-  let fresh: { cut: number; seed: AgentInputItem } | null = null
   let handoff: PlanHandoff | null = null
   /**
    * Exit results already read against the log, by call id and plan, one per result of that call in
@@ -242,13 +292,15 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
       outbox.unshift(...deliveries) // not sent: they go with the next model call
       throw error
     }
-    if (typeof servedRun === 'object' && servedRun !== null) answered.set(servedRun, answeredExitCalls(modelData.input, exitName))
-    const all = call.inject(showExitResults(modelData.input), deliveries)
+    if (isObject(servedRun)) answered.set(servedRun, answeredExitCalls(modelData.input, exitName))
+    for (const message of deliveries) current.injections.push({ at: modelData.input.length, message })
+    const all = interleaveInjections(showExitResults(modelData.input), current.injections)
     if (decided.handoff !== null) {
       // R102: the fresh context starts here: everything before this step's own deliveries is set aside.
-      fresh = { cut: all.length - deliveries.length, seed: userItem(decided.handoff.text) }
+      current.fresh = { cut: all.length - deliveries.length, seed: userItem(decided.handoff.text), handoff: decided.handoff }
       handoff = decided.handoff
     }
+    const { fresh } = current
     const input = fresh === null ? all : [fresh.seed, ...all.slice(fresh.cut)]
     const instructions = composeInstructions(modelData.instructions, decided.section)
     return { ...modelData, input, ...(instructions === undefined ? {} : { instructions }) }
@@ -282,11 +334,30 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
       outbox.push(toInputItem(message))
     },
     history(items) {
-      const all = call.transcript(items)
+      const all = interleaveInjections(items, current.injections)
+      const { fresh } = current
       return fresh === null ? all : [fresh.seed, ...all.slice(fresh.cut)]
     },
     get handoff() {
       return handoff
+    },
+    saveState(state) {
+      const run = runs.get(state._context)
+      const saved: SavedRun = { [SAVED_RUN_FORMAT]: 1, state: state.toString(), injections: run?.injections ?? [], fresh: run?.fresh ?? null }
+      return JSON.stringify(saved)
+    },
+    async restoreState(sdkAgent, text) {
+      const saved = savedRun(text)
+      if (saved === undefined) return sdk.RunState.fromString(sdkAgent, text)
+      const state = await sdk.RunState.fromString(sdkAgent, saved.state)
+      const record: RunRecord = { injections: [...saved.injections], fresh: saved.fresh }
+      runs.set(state._context, record)
+      // `fromString` may have asked the tools already (`isEnabled`): this run is then the one served.
+      if (servedRun === state._context) {
+        current = record
+        handoff = record.fresh?.handoff ?? null
+      }
+      return state
     },
     settleInterruptions(state) {
       const settled = planMode.callReviews.settled(agent)
