@@ -122,3 +122,46 @@ describe('xstate-plan-mode/openai-agents: an approval is consent to one call\'s 
     expect(h.planMode.get(h.agent)).toEqual({ active: true })
   })
 })
+
+describe('xstate-plan-mode/openai-agents: a rejection is a decision on one review', () => {
+  it('R155 regression: a rejection given earlier in a run answers nothing of a review another run opened later for the same call id and plan', async () => {
+    const h = host(createMemorySessionLog(), [{ calls: [['exit_plan_mode', { plan: PLAN }, 'call-1']] }])
+    await h.planMode.set(h.agent, true)
+    const first = await h.turn('Import the CSV files.')
+    first.state.reject(first.state.getInterruptions()[0]!, { message: 'Use SQLite.' })
+    // The run goes on planning and waits for a deploy's approval; its state holds call-1 rejected.
+    h.push({ calls: [['deploy', {}, 'd-1']] })
+    const paused = await h.turn(first.state)
+    expect(paused.interruptions.map((item) => item.name)).toEqual(['deploy'])
+    // Another run presents the same plan under the same id (a provider that reuses ids): a new review.
+    h.push({ calls: [['exit_plan_mode', { plan: PLAN }, 'call-1']] })
+    expect((await h.turn('Present it again.')).interruptions.length).toBe(1)
+    const open = h.planMode.openReview(h.agent)
+    expect(open).toMatchObject({ callId: 'call-1', plan: PLAN })
+    // The first run resumes: its model call answers nothing of that review.
+    paused.state.approve(paused.state.getInterruptions()[0]!)
+    h.push({ text: 'deployed' })
+    await h.turn(paused.state)
+    expect(h.planMode.openReview(h.agent)?.reviewId).toBe(open!.reviewId)
+    expect(outcomes(h.log)).toEqual(['requested', 'keep-planning', 'requested'])
+  })
+
+  it('R155, R156: so does that run restored from saveState\'s string in another process', async () => {
+    const h = host(createMemorySessionLog(), [{ calls: [['exit_plan_mode', { plan: PLAN }, 'call-1']] }])
+    await h.planMode.set(h.agent, true)
+    const first = await h.turn('Import the CSV files.')
+    first.state.reject(first.state.getInterruptions()[0]!, { message: 'Use SQLite.' })
+    h.push({ calls: [['deploy', {}, 'd-1']] })
+    const saved = h.plan.saveState((await h.turn(first.state)).state)
+    h.push({ calls: [['exit_plan_mode', { plan: PLAN }, 'call-1']] })
+    expect((await h.turn('Present it again.')).interruptions.length).toBe(1)
+    const open = h.planMode.openReview(h.agent)
+    await h.planMode.dispose()
+    const next = host(h.log, [{ text: 'deployed' }])
+    const state = await next.plan.restoreState(next.coder, saved)
+    state.approve(state.getInterruptions()[0]!)
+    await next.turn(state)
+    expect(next.planMode.openReview(next.agent)?.reviewId).toBe(open!.reviewId)
+    expect(outcomes(next.log)).toEqual(['requested', 'keep-planning', 'requested'])
+  })
+})

@@ -160,6 +160,8 @@ interface SavedRun extends Omit<RunRecord, 'injections'> {
   [SAVED_RUN_FORMAT]: 1
   state: string
   injections: readonly CallInjection<AgentInputItem>[]
+  /** The exit calls answered before the run's latest model call (R155, R168). */
+  answered: readonly string[]
 }
 
 /** `text` as `saveState` wrote it, or undefined for any other string (a plain `RunState` string). */
@@ -172,7 +174,8 @@ function savedRun(text: string): SavedRun | undefined {
   }
   const saved = value as Partial<SavedRun> | null
   if (!isObject(saved) || saved[SAVED_RUN_FORMAT] !== 1 || typeof saved.state !== 'string' || !Array.isArray(saved.injections)) return undefined
-  return { [SAVED_RUN_FORMAT]: 1, state: saved.state, injections: saved.injections, fresh: saved.fresh ?? null }
+  const ids = Array.isArray(saved.answered) ? saved.answered.filter((id): id is string => typeof id === 'string') : []
+  return { [SAVED_RUN_FORMAT]: 1, state: saved.state, injections: saved.injections, fresh: saved.fresh ?? null, answered: ids }
 }
 
 function isObject(value: unknown): value is object {
@@ -233,7 +236,8 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
 
   /**
    * R155: the call the open review is bound to was rejected when the run's context (the SDK's
-   * record of its approvals) says so and the call has its result in the input; the feedback is
+   * record of its approvals) says so and the call has its result in the input, which the run's
+   * previous model call did not have (else the rejection was an earlier review's); the feedback is
    * the message given to `RunState.reject`, if any.
    */
   async function answerRejection(input: readonly AgentInputItem[]): Promise<void> {
@@ -241,6 +245,8 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
     const open = planMode.openReview(agent)
     const runContext = servedRun as RunContext | undefined
     if (open?.callId === undefined || runContext?.isToolApproved({ toolName: exitName, callId: open.callId }) !== false) return
+    // Answered before this run's previous model call: the rejection is an earlier review's, not this one's.
+    if (answered.get(runContext)?.has(open.callId)) return
     if (findLast(input, (item) => item.type === 'function_call_result' && item.callId === open.callId) === undefined) return
     const callItem = findLast(input, (item) => item.type === 'function_call' && item.callId === open.callId)
     const reason = runContext.getRejectionMessage(exitName, open.callId)
@@ -343,7 +349,13 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
     },
     saveState(state) {
       const run = runs.get(state._context)
-      const saved: SavedRun = { [SAVED_RUN_FORMAT]: 1, state: state.toString(), injections: run?.injections ?? [], fresh: run?.fresh ?? null }
+      const saved: SavedRun = {
+        [SAVED_RUN_FORMAT]: 1,
+        state: state.toString(),
+        injections: run?.injections ?? [],
+        fresh: run?.fresh ?? null,
+        answered: [...(answered.get(state._context) ?? [])],
+      }
       return JSON.stringify(saved)
     },
     async restoreState(sdkAgent, text) {
@@ -352,6 +364,7 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
       const state = await sdk.RunState.fromString(sdkAgent, saved.state)
       const record: RunRecord = { injections: [...saved.injections], fresh: saved.fresh }
       runs.set(state._context, record)
+      answered.set(state._context, new Set(saved.answered))
       // `fromString` may have asked the tools already (`isEnabled`): this run is then the one served.
       if (servedRun === state._context) {
         current = record
