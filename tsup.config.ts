@@ -52,6 +52,19 @@ function declarations(): Record<string, string> {
   return Object.fromEntries(Object.entries(ENTRIES).map(([name, source]) => [name, join(dir, source.slice('src/'.length).replace(/\.ts$/, '.d.ts'))]))
 }
 
+/**
+ * R170: the OpenAI Agents SDK is an optional peer, loaded when its entry points are imported, in
+ * the host's module system: `src/adapters/openai-agents-sdk.ts` awaits `import()` (top-level
+ * await, ESM only); the CommonJS build takes `openai-agents-sdk.cjs.ts`, which `require`s it.
+ */
+const commonJsOpenAiAgentsSdk: NonNullable<Options['esbuildPlugins']>[number] = {
+  name: 'openai-agents-sdk-cjs',
+  setup(build) {
+    if (build.initialOptions.format !== 'cjs') return
+    build.onResolve({ filter: /\/openai-agents-sdk\.js$/ }, (args) => ({ path: resolve(args.resolveDir, args.path.replace(/\.js$/, '.cjs.ts')) }))
+  },
+}
+
 // `tsup --out-dir <dir>` builds the whole package into <dir> (test/pack.test.ts packs a build it
 // made apart from dist/, which other work may be reading); the default is dist/.
 export default defineConfig(({ outDir = 'dist' }): Options[] => [
@@ -70,6 +83,7 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     shims: true,
     // Peers are the host's own copies.
     external: ['ai', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'pg', '@electric-sql/pglite', /^@langchain\//, '@openai/agents-core'],
+    esbuildPlugins: [commonJsOpenAiAgentsSdk],
   },
   {
     // The CLI is an app beside the library: it imports the package by its name, which Node

@@ -1,5 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises'
-import { Agent, RunState, Usage, run, tool, type AgentInputItem, type Model, type ModelRequest } from '@openai/agents-core'
+import { Agent, Usage, run, tool, type AgentInputItem, type Model, type ModelRequest, type RunState } from '@openai/agents-core'
 import { createPlanMode, planHistory } from 'xstate-plan-mode'
 import { openJsonlSessionLog } from 'xstate-plan-mode/node'
 import { withPlanMode } from 'xstate-plan-mode/openai-agents'
@@ -8,7 +8,7 @@ const SECTION = 'Plan mode is on: read the code, then present a complete plan wi
 
 /**
  * A coding agent on the OpenAI Agents SDK whose plan reviews outlive the process: the session log
- * (a JSONL file) holds the review, the SDK's `RunState` string holds the paused run. Each call of
+ * (a JSONL file) holds the review, `plan.saveState`'s string holds the paused run. Each call of
  * `step` is one process: it opens the log, does one thing, saves the run, and closes.
  */
 export async function step(dir: string, action: { start: string } | { approve: true } | { revise: string }): Promise<string[]> {
@@ -40,7 +40,7 @@ export async function step(dir: string, action: { start: string } | { approve: t
       input = action.start
     } else {
       // Another process: the paused run from its string, the open review from the log.
-      input = await RunState.fromString(coder, await readFile(`${dir}/run.json`, 'utf8'))
+      input = await plan.restoreState(coder, await readFile(`${dir}/run.json`, 'utf8'))
       const [pending] = input.getInterruptions()
       if ('approve' in action) input.approve(pending!)
       else input.reject(pending!, { message: action.revise })
@@ -48,7 +48,7 @@ export async function step(dir: string, action: { start: string } | { approve: t
     const result = await plan.runTurn(() => run(coder, input, { callModelInputFilter: plan.callModelInputFilter }))
     const review = planMode.openReview(agent)
     if (review !== null) {
-      await writeFile(`${dir}/run.json`, result.state.toString())
+      await writeFile(`${dir}/run.json`, plan.saveState(result.state))
       lines.push(`review open: v${planHistory(session.events).at(-1)!.version} "${review.title}"`)
     } else {
       lines.push(`done: ${String(result.finalOutput)}`, `src/import.ts: ${files.get('src/import.ts')!.trim()}`)

@@ -276,9 +276,9 @@ describe('xstate-plan-mode/openai-agents', () => {
   })
 })
 
-it('R156: the adapter translates: besides types, it takes from src/ only the log\'s event names, the call transcript, the turn around a call, the guard and the plan argument\'s reader', async () => {
+it('R156: the adapter translates: besides types, it takes from src/ only the log\'s event names, the call transcript, the turn around a call, the guard, the plan argument\'s reader and its SDK loader (R170)', async () => {
   const { readFile } = await import('node:fs/promises')
   const text = await readFile(new URL('../src/adapters/openai-agents.ts', import.meta.url), 'utf8')
   const values = [...text.matchAll(/^import\s+(?!type\b)[^'"]*?\bfrom\s*['"](\.[^'"]+)['"]/gms)].map((match) => match[1]).sort()
-  expect(values).toEqual(['../guard/index.js', '../log/kinds.js', '../plan/exit-tool.js', '../plan/transcript.js', '../plan/turn.js'])
+  expect(values).toEqual(['../guard/index.js', '../log/kinds.js', '../plan/exit-tool.js', '../plan/transcript.js', '../plan/turn.js', './openai-agents-sdk.js'])
 })

@@ -29,20 +29,21 @@
  * @module xstate-plan-mode/openai-agents
  */
 
-import {
-  tool,
-  type AgentInputItem,
-  type CallModelInputFilter,
-  type FunctionTool,
-  type RunContext,
-  type RunState,
-  type RunToolApprovalItem,
-  type Tool,
+import type {
+  Agent,
+  AgentInputItem,
+  CallModelInputFilter,
+  FunctionTool,
+  RunContext,
+  RunState,
+  RunToolApprovalItem,
+  Tool,
 } from '@openai/agents-core'
+import { sdk } from './openai-agents-sdk.js'
 import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
 import { runInTurn } from '../plan/turn.js'
 import { planArgument, type ExitPlanModeParameters } from '../plan/exit-tool.js'
-import { createCallTranscript } from '../plan/transcript.js'
+import { interleaveInjections, type CallInjection } from '../plan/transcript.js'
 import type { PlanHandoff } from '../plan/handoff.js'
 import type { CallDenial, CallReviewResult } from '../plan/call-review.js'
 import { isReadOnlyTool, type PlanGuard } from '../guard/index.js'
@@ -91,6 +92,9 @@ export interface PlanModeOpenAiAgents {
    * Appends `turn/start`, runs `call`, and appends `turn/end` when it settles (R5). Resolves with
    * the call's value; rejects with the call's error, else with the `turn/end` append's error.
    * A run that stops at an interruption (a durable review) ends the turn too: resuming it is a new turn.
+   * A streamed run (`run(agent, input, { stream: true, … })`, R169) ends the turn once its
+   * `completed` settles (rejecting with the run's error): consume its events inside `call` to show
+   * them as they come; the SDK keeps them for a later reader otherwise.
    */
   runTurn<T>(call: () => T | PromiseLike<T>, options?: RunTurnOptions): Promise<Awaited<T>>
   /** Appends `turn/start` and sets the turn's abort signal; pair it with `endTurn`. */
@@ -125,6 +129,57 @@ export interface PlanModeOpenAiAgents {
   answer(state: RunState<any, any>, item: RunToolApprovalItem, answer: ReviewAnswer): Promise<'approved' | 'keep-planning' | 'left'>
   /** The handoff the current (or last) run made (R102), or null. */
   readonly handoff: PlanHandoff | null
+  /**
+   * A paused run as a string to keep (R156): `state.toString()` plus the messages this adapter gave
+   * its model calls besides the run's items (notices, steered `/plan` messages, a handoff's start),
+   * which the SDK's state does not hold. Restore it with `restoreState`, in this process or another.
+   */
+  saveState(state: RunState<any, any>): string
+  /**
+   * The run `saveState` kept, as `RunState.fromString(agent, …)` gives it, with its model calls'
+   * messages: its next model call shows them where the model saw them before the pause (none is
+   * told again). A plain `state.toString()` string is restored without them.
+   * @throws (rejects) as `RunState.fromString` does.
+   */
+  restoreState<TAgent extends Agent<any, any>>(agent: TAgent, text: string): Promise<RunState<any, TAgent>>
+}
+
+/** What the adapter keeps of one run: the messages its model calls were given besides its items, and its fresh context (R102). */
+interface RunRecord {
+  /** Where the model saw each message: before the run's item at index `at` (its input first, then what its steps produced). */
+  injections: CallInjection<AgentInputItem>[]
+  /** Where the fresh context starts among the run's messages, its first message, and the handoff that made it. */
+  fresh: { cut: number; seed: AgentInputItem; handoff: PlanHandoff } | null
+}
+
+/** The key that marks `saveState`'s strings (and their format's version). */
+const SAVED_RUN_FORMAT = 'xstate-plan-mode/openai-agents run'
+
+/** `saveState`'s string, parsed. */
+interface SavedRun extends Omit<RunRecord, 'injections'> {
+  [SAVED_RUN_FORMAT]: 1
+  state: string
+  injections: readonly CallInjection<AgentInputItem>[]
+  /** The exit calls answered before the run's latest model call (R155, R168). */
+  answered: readonly string[]
+}
+
+/** `text` as `saveState` wrote it, or undefined for any other string (a plain `RunState` string). */
+function savedRun(text: string): SavedRun | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  const saved = value as Partial<SavedRun> | null
+  if (!isObject(saved) || saved[SAVED_RUN_FORMAT] !== 1 || typeof saved.state !== 'string' || !Array.isArray(saved.injections)) return undefined
+  const ids = Array.isArray(saved.answered) ? saved.answered.filter((id): id is string => typeof id === 'string') : []
+  return { [SAVED_RUN_FORMAT]: 1, state: saved.state, injections: saved.injections, fresh: saved.fresh ?? null, answered: ids }
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null
 }
 
 /** How many refused calls whose output the SDK has not asked for yet a durable exit tool remembers. */
@@ -143,16 +198,23 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
   const guard = options.guard
   /**
    * The run whose model calls the filter serves: the SDK's `RunContext` of the run, which it hands
-   * the exit tool's `isEnabled` before every model call. The injected messages are kept per run:
-   * a new run's input is the host's history, which `history()` gave them to already.
+   * the exit tool's `isEnabled` before every model call. The injected messages are kept per run
+   * (a new run's input is the host's history, which `history()` gave them to already), for every
+   * run of this adapter that a host may resume, and across a restart in `saveState`'s string.
    */
   let servedRun: unknown
-  const exitTool = exitPlanModeTool(planMode, agent, (runContext) => {
+  /** Per run (its `RunContext`): the messages its model calls were given besides its items, and its fresh context. */
+  const runs = new WeakMap<object, RunRecord>()
+  let current: RunRecord = { injections: [], fresh: null }
+  /** Per run (its `RunContext`): the exit calls answered before its latest model call (R168). */
+  const answered = new WeakMap<object, Set<string>>()
+  const exitTool = exitPlanModeTool(planMode, agent, answered, (runContext) => {
     if (runContext === servedRun) return
     servedRun = runContext
-    call.startCall(0)
-    fresh = null
-    handoff = null
+    const known = isObject(runContext) ? runs.get(runContext) : undefined
+    current = known ?? { injections: [], fresh: null }
+    if (known === undefined && isObject(runContext)) runs.set(runContext, current)
+    handoff = current.fresh?.handoff ?? null
   })
   const tools = [...(guard === undefined ? hostTools : hostTools.map((hostTool) => guardTool(hostTool, guard, agent))), exitTool]
 
@@ -160,10 +222,6 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
   let step = 0
   /** Messages waiting for the next model call: steered ones, and any a failed step did not send. */
   const outbox: AgentInputItem[] = []
-  /** This run's injected messages, where the model saw them (the core's helper). */
-  const call = createCallTranscript<AgentInputItem>()
-  /** The fresh context of this run (R102): where it starts in the run's messages, and its first message. */
-  let fresh: { cut: number; seed: AgentInputItem } | null = null
   let handoff: PlanHandoff | null = null
   /**
    * Exit results already read against the log, by call id and plan, one per result of that call in
@@ -178,7 +236,8 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
 
   /**
    * R155: the call the open review is bound to was rejected when the run's context (the SDK's
-   * record of its approvals) says so and the call has its result in the input; the feedback is
+   * record of its approvals) says so and the call has its result in the input, which the run's
+   * previous model call did not have (else the rejection was an earlier review's); the feedback is
    * the message given to `RunState.reject`, if any.
    */
   async function answerRejection(input: readonly AgentInputItem[]): Promise<void> {
@@ -186,6 +245,8 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
     const open = planMode.openReview(agent)
     const runContext = servedRun as RunContext | undefined
     if (open?.callId === undefined || runContext?.isToolApproved({ toolName: exitName, callId: open.callId }) !== false) return
+    // Answered before this run's previous model call: the rejection is an earlier review's, not this one's.
+    if (answered.get(runContext)?.has(open.callId)) return
     if (findLast(input, (item) => item.type === 'function_call_result' && item.callId === open.callId) === undefined) return
     const callItem = findLast(input, (item) => item.type === 'function_call' && item.callId === open.callId)
     const reason = runContext.getRejectionMessage(exitName, open.callId)
@@ -237,12 +298,15 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
       outbox.unshift(...deliveries) // not sent: they go with the next model call
       throw error
     }
-    const all = call.inject(showExitResults(modelData.input), deliveries)
+    if (isObject(servedRun)) answered.set(servedRun, answeredExitCalls(modelData.input, exitName))
+    for (const message of deliveries) current.injections.push({ at: modelData.input.length, message })
+    const all = interleaveInjections(showExitResults(modelData.input), current.injections)
     if (decided.handoff !== null) {
       // R102: the fresh context starts here: everything before this step's own deliveries is set aside.
-      fresh = { cut: all.length - deliveries.length, seed: userItem(decided.handoff.text) }
+      current.fresh = { cut: all.length - deliveries.length, seed: userItem(decided.handoff.text), handoff: decided.handoff }
       handoff = decided.handoff
     }
+    const { fresh } = current
     const input = fresh === null ? all : [fresh.seed, ...all.slice(fresh.cut)]
     const instructions = composeInstructions(modelData.instructions, decided.section)
     return { ...modelData, input, ...(instructions === undefined ? {} : { instructions }) }
@@ -271,16 +335,42 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
     callModelInputFilter,
     startTurn,
     endTurn,
-    runTurn: <T>(run: () => T | PromiseLike<T>, turnOptions?: RunTurnOptions) => runInTurn(() => startTurn(turnOptions), endTurn, run),
+    runTurn: <T>(run: () => T | PromiseLike<T>, turnOptions?: RunTurnOptions) => runInTurn(() => startTurn(turnOptions), endTurn, () => untilCompleted(run)),
     steer(message) {
       outbox.push(toInputItem(message))
     },
     history(items) {
-      const all = call.transcript(items)
+      const all = interleaveInjections(items, current.injections)
+      const { fresh } = current
       return fresh === null ? all : [fresh.seed, ...all.slice(fresh.cut)]
     },
     get handoff() {
       return handoff
+    },
+    saveState(state) {
+      const run = runs.get(state._context)
+      const saved: SavedRun = {
+        [SAVED_RUN_FORMAT]: 1,
+        state: state.toString(),
+        injections: run?.injections ?? [],
+        fresh: run?.fresh ?? null,
+        answered: [...(answered.get(state._context) ?? [])],
+      }
+      return JSON.stringify(saved)
+    },
+    async restoreState(sdkAgent, text) {
+      const saved = savedRun(text)
+      if (saved === undefined) return sdk.RunState.fromString(sdkAgent, text)
+      const state = await sdk.RunState.fromString(sdkAgent, saved.state)
+      const record: RunRecord = { injections: [...saved.injections], fresh: saved.fresh }
+      runs.set(state._context, record)
+      answered.set(state._context, new Set(saved.answered))
+      // `fromString` may have asked the tools already (`isEnabled`): this run is then the one served.
+      if (servedRun === state._context) {
+        current = record
+        handoff = record.fresh?.handoff ?? null
+      }
+      return state
     },
     settleInterruptions(state) {
       const settled = planMode.callReviews.settled(agent)
@@ -316,7 +406,7 @@ export function withPlanMode(options: WithPlanModeOptions): PlanModeOpenAiAgents
  * output is `exitTool.resultText` on approval and a failure's message otherwise (R156): the
  * library's exact texts, not the SDK's error wrapper.
  */
-function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent, onModelCall: (runContext: unknown) => void): FunctionTool {
+function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent, answered: WeakMap<object, Set<string>>, onModelCall: (runContext: unknown) => void): FunctionTool {
   const { exitTool } = planMode
   const base: ExitToolBase = {
     // Always enabled (R40); the SDK asks before every model call, with the run's context.
@@ -330,8 +420,8 @@ function exitPlanModeTool(planMode: PlanMode, agent: PlanAgent, onModelCall: (ru
     strict: true,
     errorFunction: (_context, error) => (error instanceof Error ? error.message : String(error)),
   }
-  if (exitTool.reviews === 'durable') return durableExitTool(planMode, agent, base)
-  return tool({
+  if (exitTool.reviews === 'durable') return durableExitTool(planMode, agent, base, answered)
+  return sdk.tool({
     ...base,
     async execute(input, _context, details) {
       const callId = details?.toolCall?.callId
@@ -358,8 +448,13 @@ interface ExitToolBase {
  * then fails with the refusal. Asked again for the call its open review is bound to (a resumed
  * state without a decision), it needs approval and opens nothing. An approved call's `execute`
  * hands the approval to `callReviews.approve`, or gives the result of its review closed meanwhile.
+ *
+ * R168: the SDK keeps a run's approvals by call id and runs a later call of an approved id without
+ * asking `needsApproval`. A call whose id had its result in the input of the model call that made
+ * it, and that `needsApproval` was not asked about since, is such a replay: it answers nothing and
+ * is refused, so an earlier approval never approves another review or plan.
  */
-function durableExitTool(planMode: PlanMode, agent: PlanAgent, base: ExitToolBase): FunctionTool {
+function durableExitTool(planMode: PlanMode, agent: PlanAgent, base: ExitToolBase, answered: WeakMap<object, Set<string>>): FunctionTool {
   const { exitTool, callReviews } = planMode
   /** Calls refused while the SDK asked whether they need approval, by call id: `execute` fails with it. */
   const refused = new Map<string, unknown>()
@@ -371,10 +466,11 @@ function durableExitTool(planMode: PlanMode, agent: PlanAgent, base: ExitToolBas
       refused.delete(id)
     }
   }
-  return tool({
+  return sdk.tool({
     ...base,
-    async needsApproval(_context, input, callId) {
+    async needsApproval(context, input, callId) {
       const id = callId ?? ''
+      answered.get(context)?.delete(id) // asked: this call is reviewed as itself, not replayed
       const open = planMode.openReview(agent)
       if (open !== null && open.callId === id && planArgument(input) === open.plan) return true
       try {
@@ -386,8 +482,9 @@ function durableExitTool(planMode: PlanMode, agent: PlanAgent, base: ExitToolBas
         return false
       }
     },
-    async execute(input, _context, details) {
+    async execute(input, context, details) {
       const callId = details?.toolCall?.callId ?? ''
+      if (context !== undefined && answered.get(context)?.has(callId)) throw new Error(REPLAYED_CALL_MESSAGE(base.name, callId))
       const refusal = refused.get(callId)
       if (refusal !== undefined) {
         refused.delete(callId)
@@ -421,6 +518,33 @@ function guardTool(hostTool: Tool, guard: PlanGuard, agent: PlanAgent): Tool {
     return hostTool.invoke(runContext, input, details)
   }
   return Object.create(Object.getPrototypeOf(hostTool), { ...Object.getOwnPropertyDescriptors(hostTool), invoke: { configurable: true, enumerable: true, writable: true, value: invoke } }) as Tool
+}
+
+/**
+ * What a replayed exit call's output reads (R168): a call of a run that repeats the id of an exit
+ * call the run already answered, which the SDK runs as approved without asking.
+ */
+const REPLAYED_CALL_MESSAGE = (exitName: string, callId: string): string =>
+  `${exitName} call "${callId}" repeats the id of a call this run already answered: its plan was not reviewed, and nothing was approved.`
+
+/** The ids of the exit calls whose result is in `input`. */
+function answeredExitCalls(input: readonly AgentInputItem[], exitName: string): Set<string> {
+  const ids = new Set<string>()
+  for (const item of input) if (item.type === 'function_call_result' && item.name === exitName) ids.add(item.callId)
+  return ids
+}
+
+/**
+ * `run()`'s value, once the run is over (R169): a streamed run's result (`StreamedRunResult`, which
+ * `run` returns while the run goes on) after its `completed` settles; any other value as it is.
+ */
+async function untilCompleted<T>(run: () => T | PromiseLike<T>): Promise<Awaited<T>> {
+  const value = await run()
+  const completed = (value as { completed?: unknown } | null | undefined)?.completed
+  if (typeof (value as { toStream?: unknown } | null | undefined)?.toStream === 'function' && typeof (completed as PromiseLike<void> | undefined)?.then === 'function') {
+    await completed
+  }
+  return value
 }
 
 /** The exit call of an interruption, or undefined for another tool's. */

@@ -16,7 +16,8 @@
  *
  * @module xstate-plan-mode/testing/openai-agents
  */
-import { Agent, RunContext, RunState, Usage, run, type AgentInputItem, type Model, type ModelRequest } from '@openai/agents-core'
+import type { AgentInputItem, Model, ModelRequest } from '@openai/agents-core'
+import { sdk } from '../adapters/openai-agents-sdk.js'
 import { createMemorySessionLog } from '../adapters/memory.js'
 import { createPlanMode, type PlanMode } from '../service.js'
 import type { PlanAgent, ReviewAnswer, ReviewChannel, SessionLog, UserMessage } from '../types.js'
@@ -76,7 +77,7 @@ function driverModel(): { model: Model; sent: SentRequest[]; callNext(name: stri
       sent.push({ instructions: request.systemInstructions, input: typeof request.input === 'string' ? [] : [...request.input] })
       const output = next ?? { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'ok' }] }
       next = undefined
-      return { usage: new Usage(), output: [output] as never }
+      return { usage: new sdk.Usage(), output: [output] as never }
     },
     getStreamedResponse() {
       throw new Error('the conformance driver does not stream')
@@ -100,7 +101,7 @@ function wire(planMode: PlanMode, log: SessionLog, id: string) {
   const settings: { planMode: PlanMode; agent: PlanAgent; abortSignal?: AbortSignal } = { planMode, agent }
   const plan: PlanModeOpenAiAgents = withPlanMode(settings)
   const { model, sent, callNext } = driverModel()
-  const sdkAgent = new Agent({
+  const sdkAgent = new sdk.Agent({
     name: 'conformance',
     instructions: INSTRUCTIONS,
     model,
@@ -144,7 +145,7 @@ async function runStep(
   if (signal) settings.abortSignal = signal
   let next = history
   try {
-    const result = await run(sdkAgent, history.length === 0 ? [{ role: 'user', content: 'Begin.' }] : history, {
+    const result = await sdk.run(sdkAgent, history.length === 0 ? [{ role: 'user', content: 'Begin.' }] : history, {
       callModelInputFilter: plan.callModelInputFilter,
       maxTurns: 1,
       ...(signal ? { signal } : {}),
@@ -228,7 +229,7 @@ function conformanceDriver(options: DriverOptions): ConformanceAgent {
     async callExitTool(args, { signal } = {}) {
       const callId = newCallId()
       const toolCall = { type: 'function_call' as const, name: plan.exitTool.name, callId, arguments: JSON.stringify(args), status: 'completed' as const }
-      const output = await plan.exitTool.invoke(new RunContext(), toolCall.arguments, { toolCall, ...(signal ? { signal } : {}) })
+      const output = await plan.exitTool.invoke(new sdk.RunContext(), toolCall.arguments, { toolCall, ...(signal ? { signal } : {}) })
       return output === planMode.exitTool.resultText ? { approved: true } : { error: String(output) }
     },
     nextReview: reviews.nextReview,
@@ -275,7 +276,7 @@ function durableConformanceDriver(options: DriverOptions, store: HostStore = { h
     async callExitTool(args) {
       callNext(plan.exitTool.name, args, newCallId())
       const input = store.history.length === 0 ? [{ role: 'user' as const, content: 'Begin.' }] : store.history
-      const result = await run(sdkAgent, input, { callModelInputFilter: plan.callModelInputFilter, maxTurns: 2 })
+      const result = await sdk.run(sdkAgent, input, { callModelInputFilter: plan.callModelInputFilter, maxTurns: 2 })
       const output = exitOutput(result)
       if (output !== undefined) {
         store.history = plan.history(result.history)
@@ -291,10 +292,10 @@ function durableConformanceDriver(options: DriverOptions, store: HostStore = { h
     dismissReview: (reviewId) => planMode.dismissReview(agent, reviewId, { toldInResult: true }).catch((error: Error) => ({ error: error.message })),
     async callResult() {
       if (store.paused === undefined) throw new Error('no paused run to resume')
-      const state = await RunState.fromString(sdkAgent, store.paused)
+      const state = await sdk.RunState.fromString(sdkAgent, store.paused)
       store.paused = undefined
       plan.settleInterruptions(state)
-      const result = await run(sdkAgent, state, { callModelInputFilter: plan.callModelInputFilter })
+      const result = await sdk.run(sdkAgent, state, { callModelInputFilter: plan.callModelInputFilter })
       store.history = plan.history(result.history)
       const text = exitOutput(result) ?? 'the run stopped at its interruption again'
       return { isError: text !== planMode.exitTool.resultText, text }
