@@ -359,6 +359,11 @@ export class Attachment implements PlanModePorts {
       )
   }
 
+  /** Whether the service has a pending store: an operation's result waits for its writes. */
+  get writesStore(): boolean {
+    return this.#settings.pendingStore !== undefined
+  }
+
   /** Whether the pending store holds P as the chart does: the agent may leave memory with one (R77). */
   get keepsPendingDurably(): boolean {
     return this.#settings.pendingStore !== undefined && !this.#storeFailed
