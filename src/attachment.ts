@@ -158,7 +158,7 @@ export class Attachment implements PlanModePorts {
    * there. Rejects with the abandoned message when a reload or detach gave up on its work (R73),
    * and with `plan-mode service is disposed` when the actor stops first.
    */
-  async operate<K extends PlanModeEmitted['type'], T>(
+  operate<K extends PlanModeEmitted['type'], T>(
     event: PlanModeEvent,
     kinds: readonly K[],
     read: (told: PlanModeEmitted & { type: K }) => T,
@@ -186,12 +186,18 @@ export class Attachment implements PlanModePorts {
         },
       )
     })
-    actor.send(event)
-    const result = await value
+    try {
+      actor.send(event)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    // Without a pending store there is nothing more to wait for: the chart's answer is the result.
+    if (!this.writesStore) return value
     // Only a write in flight is waited for: without one, no extra turn of the microtask queue.
-    const storeWrites = this.#underway?.storeWrites
-    if (storeWrites !== undefined) await storeWrites
-    return result
+    return value.then((result) => {
+      const storeWrites = this.#underway?.storeWrites
+      return storeWrites === undefined ? result : storeWrites.then(() => result)
+    })
   }
 
   /**
