@@ -3,6 +3,7 @@ import { Attachment, type AttachmentSettings } from './attachment.js'
 import { DISPOSED_MESSAGE } from './machines/calls.machine.js'
 import { abandonedOf, agentsLogic, attachmentOf as registered, currentAttachment, isClosing as isStillClosing, nextGeneration } from './machines/agents.machine.js'
 import type { PlanModeEmitted, PlanModeEvent } from './machines/planMode.events.js'
+import { isThenable } from './machines/planMode.effects.js'
 import { isAppending, isClosing } from './machines/planMode.view.js'
 import { createQueue, takeTurn } from './machines/queue.machine.js'
 import { waitAtMost } from './timeouts.js'
@@ -101,8 +102,18 @@ export function serveAgents(settings: AttachmentSettings, maxAttached: number | 
         if (isAppending(attachment.snapshot)) return attachment.quiet().then(run, run)
         precondition?.(attachment)
         return attachment.operate(event, kinds, (told) => {
-          end()
-          return read(told, attachment)
+          // What the chart told is the result. Unless the operation waits for more (a review's
+          // closing, the pending store's write), its caller settles with it now (`end(outcome)`).
+          const final = !attachment.writesStore
+          let value: T
+          try {
+            value = read(told, attachment)
+          } catch (error) {
+            end(final ? { ok: false, error } : undefined)
+            throw error
+          }
+          end(final && !isThenable(value) ? { ok: true, value } : undefined)
+          return value
         }) as Promise<Awaited<T>>
       }
       return run()

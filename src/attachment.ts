@@ -36,6 +36,32 @@ export interface AttachmentSettings {
   decisions: ReviewDecisions
 }
 
+/** Who listens to the chart's reports (`Attachment.listen`). */
+interface Listener {
+  told: (emitted: PlanModeEmitted) => void
+  stopped: (error?: unknown) => void
+}
+
+/**
+ * What an attachment has had under way beyond an idle agent's reads: made on its first write,
+ * listener or close, so that an idle agent holds one empty field for all of it (R70: memory per
+ * idle agent).
+ */
+interface Underway {
+  /** Pending-store writes in flight, awaited before an operation resolves. */
+  storeWrites: Promise<void> | undefined
+  /** The last pending-store write failed: P is only in the chart (R77). */
+  storeFailed: boolean
+  /** Checkpoint writes in flight, awaited by a close only (R76). */
+  checkpointWrites: Promise<void> | undefined
+  /** The asynchronous appends started and not settled yet (their settlements). */
+  appending: Set<Promise<void>> | undefined
+  /** The close: the actor stopped and the writes landed or were abandoned (R73). */
+  stopped: Promise<void> | undefined
+  /** Who listens to the chart's reports; one listener on the actor serves them all. */
+  listeners: Set<Listener> | undefined
+}
+
 function isSessionEvent(value: unknown): value is SessionEvent {
   return typeof (value as SessionEvent | null)?.seq === 'number' && typeof (value as SessionEvent).type === 'string'
 }
@@ -54,21 +80,12 @@ export class Attachment implements PlanModePorts {
   /** The highest seq the chart has seen: F follows `subscribe` or `append`'s value, once each (§1). */
   #lastSeq: number
   readonly #unsubscribe: () => void
-  /** Pending-store writes in flight, awaited before an operation resolves. */
-  #storeWrites: Promise<void> | undefined
-  /** The last pending-store write failed: P is only in the chart (R77). */
-  #storeFailed = false
-  /** Checkpoint writes in flight, awaited by a close only (R76); made on the first (R70: memory per idle agent). */
-  #checkpointWrites: Promise<void> | undefined
+  /** What is or was under way: writes, appends, listeners, the close; undefined while the agent only answered reads. */
+  #underway: Underway | undefined
   /** The agent's id (the key of its attachment in the service). */
   readonly agentId: string
-  /** The asynchronous appends started and not settled yet (their settlements); made on the first (R70: memory per idle agent). */
-  #appending: Set<Promise<void>> | undefined
   /** Saves the agent's checkpoints, when the service has a store (R76). */
   #checkpoints: CheckpointWriter | undefined
-  #stopped: Promise<void> | undefined
-  /** Who listens to the chart's reports (`listen`); made on the first (R70: memory per idle agent). */
-  #listeners: Set<{ told: (emitted: PlanModeEmitted) => void; stopped: (error?: unknown) => void }> | undefined
 
   /**
    * @param generation how many attachments this agent had before this one in its service: an exit
@@ -93,7 +110,8 @@ export class Attachment implements PlanModePorts {
     this.#actor.start()
     let unsubscribe: unknown
     try {
-      unsubscribe = agent.session.subscribe((event) => this.#observe(event))
+      // Bound rather than an arrow: no closure context of its own (R70: memory per idle agent).
+      unsubscribe = agent.session.subscribe(this.#observe.bind(this))
     } catch (error) {
       this.#actor.stop()
       throw error
@@ -110,6 +128,11 @@ export class Attachment implements PlanModePorts {
       this.warn('plan-mode: pending store read failed', error)
       return null
     }
+  }
+
+  /** What is under way, made on the first need of it. */
+  #underwayNow(): Underway {
+    return (this.#underway ??= { storeWrites: undefined, storeFailed: false, checkpointWrites: undefined, appending: undefined, stopped: undefined, listeners: undefined })
   }
 
   /** The latest caller's agent object: its `steer`, `owner` and identity are the ones used. */
@@ -135,7 +158,7 @@ export class Attachment implements PlanModePorts {
    * there. Rejects with the abandoned message when a reload or detach gave up on its work (R73),
    * and with `plan-mode service is disposed` when the actor stops first.
    */
-  async operate<K extends PlanModeEmitted['type'], T>(
+  operate<K extends PlanModeEmitted['type'], T>(
     event: PlanModeEvent,
     kinds: readonly K[],
     read: (told: PlanModeEmitted & { type: K }) => T,
@@ -163,11 +186,18 @@ export class Attachment implements PlanModePorts {
         },
       )
     })
-    actor.send(event)
-    const result = await value
+    try {
+      actor.send(event)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    // Without a pending store there is nothing more to wait for: the chart's answer is the result.
+    if (!this.writesStore) return value
     // Only a write in flight is waited for: without one, no extra turn of the microtask queue.
-    if (this.#storeWrites !== undefined) await this.#storeWrites
-    return result
+    return value.then((result) => {
+      const storeWrites = this.#underway?.storeWrites
+      return storeWrites === undefined ? result : storeWrites.then(() => result)
+    })
   }
 
   /**
@@ -176,15 +206,15 @@ export class Attachment implements PlanModePorts {
    * operation adds and removes an entry, no subscription of its own (R70).
    */
   listen(told: (emitted: PlanModeEmitted) => void, stopped: (error?: unknown) => void): () => void {
-    const listeners = this.#listeners ?? this.#relay()
+    const listeners = this.#underway?.listeners ?? this.#relay()
     const listener = { told, stopped }
     listeners.add(listener)
     return () => listeners.delete(listener)
   }
 
   /** The listeners of `listen`, and the one listener and subscription on the actor that serve them. */
-  #relay(): Set<{ told: (emitted: PlanModeEmitted) => void; stopped: (error?: unknown) => void }> {
-    const listeners = (this.#listeners = new Set())
+  #relay(): Set<Listener> {
+    const listeners = (this.#underwayNow().listeners = new Set())
     this.#actor.on('*', (emitted) => {
       for (const listener of [...listeners]) listener.told(emitted)
     })
@@ -197,7 +227,7 @@ export class Attachment implements PlanModePorts {
 
   /** Resolves once the pending-store writes started so far have landed (or failed, reported). */
   storeWritten(): Promise<void> {
-    return this.#storeWrites ?? Promise.resolve()
+    return this.#underway?.storeWrites ?? Promise.resolve()
   }
 
   /** Sends an event that is not an operation (an abort), unless the actor has stopped. */
@@ -249,7 +279,8 @@ export class Attachment implements PlanModePorts {
    * says `stopped`, the actor stops and the log's subscription ends.
    */
   close(): Promise<void> {
-    if (this.#stopped === undefined) {
+    const underway = this.#underwayNow()
+    if (underway.stopped === undefined) {
       if (this.snapshot.status === 'active') this.actor.send({ type: 'RELOAD' })
       const stop = () => {
         try {
@@ -263,14 +294,14 @@ export class Attachment implements PlanModePorts {
       // Stopped, and its store writes landed: the next attachment reads the store (R64), at most
       // one close timeout later (R73).
       const { closeTimeout } = this.#settings
-      this.#stopped = this.until((s) => (isStopped(s) ? true : undefined))
+      underway.stopped = this.until((s) => (isStopped(s) ? true : undefined))
         .then(stop, stop)
-        .then(() => waitAtMost(closeTimeout, Promise.all([this.storeWritten(), this.#checkpointWrites])))
+        .then(() => waitAtMost(closeTimeout, Promise.all([this.storeWritten(), underway.checkpointWrites])))
         .then((settled) => {
           if (!settled) this.warn(storeAbandonedMessage(closeTimeout), undefined)
         })
     }
-    return this.#stopped
+    return underway.stopped
   }
 
   // The ports (see planMode.effects.ts). Each returns or throws only what the chart handles.
@@ -286,7 +317,7 @@ export class Attachment implements PlanModePorts {
     }
     // Any thenable, not only a Promise: its own `then` may return nothing.
     const observed = Promise.resolve(written).then((event) => this.#observeAppended(event, before))
-    const appending = (this.#appending ??= new Set())
+    const appending = (this.#underwayNow().appending ??= new Set())
     const settled: Promise<void> = observed.then(
       () => void appending.delete(settled),
       () => void appending.delete(settled),
@@ -301,12 +332,12 @@ export class Attachment implements PlanModePorts {
    * a log that holds them.
    */
   appendsSettled(): Promise<void> {
-    return Promise.all(this.#appending ?? []).then(() => undefined)
+    return Promise.all(this.#underway?.appending ?? []).then(() => undefined)
   }
 
   /** Whether appends this attachment started have not settled yet. */
   get hasAppendsInFlight(): boolean {
-    return (this.#appending?.size ?? 0) > 0
+    return (this.#underway?.appending?.size ?? 0) > 0
   }
 
   /** Which decisions this service's reviews offer (R101). */
@@ -346,22 +377,28 @@ export class Attachment implements PlanModePorts {
    * the agent in memory until a later write succeeds (R77).
    */
   #writeStore(write: () => void | Promise<void>): void {
-    this.#storeWrites = (this.#storeWrites ?? Promise.resolve())
+    const underway = this.#underwayNow()
+    underway.storeWrites = (underway.storeWrites ?? Promise.resolve())
       .then(write)
       .then(
         () => {
-          this.#storeFailed = false
+          underway.storeFailed = false
         },
         (error: unknown) => {
-          this.#storeFailed = true
+          underway.storeFailed = true
           this.warn('plan-mode: pending store write failed', error)
         },
       )
   }
 
+  /** Whether the service has a pending store: an operation's result waits for its writes. */
+  get writesStore(): boolean {
+    return this.#settings.pendingStore !== undefined
+  }
+
   /** Whether the pending store holds P as the chart does: the agent may leave memory with one (R77). */
   get keepsPendingDurably(): boolean {
-    return this.#settings.pendingStore !== undefined && !this.#storeFailed
+    return this.#settings.pendingStore !== undefined && this.#underway?.storeFailed !== true
   }
 
   /**
@@ -415,7 +452,8 @@ export class Attachment implements PlanModePorts {
     if (this.#checkpoints?.taken(event)) {
       // Its own chain: operations do not wait for a checkpoint, a close does (R76).
       const writer = this.#checkpoints
-      this.#checkpointWrites = (this.#checkpointWrites ?? Promise.resolve())
+      const underway = this.#underwayNow()
+      underway.checkpointWrites = (underway.checkpointWrites ?? Promise.resolve())
         .then(() => writer.write(this.#agent.id, this.#agent.session.events, event))
         .catch((error: unknown) => this.warn(CHECKPOINT_WRITE_WARNING, error))
     }

@@ -78,6 +78,33 @@ describe('the queue of operations (queue.machine.ts)', () => {
     expect(ran).toEqual(['second'])
   })
 
+  it('§1: an operation whose end tells its final outcome is done then: its caller settles without waiting for its promise, and the next one runs', async () => {
+    const queue = createQueue()
+    const never = new Promise<string>(() => {})
+    const ran: string[] = []
+    const one = takeTurn(queue, 'a', (end) => (end({ ok: true, value: 'one' }), never))
+    const two = takeTurn(queue, 'a', (end) => (ran.push('second'), end({ ok: false, error: new Error('refused') }), never))
+    // Both were done at their ends, in one call each: nothing is left in the queue.
+    expect(ran).toEqual(['second'])
+    expect(isBusy(queue.getSnapshot().context, 'a')).toBe(false)
+    expect(await one).toBe('one')
+    await expect(two).rejects.toThrow('refused')
+  })
+
+  it('§1: callers settle in a microtask after their operations leave, in call order, also when a nested call ends within the call before it', async () => {
+    const queue = createQueue()
+    const order: string[] = []
+    const inner: Promise<unknown>[] = []
+    const outer = takeTurn(queue, 'a', (end) => {
+      inner.push(takeTurn(queue, 'a', async (innerEnd) => (innerEnd({ ok: true, value: 'inner' }), 'inner')).then((v) => order.push(v)))
+      end({ ok: true, value: 'outer' })
+      return Promise.resolve('outer')
+    })
+    // The caller attaches its reaction after the call returned: it still hears first.
+    await Promise.all([outer.then((v) => order.push(v)), ...inner])
+    expect(order).toEqual(['outer', 'inner'])
+  })
+
   it('§1: calls settle in the order they were made, also when a later one settles first', async () => {
     const queue = createQueue()
     const order: string[] = []

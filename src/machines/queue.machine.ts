@@ -7,13 +7,16 @@ import { PersistentMap } from './persistent-map.js'
  * of them (its append lands later), so operations take turns here.
  *
  * operation:  queued → running → ended → done (leaves the queue: its caller settles)
- *                      running ─────────→ done (its promise settled before it told its end)
+ *                      running ─────────→ done (its promise settled before it told its end, or
+ *                                               its end told a result that is final)
  *
  * An operation takes its place when it is called (`TAKE`), so a call made from inside a port while
  * another runs (a review channel that selects) waits behind it. It runs at once, within the same
  * `send`, when every operation before it has ended (`END`: its result is known); it is `done` when
  * its promise settled (`SETTLED`), and leaves the queue, settling its caller, once every operation
  * before it has left: calls settle in the order they were made. A queue that empties is forgotten.
+An operation whose result is final when it is known (`end(outcome)`: nothing more is awaited) is
+`done` at its end: one event per operation besides `TAKE`, not two.
  *
  * The logic is a pure transition over immutable values (a new map and queue per event, the map a
  * `PersistentMap`); its effects, running an operation and settling a caller, are deferred
@@ -23,8 +26,11 @@ import { PersistentMap } from './persistent-map.js'
 /** How an operation's promise settled: its caller settles the same way. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
 
-/** What an operation does in its turn: `end` says its result is known (the next one may run). */
-export type Run = (end: () => void) => Promise<unknown>
+/**
+ * What an operation does in its turn: `end` says its result is known (the next one may run); with
+ * the `outcome`, that this is how its promise settles (the operation is done: no later event).
+ */
+export type Run = (end: (outcome?: Outcome) => void) => Promise<unknown>
 
 /** One operation in its agent's queue, in one of its states (one shape for all: see `operation`). */
 export interface Operation {
@@ -57,8 +63,8 @@ export interface QueueState {
 export type QueueEvent =
   /** A call of the agent takes its place in the queue. */
   | { type: 'TAKE'; agentId: string; run: Run; settle: (outcome: Outcome) => void }
-  /** The operation's result is known: the next one may run. */
-  | { type: 'END'; agentId: string; id: number }
+  /** The operation's result is known: the next one may run; with `outcome`, it is final (done). */
+  | { type: 'END'; agentId: string; id: number; outcome?: Outcome }
   /** The operation's promise settled. */
   | { type: 'SETTLED'; agentId: string; id: number; outcome: Outcome }
 
@@ -69,15 +75,25 @@ function start(scope: Scope, agentId: string, running: Operation): void {
   const { self } = scope
   scope.defer(() => {
     const { id } = running
+    // Whether `end` told the final outcome: the operation is done then, and its promise's settling is no news.
+    let told = false
+    const end = (outcome?: Outcome) => {
+      told = outcome !== undefined
+      self.send(told ? { type: 'END', agentId, id, outcome } : { type: 'END', agentId, id })
+    }
     let ran: Promise<unknown>
     try {
-      ran = Promise.resolve(running.run(() => self.send({ type: 'END', agentId, id })))
+      ran = Promise.resolve(running.run(end))
     } catch (error) {
       ran = Promise.reject(error)
     }
     ran.then(
-      (value: unknown) => self.send({ type: 'SETTLED', agentId, id, outcome: { ok: true, value } }),
-      (error: unknown) => self.send({ type: 'SETTLED', agentId, id, outcome: { ok: false, error } }),
+      (value: unknown) => {
+        if (!told) self.send({ type: 'SETTLED', agentId, id, outcome: { ok: true, value } })
+      },
+      (error: unknown) => {
+        if (!told) self.send({ type: 'SETTLED', agentId, id, outcome: { ok: false, error } })
+      },
     )
   })
 }
@@ -85,12 +101,15 @@ function start(scope: Scope, agentId: string, running: Operation): void {
 /**
  * The queue after a change: the operations at its head that are done leave (their callers
  * settle, in order), and the first queued one runs when none before it is still running.
+ * A caller settles in a microtask, never within the `send` that made it leave: with a synchronous
+ * log a whole operation, and one called from inside it, can end within the call that took its
+ * turn, and the caller awaiting it must still hear before the one called after it.
  */
 function advance(scope: Scope, agentId: string, operations: readonly Operation[]): readonly Operation[] {
   let head = 0
   while (head < operations.length && operations[head]!.state === 'done') {
     const left = operations[head++]!
-    scope.defer(() => left.settle(left.outcome!))
+    scope.defer(() => queueMicrotask(() => left.settle(left.outcome!)))
   }
   const rest = head === 0 ? operations : operations.slice(head)
   const next = rest.findIndex((operation) => operation.state === 'queued' || operation.state === 'running')
@@ -126,9 +145,11 @@ export function queueTransition(state: QueueState, event: QueueEvent, scope: Sco
     case 'TAKE':
       changed = [...operations, operation({ id: state.taken, run: event.run, settle: event.settle }, 'queued')]
       return { queues: withQueue(state.queues, agentId, advance(scope, agentId, changed)), taken: state.taken + 1 }
-    case 'END':
-      changed = moved(operations, event.id, (o) => (o.state === 'running' ? operation(o, 'ended') : undefined))
+    case 'END': {
+      const { outcome } = event
+      changed = moved(operations, event.id, (o) => (o.state !== 'running' ? undefined : outcome === undefined ? operation(o, 'ended') : operation(o, 'done', outcome)))
       break
+    }
     case 'SETTLED':
       changed = moved(operations, event.id, (o) => (o.state === 'running' || o.state === 'ended' ? operation(o, 'done', event.outcome) : undefined))
       break
@@ -148,10 +169,11 @@ export function createQueue(): QueueActor {
 
 /**
  * Runs `run` in the agent's turn: it receives `end`, to call as soon as its result is known (the
- * next operation may run then; it ends anyway when its promise settles). Resolves or rejects as
- * `run`'s promise did, after every call of the agent made before it has settled.
+ * next operation may run then; it ends anyway when its promise settles), with the outcome when
+ * that is how its promise settles (the caller may settle then). Resolves or rejects as `run`'s
+ * promise did, after every call of the agent made before it has settled.
  */
-export function takeTurn<T>(queue: QueueActor, agentId: string, run: (end: () => void) => Promise<T>): Promise<T> {
+export function takeTurn<T>(queue: QueueActor, agentId: string, run: (end: (outcome?: Outcome) => void) => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const settle = (outcome: Outcome) => (outcome.ok ? resolve(outcome.value as T) : reject(outcome.error))
     queue.send({ type: 'TAKE', agentId, run, settle })
