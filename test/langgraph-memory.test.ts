@@ -87,4 +87,21 @@ describe('xstate-plan-mode/langgraph: memory follows the service', () => {
     expect(await host.lg.agent(host.graph, thread('kept'))).toBe(kept)
     expect(kept.session.events.map((e) => e.type)).toEqual(['turn/start', 'request/header', 'turn/end', 'plan/mode', 'turn/start', 'request/header', 'turn/end'])
   })
+  it('R166 regression: an agent a host kept from lg.agent and lg.agent\'s agent after the thread was let go are one agent: a /plan on either lands', async () => {
+    const host = await startGraphHost(new MemorySaver(), undefined, { maxAttachedAgents: 1 })
+    hosts.push(host)
+    host.script(says('Hello.'))
+    await host.graph.invoke({ messages: [new HumanMessage('Hi.')] }, thread('kept'))
+    const kept = await host.lg.agent(host.graph, thread('kept'))
+    host.script(says('Other.'))
+    await host.graph.invoke({ messages: [new HumanMessage('Hi.')] }, thread('other'))
+    // The thread was let go (its agent detached): the host asks for its agent again and uses both.
+    const again = await host.lg.agent(host.graph, thread('kept'))
+    expect(await host.planMode.set(again, true)).toBe('committed')
+    expect(await host.planMode.set(kept, false)).toBe('committed')
+    expect(host.planMode.get(again)).toEqual({ active: false })
+    const log = (await host.lg.agent(host.graph, thread('kept'))).session.events
+    expect(log.map((e) => e.type)).toEqual(['turn/start', 'request/header', 'turn/end', 'plan/mode', 'plan/mode'])
+    expect(log.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5])
+  })
 })

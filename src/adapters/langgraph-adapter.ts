@@ -415,10 +415,25 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
    * when next named, as after a restart.
    */
   const threads = new Map<string, ThreadLog>()
+  /**
+   * The logs let go, weakly: while a host still holds one (it kept `lg.agent`'s agent), the thread
+   * is named on that log again, so the thread has one agent in this process; once collected, its
+   * entry goes (the registry), so memory still follows the bound.
+   */
+  const letGo = new Map<string, WeakRef<ThreadLog>>()
+  const collected = new FinalizationRegistry<string>((id) => {
+    if (letGo.get(id)?.deref() === undefined) letGo.delete(id)
+  })
   const keeper: ThreadLogKeeper = {
     // An agent attached on a log the map let go of (a host kept `lg.agent`'s agent): the service follows that one.
     listened: (log) => void (threads.get(log.agent.id) !== log && threads.set(log.agent.id, log)),
-    idle: (log) => void (threads.get(log.agent.id) === log && threads.delete(log.agent.id)),
+    idle(log) {
+      const { id } = log.agent
+      if (threads.get(id) !== log) return
+      threads.delete(id)
+      letGo.set(id, new WeakRef(log))
+      collected.register(log, id)
+    },
   }
 
   /**
@@ -427,13 +442,13 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
    * was not written) is dropped: the agent is detached, and attached again from the graph's log.
    */
   async function onThread<T>(committed: readonly SessionEvent[], id: string, work: (log: ThreadLog) => Promise<T>): Promise<T> {
-    const known = threads.get(id)
+    const known = threads.get(id) ?? letGo.get(id)?.deref()
     const followed = known !== undefined && known.follow(committed)
     const log = followed ? known : new ThreadLog(id, committed, keeper)
     log.hold()
+    threads.set(id, log)
     try {
       if (!followed) {
-        threads.set(id, log)
         if (known !== undefined) {
           planMode.detach(known.agent)
           // An aborted boundary changes nothing (R15); it waits for the detach and attaches from the graph's log.
