@@ -3,7 +3,7 @@ import { Command, MemorySaver } from '@langchain/langgraph'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { afterEach, describe, expect, it } from 'vitest'
-import { PLAN_MODE_TEXTS } from '../src/index.js'
+import { PLAN_MODE_TEXTS, type SessionEvent } from '../src/index.js'
 import { APPROVE, ENTERING, PLAN, SECTION } from './helpers.js'
 import { calls, says, startGraphHost, thread, type GraphHost } from './langgraph.fixture.js'
 
@@ -26,6 +26,8 @@ async function alive(refs: readonly WeakRef<object>[]): Promise<number> {
 }
 
 const THREADS = 40
+
+const planLogOf = (values: unknown): SessionEvent[] => (values as { planLog?: SessionEvent[] }).planLog ?? []
 
 describe('xstate-plan-mode/langgraph: memory follows the service', () => {
   it('R166: with limits.maxAttachedAgents 2, after 40 threads through one adapter at most 2 threads\' agents and logs stay reachable', async () => {
@@ -103,5 +105,18 @@ describe('xstate-plan-mode/langgraph: memory follows the service', () => {
     const log = (await host.lg.agent(host.graph, thread('kept'))).session.events
     expect(log.map((e) => e.type)).toEqual(['turn/start', 'request/header', 'turn/end', 'plan/mode', 'plan/mode'])
     expect(log.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5])
+  })
+  it('R166, R145 regression: an agent a host kept from lg.agent writes its appends to the graph also after a run of the thread went through its nodes: a /plan on it lands and the next run plans', async () => {
+    const host = await startGraphHost(new MemorySaver())
+    hosts.push(host)
+    const kept = await host.lg.agent(host.graph, thread('kept'))
+    host.script(says('Hello.'))
+    await host.graph.invoke({ messages: [new HumanMessage('Hi.')] }, thread('kept'))
+    expect(await host.planMode.set(kept, true)).toBe('committed')
+    const held = planLogOf((await host.graph.getState(thread('kept'))).values)
+    expect(held.map((e) => e.type)).toEqual(['turn/start', 'request/header', 'turn/end', 'plan/mode'])
+    host.script(says('Planning.'))
+    await host.graph.invoke({ messages: [new HumanMessage('Plan it.')] }, thread('kept'))
+    expect(host.calls.at(-1)!.section).toBe(SECTION)
   })
 })

@@ -223,8 +223,8 @@ interface ThreadLogKeeper {
 
 /**
  * A thread's session log in this process (R145): the events the graph's `planLog` holds, plus the
- * appends staged since. In a node every append is staged, and the node returns them (`take`) with
- * its update; outside a node (`writer` set) an append is written with `graph.updateState` and
+ * appends staged since. In a node every append is staged, and the node returns them (`staging`) with
+ * its update; outside a node (`writer` set, also after nodes ran) an append is written with `graph.updateState` and
  * resolves once the graph's state holds it. It is held while the service listens to it (its agent
  * is attached), a node or a helper works on it, or a write is in flight; when none is left it tells
  * its keeper, which lets it go (R166).
@@ -235,8 +235,10 @@ class ThreadLog implements SessionLog {
   readonly agent: PlanAgent
   readonly #listeners = new Set<(event: SessionEvent) => void>()
   #staged: SessionEvent[] = []
-  /** Outside a node: how appends are written, and the chain that keeps them in order. */
+  /** Outside a node: how appends are written (set by `lg.agent`, kept across nodes), and the chain that keeps them in order. */
   writer: { graph: PlanGraphHandle; config: RunnableConfig } | undefined
+  /** The nodes running on the log now: meanwhile every append is staged for their update. */
+  #inNodes = 0
   #writing: Promise<unknown> = Promise.resolve()
   /** The nodes and helpers working on the log now (`hold`). */
   #holds = 0
@@ -264,9 +266,18 @@ class ThreadLog implements SessionLog {
     if (this.#holds === 0 && this.#listeners.size === 0 && this.#pendingWrites === 0) this.#keeper.idle(this)
   }
 
-  /** The events staged since the last `take`, handed to the node's update. */
-  take(): SessionEvent[] {
-    return this.#staged.splice(0)
+  /**
+   * Runs a node's `work` with the log's appends staged, and resolves with its value and the
+   * events it staged; a failure leaves them staged, so the log is ahead of the graph's.
+   */
+  async staging<T>(work: () => Promise<T>): Promise<{ value: T; staged: SessionEvent[] }> {
+    this.#inNodes++
+    try {
+      const value = await work()
+      return { value, staged: this.#staged.splice(0) }
+    } finally {
+      this.#inNodes--
+    }
   }
 
   /**
@@ -284,8 +295,8 @@ class ThreadLog implements SessionLog {
 
   append(type: string, data: unknown): SessionEvent | Promise<SessionEvent> {
     const last = this.events[this.events.length - 1]
-    const event: SessionEvent = Object.freeze({ seq: (last?.seq ?? 0) + 1 + (this.writer === undefined ? 0 : this.#pendingWrites), type, data })
-    const writer = this.writer
+    const writer = this.#inNodes > 0 ? undefined : this.writer
+    const event: SessionEvent = Object.freeze({ seq: (last?.seq ?? 0) + 1 + (writer === undefined ? 0 : this.#pendingWrites), type, data })
     if (writer === undefined) {
       this.#staged.push(event)
       this.#push(event)
@@ -464,9 +475,8 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
   /** Runs a node's work on the thread's agent and returns its update with the staged appends. */
   function inNode(state: PlanGraphState, config: RunnableConfig, work: (agent: PlanAgent) => Promise<PlanGraphUpdate>): Promise<PlanGraphUpdate> {
     return onThread(planLogOf(state), agentIdOf(config), async (log) => {
-      log.writer = undefined
-      const update = await work(log.agent) // a failure leaves its appends staged: the next node finds the log ahead of the graph's and rebuilds it
-      const staged = log.take()
+      // A failure leaves its appends staged: the next node finds the log ahead of the graph's and rebuilds it.
+      const { value: update, staged } = await log.staging(() => work(log.agent))
       return staged.length === 0 ? update : { ...update, planLog: staged }
     })
   }
