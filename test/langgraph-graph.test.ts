@@ -39,6 +39,11 @@ describe('xstate-plan-mode/langgraph: lg.graph', () => {
     ])
   })
 
+  it('R165: a modelNode that names one of the adapter\'s nodes fails with LangGraph\'s own error', async () => {
+    const { lg } = await start()
+    expect(() => lg.graph(quiet, { modelNode: 'plan_tools' })).toThrow(new Error('Node `plan_tools` already present.'))
+  })
+
   it('R165: the host names the model node (modelNode), adds its own node, and compiles with its checkpointer: a plan is reviewed, approved and carried out', async () => {
     const { lg, planMode } = await start()
     const seen: { section: string; last: string }[] = []
