@@ -443,7 +443,6 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
       if (threads.get(id) !== log) return
       threads.delete(id)
       letGo.set(id, new WeakRef(log))
-      collected.register(log, id)
     },
   }
 
@@ -456,6 +455,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     const known = threads.get(id) ?? letGo.get(id)?.deref()
     const followed = known !== undefined && known.follow(committed)
     const log = followed ? known : new ThreadLog(id, committed, keeper)
+    if (!followed) collected.register(log, id) // once per log: its entry in `letGo` goes with it
     log.hold()
     threads.set(id, log)
     try {
