@@ -223,9 +223,9 @@ interface ThreadLogKeeper {
 
 /**
  * A thread's session log in this process (R145): the events the graph's `planLog` holds, plus the
- * appends staged since. In a node every append is staged, and the node returns them (`staging`) with
- * its update; outside a node (`writer` set, also after nodes ran) an append is written with `graph.updateState` and
- * resolves once the graph's state holds it. It is held while the service listens to it (its agent
+ * appends staged since. In a node every append is staged, and the node returns them (`staging`)
+ * with its update; outside a node (`writer` set, also after nodes ran) an append is written with
+ * `graph.updateState` and resolves once the graph's state holds it. It is held while the service listens to it (its agent
  * is attached), a node or a helper works on it, or a write is in flight; when none is left it tells
  * its keeper, which lets it go (R166).
  */
@@ -235,7 +235,7 @@ class ThreadLog implements SessionLog {
   readonly agent: PlanAgent
   readonly #listeners = new Set<(event: SessionEvent) => void>()
   #staged: SessionEvent[] = []
-  /** Outside a node: how appends are written (set by `lg.agent`, kept across nodes), and the chain that keeps them in order. */
+  /** Outside a node: how appends are written (set by `lg.agent`, kept across nodes); the chain keeps them in order. */
   writer: { graph: PlanGraphHandle; config: RunnableConfig } | undefined
   /** The nodes running on the log now: meanwhile every append is staged for their update. */
   #inNodes = 0
