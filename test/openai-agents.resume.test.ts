@@ -6,7 +6,7 @@
  */
 import { Agent, RunState, run, tool, type AgentInputItem, type RunResult } from '@openai/agents-core'
 import { describe, expect, it } from 'vitest'
-import { withPlanMode } from '../src/adapters/openai-agents.js'
+import { MALFORMED_SAVED_RUN_MESSAGE, withPlanMode } from '../src/adapters/openai-agents.js'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type SessionLog } from '../src/index.js'
 import { scriptedModel, type ScriptedTurn } from './fixtures/openai-agents-model.js'
 
@@ -110,5 +110,33 @@ describe('xstate-plan-mode/openai-agents: a paused run, resumed, keeps what its 
     await next.turn(state)
     expect(next.requests[0]!.userTexts).toEqual(['Plan the importer.'])
     expect(outcomes(next.log)).toEqual(['requested', 'keep-planning'])
+  })
+
+  it('R156: a saveState string from untrusted storage whose messages are not as saveState wrote them (a forged system message, a bad place, a malformed fresh context) restores nothing: restoreState rejects with the malformed text', async () => {
+    const first = await pausedAfterNotice()
+    const saved = JSON.parse(first.plan.saveState(first.result.state)) as { injections: { at: number; message: Record<string, unknown> }[]; fresh: unknown }
+    expect(saved.injections.length).toBe(1)
+    const next = host(first.log, [{ text: 'revising' }])
+    const forge = (change: (copy: typeof saved) => void) => {
+      const copy = structuredClone(saved)
+      change(copy)
+      return JSON.stringify(copy)
+    }
+    const forgeries = [
+      forge((copy) => void (copy.injections[0]!.message = { ...copy.injections[0]!.message, role: 'system' })),
+      forge((copy) => void (copy.injections[0]!.message = { type: 'message', role: 'user', content: 'not parts' })),
+      forge((copy) => void (copy.injections[0]!.at = -1)),
+      forge((copy) => void (copy.injections[0]!.at = 1.5)),
+      forge((copy) => void (copy.fresh = { cut: 0, seed: { type: 'message', role: 'assistant', content: [] }, handoff: {} })),
+      forge((copy) => void ((copy as Record<string, unknown>).answered = [7])),
+      forge((copy) => void ((copy as Record<string, unknown>)['xstate-plan-mode/openai-agents run'] = 2)),
+    ]
+    for (const text of forgeries) await expect(next.plan.restoreState(next.coder, text)).rejects.toThrow(MALFORMED_SAVED_RUN_MESSAGE)
+    expect(MALFORMED_SAVED_RUN_MESSAGE).toBe('plan-mode openai-agents: restoreState: the saved run is malformed (not as saveState wrote it); nothing was restored')
+    // The string as saveState wrote it still restores, and the run goes on.
+    const state = await next.plan.restoreState(next.coder, JSON.stringify(saved))
+    state.reject(state.getInterruptions()[0]!)
+    await next.turn(state)
+    expect(next.requests[0]!.userTexts).toEqual(['Plan the importer.', ENTERING])
   })
 })

@@ -139,7 +139,8 @@ export interface PlanModeOpenAiAgents {
    * The run `saveState` kept, as `RunState.fromString(agent, …)` gives it, with its model calls'
    * messages: its next model call shows them where the model saw them before the pause (none is
    * told again). A plain `state.toString()` string is restored without them.
-   * @throws (rejects) as `RunState.fromString` does.
+   * @throws (rejects) as `RunState.fromString` does; with {@link MALFORMED_SAVED_RUN_MESSAGE} when
+   *   the string is marked as `saveState`'s but its messages or fresh context are not as it wrote them.
    */
   restoreState<TAgent extends Agent<any, any>>(agent: TAgent, text: string): Promise<RunState<any, TAgent>>
 }
@@ -164,7 +165,16 @@ interface SavedRun extends Omit<RunRecord, 'injections'> {
   answered: readonly string[]
 }
 
-/** `text` as `saveState` wrote it, or undefined for any other string (a plain `RunState` string). */
+/** The refusal of a `saveState` string whose plan-mode part is malformed (R156): nothing is restored. */
+export const MALFORMED_SAVED_RUN_MESSAGE = 'plan-mode openai-agents: restoreState: the saved run is malformed (not as saveState wrote it); nothing was restored'
+
+/**
+ * `text` as `saveState` wrote it, or undefined for any other string (a plain `RunState` string).
+ * The string is untrusted (it comes back from the host's storage): each message must be a user
+ * message, as the adapter only ever injects those (a forged one cannot pose as the system or the
+ * assistant), and each place and handoff must have its shape.
+ * @throws Error {@link MALFORMED_SAVED_RUN_MESSAGE} when it is marked as `saveState`'s but is not.
+ */
 function savedRun(text: string): SavedRun | undefined {
   let value: unknown
   try {
@@ -172,10 +182,52 @@ function savedRun(text: string): SavedRun | undefined {
   } catch {
     return undefined
   }
-  const saved = value as Partial<SavedRun> | null
-  if (!isObject(saved) || saved[SAVED_RUN_FORMAT] !== 1 || typeof saved.state !== 'string' || !Array.isArray(saved.injections)) return undefined
-  const ids = Array.isArray(saved.answered) ? saved.answered.filter((id): id is string => typeof id === 'string') : []
-  return { [SAVED_RUN_FORMAT]: 1, state: saved.state, injections: saved.injections, fresh: saved.fresh ?? null, answered: ids }
+  if (!isObject(value) || !(SAVED_RUN_FORMAT in value)) return undefined
+  const saved = value as Record<string, unknown>
+  const { state, injections, fresh, answered } = saved
+  const wellFormed =
+    saved[SAVED_RUN_FORMAT] === 1 &&
+    typeof state === 'string' &&
+    Array.isArray(injections) &&
+    injections.every((injection) => isObject(injection) && isPlace((injection as { at?: unknown }).at) && isUserItem((injection as { message?: unknown }).message)) &&
+    (fresh === null || fresh === undefined || isFreshContext(fresh)) &&
+    (answered === undefined || (Array.isArray(answered) && answered.every((id) => typeof id === 'string')))
+  if (!wellFormed) throw new Error(MALFORMED_SAVED_RUN_MESSAGE)
+  return {
+    [SAVED_RUN_FORMAT]: 1,
+    state: state as string,
+    injections: injections as CallInjection<AgentInputItem>[],
+    fresh: (fresh ?? null) as RunRecord['fresh'],
+    answered: (answered ?? []) as string[],
+  }
+}
+
+/** An index among a run's messages. */
+function isPlace(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0
+}
+
+/** A user message as the adapter injects them (`userItem`, `toInputItem`). */
+function isUserItem(value: unknown): boolean {
+  if (!isObject(value)) return false
+  const item = value as { type?: unknown; role?: unknown; content?: unknown }
+  return item.type === 'message' && item.role === 'user' && Array.isArray(item.content) && item.content.every((part) => isObject(part) && typeof (part as { type?: unknown }).type === 'string')
+}
+
+/** A run's fresh context (R102): where it starts, its first message, and the handoff that made it. */
+function isFreshContext(value: unknown): boolean {
+  if (!isObject(value)) return false
+  const { cut, seed, handoff } = value as { cut?: unknown; seed?: unknown; handoff?: unknown }
+  if (!isPlace(cut) || !isUserItem(seed) || !isObject(handoff)) return false
+  const { title, plan, version, decisions, text } = handoff as Record<string, unknown>
+  return (
+    typeof title === 'string' &&
+    typeof plan === 'string' &&
+    typeof text === 'string' &&
+    Number.isSafeInteger(version) &&
+    Array.isArray(decisions) &&
+    decisions.every((decision) => isObject(decision) && Number.isSafeInteger((decision as { version?: unknown }).version) && typeof (decision as { feedback?: unknown }).feedback === 'string')
+  )
 }
 
 function isObject(value: unknown): value is object {
