@@ -95,6 +95,14 @@ export type PlanReviewResume = (ReviewAnswer & { reviewId: string }) | { reviewI
 export const UNNAMED_ANSWER_MESSAGE =
   'plan-mode langgraph: an answer must name the review it answers (resume with { reviewId, answers }, the reviewId of the interrupt); nothing was recorded'
 
+/**
+ * The refusal of a plan-mode node, `agent` or `resumeClosedReview` while a run of the same thread
+ * is in a plan-mode node in this process (R177): a node's appends go into its own run's update,
+ * and a second run or a helper would take them or rebuild the log under it.
+ */
+export const concurrentRunMessage = (threadId: string) =>
+  `plan-mode langgraph: a run of thread ${JSON.stringify(threadId)} is in a plan-mode node in this process; run a thread's runs one at a time, and call agent or resumeClosedReview while it is paused or idle (nothing was recorded)`
+
 /** Options of `createLangGraphPlanMode`. */
 export interface LangGraphPlanModeOptions {
   /** The plan-mode service; its reviews must be durable (`review: 'durable'`, R78). */
@@ -270,6 +278,11 @@ class ThreadLog implements SessionLog {
    * Runs a node's `work` with the log's appends staged, and resolves with its value and the
    * events it staged; a failure leaves them staged, so the log is ahead of the graph's.
    */
+  /** A node is working on the log now: its appends are being staged. */
+  get inNode(): boolean {
+    return this.#inNodes > 0
+  }
+
   async staging<T>(work: () => Promise<T>): Promise<{ value: T; staged: SessionEvent[] }> {
     this.#inNodes++
     try {
@@ -453,6 +466,8 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
    */
   async function onThread<T>(committed: readonly SessionEvent[], id: string, work: (log: ThreadLog) => Promise<T>): Promise<T> {
     const known = threads.get(id) ?? letGo.get(id)?.deref()
+    // R177: a second run of the thread (or a helper) would take the running node's staged appends or rebuild the log under it.
+    if (known?.inNode === true) throw new Error(concurrentRunMessage(id))
     const followed = known !== undefined && known.follow(committed)
     const log = followed ? known : new ThreadLog(id, committed, keeper)
     if (!followed) collected.register(log, id) // once per log: its entry in `letGo` goes with it
