@@ -46,10 +46,10 @@ export default defineConfig({
     // `expect.poll` waits for what the page or a server brings about: its cap too is a hang guard.
     expect: { poll: { timeout: 60_000 } },
     // Vitest's default is one worker fewer than the cores: one on these 2-core machines, so every
-    // file ran after the other. Much of the suite waits (Chromium, PostgreSQL, child processes and
-    // servers do the work while the file waits on them): three files at once keep both cores busy
-    // where two left them idle about a third of the run. `PLAN_MODE_TEST_WORKERS` overrides it.
-    maxWorkers: Number(process.env.PLAN_MODE_TEST_WORKERS ?? 3),
+    // file ran after the other. Much of the suite waits (browsers, PostgreSQL, child processes):
+    // two files at once. Three measured no faster (two clones of one commit, minutes apart: 328 s with two,
+    // 335 s with three, 9 % more CPU). `PLAN_MODE_TEST_WORKERS` overrides it.
+    maxWorkers: Number(process.env.PLAN_MODE_TEST_WORKERS ?? 2),
     // The longest files first (test/sequencer.ts), also in a fresh clone, which has no durations
     // of a last run: else a long file starting last kept one worker busy long after the other.
     sequence: { sequencer: LongestFirstSequencer },
