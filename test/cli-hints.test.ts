@@ -59,7 +59,7 @@ describe('the inspect hint names the command as it was run', () => {
 /** Runs a command line in a shell; resolves with its exit code and output. */
 function sh(command: string, cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('sh', ['-c', command], { cwd, timeout: 45_000, env: { ...process.env, NO_COLOR: '1' } }, (error, stdout, stderr) =>
+    execFile('sh', ['-c', command], { cwd, timeout: 100_000 /* a hang guard */, env: { ...process.env, NO_COLOR: '1' } }, (error, stdout, stderr) =>
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     )
   })

@@ -39,10 +39,10 @@ import { SECTION, thrown, Twin } from './twin.js'
  * supersede record is in flight; a closing record of this service's own request logged before
  * that request's append resolved).
  *
- * `PLAN_MODE_FC_RUNS` sets the number of runs: 100 in `npm test` (each run draws new sequences),
+ * `PLAN_MODE_FC_RUNS` sets the number of runs: 50 in `npm test` (each run draws new sequences),
  * 1000 in `npm run test:deep` (`PLAN_MODE_DEEP=1`); `PLAN_MODE_FC_SEED` replays one.
  */
-const RUNS = Number(process.env.PLAN_MODE_FC_RUNS ?? (process.env.PLAN_MODE_DEEP === '1' ? 1000 : 100))
+const RUNS = Number(process.env.PLAN_MODE_FC_RUNS ?? (process.env.PLAN_MODE_DEEP === '1' ? 1000 : 50))
 const SEED = process.env.PLAN_MODE_FC_SEED === undefined ? {} : { seed: Number(process.env.PLAN_MODE_FC_SEED) }
 const IDS = ['agent-a', 'agent-b', 'agent-c']
 

@@ -76,7 +76,7 @@ it('R84, R80: a review answer refused five times because another instance append
   const agent: PlanAgent = { id: 'answered', session: other }
   expect(await planMode.set(agent, true)).toBe('committed')
   const { reviewId } = (await planMode.exitTool.execute({ plan: PLAN }, { agent })) as { reviewId: string }
-  await vi.waitFor(async () => expect((await state()).review).toMatchObject({ reviewId }), { timeout: 10_000, interval: 10 })
+  await vi.waitFor(async () => expect((await state()).review).toMatchObject({ reviewId }), { timeout: 60_000, interval: 10 }) // a hang guard, as the config's poll cap
   Object.assign(firstWrites, { type: 'plan/review', left: 5 })
   expect(await post('/api/chats/answered/review', { reviewId, decision: 'Leave plan mode' })).toEqual([200, { outcome: 'left', text: REVIEW_MESSAGES.left }])
   expect(firstWrites.left).toBe(0) // refused five times

@@ -670,7 +670,7 @@ describe('R106: a client that goes away mid-answer', () => {
       messages: (await savedMessages(owner, chat)).map((m) => [m.role, m.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('')]),
       turn: await turnOf(chat),
     })
-    await expect.poll(saved, { timeout: 30_000, interval: 50 }).toEqual({ messages: [['user', 'what is in the README?'], ['assistant', streamed]], turn: null })
+    await expect.poll(saved, { interval: 50 }).toEqual({ messages: [['user', 'what is in the README?'], ['assistant', streamed]], turn: null })
   })
 
   it('R106: a client that goes away after the review\'s approval request: the card is saved waiting, and the review is answered through it', async () => {
@@ -686,7 +686,7 @@ describe('R106: a client that goes away mid-answer', () => {
         messages = await savedMessages(owner, chat)
         const card = cardOf(messages, toolCallId)
         return { card: card && { state: card.state, approvalId: card.approval?.id }, turn: await turnOf(chat) }
-      }, { timeout: 30_000, interval: 50 })
+      }, { interval: 50 })
       .toEqual({ card: { state: 'approval-requested', approvalId }, turn: null })
     const review = await openReviewOf(owner, chat)
     expect(review?.callId).toBe(toolCallId)
@@ -894,13 +894,13 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
       client.abort()
       await reading
       // The request waits for its onFinish at most a lease (here 300 ms), then gives the turn back unsaved.
-      await expect.poll(() => turnOf(chat), { timeout: 30_000, interval: 50 }).toBeNull()
+      await expect.poll(() => turnOf(chat), { interval: 50 }).toBeNull()
     } finally {
       releaseTurnEnd()
     }
     const review = await openReviewOf(owner, chat)
     expect(review).not.toBeNull()
-    await expect.poll(async () => cardOf(await savedMessages(owner, chat), review!.callId)?.state ?? 'no card saved', { timeout: 10_000 }).toBe('approval-requested')
+    await expect.poll(async () => cardOf(await savedMessages(owner, chat), review!.callId)?.state ?? 'no card saved').toBe('approval-requested')
   }, 120_000)
 
   it('R106: a tab opened before the plan sends while the response that opened the review waits on the model past its lease, its card saved nowhere: the review is closed as keep planning, approving nothing, the request is answered, and the card saved is that of the plan it presents again', async () => {
@@ -1148,7 +1148,7 @@ describe('R106: with a model that gives every call of a tool the same id, the op
       client.abort()
       onModel.release()
       await two
-      await expect.poll(() => turnOf(chat), { timeout: 30_000 }).toBeNull()
+      await expect.poll(() => turnOf(chat)).toBeNull()
       expect({ afterLostTurn, afterSave: await holdsWaitingCard(owner, chat, review!.callId!), open: (await openReviewOf(owner, chat))?.reviewId }).toEqual({
         afterLostTurn: true,
         afterSave: true,
