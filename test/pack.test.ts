@@ -228,12 +228,16 @@ describe('the npm tarball', () => {
     expect(esm.stderr + cjs.stderr).toBe('')
   })
 
-  it('R110, R155: without @openai/agents-core, importing the openai-agents entry fails with Node\'s error naming it (import and require)', async () => {
-    const attempt = (load: string) => `${load}.then(() => console.log('imported'), (error) => console.log(error.code + ' ' + /'(@openai\\/agents-core)'/.exec(error.message)?.[1]))\n`
-    const esm = await run('node', ['--input-type=module', '-e', attempt(`import('xstate-plan-mode/openai-agents')`)], { cwd: app, env: ENV })
-    expect(esm.stdout).toBe('ERR_MODULE_NOT_FOUND @openai/agents-core\n')
-    const cjs = await run('node', ['-e', attempt(`Promise.resolve().then(() => require('xstate-plan-mode/openai-agents'))`)], { cwd: app, env: ENV })
-    expect(cjs.stdout).toBe('MODULE_NOT_FOUND @openai/agents-core\n')
+  it('R170, R110: without @openai/agents-core, importing the OpenAI Agents entry points names the package to install, in one line (import and require); the main entry imports', async () => {
+    const missing = 'MODULE_NOT_FOUND xstate-plan-mode/openai-agents needs the `@openai/agents-core` package (npm install @openai/agents-core@0.14)\n'
+    for (const entry of ['xstate-plan-mode/openai-agents', 'xstate-plan-mode/testing/openai-agents']) {
+      const esm = `import(${JSON.stringify(entry)}).then(() => console.log('imported'), (error) => console.log(error.code + ' ' + error.message))`
+      const cjs = `try { require(${JSON.stringify(entry)}); console.log('imported') } catch (error) { console.log(error.code + ' ' + error.message) }`
+      expect((await run('node', ['--input-type=module', '-e', esm], { cwd: app, env: ENV })).stdout).toBe(missing)
+      expect((await run('node', ['-e', cjs], { cwd: app, env: ENV })).stdout).toBe(missing)
+    }
+    const main = await run('node', ['--input-type=module', '-e', `import('xstate-plan-mode').then((m) => console.log(typeof m.createPlanMode))`], { cwd: app, env: ENV })
+    expect(main.stdout).toBe('function\n')
   })
 
   it('R110: the plan-mode command names the optional peer a command needs (visualize: ws, demo: ai), exit code 2', async () => {
@@ -396,6 +400,11 @@ describe('the OpenAI Agents example from the tarball', () => {
     const { stdout } = await run('node', ['--input-type=module', '-e', script], { cwd: project, env: ENV })
     return stdout.trim().split('\n')
   }
+
+  it('R170: with @openai/agents-core installed, the CommonJS build requires the host\'s copy of the SDK (the ESM build runs the example below)', async () => {
+    const script = `const sdk = require('@openai/agents-core'); const plan = require('xstate-plan-mode/openai-agents'); console.log(typeof plan.withPlanMode, typeof sdk.RunState)`
+    expect((await run('node', ['-e', script], { cwd: project, env: ENV })).stdout).toBe('function function\n')
+  })
 
   it('R155, R110: examples/openai-agents-agent.ts runs from the installed tarball: planned, revised after a restart, approved and carried out in a third process', async () => {
     expect(await processStep({ start: 'Add a CSV import.' })).toEqual(['review open: v1 "CSV import"', 'plan mode: on'])
