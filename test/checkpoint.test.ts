@@ -148,15 +148,19 @@ describe('R76: checkpoints', () => {
 
   it('R76, R62: a checkpoint store whose save fails is reported and changes nothing else', async () => {
     const warnings: unknown[][] = []
+    let warned!: () => void
+    const reported = new Promise<void>((resolve) => (warned = resolve))
     const failure = new Error('disk full')
     const planMode = createPlanMode(
-      { section: SECTION, checkpoints: { store: { load: () => undefined, save: () => Promise.reject(failure) }, every: 1 }, logger: { warn: (...args: unknown[]) => warnings.push(args) } },
+      { section: SECTION, checkpoints: { store: { load: () => undefined, save: () => Promise.reject(failure) }, every: 1 }, logger: { warn: (...args: unknown[]) => (warnings.push(args), warned()) } },
     )
     const log = createMemorySessionLog()
     const agent: PlanAgent = { id: 'a', session: log }
     planMode.get(agent)
     log.append('turn/end', {})
     expect(await planMode.set(agent, true)).toBe('committed')
+    // Operations do not wait for a checkpoint write (R76): its failure is reported on its own chain.
+    await reported
     expect(warnings).toEqual([['plan-mode: checkpoint write failed', failure]])
     expect(planMode.get(agent)).toEqual({ active: true })
   })
