@@ -9,6 +9,9 @@ import { offlineChatModel } from '../apps/shared/offline-model.js'
 import { pgliteListen, type PgListen, type PgQueryable } from '../src/adapters/postgres.js'
 import { clusterProxy } from '../apps/web/cluster.js'
 import { SECTION, startWebChat, type WebChat } from '../apps/web/server.js'
+import { labelsOf } from '../apps/web/chart-layout.js'
+import { chartModel } from '../apps/shared/visualizer/client/chart.js'
+import type { StateNodeDefinition } from '../apps/shared/visualizer/client/model.js'
 import { launchChromium } from './fixtures/browser.js'
 import { webClient, type WebClient } from './web-client.js'
 
@@ -1160,4 +1163,17 @@ describe('R106: with a model that gives every call of a tool the same id, the op
       await Promise.all([one, two])
     }
   })
+})
+
+it('POST /api/chart/layout answers the chart\'s elkjs layouts for the page\'s label widths, and a 400 naming the label for widths that miss one', async () => {
+  const client = webClient(web.url)
+  const definition = (await (await client.get('/api/chart')).json()) as StateNodeDefinition
+  const widths: { state: Record<string, number>; edge: Record<string, number> } = { state: {}, edge: {} }
+  for (const [kind, text] of labelsOf(chartModel(definition))) widths[kind][text] = text.length * 7
+  const answer = await client.post('/api/chart/layout', { widths })
+  const { layouts } = (await answer.json()) as { layouts: Record<string, { children?: unknown[] }> }
+  expect([answer.status, Object.keys(layouts).sort()]).toEqual([200, ['wrap:intent', 'wrap:lifecycle', 'wrap:mode', 'wrap:review', 'wrap:turn']])
+  expect(Object.values(layouts).every((layout) => layout.children?.length === 1)).toBe(true)
+  const refused = await client.post('/api/chart/layout', { widths: { state: {}, edge: widths.edge } })
+  expect([refused.status, await refused.json()]).toEqual([400, { error: `widths.state["${chartModel(definition).nodes.get('')!.key}"] must be a width in px (0–2000)` }])
 })

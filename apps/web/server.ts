@@ -21,6 +21,8 @@
  *   decisions the SDK's approve/deny cannot carry either (R101): `Approve in a fresh context`,
  *   `Leave plan mode`; see `review` below;
  * - `GET /api/chart`: the statechart's definition, for the page's drawing;
+ * - `POST /api/chart/layout` `{ widths }`: the chart's elkjs layouts for the page's label widths,
+ *   computed here once per set of widths rather than in the page on every load (`chart-layout.ts`);
  * - anything else: the built page (`apps/web/dist`, `npm run web:build`).
  * Every response names the instance that answered it (`x-plan-mode-instance`).
  *
@@ -87,6 +89,8 @@ import {
 } from './requests.js'
 // The library's one bounded wait and timer bound (the web chat runs from this repository's sources).
 import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from './timeouts.js'
+import type { StateNodeDefinition } from '../shared/visualizer/client/model.js'
+import { BadWidths, chartLayouts } from './chart-layout.js'
 
 /** The plan-mode section: the model plans while it is in the system prompt. */
 export const SECTION =
@@ -680,6 +684,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   }
 
   const definition = JSON.parse(JSON.stringify(planModeMachine.definition)) as unknown
+  const chartLayout = chartLayouts(definition as StateNodeDefinition)
 
   const server = createServer((req, res) => {
     res.setHeader('x-plan-mode-instance', instance)
@@ -714,6 +719,14 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
       return chat(body, owner, res, signal)
     }
     if (req.method === 'GET' && path === '/api/chart') return json(res, 200, definition)
+    if (req.method === 'POST' && path === '/api/chart/layout') {
+      const { widths } = await readJson(req)
+      try {
+        return json(res, 200, { layouts: await chartLayout.layoutsFor(widths) })
+      } catch (error) {
+        throw error instanceof BadWidths ? new HttpError(400, error.message) : error
+      }
+    }
     const match = /^\/api\/chats\/([^/]+)(\/state|\/command|\/review)?$/.exec(path)
     const reads = req.method === 'GET' && (match?.[2] === undefined || match[2] === '/state')
     const writes = req.method === 'POST' && (match?.[2] === '/command' || match?.[2] === '/review')

@@ -1,0 +1,59 @@
+import ELK from 'elkjs/lib/elk.bundled.js'
+import type { ElkNode } from 'elkjs/lib/elk-api.js'
+import { describe, expect, it } from 'vitest'
+import { planModeMachine } from 'xstate-plan-mode/inspect'
+import { BadWidths, chartLayouts, labelsOf } from '../apps/web/chart-layout.js'
+import { chartModel, layoutChart, type Measure } from '../apps/shared/visualizer/client/chart.js'
+import type { StateNodeDefinition } from '../apps/shared/visualizer/client/model.js'
+
+/** The definition the web chat's server sends the page (GET /api/chart). */
+const definition = JSON.parse(JSON.stringify(planModeMachine.definition)) as StateNodeDefinition
+const chart = chartModel(definition)
+
+/** Widths as the page sends them (`{ widths }` of POST /api/chart/layout), from `measure`. */
+function widthsOf(measure: Measure) {
+  const widths: { state: Record<string, number>; edge: Record<string, number> } = { state: {}, edge: {} }
+  for (const [kind, text] of labelsOf(chart)) widths[kind][text] = measure(text, kind)
+  return widths
+}
+
+const sevenPx: Measure = (text) => text.length * 7
+const eightPx: Measure = (text) => text.length * 8
+
+describe('the web chat\'s chart layouts, computed on the server (apps/web/chart-layout.ts)', () => {
+  it('answers elkjs\'s own layouts of the page\'s graphs, so the page places the chart exactly as when it ran elkjs itself', async () => {
+    const layouts = await chartLayouts(definition).layoutsFor(widthsOf(sevenPx))
+    const fit = { width: 400, height: 560, minScale: 0.75 }
+    // What the page drew before: elkjs run in the page on the same graphs.
+    const elk = new ELK()
+    const asked: string[] = []
+    const own = await layoutChart(chart, sevenPx, (graph) => (asked.push(graph.id!), elk.layout(graph)), fit)
+    expect(Object.keys(layouts).sort()).toEqual([...asked].sort())
+    const served = await layoutChart(chart, sevenPx, async (graph) => structuredClone(layouts[graph.id!]!) as ElkNode, fit)
+    expect(served).toEqual(own)
+    // The answer survives the wire as it is.
+    expect(JSON.parse(JSON.stringify(layouts))).toEqual(layouts)
+  })
+
+  it('lays one set of widths out once, and another set anew', async () => {
+    const layouts = chartLayouts(definition)
+    const first = layouts.layoutsFor(widthsOf(sevenPx))
+    expect(layouts.layoutsFor(widthsOf(sevenPx))).toBe(first)
+    const other = layouts.layoutsFor(widthsOf(eightPx))
+    expect(other).not.toBe(first)
+    expect(await other).not.toEqual(await first)
+  })
+
+  it('refuses widths that miss a label of the chart or are not a width in px, naming the label', () => {
+    const layouts = chartLayouts(definition)
+    const widths = widthsOf(sevenPx)
+    const [kind, text] = [...labelsOf(chart)][0]!
+    expect(() => layouts.layoutsFor(undefined)).toThrow(new BadWidths('widths must be { state: {…}, edge: {…} }'))
+    expect(() => layouts.layoutsFor({ state: {}, edge: widths.edge })).toThrow(new BadWidths(`widths.${kind}[${JSON.stringify(text)}] must be a width in px (0–2000)`))
+    for (const bad of [-1, 2001, Number.NaN, '80', null]) {
+      expect(() => layouts.layoutsFor({ ...widths, state: { ...widths.state, [text]: bad } })).toThrow(BadWidths)
+    }
+    // A label's text that names an inherited property is not a width either.
+    expect(() => layouts.layoutsFor({ state: Object.create({ [text]: 80 }), edge: widths.edge })).toThrow(BadWidths)
+  })
+})
