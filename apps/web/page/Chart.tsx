@@ -1,19 +1,38 @@
 /**
  * The agent's statechart, drawn by the visualizer's own chart module (`apps/shared/visualizer/client/chart.ts`:
  * elkjs layout, SVG, a class toggle for the live states), from the definition the server sends,
- * highlighted with the state value of the agent's actor on the instance that answered.
+ * highlighted with the state value of the agent's actor on the instance that answered. The page
+ * measures the labels and the server runs elkjs for those widths (`apps/web/chart-layout.ts`), once
+ * per set of widths instead of in every page load.
  *
  * Readable (R116): the panel draws the chart at its own size in a box that scrolls, scrolls to
  * the state just entered, and lists each region's active state in words; `Full size` shows the
  * whole chart over the page.
  */
-import ELK from 'elkjs/lib/elk.bundled.js'
 import { useEffect, useMemo, useRef, useState } from 'react'
-import { CHART_FONTS, canvasMeasure, chartModel, drawChart, highlight, layoutChart } from '../../shared/visualizer/client/chart.js'
+import type { ElkNode } from 'elkjs/lib/elk-api.js'
+import { CHART_FONTS, canvasMeasure, chartModel, drawChart, highlight, layoutChart, type ChartModel } from '../../shared/visualizer/client/chart.js'
 import { activeStatePaths, type StateNodeDefinition } from '../../shared/visualizer/client/model.js'
 
 /** The least the chart is scaled down: its smallest text stays at 9 px; the panel scrolls instead. */
 const MIN_SCALE = 9 / Math.min(CHART_FONTS.state, CHART_FONTS.edge)
+
+/**
+ * The chart laid out for a panel of `width`: the labels measured here, the elkjs layouts of those
+ * widths from the server (`POST /api/chart/layout`), placed here.
+ */
+async function laidOut(chart: ChartModel, width: number) {
+  const measure = canvasMeasure()
+  const widths: Record<'state' | 'edge', Record<string, number>> = { state: {}, edge: {} }
+  for (const node of chart.nodes.values()) widths.state[node.key] = measure(node.key, 'state')
+  for (const edge of chart.edges) for (const text of edge.labels) widths.edge[text] = measure(text, 'edge')
+  const response = await fetch('/api/chart/layout', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ widths }) })
+  const answer = (await response.json()) as { layouts?: Record<string, ElkNode>; error?: string }
+  if (!response.ok || answer.layouts === undefined) throw new Error(answer.error ?? `the layout request answered ${response.status}`)
+  const { layouts } = answer
+  const layout = async (graph: ElkNode) => layouts[graph.id] ?? Promise.reject(new Error(`no layout for ${graph.id}`))
+  return layoutChart(chart, (text, kind) => widths[kind][text] ?? measure(text, kind), layout, { width, height: width * 1.4, minScale: MIN_SCALE })
+}
 
 /** Each region (the value's top level) with its active path below it: `[['review', ['open', 'undecided', 'awaiting']], …]`. */
 function activeRegions(value: unknown): [string, string[]][] {
@@ -52,11 +71,10 @@ export function Chart({ value }: { value: unknown }) {
   const regions = useMemo(() => activeRegions(value), [value])
 
   useEffect(() => {
-    const elk = new ELK()
     const width = Math.max(320, host.current?.clientWidth ?? 400)
     fetch('/api/chart')
       .then((response) => response.json() as Promise<StateNodeDefinition>)
-      .then((definition) => layoutChart(chartModel(definition), canvasMeasure(), (graph) => elk.layout(graph), { width, height: width * 1.4, minScale: MIN_SCALE }))
+      .then((definition) => laidOut(chartModel(definition), width))
       .then((layout) => setChart(drawChart(layout)))
       .catch((error: unknown) => setFailed(error instanceof Error ? error.message : String(error)))
   }, [])
