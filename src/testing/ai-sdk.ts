@@ -30,6 +30,7 @@ import type {
   DurableReviewSuiteOptions,
   StockConformanceSuites,
 } from './scenarios.js'
+import { createReviewQueue } from './review-queue.js'
 
 /** Options of `conformanceSuites`: the host's own settings of `createPlanMode` and `withPlanMode`. */
 export interface AiSdkConformanceOptions {
@@ -79,31 +80,6 @@ function userTexts(messages: readonly ModelMessage[]): string[] {
     if (typeof message.content === 'string') return [message.content]
     return message.content.flatMap((part) => (part.type === 'text' ? [part.text] : []))
   })
-}
-
-/** A review channel whose questions the driver hands out one by one (`nextReview`). */
-function reviewQueue(): { channel: ReviewChannel; nextReview(): Promise<ConformanceReview> } {
-  const asked: ConformanceReview[] = []
-  const waiting: ((review: ConformanceReview) => void)[] = []
-  return {
-    channel: {
-      ask: (request) =>
-        new Promise<ReviewAnswer>((answer, reject) => {
-          const review: ConformanceReview = {
-            request,
-            answer,
-            dismiss: () => reject(Object.assign(new Error('review dismissed'), { code: 'ASK_CANCELLED' })),
-          }
-          const waiter = waiting.shift()
-          if (waiter) waiter(review)
-          else asked.push(review)
-        }),
-    },
-    nextReview() {
-      const review = asked.shift()
-      return review ? Promise.resolve(review) : new Promise((resolve) => waiting.push(resolve))
-    },
-  }
 }
 
 /** One process of the host: a service, `withPlanMode` over it, the model, the history of the conversation. */
@@ -182,7 +158,7 @@ type ExitTool = {
 
 /** A channel host's driver: reviews through a review channel, the exit call through the tool's `execute`. */
 function channelDriver(options: AiSdkConformanceOptions, log: SessionLog): ConformanceAgent {
-  const reviews = reviewQueue()
+  const reviews = createReviewQueue()
   const { planMode, plan, history, basics } = hostProcess(options, log, reviews.channel)
   let calls = 0
   return {

@@ -20,7 +20,7 @@ import type { AgentInputItem, Model, ModelRequest } from '@openai/agents-core'
 import { sdk } from '../adapters/openai-agents-sdk.js'
 import { createMemorySessionLog } from '../adapters/memory.js'
 import { createPlanMode, type PlanMode } from '../service.js'
-import type { PlanAgent, ReviewAnswer, ReviewChannel, SessionLog, UserMessage } from '../types.js'
+import type { PlanAgent, ReviewAnswer, SessionLog, UserMessage } from '../types.js'
 import type {
   ConformanceAgent,
   ConformanceReview,
@@ -29,6 +29,7 @@ import type {
   DurableReviewSuiteOptions,
   StockConformanceSuites,
 } from './scenarios.js'
+import { createReviewQueue } from './review-queue.js'
 import { withPlanMode, type PlanModeOpenAiAgents } from '../adapters/openai-agents.js'
 
 /** The base instructions of the drivers' SDK agent; a step's section is what follows them. */
@@ -178,27 +179,6 @@ function loggedCommand(log: SessionLog, planMode: PlanMode, agent: PlanAgent) {
   }
 }
 
-/** A review channel whose questions the driver hands out one by one (`nextReview`). */
-function reviewQueue(): { channel: ReviewChannel; nextReview(): Promise<ConformanceReview> } {
-  const waiting: ((review: ConformanceReview) => void)[] = []
-  const asked: ConformanceReview[] = []
-  return {
-    channel: {
-      ask: (request) =>
-        new Promise<ReviewAnswer>((resolve, reject) => {
-          const review: ConformanceReview = { request, answer: resolve, dismiss: () => reject(Object.assign(new Error('dismissed'), { code: 'ASK_CANCELLED' })) }
-          const waiter = waiting.shift()
-          if (waiter) waiter(review)
-          else asked.push(review)
-        }),
-    },
-    nextReview: () => {
-      const review = asked.shift()
-      return review ? Promise.resolve(review) : new Promise((resolve) => waiting.push(resolve))
-    },
-  }
-}
-
 /** A fresh call id, unique across processes. */
 const newCallId = () => `call_${globalThis.crypto.randomUUID()}`
 
@@ -210,7 +190,7 @@ const newCallId = () => `call_${globalThis.crypto.randomUUID()}`
  */
 function conformanceDriver(options: DriverOptions): ConformanceAgent {
   const { section, log, decisions = 'approve-or-keep' } = options
-  const reviews = reviewQueue()
+  const reviews = createReviewQueue()
   const planMode = createPlanMode({ section, review: reviews.channel, decisions, logger: { warn: () => {} } })
   const wired = wire(planMode, log, 'conformance-agent')
   const { agent, plan } = wired
