@@ -2,7 +2,7 @@ import ELK from 'elkjs/lib/elk.bundled.js'
 import type { ElkNode } from 'elkjs/lib/elk-api.js'
 import { describe, expect, it } from 'vitest'
 import { planModeMachine } from 'xstate-plan-mode/inspect'
-import { BadWidths, chartLayouts, labelsOf } from '../apps/web/chart-layout.js'
+import { BadWidths, chartLayouts, labelsOf } from '../apps/shared/visualizer/chart-layout.js'
 import { chartModel, layoutChart, type Measure } from '../apps/shared/visualizer/client/chart.js'
 import type { StateNodeDefinition } from '../apps/shared/visualizer/client/model.js'
 
@@ -20,7 +20,7 @@ function widthsOf(measure: Measure) {
 const sevenPx: Measure = (text) => text.length * 7
 const eightPx: Measure = (text) => text.length * 8
 
-describe('the web chat\'s chart layouts, computed on the server (apps/web/chart-layout.ts)', () => {
+describe('chart layouts computed on the server, for the web chat and the visualizer (apps/shared/visualizer/chart-layout.ts)', () => {
   it('answers elkjs\'s own layouts of the page\'s graphs, so the page places the chart exactly as when it ran elkjs itself', async () => {
     const layouts = await chartLayouts(definition).layoutsFor(widthsOf(sevenPx))
     const fit = { width: 400, height: 560, minScale: 0.75 }
