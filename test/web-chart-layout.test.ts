@@ -21,7 +21,7 @@ const sevenPx: Measure = (text) => text.length * 7
 const eightPx: Measure = (text) => text.length * 8
 
 describe('chart layouts computed on the server, for the web chat and the visualizer (apps/shared/visualizer/chart-layout.ts)', () => {
-  it('answers elkjs\'s own layouts of the page\'s graphs, so the page places the chart exactly as when it ran elkjs itself', async () => {
+  it('R178: answers elkjs\'s own layouts of the page\'s graphs, so the page places the chart exactly as when it ran elkjs itself', async () => {
     const layouts = await chartLayouts(definition).layoutsFor(widthsOf(sevenPx))
     const fit = { width: 400, height: 560, minScale: 0.75 }
     // What the page drew before: elkjs run in the page on the same graphs.
@@ -35,7 +35,7 @@ describe('chart layouts computed on the server, for the web chat and the visuali
     expect(JSON.parse(JSON.stringify(layouts))).toEqual(layouts)
   })
 
-  it('lays one set of widths out once, and another set anew', async () => {
+  it('R178: lays one set of widths out once, and another set anew', async () => {
     const layouts = chartLayouts(definition)
     const first = layouts.layoutsFor(widthsOf(sevenPx))
     expect(layouts.layoutsFor(widthsOf(sevenPx))).toBe(first)
@@ -44,7 +44,7 @@ describe('chart layouts computed on the server, for the web chat and the visuali
     expect(await other).not.toEqual(await first)
   })
 
-  it('refuses widths that miss a label of the chart or are not a width in px, naming the label', () => {
+  it('R178: refuses widths that miss a label of the chart or are not a width in px, naming the label', () => {
     const layouts = chartLayouts(definition)
     const widths = widthsOf(sevenPx)
     const [kind, text] = [...labelsOf(chart)][0]!
