@@ -2,7 +2,7 @@ import ELK from 'elkjs/lib/elk.bundled.js'
 import type { ElkNode } from 'elkjs/lib/elk-api.js'
 import { describe, expect, it } from 'vitest'
 import { planModeMachine } from 'xstate-plan-mode/inspect'
-import { BadWidths, chartLayouts, labelsOf } from '../apps/shared/visualizer/chart-layout.js'
+import { BadWidths, chartLayouts, chartLayoutsOfText, labelsOf } from '../apps/shared/visualizer/chart-layout.js'
 import { chartModel, layoutChart, type Measure } from '../apps/shared/visualizer/client/chart.js'
 import type { StateNodeDefinition } from '../apps/shared/visualizer/client/model.js'
 
@@ -42,6 +42,13 @@ describe('chart layouts computed on the server, for the web chat and the visuali
     const other = layouts.layoutsFor(widthsOf(eightPx))
     expect(other).not.toBe(first)
     expect(await other).not.toEqual(await first)
+  })
+
+  it('R178: the visualizer\'s layouts by definition text: one per definition in the process, none for a text that is not a machine definition', () => {
+    const text = JSON.stringify(definition)
+    expect(chartLayoutsOfText(text)).toBe(chartLayoutsOfText(text))
+    expect(chartLayoutsOfText(JSON.stringify({ ...definition, id: 'other' }))).not.toBe(chartLayoutsOfText(text))
+    for (const bad of ['{ not json', 'null', '[]', '{"id":"m"}', '{"states":[]}', '{"states":{"a":null}}']) expect(chartLayoutsOfText(bad)).toBeUndefined()
   })
 
   it('R178: refuses widths that miss a label of the chart or are not a width in px, naming the label', () => {

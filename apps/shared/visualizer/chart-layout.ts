@@ -13,6 +13,7 @@
  * elkjs is loaded on the first layout, not on import: a server that is never asked for one does
  * not load it. Layouts run one at a time in the process, whichever server and definition asks.
  */
+import { createHash } from 'node:crypto'
 import type { ElkNode } from 'elkjs/lib/elk-api.js'
 import { chartModel, labelsOf, layoutChart, type Measure } from './client/chart.js'
 import type { StateNodeDefinition } from './client/model.js'
@@ -24,6 +25,9 @@ const MAX_LABEL_WIDTH = 2000
 
 /** How many sets of widths the layouts of one definition are kept for (a browser's fonts give one set). */
 const KEPT = 8
+
+/** How many definitions' layouts {@link chartLayoutsOfText} keeps (the least recently asked for go first). */
+const KEPT_DEFINITIONS = 8
 
 /** Why a request for layouts was refused: a 400 with this message. */
 export class BadWidths extends Error {}
@@ -82,6 +86,38 @@ export function chartLayouts(definition: StateNodeDefinition): ChartLayouts {
       return made
     },
   }
+}
+
+/** The layouts of the definitions asked for by text, by the text's SHA-256, for every server of the process. */
+const byDefinition = new Map<string, ChartLayouts>()
+
+/**
+ * The layouts of the machine definition whose JSON text is `text` (as an `@xstate.actor` message
+ * carries it; the visualizer's server), or undefined when the text is not a JSON object with
+ * `states` (a page draws no chart of it) or its chart cannot be read. The layouts of the last
+ * {@link KEPT_DEFINITIONS} definitions asked for are kept, shared by every server of the process
+ * (several visualizers in one process, as in the tests, lay a definition out once).
+ */
+export function chartLayoutsOfText(text: string): ChartLayouts | undefined {
+  const key = createHash('sha256').update(text).digest('base64')
+  let layouts = byDefinition.get(key)
+  if (!layouts) {
+    try {
+      const definition: unknown = JSON.parse(text)
+      if (!isRecord(definition) || !isRecord(definition.states)) return undefined
+      layouts = chartLayouts(definition as StateNodeDefinition)
+    } catch {
+      return undefined
+    }
+  }
+  byDefinition.delete(key)
+  byDefinition.set(key, layouts)
+  if (byDefinition.size > KEPT_DEFINITIONS) byDefinition.delete(byDefinition.keys().next().value!)
+  return layouts
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** The measure of a page's widths, checked to hold a width for every label of the chart. */

@@ -23,7 +23,6 @@
  * the option's label), whose Keep planning carries the user's comments on the plan (R100:
  * shape-checked here, their quotes checked against the plan by the library).
  */
-import { createHash } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { readFile, readdir } from 'node:fs/promises'
@@ -31,9 +30,8 @@ import { fileURLToPath } from 'node:url'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { RawData } from 'ws'
 import type { InspectionMessage, InspectionTransport } from 'xstate-plan-mode/inspect'
-import type { StateNodeDefinition } from './client/model.js'
 import type { DemoComment, DemoCommand, ServerMessage, ViewerMessage, WireItem } from './client/protocol.js'
-import { BadWidths, chartLayouts, type ChartLayouts } from './chart-layout.js'
+import { BadWidths, chartLayoutsOfText, type ChartLayouts } from './chart-layout.js'
 import type { DemoAgent, DemoOptions } from './demo.js'
 import { createRetainedHistory } from './history.js'
 import { createLogReader } from './log-reading.js'
@@ -96,8 +94,6 @@ const MAX_COMMENTS = 100
 const MAX_COMMENT_CHARS = 4000
 /** The largest body of a layout request (label widths: a few KiB for a chart of a hundred states). */
 const MAX_LAYOUT_BODY = 2 ** 20
-/** How many definitions' layouts are kept (each for a few sets of label widths, `chart-layout.ts`). */
-const KEPT_DEFINITIONS = 8
 /** What a layout request is answered when it is refused (R178). */
 export const LAYOUT_REFUSALS = {
   crossOrigin: 'a page of another origin cannot ask for layouts',
@@ -238,8 +234,6 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
     response.end(request.method === 'HEAD' ? undefined : asset.body)
   }
 
-  /** The layouts of the definitions pages asked for, by the definition's SHA-256; the least recently asked go first. */
-  const layoutsByDefinition = new Map<string, ChartLayouts>()
   /**
    * The layouts of the machine definition that the kept `@xstate.actor` message `seq` carried
    * (the page knows each actor's message by its seq), or undefined: a page names a definition an
@@ -250,22 +244,7 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
     if (!entry) return undefined
     const { message } = JSON.parse(entry.json) as WireItem
     if (message.type !== '@xstate.actor' || typeof message.definition !== 'string') return undefined
-    const key = createHash('sha256').update(message.definition).digest('base64')
-    let layouts = layoutsByDefinition.get(key)
-    if (!layouts) {
-      try {
-        // As the page reads it (model.ts): a JSON object with states; one chartModel cannot read is not drawn.
-        const definition: unknown = JSON.parse(message.definition)
-        if (!isRecord(definition) || !isRecord(definition.states)) return undefined
-        layouts = chartLayouts(definition as StateNodeDefinition)
-      } catch {
-        return undefined
-      }
-    }
-    layoutsByDefinition.delete(key)
-    layoutsByDefinition.set(key, layouts)
-    if (layoutsByDefinition.size > KEPT_DEFINITIONS) layoutsByDefinition.delete(layoutsByDefinition.keys().next().value!)
-    return layouts
+    return chartLayoutsOfText(message.definition)
   }
   /** `POST /api/chart/layout` (R178): what the page sends is untrusted, and only this origin's pages may ask. */
   const layout = async (request: http.IncomingMessage, response: http.ServerResponse) => {
