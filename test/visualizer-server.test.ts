@@ -4,7 +4,6 @@
  */
 import { execFile } from 'node:child_process'
 import http from 'node:http'
-import { createRequire } from 'node:module'
 import { networkInterfaces } from 'node:os'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
@@ -12,7 +11,8 @@ import { createPlanModeInspector, type ActorMessage, type InspectionMessage } fr
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type ReviewAnswer } from '../src/index.js'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ElkNode } from 'elkjs/lib/elk-api.js'
-import { chartModel, labelWidths, layoutChart, type ElkLayout } from '../apps/shared/visualizer/client/chart.js'
+import { chartModel, labelWidths, layoutChart, type ChartModel } from '../apps/shared/visualizer/client/chart.js'
+import { chartLayoutsOfText } from '../apps/shared/visualizer/chart-layout.js'
 import { VisualizerModel, describeLogEvent, lineQuote, storyOf, summarize } from '../apps/shared/visualizer/client/model.js'
 import type { ServerMessage, WireItem } from '../apps/shared/visualizer/client/protocol.js'
 import { createRetainedHistory } from '../apps/shared/visualizer/history.js'
@@ -338,9 +338,39 @@ describe('visualizer server: the page, all local', () => {
   })
 })
 
+/** The plan-mode actor's messages, as the page receives them. */
+async function planModeMessages(): Promise<WireItem[]> {
+  const messages: InspectionMessage[] = []
+  const inspector = createPlanModeInspector({ send: (message) => messages.push(message) })
+  const planMode = createPlanMode({ section: 'PLAN', inspect: inspector.inspect, review: { ask: () => new Promise(() => {}) } })
+  const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
+  inspector.watch(agent, planMode.actor(agent))
+  agent.session.append('turn/start', {})
+  await planMode.set(agent, true)
+  await planMode.stepBoundary(agent)
+  void planMode.exitTool.execute({ plan: '# Plan\n1. Do it.' }, { agent }).catch(() => {})
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  await planMode.dispose()
+  await inspector.stop()
+  // Numbered and read as the server does.
+  const reader = createLogReader()
+  return messages.map((message, i) => ({
+    seq: i + 1,
+    at: 1000 + i,
+    message,
+    ...(message.type === 'plan-mode.log' ? { log: reader.read(message.agentId, message.event) } : {}),
+  }))
+}
+
 describe('visualizer server: the chart laid out on the server (R178)', () => {
-  const definition = JSON.stringify(planModeMachine.definition)
-  const chart = chartModel(JSON.parse(definition))
+  /** The plan-mode machine's definition as its inspector sends it: what the page draws. */
+  let definition: string
+  let chart: ChartModel
+  beforeAll(async () => {
+    const actor = (await planModeMessages()).find((item) => item.message.type === '@xstate.actor' && item.message.parentId === undefined)!.message as ActorMessage
+    definition = actor.definition!
+    chart = chartModel(JSON.parse(definition))
+  })
   const sevenPx = (text: string) => text.length * 7
   /** Posts a layout request as the page does; `body` as it is when a string. */
   const post = async (body: unknown, headers: Record<string, string> = {}, host?: string) => {
@@ -588,29 +618,6 @@ describe('visualizer server: bounded memory (R109)', () => {
 })
 
 describe('visualizer page model: reading the plan-mode chart', () => {
-  /** The plan-mode actor's messages, as the page receives them. */
-  async function planModeMessages(): Promise<WireItem[]> {
-    const messages: InspectionMessage[] = []
-    const inspector = createPlanModeInspector({ send: (message) => messages.push(message) })
-    const planMode = createPlanMode({ section: 'PLAN', inspect: inspector.inspect, review: { ask: () => new Promise(() => {}) } })
-    const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
-    inspector.watch(agent, planMode.actor(agent))
-    agent.session.append('turn/start', {})
-    await planMode.set(agent, true)
-    await planMode.stepBoundary(agent)
-    void planMode.exitTool.execute({ plan: '# Plan\n1. Do it.' }, { agent }).catch(() => {})
-    await new Promise((resolve) => setTimeout(resolve, 20))
-    await planMode.dispose()
-    await inspector.stop()
-    // Numbered and read as the server does.
-    const reader = createLogReader()
-    return messages.map((message, i) => ({
-      seq: i + 1,
-      at: 1000 + i,
-      message,
-      ...(message.type === 'plan-mode.log' ? { log: reader.read(message.agentId, message.event) } : {}),
-    }))
-  }
 
   it('the chart has every state of the machine, and transitions resolve #id, sibling and child targets', async () => {
     const items = await planModeMessages()
@@ -634,13 +641,14 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     expect(edge('intent.pending.entering.queued', 'intent.logged')).toBeDefined()
   })
 
-  it('elkjs lays it out in Node too: regions in definition order, every state inside its parent', async () => {
+  it('elkjs lays it out in Node too (as the server does, R178): regions in definition order, every state inside its parent', async () => {
     const items = await planModeMessages()
     const actor = items.find((item) => item.message.type === '@xstate.actor' && item.message.parentId === undefined)!.message as ActorMessage
     const chart = chartModel(JSON.parse(actor.definition!))
-    const ELK = createRequire(import.meta.url)('elkjs/lib/elk.bundled.js') as new () => { layout: ElkLayout }
-    const elk = new ELK()
-    const layout = await layoutChart(chart, (text) => text.length * 7, (graph) => elk.layout(graph), { width: 1200, height: 900 })
+    const sevenPx = (text: string) => text.length * 7
+    // The process's layouts of this definition for these widths (the R178 tests above asked for them first).
+    const layouts = await chartLayoutsOfText(actor.definition!)!.layoutsFor(labelWidths(chart, sevenPx))
+    const layout = await layoutChart(chart, sevenPx, async (graph) => layouts[graph.id]!, { width: 1200, height: 900 })
     const box = new Map(layout.nodes.map((node) => [node.path, node]))
     for (const node of layout.nodes) {
       if (node.path === '') continue
