@@ -18,7 +18,8 @@
  *
  * It binds 127.0.0.1 only, answers only requests addressed to that host (a DNS-rebinding page
  * cannot reach it), refuses WebSocket connections and layout requests from any other web origin,
- * and is read-only: nothing a page sends changes an agent, except the buttons of the simulated agent in demo mode:
+ * and is read-only: nothing a page sends changes an agent, except the buttons of the simulated
+ * agent in demo mode:
  * one of its four review answers (R101; only their names are accepted, and the demo answers with
  * the option's label), whose Keep planning carries the user's comments on the plan (R100:
  * shape-checked here, their quotes checked against the plan by the library).
@@ -77,7 +78,8 @@ const CLIENT_DIR = fileURLToPath(new URL('./client/', import.meta.url))
 /**
  * The page prebuilt by the package build (`dist/visualizer-client/`: index.html, style.css, the
  * client modules as .js), next to the bundle that holds this module. When it is there, the server
- * does not need `typescript` (a devDependency) at run time; elkjs is bundled with the server.
+ * does not need `typescript` (a devDependency) at run time; elkjs, which lays the charts out
+ * here (R178), ships beside the bundle (`dist/elk.cjs`, tsup.config.ts).
  */
 const PREBUILT_DIR = fileURLToPath(new URL('./visualizer-client/', import.meta.url))
 const MESSAGE_TYPES = new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot', 'plan-mode.agent', 'plan-mode.log'])
