@@ -11,10 +11,10 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node'
 export const FILE_DURATIONS: Readonly<Record<string, number>> = {
   'test/web-chat.test.ts': 53_000,
   'test/pack.test.ts': 50_000,
-  'test/visualizer.test.ts': 40_000,
   'test/web-chat-reviews.test.ts': 35_000,
   'test/model.test.ts': 32_000,
   'test/web-server.test.ts': 27_000,
+  'test/visualizer.test.ts': 26_000,
   'test/postgres-server.test.ts': 25_000,
   'test/cli.test.ts': 21_000,
   'test/properties.test.ts': 18_000,

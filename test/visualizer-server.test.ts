@@ -3,21 +3,21 @@
  * that it changes nothing, and how the page reads a plan-mode chart.
  */
 import { execFile } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
 import http from 'node:http'
-import { createRequire } from 'node:module'
 import { networkInterfaces } from 'node:os'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
 import { createPlanModeInspector, type ActorMessage, type InspectionMessage } from '../src/adapters/inspect.js'
 import { createMemorySessionLog, createPlanMode, type PlanAgent, type ReviewAnswer } from '../src/index.js'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
-import { chartModel, layoutChart, type ElkLayout } from '../apps/shared/visualizer/client/chart.js'
+import type { ElkNode } from 'elkjs/lib/elk-api.js'
+import { chartModel, labelWidths, layoutChart, type ChartModel } from '../apps/shared/visualizer/client/chart.js'
+import { chartLayoutsOfText } from '../apps/shared/visualizer/chart-layout.js'
 import { VisualizerModel, describeLogEvent, lineQuote, storyOf, summarize } from '../apps/shared/visualizer/client/model.js'
 import type { ServerMessage, WireItem } from '../apps/shared/visualizer/client/protocol.js'
 import { createRetainedHistory } from '../apps/shared/visualizer/history.js'
 import { createLogReader, eventTime, logAgentId } from '../apps/shared/visualizer/log-reading.js'
-import { parseViewerMessage, start, type Visualizer } from '../apps/shared/visualizer/server.js'
+import { LAYOUT_REFUSALS, parseViewerMessage, start, type Visualizer } from '../apps/shared/visualizer/server.js'
 
 let visualizer: Visualizer
 beforeAll(async () => {
@@ -26,10 +26,13 @@ beforeAll(async () => {
 afterAll(() => visualizer.close())
 
 /** A raw HTTP request, so the Host header can be anything. */
-function request(path: string, options: { method?: string; host?: string } = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function request(
+  path: string,
+  options: { method?: string; host?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port: visualizer.port, path, method: options.method ?? 'GET', headers: { host: options.host ?? `127.0.0.1:${visualizer.port}` } },
+      { host: '127.0.0.1', port: visualizer.port, path, method: options.method ?? 'GET', headers: { host: options.host ?? `127.0.0.1:${visualizer.port}`, ...options.headers } },
       (res) => {
         let body = ''
         res.setEncoding('utf8')
@@ -38,7 +41,7 @@ function request(path: string, options: { method?: string; host?: string } = {})
       },
     )
     req.on('error', reject)
-    req.end()
+    req.end(options.body)
   })
 }
 
@@ -317,20 +320,145 @@ describe('visualizer server: the page, all local', () => {
     expect(page.headers['content-security-policy']).toContain("default-src 'none'")
     expect(page.headers['x-content-type-options']).toBe('nosniff')
     const references = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]!)
-    expect(references).toEqual(['/style.css', '/vendor/elk.js', '/app.js'])
+    // No elkjs: the server lays the chart out (R178).
+    expect(references).toEqual(['/style.css', '/app.js'])
     for (const reference of references) expect((await request(reference)).status).toBe(200)
     // The modules import each other by relative path only.
     for (const module of ['/app.js', '/chart.js', '/model.js']) {
       const { body, headers } = await request(module)
       expect(headers['content-type']).toContain('javascript')
+      expect(body).not.toMatch(/\bELK\b|elk\.bundled/)
       expect(body).not.toMatch(/\bfrom\s+['"](?!\.\/)/)
       // (The SVG namespace is a name, not a URL that is fetched.)
       expect(body.replaceAll('http://www.w3.org/2000/svg', '')).not.toMatch(/https?:\/\//)
     }
-    const elk = await readFile(createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js'), 'utf8')
-    expect((await request('/vendor/elk.js')).body).toBe(elk)
+    expect((await request('/vendor/elk.js')).status).toBe(404)
     expect((await request('/server.ts')).status).toBe(404)
     expect((await request('/../package.json')).status).toBe(404)
+  })
+})
+
+/** The plan-mode actor's messages, as the page receives them. */
+async function planModeMessages(): Promise<WireItem[]> {
+  const messages: InspectionMessage[] = []
+  const inspector = createPlanModeInspector({ send: (message) => messages.push(message) })
+  const planMode = createPlanMode({ section: 'PLAN', inspect: inspector.inspect, review: { ask: () => new Promise(() => {}) } })
+  const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
+  inspector.watch(agent, planMode.actor(agent))
+  agent.session.append('turn/start', {})
+  await planMode.set(agent, true)
+  await planMode.stepBoundary(agent)
+  void planMode.exitTool.execute({ plan: '# Plan\n1. Do it.' }, { agent }).catch(() => {})
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  await planMode.dispose()
+  await inspector.stop()
+  // Numbered and read as the server does.
+  const reader = createLogReader()
+  return messages.map((message, i) => ({
+    seq: i + 1,
+    at: 1000 + i,
+    message,
+    ...(message.type === 'plan-mode.log' ? { log: reader.read(message.agentId, message.event) } : {}),
+  }))
+}
+
+describe('visualizer server: the chart laid out on the server (R178)', () => {
+  /** The plan-mode machine's definition as its inspector sends it: what the page draws. */
+  let definition: string
+  let chart: ChartModel
+  beforeAll(async () => {
+    const actor = (await planModeMessages()).find((item) => item.message.type === '@xstate.actor' && item.message.parentId === undefined)!.message as ActorMessage
+    definition = actor.definition!
+    chart = chartModel(JSON.parse(definition))
+  })
+  const sevenPx = (text: string) => text.length * 7
+  /** Posts a layout request as the page does; `body` as it is when a string. */
+  const post = async (body: unknown, headers: Record<string, string> = {}, host?: string) => {
+    const answer = await request('/api/chart/layout', {
+      method: 'POST',
+      ...(host ? { host } : {}),
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    })
+    return { status: answer.status, body: JSON.parse(answer.body) as { layouts?: Record<string, ElkNode>; error?: string }, headers: answer.headers }
+  }
+  /** Sends an actor message carrying `text` as its definition, and an event after it; resolves with their seqs. */
+  const sendActor = async (text: string, to: Visualizer = visualizer) => {
+    const sessionId = `layout:${Math.random()}`
+    const page = await viewer(to.port)
+    to.transport.send({ type: '@xstate.actor', sessionId, name: sessionId, definition: text, snapshot: { value: {} } } as unknown as InspectionMessage)
+    to.transport.send({ type: '@xstate.event', sessionId, event: { type: 'PING' } } as unknown as InspectionMessage)
+    const ours = () => page.items.filter((item) => (item.message as { sessionId?: string }).sessionId === sessionId)
+    await expect.poll(() => ours().length).toBe(2)
+    page.ws.close()
+    const [actor, event] = ours()
+    return { actor: actor!.seq, event: event!.seq }
+  }
+
+  it("R178: lays out a definition an inspector sent, named by its message's seq: elkjs's own layouts of the page's graphs for its label widths", async () => {
+    const { actor } = await sendActor(definition)
+    const widths = labelWidths(chart, sevenPx)
+    const answer = await post({ definition: actor, widths })
+    expect(answer.status).toBe(200)
+    expect(answer.headers['content-type']).toBe('application/json; charset=utf-8')
+    const { layouts } = answer.body as { layouts: Record<string, ElkNode> }
+    // One per region of the parallel root, as the page lays them out; placed, they hold every state.
+    // (That they are elkjs's own layouts of the page's graphs: test/web-chart-layout.test.ts.)
+    expect(Object.keys(layouts)).toEqual(['wrap:mode', 'wrap:turn', 'wrap:review', 'wrap:intent', 'wrap:lifecycle'])
+    const placed = await layoutChart(chart, sevenPx, async (graph) => layouts[graph.id]!, { width: 1200, height: 800 })
+    expect(placed.nodes.map((node) => node.path).sort()).toEqual([...chart.nodes.keys()].sort())
+    // The page's own origin may ask; so may a Node client that sends none.
+    expect((await post({ definition: actor, widths }, { origin: `http://127.0.0.1:${visualizer.port}` })).status).toBe(200)
+  })
+
+  it('R178: a page names a kept definition and never sends a graph; anything else a page sends is refused with the reason', async () => {
+    const { actor, event } = await sendActor(definition)
+    const notJson = await sendActor('{ not json')
+    const widths = labelWidths(chart, sevenPx)
+    const root = chart.nodes.get('')!.key
+    // Widths: one for each label, a number of px from 0 to 2000.
+    expect(await post({ definition: actor, widths: { state: {}, edge: widths.edge } })).toMatchObject({ status: 400, body: { error: `widths.state[${JSON.stringify(root)}] must be a width in px (0–2000)` } })
+    expect(await post({ definition: actor, widths: { ...widths, state: { ...widths.state, [root]: 2001 } } })).toMatchObject({ status: 400, body: { error: `widths.state[${JSON.stringify(root)}] must be a width in px (0–2000)` } })
+    expect(await post({ definition: actor })).toMatchObject({ status: 400, body: { error: 'widths must be { state: {…}, edge: {…} }' } })
+    // Only a kept @xstate.actor message's machine definition, named by its seq: never a graph of the page's.
+    for (const named of [event, notJson.actor, 10 ** 9, 0, -1, 1.5, String(actor), null, undefined, JSON.parse(definition), { states: { a: {} } }]) {
+      expect(await post({ definition: named, widths })).toMatchObject({ status: 404, body: { error: LAYOUT_REFUSALS.noDefinition } })
+    }
+    // The request itself.
+    expect(await post({ definition: actor, widths }, { origin: 'http://evil.example' })).toMatchObject({ status: 403, body: { error: LAYOUT_REFUSALS.crossOrigin } })
+    expect(await post({ definition: actor, widths }, { 'content-type': 'text/plain' })).toMatchObject({ status: 415, body: { error: LAYOUT_REFUSALS.notJson } })
+    expect(await post(`{"widths":"${'x'.repeat(2 ** 20)}"}`)).toMatchObject({ status: 413, body: { error: LAYOUT_REFUSALS.tooLarge } })
+    for (const body of ['not json', 'null', '[1]', '"text"']) expect(await post(body)).toMatchObject({ status: 400, body: { error: LAYOUT_REFUSALS.notObject } })
+    expect((await request('/api/chart/layout', { method: 'POST', host: `evil.example:${visualizer.port}` })).status).toBe(421)
+    expect((await request('/api/chart/layout', { method: 'PUT' })).status).toBe(405)
+    expect(LAYOUT_REFUSALS).toEqual({
+      crossOrigin: 'a page of another origin cannot ask for layouts',
+      notJson: 'the body must be JSON (content-type: application/json)',
+      tooLarge: 'the body is over 1 MiB',
+      notObject: 'the body must be a JSON object',
+      noDefinition: 'definition must be the seq of a kept @xstate.actor message that carries a machine definition',
+    })
+  })
+
+  it('R178, R109: a definition the server no longer keeps is not laid out', async () => {
+    const small = await start({ port: 0, maxDefinitions: 1 })
+    try {
+      const first = await sendActor(definition, small)
+      const second = await sendActor(definition, small)
+      const widths = labelWidths(chart, sevenPx)
+      const ask = (seq: number) =>
+        new Promise<number>((resolve, reject) => {
+          const req = http.request(
+            { host: '127.0.0.1', port: small.port, path: '/api/chart/layout', method: 'POST', headers: { 'content-type': 'application/json' } },
+            (res) => (res.resume(), resolve(res.statusCode ?? 0)),
+          )
+          req.on('error', reject)
+          req.end(JSON.stringify({ definition: seq, widths }))
+        })
+      expect([await ask(first.actor), await ask(second.actor)]).toEqual([404, 200])
+    } finally {
+      await small.close()
+    }
   })
 })
 
@@ -490,29 +618,6 @@ describe('visualizer server: bounded memory (R109)', () => {
 })
 
 describe('visualizer page model: reading the plan-mode chart', () => {
-  /** The plan-mode actor's messages, as the page receives them. */
-  async function planModeMessages(): Promise<WireItem[]> {
-    const messages: InspectionMessage[] = []
-    const inspector = createPlanModeInspector({ send: (message) => messages.push(message) })
-    const planMode = createPlanMode({ section: 'PLAN', inspect: inspector.inspect, review: { ask: () => new Promise(() => {}) } })
-    const agent: PlanAgent = { id: 'agent-1', session: createMemorySessionLog() }
-    inspector.watch(agent, planMode.actor(agent))
-    agent.session.append('turn/start', {})
-    await planMode.set(agent, true)
-    await planMode.stepBoundary(agent)
-    void planMode.exitTool.execute({ plan: '# Plan\n1. Do it.' }, { agent }).catch(() => {})
-    await new Promise((resolve) => setTimeout(resolve, 20))
-    await planMode.dispose()
-    await inspector.stop()
-    // Numbered and read as the server does.
-    const reader = createLogReader()
-    return messages.map((message, i) => ({
-      seq: i + 1,
-      at: 1000 + i,
-      message,
-      ...(message.type === 'plan-mode.log' ? { log: reader.read(message.agentId, message.event) } : {}),
-    }))
-  }
 
   it('the chart has every state of the machine, and transitions resolve #id, sibling and child targets', async () => {
     const items = await planModeMessages()
@@ -536,13 +641,14 @@ describe('visualizer page model: reading the plan-mode chart', () => {
     expect(edge('intent.pending.entering.queued', 'intent.logged')).toBeDefined()
   })
 
-  it('elkjs lays it out in Node too: regions in definition order, every state inside its parent', async () => {
+  it('elkjs lays it out in Node too (as the server does, R178): regions in definition order, every state inside its parent', async () => {
     const items = await planModeMessages()
     const actor = items.find((item) => item.message.type === '@xstate.actor' && item.message.parentId === undefined)!.message as ActorMessage
     const chart = chartModel(JSON.parse(actor.definition!))
-    const ELK = createRequire(import.meta.url)('elkjs/lib/elk.bundled.js') as new () => { layout: ElkLayout }
-    const elk = new ELK()
-    const layout = await layoutChart(chart, (text) => text.length * 7, (graph) => elk.layout(graph), { width: 1200, height: 900 })
+    const sevenPx = (text: string) => text.length * 7
+    // The process's layouts of this definition for these widths (the R178 tests above asked for them first).
+    const layouts = await chartLayoutsOfText(actor.definition!)!.layoutsFor(labelWidths(chart, sevenPx))
+    const layout = await layoutChart(chart, sevenPx, async (graph) => layouts[graph.id]!, { width: 1200, height: 900 })
     const box = new Map(layout.nodes.map((node) => [node.path, node]))
     for (const node of layout.nodes) {
       if (node.path === '') continue

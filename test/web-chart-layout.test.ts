@@ -2,7 +2,7 @@ import ELK from 'elkjs/lib/elk.bundled.js'
 import type { ElkNode } from 'elkjs/lib/elk-api.js'
 import { describe, expect, it } from 'vitest'
 import { planModeMachine } from 'xstate-plan-mode/inspect'
-import { BadWidths, chartLayouts, labelsOf } from '../apps/web/chart-layout.js'
+import { BadWidths, chartLayouts, chartLayoutsOfText, labelsOf } from '../apps/shared/visualizer/chart-layout.js'
 import { chartModel, layoutChart, type Measure } from '../apps/shared/visualizer/client/chart.js'
 import type { StateNodeDefinition } from '../apps/shared/visualizer/client/model.js'
 
@@ -20,8 +20,8 @@ function widthsOf(measure: Measure) {
 const sevenPx: Measure = (text) => text.length * 7
 const eightPx: Measure = (text) => text.length * 8
 
-describe('the web chat\'s chart layouts, computed on the server (apps/web/chart-layout.ts)', () => {
-  it('answers elkjs\'s own layouts of the page\'s graphs, so the page places the chart exactly as when it ran elkjs itself', async () => {
+describe('chart layouts computed on the server, for the web chat and the visualizer (apps/shared/visualizer/chart-layout.ts)', () => {
+  it('R178: answers elkjs\'s own layouts of the page\'s graphs, so the page places the chart exactly as when it ran elkjs itself', async () => {
     const layouts = await chartLayouts(definition).layoutsFor(widthsOf(sevenPx))
     const fit = { width: 400, height: 560, minScale: 0.75 }
     // What the page drew before: elkjs run in the page on the same graphs.
@@ -35,7 +35,7 @@ describe('the web chat\'s chart layouts, computed on the server (apps/web/chart-
     expect(JSON.parse(JSON.stringify(layouts))).toEqual(layouts)
   })
 
-  it('lays one set of widths out once, and another set anew', async () => {
+  it('R178: lays one set of widths out once, and another set anew', async () => {
     const layouts = chartLayouts(definition)
     const first = layouts.layoutsFor(widthsOf(sevenPx))
     expect(layouts.layoutsFor(widthsOf(sevenPx))).toBe(first)
@@ -44,7 +44,14 @@ describe('the web chat\'s chart layouts, computed on the server (apps/web/chart-
     expect(await other).not.toEqual(await first)
   })
 
-  it('refuses widths that miss a label of the chart or are not a width in px, naming the label', () => {
+  it('R178: the visualizer\'s layouts by definition text: one per definition in the process, none for a text that is not a machine definition', () => {
+    const text = JSON.stringify(definition)
+    expect(chartLayoutsOfText(text)).toBe(chartLayoutsOfText(text))
+    expect(chartLayoutsOfText(JSON.stringify({ ...definition, id: 'other' }))).not.toBe(chartLayoutsOfText(text))
+    for (const bad of ['{ not json', 'null', '[]', '{"id":"m"}', '{"states":[]}', '{"states":{"a":null}}']) expect(chartLayoutsOfText(bad)).toBeUndefined()
+  })
+
+  it('R178: refuses widths that miss a label of the chart or are not a width in px, naming the label', () => {
     const layouts = chartLayouts(definition)
     const widths = widthsOf(sevenPx)
     const [kind, text] = [...labelsOf(chart)][0]!

@@ -22,7 +22,8 @@
  *   `Leave plan mode`; see `review` below;
  * - `GET /api/chart`: the statechart's definition, for the page's drawing;
  * - `POST /api/chart/layout` `{ widths }`: the chart's elkjs layouts for the page's label widths,
- *   computed here once per set of widths rather than in the page on every load (`chart-layout.ts`);
+ *   computed here once per set of widths rather than in the page on every load (R178,
+ *   `apps/shared/visualizer/chart-layout.ts`);
  * - anything else: the built page (`apps/web/dist`, `npm run web:build`).
  * Every response names the instance that answered it (`x-plan-mode-instance`).
  *
@@ -90,7 +91,7 @@ import {
 // The library's one bounded wait and timer bound (the web chat runs from this repository's sources).
 import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from './timeouts.js'
 import type { StateNodeDefinition } from '../shared/visualizer/client/model.js'
-import { BadWidths, chartLayouts } from './chart-layout.js'
+import { BadWidths, chartLayouts } from '../shared/visualizer/chart-layout.js'
 
 /** The plan-mode section: the model plans while it is in the system prompt. */
 export const SECTION =

@@ -34,6 +34,8 @@ export interface RetainedHistory {
    * `maxBytes` past the first (which comes however large it is).
    */
   after(seq: number, maxItems: number, maxBytes: number): RetainedEntry[]
+  /** The kept entry of `seq`, or undefined when it was never added or has been dropped. */
+  get(seq: number): RetainedEntry | undefined
   /** How many entries are kept. */
   readonly size: number
   /** The bytes of their JSON. */
@@ -82,6 +84,13 @@ export function createRetainedHistory(limits: RetentionLimits): RetainedHistory 
         size += next.bytes
       }
       return found
+    },
+    get(seq) {
+      for (const queue of [definitions, messages]) {
+        const entry = queue.at(queue.firstIndexAfter(seq - 1))
+        if (entry?.seq === seq) return entry
+      }
+      return undefined
     },
     get size() {
       return messages.length + definitions.length

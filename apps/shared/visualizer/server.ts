@@ -2,8 +2,12 @@
  * The visualizer's server: one local page that shows every agent's plan-mode statechart live.
  *
  * - `GET /` serves the page; its modules (`/app.js`, …) are the TypeScript sources of
- *   `apps/shared/visualizer/client/`, transpiled on request, and elkjs comes from `node_modules`: no CDN and no
- *   build step.
+ *   `apps/shared/visualizer/client/`, transpiled on request: no CDN and no build step.
+ * - `POST /api/chart/layout` `{ definition, widths }` answers the elkjs layouts of a machine
+ *   definition this server was sent (`definition`: the seq of the kept `@xstate.actor` message that
+ *   carried it, never a graph of the page's) for the page's label widths (R178,
+ *   `chart-layout.ts`): the page measures and places, the server runs elkjs, once per definition
+ *   and set of widths, so the page neither loads nor runs it.
  * - `ws://…/inspect` receives inspection messages (the Stately protocol plus `plan-mode.agent` and
  *   `plan-mode.log`, see `xstate-plan-mode/inspect`) from any number of agents' inspectors.
  * - `ws://…/view` hands the page everything kept so far, then every new message; each log
@@ -13,8 +17,9 @@
  *   that falls behind what is kept is closed, and reconnects.
  *
  * It binds 127.0.0.1 only, answers only requests addressed to that host (a DNS-rebinding page
- * cannot reach it), refuses WebSocket connections from any other web origin, and is read-only:
- * nothing a page sends changes an agent, except the buttons of the simulated agent in demo mode:
+ * cannot reach it), refuses WebSocket connections and layout requests from any other web origin,
+ * and is read-only: nothing a page sends changes an agent, except the buttons of the simulated
+ * agent in demo mode:
  * one of its four review answers (R101; only their names are accepted, and the demo answers with
  * the option's label), whose Keep planning carries the user's comments on the plan (R100:
  * shape-checked here, their quotes checked against the plan by the library).
@@ -22,12 +27,12 @@
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { readFile, readdir } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { RawData } from 'ws'
 import type { InspectionMessage, InspectionTransport } from 'xstate-plan-mode/inspect'
 import type { DemoComment, DemoCommand, ServerMessage, ViewerMessage, WireItem } from './client/protocol.js'
+import { BadWidths, chartLayoutsOfText, type ChartLayouts } from './chart-layout.js'
 import type { DemoAgent, DemoOptions } from './demo.js'
 import { createRetainedHistory } from './history.js'
 import { createLogReader } from './log-reading.js'
@@ -72,12 +77,11 @@ export interface Visualizer {
 const CLIENT_DIR = fileURLToPath(new URL('./client/', import.meta.url))
 /**
  * The page prebuilt by the package build (`dist/visualizer-client/`: index.html, style.css, the
- * client modules as .js, elk.js), next to the bundle that holds this module. When it is there,
- * the server needs neither `typescript` nor `elkjs` (devDependencies) at run time.
+ * client modules as .js), next to the bundle that holds this module. When it is there, the server
+ * does not need `typescript` (a devDependency) at run time; elkjs, which lays the charts out
+ * here (R178), ships beside the bundle (`dist/elk.cjs`, tsup.config.ts).
  */
 const PREBUILT_DIR = fileURLToPath(new URL('./visualizer-client/', import.meta.url))
-/** elkjs from node_modules, resolved only when the page is served from sources. */
-const elkPath = () => createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js')
 const MESSAGE_TYPES = new Set(['@xstate.actor', '@xstate.event', '@xstate.snapshot', 'plan-mode.agent', 'plan-mode.log'])
 const DEMO_COMMANDS = new Set<DemoCommand>(['/plan', '/plan off', 'approve', 'approve-fresh', 'keep-planning', 'leave'])
 /** What a page may have waiting in its socket before it is sent more (R109). */
@@ -90,6 +94,16 @@ const FELL_BEHIND = { code: 1013, reason: 'fell behind; reconnect' } as const
 /** The most comments one Keep planning carries, and the longest comment text (the page's box takes 2000). */
 const MAX_COMMENTS = 100
 const MAX_COMMENT_CHARS = 4000
+/** The largest body of a layout request (label widths: a few KiB for a chart of a hundred states). */
+const MAX_LAYOUT_BODY = 2 ** 20
+/** What a layout request is answered when it is refused (R178). */
+export const LAYOUT_REFUSALS = {
+  crossOrigin: 'a page of another origin cannot ask for layouts',
+  notJson: 'the body must be JSON (content-type: application/json)',
+  tooLarge: `the body is over ${MAX_LAYOUT_BODY / 2 ** 20} MiB`,
+  notObject: 'the body must be a JSON object',
+  noDefinition: 'definition must be the seq of a kept @xstate.actor message that carries a machine definition',
+} as const
 
 /**
  * Starts the visualizer on 127.0.0.1.
@@ -185,12 +199,13 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
       response.writeHead(421, { 'content-type': 'text/plain; charset=utf-8' }).end('wrong host')
       return
     }
+    const path = new URL(request.url ?? '/', 'http://localhost').pathname
+    if (path === '/api/chart/layout' && request.method === 'POST') return layout(request, response)
     if (request.method !== 'GET' && request.method !== 'HEAD') {
-      // Read-only: no endpoint takes a body, let alone changes an agent.
+      // Read-only: no other endpoint takes a body, and none changes an agent.
       response.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('read-only')
       return
     }
-    const path = new URL(request.url ?? '/', 'http://localhost').pathname
     if (path === '/favicon.ico') {
       response.writeHead(204).end()
       return
@@ -219,6 +234,46 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
       ].join('; '),
     })
     response.end(request.method === 'HEAD' ? undefined : asset.body)
+  }
+
+  /**
+   * The layouts of the machine definition that the kept `@xstate.actor` message `seq` carried
+   * (the page knows each actor's message by its seq), or undefined: a page names a definition an
+   * inspector sent and this server still keeps, and never sends a graph of its own.
+   */
+  const layoutsOf = (seq: unknown): ChartLayouts | undefined => {
+    const entry = typeof seq === 'number' && Number.isSafeInteger(seq) && seq > 0 ? history.get(seq) : undefined
+    if (!entry) return undefined
+    const { message } = JSON.parse(entry.json) as WireItem
+    if (message.type !== '@xstate.actor' || typeof message.definition !== 'string') return undefined
+    return chartLayoutsOfText(message.definition)
+  }
+  /** `POST /api/chart/layout` (R178): what the page sends is untrusted, and only this origin's pages may ask. */
+  const layout = async (request: http.IncomingMessage, response: http.ServerResponse) => {
+    const answer = (status: number, body: unknown) =>
+      void response
+        .writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })
+        .end(JSON.stringify(body))
+    const origin = request.headers.origin
+    if (origin !== undefined && origin !== `http://${request.headers.host}`) return answer(403, { error: LAYOUT_REFUSALS.crossOrigin })
+    if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) return answer(415, { error: LAYOUT_REFUSALS.notJson })
+    const text = await readBody(request, MAX_LAYOUT_BODY)
+    if (text === undefined) return answer(413, { error: LAYOUT_REFUSALS.tooLarge })
+    let body: unknown
+    try {
+      body = JSON.parse(text)
+    } catch {
+      // Not JSON: answered below, as any body that is not an object.
+    }
+    if (!isRecord(body)) return answer(400, { error: LAYOUT_REFUSALS.notObject })
+    const layouts = layoutsOf(body.definition)
+    if (!layouts) return answer(404, { error: LAYOUT_REFUSALS.noDefinition })
+    try {
+      return answer(200, { layouts: await layouts.layoutsFor(body.widths) })
+    } catch (error) {
+      if (error instanceof BadWidths) return answer(400, { error: error.message })
+      throw error
+    }
   }
 
   const inspectServer = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 })
@@ -313,6 +368,29 @@ function refuse(socket: Socket, status: number, text: string): void {
   socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
 }
 
+/** A request's body as text, or undefined when it is over `max` bytes (the rest is not read). */
+function readBody(request: http.IncomingMessage, max: number): Promise<string | undefined> {
+  if (Number(request.headers['content-length']) > max) return Promise.resolve(undefined)
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= max) return void chunks.push(chunk)
+      request.off('data', onData)
+      request.resume()
+      resolve(undefined)
+    }
+    request.on('data', onData)
+    request.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
+    request.once('error', reject)
+  })
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
 /** Only `127.0.0.1:<port>` and `localhost:<port>`: a rebound DNS name is refused. */
 function isOwnHost(host: string | undefined, port: number): boolean {
   return host === `127.0.0.1:${port}` || host === `localhost:${port}`
@@ -393,14 +471,12 @@ async function clientAssets(): Promise<{ get(path: string): Promise<Asset | unde
   if (prebuilt.includes('index.html')) {
     files.set('/', text(`${PREBUILT_DIR}index.html`, 'text/html; charset=utf-8'))
     files.set('/style.css', text(`${PREBUILT_DIR}style.css`, 'text/css; charset=utf-8'))
-    files.set('/vendor/elk.js', text(`${PREBUILT_DIR}elk.js`, 'text/javascript; charset=utf-8'))
     for (const name of prebuilt) {
-      if (name.endsWith('.js') && name !== 'elk.js') files.set(`/${name}`, text(`${PREBUILT_DIR}${name}`, 'text/javascript; charset=utf-8'))
+      if (name.endsWith('.js')) files.set(`/${name}`, text(`${PREBUILT_DIR}${name}`, 'text/javascript; charset=utf-8'))
     }
   } else {
     files.set('/', text(`${CLIENT_DIR}index.html`, 'text/html; charset=utf-8'))
     files.set('/style.css', text(`${CLIENT_DIR}style.css`, 'text/css; charset=utf-8'))
-    files.set('/vendor/elk.js', text(elkPath(), 'text/javascript; charset=utf-8'))
     await addSourceModules(files)
   }
   return {

@@ -14,18 +14,11 @@
  * Approve, Approve in a fresh context, Keep planning, Leave plan mode, each labelled and described
  * as the question says; only Keep planning takes comments, so the others wait while any is listed.
  */
-import type { ELK as ElkApi } from 'elkjs/lib/elk-api.js'
-import { CHART_FONTS, canvasMeasure, chartModel, drawChart, highlight, layoutChart, type Measure } from './chart.js'
+import type { ElkNode } from 'elkjs/lib/elk-api.js'
+import { CHART_FONTS, canvasMeasure, chartModel, drawChart, highlight, labelWidths, layoutChart, type ChartFit, type ChartModel, type Measure } from './chart.js'
 import { VisualizerModel, lineQuote, type AgentView, type TimelineEntry, type TimelineLayer } from './model.js'
 import type { PlanDiffLine } from 'xstate-plan-mode'
 import { DEMO_DECISION_LABELS, type DemoComment, type DemoCommand, type DemoDecision, type DemoOption, type ServerMessage, type ViewerMessage } from './protocol.js'
-
-declare global {
-  interface Window {
-    /** elkjs's bundled build (`/vendor/elk.js`) defines this global. */
-    ELK?: new () => ElkApi
-  }
-}
 
 const $ = <T extends HTMLElement>(id: string): T => {
   const element = document.getElementById(id)
@@ -104,7 +97,6 @@ const MAX_FIT_SCALE = 1.5
 /** Fit: readable, the panel scrolls when needed; whole: all of the chart, however small. */
 let zoom: 'fit' | 'whole' = 'fit'
 
-const elk = window.ELK ? new window.ELK() : undefined
 const measure: Measure = canvasMeasure()
 
 /** Charts by definition text: laid out once, then only their highlight changes. */
@@ -116,15 +108,29 @@ function chartFor(definitionText: string, view: AgentView): Promise<SVGSVGElemen
   let chart = charts.get(definitionText)
   if (!chart) {
     const definition = view.actor?.definition
-    if (!definition || !elk) return Promise.reject(new Error(elk ? 'no machine definition' : 'elkjs did not load'))
-    const shape = chartModel(definition)
+    if (!definition) return Promise.reject(new Error('no machine definition'))
     // Regions are packed to the panel's proportions, so the whole chart shows as large as it can,
     // or, for a chart too large to show whole at a readable size, to the panel's width.
     const fit = { width: Math.max(300, ui.chart.clientWidth - 4), height: Math.max(300, ui.chart.clientHeight - 4), minScale: MIN_FIT_SCALE }
-    chart = layoutChart(shape, measure, (graph) => elk.layout(graph), fit).then(drawChart)
+    chart = laidOut(chartModel(definition), view.actor!.seq, fit).then(drawChart)
     charts.set(definitionText, chart)
   }
   return chart
+}
+
+/**
+ * The chart laid out for the panel: its labels measured here, the elkjs layouts of those widths
+ * from the server (R178: `definition` names the `@xstate.actor` message that carried the
+ * definition, by its seq), placed here. The page neither loads nor runs elkjs.
+ */
+async function laidOut(chart: ChartModel, definition: number, fit: ChartFit) {
+  const widths = labelWidths(chart, measure)
+  const response = await fetch('/api/chart/layout', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ definition, widths }) })
+  const answer = (await response.json()) as { layouts?: Record<string, ElkNode>; error?: string }
+  if (!response.ok || answer.layouts === undefined) throw new Error(answer.error ?? `the layout request answered ${response.status}`)
+  const { layouts } = answer
+  const layout = async (graph: ElkNode) => layouts[graph.id] ?? Promise.reject(new Error(`no layout for ${graph.id}`))
+  return layoutChart(chart, (text, kind) => widths[kind][text] ?? measure(text, kind), layout, fit)
 }
 
 let renderScheduled = false

@@ -135,7 +135,10 @@ export function chartModel(definition: StateNodeDefinition): ChartModel {
 /** Measures text in the chart's font: `kind` tells state names from transition labels. */
 export type Measure = (text: string, kind: 'state' | 'edge') => number
 
-/** elkjs's `layout` (in the page, `new ELK().layout`; in Node, the same from `elkjs`). */
+/**
+ * elkjs's `layout` of one graph: on a server, elkjs's own (`chart-layout.ts`); in a page, the
+ * layouts the server answered for the page's label widths (R178).
+ */
 export type ElkLayout = (graph: ElkNode) => Promise<ElkNode>
 
 /**
@@ -157,6 +160,25 @@ export function canvasMeasure(): Measure {
       : `${CHART_FONTS.edge}px system-ui, -apple-system, 'Segoe UI', sans-serif`
     return Math.ceil(canvas.measureText(text).width)
   }
+}
+
+/** Label widths a page measured, by kind and text: what it posts for the server's layouts (R178). */
+export type LabelWidths = { state: Record<string, number>; edge: Record<string, number> }
+
+/** Every label `layoutChart` measures for `chart`, as `[kind, text]` in the order it measures them. */
+export function labelsOf(chart: ChartModel): Set<[kind: 'state' | 'edge', text: string]> {
+  const seen = new Map<string, [kind: 'state' | 'edge', text: string]>()
+  for (const node of chart.nodes.values()) seen.set(`state:${node.key}`, ['state', node.key])
+  for (const edge of chart.edges) for (const text of edge.labels) seen.set(`edge:${text}`, ['edge', text])
+  return new Set(seen.values())
+}
+
+/** The width `measure` gives each label of `chart`. */
+export function labelWidths(chart: ChartModel, measure: Measure): LabelWidths {
+  // Without a prototype, a label named `__proto__` is a label like any other.
+  const widths: LabelWidths = { state: Object.create(null) as Record<string, number>, edge: Object.create(null) as Record<string, number> }
+  for (const [kind, text] of labelsOf(chart)) widths[kind][text] = measure(text, kind)
+  return widths
 }
 
 /** Chart metrics shared by the layout and the drawing. */
