@@ -2,7 +2,7 @@
  * The agent's statechart, drawn by the visualizer's own chart module (`apps/shared/visualizer/client/chart.ts`:
  * elkjs layout, SVG, a class toggle for the live states), from the definition the server sends,
  * highlighted with the state value of the agent's actor on the instance that answered. The page
- * measures the labels and the server runs elkjs for those widths (`apps/web/chart-layout.ts`), once
+ * measures the labels and the server runs elkjs for those widths (`apps/shared/visualizer/chart-layout.ts`), once
  * per set of widths instead of in every page load.
  *
  * Readable (R116): the panel draws the chart at its own size in a box that scrolls, scrolls to
