@@ -501,7 +501,7 @@ export function render(info, r, targets, profiles) {
     '',
     "- guarded: `guard.run(agent, call, execute)` with `action: 'observe'`: reads the state in force, appends",
     '  `plan/violation`, runs the tool;',
-    '- floor: the tool, then one `session.append` of the same record.',
+    '- floor: the tool, then one `session.append` of the same record, built from the call (one object per call, as a host recording it by hand makes).',
     '',
     '| Side | Median | p90 | Mean | ÷ floor (medians) |',
     '|---|---:|---:|---:|---:|',
