@@ -299,10 +299,15 @@ export const planModeSetup = setup({
     }),
     /** The boundary told the state in force: K := it, the news is told (R30, R81). */
     narrate: assign(({ context }, { active }: { active: boolean }) => ({ told: active, news: null, ...(context.handoff ? { handoff: undefined } : {}) })),
-    /** The boundary flushes P first; whether its request hands a plan off is read when the flush lands (R102). */
-    noteHandoff: assign(({ context, event }) =>
-      event.type === 'STEP_BOUNDARY' && event.handoff === true ? { handoff: true as const } : context.handoff ? { handoff: undefined } : {},
-    ),
+    /**
+     * The boundary flushes P first; whether its request hands a plan off is read when the flush
+     * lands (R102). Assigns only on a change: every `assign` makes a new snapshot, and a flush
+     * without a handoff (nearly all of them) has none to note.
+     */
+    noteHandoff: builtIns(({ context, event, enqueue }) => {
+      if (event.type === 'STEP_BOUNDARY' && event.handoff === true) enqueue.assign({ handoff: true as const })
+      else if (context.handoff) enqueue.assign({ handoff: undefined })
+    }),
     /** The boundary's result without telling anything, K unchanged (R15, R19). */
     reportQuietBoundary: emit((_, { active }: { active: boolean }) => ({ type: 'boundary' as const, active, notice: null, news: null })),
     /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
