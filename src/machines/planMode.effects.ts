@@ -78,9 +78,13 @@ type EffectArgs = {
   self: AnyActorRef
 }
 
-/** Appends `plan/mode {active}` (R10, R16); answers `PLAN_MODE.APPENDED` or `PLAN_MODE.APPEND_FAILED`. */
-export function appendPlanMode({ context, self }: EffectArgs, { active }: { active: boolean }): void {
-  startAppend(context.ports, self, PLAN_MODE_EVENT, { active }, { type: 'PLAN_MODE.APPENDED' }, (error) => ({
+/**
+ * Appends `plan/mode {active}` (R10, R16); answers `PLAN_MODE.APPENDED` or `PLAN_MODE.APPEND_FAILED`.
+ * A boundary's flush lands with that boundary's `handoff` (R102): its narration reads it there.
+ */
+export function appendPlanMode({ context, self, event }: EffectArgs & { event: PlanModeEvent }, { active }: { active: boolean }): void {
+  const appended: PlanModeEvent = event.type === 'STEP_BOUNDARY' && event.handoff === true ? { type: 'PLAN_MODE.APPENDED', handoff: true } : { type: 'PLAN_MODE.APPENDED' }
+  startAppend(context.ports, self, PLAN_MODE_EVENT, { active }, appended, (error) => ({
     type: 'PLAN_MODE.APPEND_FAILED',
     error,
   }))

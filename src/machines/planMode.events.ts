@@ -36,8 +36,11 @@ export type PlanModeEvent =
   | { type: 'RESTORE'; fold: PlanLogRestore; pending: boolean | null }
   /** Observed log events (only those that can matter reach the chart, R70), as the log's table reads them. */
   | PlanLogObservation
-  /** The log's answer to the chart's own appends (sent back by the append effects). */
-  | { type: 'PLAN_MODE.APPENDED' }
+  /**
+   * The log's answer to the chart's own appends (sent back by the append effects). A boundary's
+   * flush that lands says whether that boundary's request starts a fresh context (`handoff`, R102).
+   */
+  | { type: 'PLAN_MODE.APPENDED'; handoff?: true }
   | { type: 'PLAN_MODE.APPEND_FAILED'; error: unknown }
   | { type: 'REVIEW.RECORDED' }
   | { type: 'REVIEW.RECORD_FAILED'; error: unknown }

@@ -56,8 +56,8 @@ function boundaryAnswers(active: boolean) {
       { guard: 'isAborted' as const, actions: reportQuietBoundary(active) },
       { guard: and(['hasNoPendingSelection', wasTold(active), 'hasNoNews']), actions: reportQuietBoundary(active) },
       { guard: 'hasNoPendingSelection' as const, actions: narrate(active) },
-      // P is flushed first: the narration waits for the append, and must know of a handoff (R102).
-      { actions: 'noteHandoff' as const },
+      // Else P is flushed first (the intent region): the narration waits for the append, whose
+      // landing carries this boundary's handoff (R102).
     ],
     // The boundary's flush landed: F already follows it (the log reported it first), so the mode
     // region answers in the same microstep as the intent region drops P (R16, R18).

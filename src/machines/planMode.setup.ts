@@ -42,11 +42,6 @@ export interface PlanModeContext {
   /** A durable review's outcome the model has not been told yet: the next boundary tells it (R81). */
   news?: ReviewNews | null
   /**
-   * The boundary whose flush is in flight starts a fresh context, which tells the approval (R102):
-   * its narration, when the flush lands, does not tell it again.
-   */
-  handoff?: true
-  /**
    * The logged `/plan` runs heard live whose `command/done` has not come yet, by command id: the
    * selection each one makes (R86). Absent while none is outstanding.
    */
@@ -292,17 +287,13 @@ export const planModeSetup = setup({
       const notice: NoticeKind | null =
         context.told !== null && context.told !== active && !leavesPlanMode(news?.outcome) ? (active ? 'entering' : 'leaving') : null
       // R102: a request that starts a fresh context tells the approval in its first message; the
-      // boundary does not tell it a second time.
-      const handoff = event.type === 'STEP_BOUNDARY' ? event.handoff === true : context.handoff === true
+      // boundary does not tell it a second time. A flush's landing carries its boundary's handoff.
+      const handoff = (event.type === 'STEP_BOUNDARY' || event.type === 'PLAN_MODE.APPENDED') && event.handoff === true
       const told = handoff && news?.outcome === 'approved' ? null : news
       return { type: 'boundary' as const, active, notice, news: told }
     }),
     /** The boundary told the state in force: K := it, the news is told (R30, R81). */
-    narrate: assign(({ context }, { active }: { active: boolean }) => ({ told: active, news: null, ...(context.handoff ? { handoff: undefined } : {}) })),
-    /** The boundary flushes P first; whether its request hands a plan off is read when the flush lands (R102). */
-    noteHandoff: assign(({ context, event }) =>
-      event.type === 'STEP_BOUNDARY' && event.handoff === true ? { handoff: true as const } : context.handoff ? { handoff: undefined } : {},
-    ),
+    narrate: assign((_, { active }: { active: boolean }) => ({ told: active, news: null })),
     /** The boundary's result without telling anything, K unchanged (R15, R19). */
     reportQuietBoundary: emit((_, { active }: { active: boolean }) => ({ type: 'boundary' as const, active, notice: null, news: null })),
     /** K := `active`: a request header told the model F, or an approval told it inactive (R30). */
