@@ -132,12 +132,16 @@ beforeAll(async () => {
   const clone = join(temp, 'clone')
   const listed = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, env: ENV, maxBuffer: 1 << 24 })
   await timed('clone', async () => {
-    for (const file of listed.stdout.split('\0').filter(Boolean)) {
-      const from = join(ROOT, file)
-      if (!(await access(from).then(() => true, () => false))) continue // deleted, not yet committed
-      await mkdir(dirname(join(clone, file)), { recursive: true })
-      await cp(from, join(clone, file))
-    }
+    const files = listed.stdout.split('\0').filter(Boolean)
+    for (const dir of new Set(files.map((file) => dirname(join(clone, file))))) await mkdir(dir, { recursive: true })
+    await Promise.all(
+      files.map((file) =>
+        // A file deleted, not yet committed, is not copied.
+        cp(join(ROOT, file), join(clone, file)).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error
+        }),
+      ),
+    )
   })
   await symlink(join(ROOT, 'node_modules'), join(clone, 'node_modules'), 'dir')
 
