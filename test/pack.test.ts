@@ -44,6 +44,24 @@ let temp: string
 let app: string
 const timings: Record<string, number> = {}
 
+/**
+ * CPU time (user + system, ms) of the child processes this process has waited for, theirs
+ * included, where Linux tells it (`/proc/self/stat`'s cutime and cstime, in ticks of 1/100 s);
+ * else undefined.
+ */
+async function childrenCpu(): Promise<number | undefined> {
+  try {
+    const stat = await readFile('/proc/self/stat', 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ') // from field 3 on
+    const ticks = Number(fields[13]) + Number(fields[14])
+    return Number.isFinite(ticks) ? ticks * 10 : undefined
+  } catch {
+    return undefined
+  }
+}
+/** CPU time at the start: the children's, this process's. */
+let cpuAtStart: [number | undefined, NodeJS.CpuUsage]
+
 async function timed<T>(name: string, work: () => Promise<T>): Promise<T> {
   const start = performance.now()
   try {
@@ -126,6 +144,7 @@ async function install(name: string, what: string[]): Promise<string> {
 const toEsm = (source: string) => ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText
 
 beforeAll(async () => {
+  cpuAtStart = [await childrenCpu(), process.cpuUsage()]
   temp = await mkdtemp(join(tmpdir(), 'plan-mode-pack-'))
 
   // 1. A fresh clone: what git tracks (and new files it would), as they are in this checkout; no dist/.
@@ -249,8 +268,13 @@ let typeChecked: Promise<{ stdout: string }>
 afterAll(async () => {
   await Promise.allSettled(pending)
   if (temp) await rm(temp, { recursive: true, force: true })
-  // Wall time of each step; steps after the pack overlap.
+  // Wall time of each step (the steps after the pack overlap), and the CPU time the file cost.
   console.log(`pack test timings (ms): ${JSON.stringify(timings)}`)
+  if (cpuAtStart) {
+    const [children, own] = [await childrenCpu(), process.cpuUsage(cpuAtStart[1])]
+    const cpu = { 'child processes': children === undefined || cpuAtStart[0] === undefined ? 'unknown' : children - cpuAtStart[0], 'this process': Math.round((own.user + own.system) / 1000) }
+    console.log(`pack test CPU (ms): ${JSON.stringify(cpu)}`)
+  }
 })
 
 describe('the npm tarball', () => {
