@@ -49,11 +49,11 @@ function hashOf(path: string): string {
  * `node_modules/.cache/xstate-plan-mode-declarations/`, with the hash of every file the program
  * read (the sources, the dependencies' declarations, TypeScript's libs), of every name under src/,
  * and of npm's record of the installed tree (`node_modules/.package-lock.json`), under a key of the
- * TypeScript version, tsconfig.json and the options. When all match, the kept declarations are
- * written out instead (~0.2 s). Names under node_modules/ are of its real path, so a clone whose
- * node_modules links here (test/pack.test.ts's) uses the same entry. The entry is written whole (a
- * temp file renamed into place); one that cannot be read or written costs a program run, never a
- * failure.
+ * TypeScript version, tsconfig.json, the options and this function's text. When all match, the
+ * kept declarations are written out instead (well under a second). Names under node_modules/ are
+ * of its real path, so a clone whose node_modules links here (test/pack.test.ts's) uses the same
+ * entry. The entry is written whole (a temp file renamed into place), and entries of other keys are
+ * removed; one that cannot be read or written costs a program run, never a failure.
  */
 function declarations(): Record<string, string> {
   const tsconfig = readFileSync('tsconfig.json', 'utf8')
@@ -71,7 +71,8 @@ function declarations(): Record<string, string> {
   const modules = realpathSync('node_modules')
   const nameOf = (path: string) => (path.startsWith(`${modules}/`) ? `node_modules/${path.slice(modules.length + 1)}` : relative('.', path))
   const pathOf = (name: string) => (name.startsWith('node_modules/') ? join(modules, name.slice('node_modules/'.length)) : resolve(name))
-  const key = createHash('sha256').update(JSON.stringify([ts.version, tsconfig, overrides, ENTRIES])).digest('hex').slice(0, 16)
+  // This function's own text too: a change to how the declarations are made makes a new entry.
+  const key = createHash('sha256').update(JSON.stringify([ts.version, tsconfig, overrides, ENTRIES, declarations.toString()])).digest('hex').slice(0, 16)
   const cacheFile = join(DECLARATIONS_CACHE, `${key}.json`)
   const sourceNames = readdirSync('src', { recursive: true }).map((name) => `src/${String(name)}`)
   const lock = 'node_modules/.package-lock.json'
@@ -115,6 +116,10 @@ function declarations(): Record<string, string> {
     const temp = `${cacheFile}.${process.pid}.${randomUUID()}.tmp`
     writeFileSync(temp, JSON.stringify({ inputs, files }))
     renameSync(temp, cacheFile)
+    // Entries of other keys (another TypeScript, other options) are not kept.
+    for (const name of readdirSync(DECLARATIONS_CACHE)) {
+      if (name.endsWith('.json') && name !== `${key}.json`) rmSync(join(DECLARATIONS_CACHE, name), { force: true })
+    }
   } catch {
     // a cache that cannot be written costs the next build a program run
   }
