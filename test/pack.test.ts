@@ -174,7 +174,7 @@ beforeAll(async () => {
   // 3. At once: the publish dry run; the tarball installed into an empty project, as a user does,
   // then type-checked there (awaited by its test); and into a second project beside the optional
   // peers the examples need (awaited by theirs).
-  const publish = timed('publish --dry-run', () => run('npm', ['publish', '--dry-run', '--ignore-scripts'], { cwd: clone, env: ENV }))
+  const publish = started(timed('publish --dry-run', () => run('npm', ['publish', '--dry-run', '--ignore-scripts'], { cwd: clone, env: ENV })))
   const versionOf = async (name: string) => `${name}@${(JSON.parse(await readFile(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version}`
   withPeers = started(
     (async () => {
