@@ -32,8 +32,9 @@ const BIN = join(ROOT, 'node_modules', '.bin')
 const ENV = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)))
 
 /**
- * Runs a CPU-heavy tool (the build, tsc) at a lower priority where `nice` exists, so that the
- * timing-sensitive tests running beside it in `npm test` (the browser ones) keep their CPU.
+ * Runs a CPU-heavy tool (the build, tsc, npm's installs and publish dry run, several at once) at a
+ * lower priority where `nice` exists, so that the timing-sensitive tests running beside it in
+ * `npm test` (the browser ones) keep their CPU.
  */
 const heavy = (file: string, args: string[], options: { cwd: string }) =>
   process.platform === 'win32'
@@ -135,7 +136,7 @@ async function install(name: string, what: string[]): Promise<string> {
   await mkdir(project)
   await writeFile(join(project, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, type: 'module' }))
   await timed(`install ${name}`, () =>
-    run('npm', ['install', ...what, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project, env: ENV, maxBuffer: 1 << 24 }),
+    heavy('npm', ['install', ...what, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project }),
   )
   return project
 }
@@ -174,7 +175,7 @@ beforeAll(async () => {
   // 3. At once: the publish dry run; the tarball installed into an empty project, as a user does,
   // then type-checked there (awaited by its test); and into a second project beside the optional
   // peers the examples need (awaited by theirs).
-  const publish = started(timed('publish --dry-run', () => run('npm', ['publish', '--dry-run', '--ignore-scripts'], { cwd: clone, env: ENV })))
+  const publish = started(timed('publish --dry-run', () => heavy('npm', ['publish', '--dry-run', '--ignore-scripts'], { cwd: clone })))
   const versionOf = async (name: string) => `${name}@${(JSON.parse(await readFile(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version}`
   withPeers = started(
     (async () => {
