@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { createHash, randomUUID } from 'node:crypto'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 import { defineConfig, type Options } from 'tsup'
 import ts from 'typescript'
 
@@ -24,6 +25,18 @@ const ENTRIES = {
   langgraph: 'src/adapters/langgraph.ts',
 }
 
+/** Where {@link declarations} keeps the last build's, beside the dependencies (one file per TypeScript version and options). */
+const DECLARATIONS_CACHE = 'node_modules/.cache/xstate-plan-mode-declarations'
+
+/** A file's content hash; '' for what cannot be read as a file (a directory, a file since removed). */
+function hashOf(path: string): string {
+  try {
+    return createHash('sha256').update(readFileSync(path)).digest('hex')
+  } catch {
+    return ''
+  }
+}
+
 /**
  * The sources' declarations (`.d.ts`, one per source file), emitted by one TypeScript program into
  * a temp directory removed when the build ends; returns the entry points' declarations there, which
@@ -31,8 +44,19 @@ const ENTRIES = {
  * Emitted with `noCheck`: the same declarations without the full type check (`npm run typecheck`
  * does that). The whole build takes ~12 s of CPU this way; tsup's own declaration build, which
  * emits each file through rollup with a checked program, made it ~27 s (most of `npm pack`).
+ *
+ * The program (~8 s of the 12) runs only when its inputs changed: the declarations are kept in
+ * `node_modules/.cache/xstate-plan-mode-declarations/`, with the hash of every file the program
+ * read (the sources, the dependencies' declarations, TypeScript's libs), of every name under src/,
+ * and of npm's record of the installed tree (`node_modules/.package-lock.json`), under a key of the
+ * TypeScript version, tsconfig.json, the options and this function's text. When all match, the
+ * kept declarations are written out instead (well under a second). Names under node_modules/ are
+ * of its real path, so a clone whose node_modules links here (test/pack.test.ts's) uses the same
+ * entry. The entry is written whole (a temp file renamed into place), and entries of other keys are
+ * removed; one that cannot be read or written costs a program run, never a failure.
  */
 function declarations(): Record<string, string> {
+  const tsconfig = readFileSync('tsconfig.json', 'utf8')
   const config = ts.getParsedCommandLineOfConfigFile('tsconfig.json', undefined, {
     ...ts.sys,
     onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
@@ -41,15 +65,65 @@ function declarations(): Record<string, string> {
   })!
   const dir = mkdtempSync(join(tmpdir(), 'plan-mode-declarations-'))
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+  const entries = Object.fromEntries(Object.entries(ENTRIES).map(([name, source]) => [name, join(dir, source.slice('src/'.length).replace(/\.ts$/, '.d.ts'))]))
+
+  const overrides = { noEmit: false, declaration: true, emitDeclarationOnly: true, noCheck: true, declarationMap: false }
+  const modules = realpathSync('node_modules')
+  const nameOf = (path: string) => (path.startsWith(`${modules}/`) ? `node_modules/${path.slice(modules.length + 1)}` : relative('.', path))
+  const pathOf = (name: string) => (name.startsWith('node_modules/') ? join(modules, name.slice('node_modules/'.length)) : resolve(name))
+  // This function's own text too: a change to how the declarations are made makes a new entry.
+  const key = createHash('sha256').update(JSON.stringify([ts.version, tsconfig, overrides, ENTRIES, declarations.toString()])).digest('hex').slice(0, 16)
+  const cacheFile = join(DECLARATIONS_CACHE, `${key}.json`)
+  const sourceNames = readdirSync('src', { recursive: true }).map((name) => `src/${String(name)}`)
+  const lock = 'node_modules/.package-lock.json'
+
+  let kept: { inputs: Record<string, string>; files: Record<string, string> } | undefined
+  try {
+    kept = JSON.parse(readFileSync(cacheFile, 'utf8')) as typeof kept
+  } catch {
+    // none yet, or unreadable: made again below
+  }
+  const keptSources = Object.keys(kept?.inputs ?? {}).filter((name) => name.startsWith('src/'))
+  if (
+    kept &&
+    keptSources.length === sourceNames.length &&
+    sourceNames.every((name) => name in kept.inputs) &&
+    Object.entries(kept.inputs).every(([name, hash]) => hashOf(pathOf(name)) === hash)
+  ) {
+    for (const [file, text] of Object.entries(kept.files)) {
+      mkdirSync(dirname(join(dir, file)), { recursive: true })
+      writeFileSync(join(dir, file), text)
+    }
+    return entries
+  }
+
   const program = ts.createProgram(
     Object.values(ENTRIES).map((source) => resolve(source)),
-    { ...config.options, noEmit: false, declaration: true, emitDeclarationOnly: true, noCheck: true, declarationMap: false, outDir: dir, rootDir: resolve('src') },
+    { ...config.options, ...overrides, outDir: dir, rootDir: resolve('src') },
   )
-  const { diagnostics, emitSkipped } = program.emit()
+  const files: Record<string, string> = {}
+  const { diagnostics, emitSkipped } = program.emit(undefined, (path, text) => {
+    mkdirSync(dirname(path), { recursive: true })
+    writeFileSync(path, text)
+    files[relative(dir, path)] = text
+  })
   if (emitSkipped || diagnostics.length > 0) {
     throw new Error(`declarations: ${ts.formatDiagnostics(diagnostics, { getCanonicalFileName: (name) => name, getCurrentDirectory: ts.sys.getCurrentDirectory, getNewLine: () => '\n' })}`)
   }
-  return Object.fromEntries(Object.entries(ENTRIES).map(([name, source]) => [name, join(dir, source.slice('src/'.length).replace(/\.ts$/, '.d.ts'))]))
+  try {
+    const inputs = Object.fromEntries([...program.getSourceFiles().map((file) => nameOf(file.fileName)), ...sourceNames, lock].map((name) => [name, hashOf(pathOf(name))]))
+    mkdirSync(DECLARATIONS_CACHE, { recursive: true })
+    const temp = `${cacheFile}.${process.pid}.${randomUUID()}.tmp`
+    writeFileSync(temp, JSON.stringify({ inputs, files }))
+    renameSync(temp, cacheFile)
+    // Entries of other keys (another TypeScript, other options) are not kept.
+    for (const name of readdirSync(DECLARATIONS_CACHE)) {
+      if (name.endsWith('.json') && name !== `${key}.json`) rmSync(join(DECLARATIONS_CACHE, name), { force: true })
+    }
+  } catch {
+    // a cache that cannot be written costs the next build a program run
+  }
+  return entries
 }
 
 /**

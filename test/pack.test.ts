@@ -5,7 +5,12 @@
  * install the tarball into an empty project, and run the README's quick start ("Embed it in a
  * loop") there with node, as ESM (`import`) and as CommonJS (`require`), then type-check it
  * against the shipped declarations. The project has none of the optional peers: what needs one
- * says which (R110).
+ * says which (R110). A second project installs the tarball beside the peers the examples name
+ * (LangGraph and the OpenAI Agents SDK) and runs those examples.
+ *
+ * Once the tarball is packed, the steps that wait on npm and the disk run at once: the publish
+ * dry run, both installs, and the type check (once its project is installed); each test awaits
+ * the step it reads.
  *
  * It needs no network when the npm cache holds the dependencies (as after `npm ci`): npm is run
  * with `--prefer-offline`. Everything it writes is under one temp dir, removed afterwards.
@@ -27,8 +32,9 @@ const BIN = join(ROOT, 'node_modules', '.bin')
 const ENV = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)))
 
 /**
- * Runs a CPU-heavy tool (the build, tsc) at a lower priority where `nice` exists, so that the
- * timing-sensitive tests running beside it in `npm test` (the browser ones) keep their CPU.
+ * Runs a CPU-heavy tool (the build, tsc, npm's installs and publish dry run, several at once) at a
+ * lower priority where `nice` exists, so that the timing-sensitive tests running beside it in
+ * `npm test` (the browser ones) keep their CPU.
  */
 const heavy = (file: string, args: string[], options: { cwd: string }) =>
   process.platform === 'win32'
@@ -38,6 +44,24 @@ const heavy = (file: string, args: string[], options: { cwd: string }) =>
 let temp: string
 let app: string
 const timings: Record<string, number> = {}
+
+/**
+ * CPU time (user + system, ms) of the child processes this process has waited for, theirs
+ * included, where Linux tells it (`/proc/self/stat`'s cutime and cstime, in ticks of 1/100 s);
+ * else undefined.
+ */
+async function childrenCpu(): Promise<number | undefined> {
+  try {
+    const stat = await readFile('/proc/self/stat', 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ') // from field 3 on
+    const ticks = Number(fields[13]) + Number(fields[14])
+    return Number.isFinite(ticks) ? ticks * 10 : undefined
+  } catch {
+    return undefined
+  }
+}
+/** CPU time at the start: the children's, this process's. */
+let cpuAtStart: [number | undefined, NodeJS.CpuUsage]
 
 async function timed<T>(name: string, work: () => Promise<T>): Promise<T> {
   const start = performance.now()
@@ -95,19 +119,50 @@ const EXPECTED_RUN = [
   `log plan/mode turn/start request/header plan/review request/header plan/review plan/mode request/header turn/end`,
 ]
 
+/**
+ * Work started now and awaited later, by the test that reads it: its failure is that test's (and
+ * `afterAll` waits for it), not an unhandled rejection meanwhile.
+ */
+function started<T>(work: Promise<T>): Promise<T> {
+  work.catch(() => {})
+  pending.push(work)
+  return work
+}
+const pending: Promise<unknown>[] = []
+
+/** `npm install <what>` into a new project `<temp>/<name>` ("type": "module"), as a user does. */
+async function install(name: string, what: string[]): Promise<string> {
+  const project = join(temp, name)
+  await mkdir(project)
+  await writeFile(join(project, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, type: 'module' }))
+  await timed(`install ${name}`, () =>
+    heavy('npm', ['install', ...what, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project }),
+  )
+  return project
+}
+
+/** TypeScript compiled as a user's build would (ESM). */
+const toEsm = (source: string) => ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText
+
 beforeAll(async () => {
+  cpuAtStart = [await childrenCpu(), process.cpuUsage()]
   temp = await mkdtemp(join(tmpdir(), 'plan-mode-pack-'))
-  app = join(temp, 'app')
 
   // 1. A fresh clone: what git tracks (and new files it would), as they are in this checkout; no dist/.
   const clone = join(temp, 'clone')
   const listed = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, env: ENV, maxBuffer: 1 << 24 })
-  for (const file of listed.stdout.split('\0').filter(Boolean)) {
-    const from = join(ROOT, file)
-    if (!(await access(from).then(() => true, () => false))) continue // deleted, not yet committed
-    await mkdir(dirname(join(clone, file)), { recursive: true })
-    await cp(from, join(clone, file))
-  }
+  await timed('clone', async () => {
+    const files = listed.stdout.split('\0').filter(Boolean)
+    for (const dir of new Set(files.map((file) => dirname(join(clone, file))))) await mkdir(dir, { recursive: true })
+    await Promise.all(
+      files.map((file) =>
+        // A file deleted, not yet committed, is not copied.
+        cp(join(ROOT, file), join(clone, file)).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error
+        }),
+      ),
+    )
+  })
   await symlink(join(ROOT, 'node_modules'), join(clone, 'node_modules'), 'dir')
 
   // 2. Pack it as a maintainer does: `prepack` builds dist/ first. The tarball npm would publish.
@@ -116,31 +171,31 @@ beforeAll(async () => {
   const [{ filename, files }] = JSON.parse(packed.stdout.slice(packed.stdout.lastIndexOf('\n[\n') + 1)) as [{ filename: string; files: { path: string }[] }]
   packedFiles = files.map((file) => file.path)
   tarball = join(temp, filename)
-  const publish = await timed('publish --dry-run', () =>
-    run('npm', ['publish', '--dry-run', '--ignore-scripts'], { cwd: clone, env: ENV }),
-  )
-  publishWarnings = publish.stderr
-    .split('\n')
-    .filter((line) => line.startsWith('npm warn'))
-    // This machine is logged in to no registry: npm says so, as it does for any package.
-    .filter((line) => !line.includes('This command requires you to be logged in'))
 
-  // 3. Install the tarball into an empty project, as a user does.
-  await mkdir(app)
-  await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }))
-  await timed('install', () =>
-    run('npm', ['install', join(temp, filename), '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], {
-      cwd: app,
-      env: ENV,
-    }),
+  // 3. At once: the publish dry run; the tarball installed into an empty project, as a user does,
+  // then type-checked there (awaited by its test); and into a second project beside the optional
+  // peers the examples need (awaited by theirs).
+  const publish = started(timed('publish --dry-run', () => heavy('npm', ['publish', '--dry-run', '--ignore-scripts'], { cwd: clone })))
+  const versionOf = async (name: string) => `${name}@${(JSON.parse(await readFile(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version}`
+  withPeers = started(
+    (async () => {
+      // LangGraph as this checkout tests it; the OpenAI Agents SDK as docs/openai-agents.md's install line names it.
+      const project = await install('app-peers', [tarball, await versionOf('@langchain/langgraph'), await versionOf('@langchain/core'), '@openai/agents-core@0.14.3'])
+      // The LangGraph example, its host's process and the section it imports; the OpenAI Agents example.
+      for (const name of ['langgraph-agent', 'langgraph-process', 'plan-section']) {
+        await writeFile(join(project, `${name}.js`), toEsm(await readFile(join(ROOT, 'examples', `${name}.ts`), 'utf8')))
+      }
+      await writeFile(join(project, 'agent.mjs'), toEsm(await readFile(join(ROOT, 'examples', 'openai-agents-agent.ts'), 'utf8')))
+      return project
+    })(),
   )
+  app = await install('app', [tarball])
+  typeChecked = started(typeCheck(app))
 
   // 4. The README's quick start, as users would compile it: ESM and CommonJS.
   const quickStart = readmeBlock(await readFile(join(ROOT, 'README.md'), 'utf8'), '## Embed it in a loop')
   const transpile = (module: ts.ModuleKind) =>
     ts.transpileModule(quickStart, { compilerOptions: { module, target: ts.ScriptTarget.ES2022 } }).outputText
-  await writeFile(join(app, 'quickstart.ts'), quickStart)
-  await writeFile(join(app, 'model.ts'), await readFile(join(ROOT, 'examples', 'model.ts'), 'utf8'))
   await writeFile(join(app, 'quickstart.mjs'), transpile(ts.ModuleKind.ESNext))
   await writeFile(join(app, 'quickstart.cjs'), transpile(ts.ModuleKind.CommonJS))
   await writeFile(
@@ -153,16 +208,74 @@ beforeAll(async () => {
     `const { createAgent } = require('./quickstart.cjs')\n` +
       `console.log('entry ' + require.resolve('xstate-plan-mode').slice(__dirname.length + 1))\n${SCENARIO}`,
   )
+
+  publishWarnings = (await publish).stderr
+    .split('\n')
+    .filter((line) => line.startsWith('npm warn'))
+    // This machine is logged in to no registry: npm says so, as it does for any package.
+    .filter((line) => !line.includes('This command requires you to be logged in'))
 }, 600_000) // a hang guard, not a time limit: the build is slow on a busy machine
+
+/**
+ * `tsc` in the installed project: the quick start, a conformance driver type, a mutable JSON Schema
+ * and the inspect entry against the shipped declarations, strict, the libraries' declarations
+ * checked (TypeScript's own lib files, not the package's, are not). Resolves with tsc's output.
+ */
+async function typeCheck(project: string): Promise<{ stdout: string }> {
+  await writeFile(join(project, 'quickstart.ts'), readmeBlock(await readFile(join(ROOT, 'README.md'), 'utf8'), '## Embed it in a loop'))
+  await writeFile(join(project, 'model.ts'), await readFile(join(ROOT, 'examples', 'model.ts'), 'utf8'))
+  await writeFile(
+    join(project, 'types.ts'),
+    [
+      `import { createPlanMode } from 'xstate-plan-mode'`,
+      `import type { ConformanceAgent, ConformanceStep } from 'xstate-plan-mode/testing'`,
+      `import { createPlanModeInspector, type PlanModeInspector } from 'xstate-plan-mode/inspect'`,
+      `export const inspect: (url: string) => PlanModeInspector = (url) => createPlanModeInspector({ url })`,
+      `type ObjectSchema = { type: 'object'; properties: Record<string, unknown>; required: string[]; additionalProperties: boolean }`,
+      `export const parameters: ObjectSchema = createPlanMode({ section: 'Plan.' }).exitTool.parameters`,
+      `export type Step = ConformanceAgent['step'] extends (options?: { signal?: AbortSignal }) => Promise<ConformanceStep> ? true : never`,
+      '',
+    ].join('\n'),
+  )
+  await writeFile(
+    join(project, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        lib: ['es2022', 'dom'],
+        types: [],
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        skipDefaultLibCheck: true,
+      },
+      files: ['quickstart.ts', 'model.ts', 'types.ts'],
+    }),
+  )
+  return timed('tsc', () => heavy(join(BIN, 'tsc'), ['-p', join(project, 'tsconfig.json')], { cwd: project }).catch((error: { stdout: string }) => error))
+}
 
 let packedFiles: string[] = []
 /** The packed tarball's path. */
 let tarball = ''
 let publishWarnings: string[] = []
+/** The project with the tarball and the examples' optional peers, once installed. */
+let withPeers: Promise<string>
+/** tsc's answer in the project without peers. */
+let typeChecked: Promise<{ stdout: string }>
 
 afterAll(async () => {
+  await Promise.allSettled(pending)
   if (temp) await rm(temp, { recursive: true, force: true })
+  // Wall time of each step (the steps after the pack overlap), and the CPU time the file cost.
   console.log(`pack test timings (ms): ${JSON.stringify(timings)}`)
+  if (cpuAtStart) {
+    const [children, own] = [await childrenCpu(), process.cpuUsage(cpuAtStart[1])]
+    const cpu = { 'child processes': children === undefined || cpuAtStart[0] === undefined ? 'unknown' : children - cpuAtStart[0], 'this process': Math.round((own.user + own.system) / 1000) }
+    console.log(`pack test CPU (ms): ${JSON.stringify(cpu)}`)
+  }
 })
 
 describe('the npm tarball', () => {
@@ -255,20 +368,9 @@ describe('the npm tarball', () => {
     expect(await failed(['demo'])).toEqual({ code: 2, stdout: '', stderr: 'plan-mode: demo needs the `ai` package (npm install ai@6)\n' })
   })
 
-  it('R145, R146: examples/langgraph-agent.ts runs from the installed tarball in an empty project with LangGraph installed beside it: a review left waiting by one process is approved in another, and the stock driver (R152) passes the durable suite', async () => {
-    const project = join(temp, 'app-langgraph')
-    await mkdir(project)
-    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'app-langgraph', version: '1.0.0', private: true, type: 'module' }))
-    const versionOf = async (name: string) => (JSON.parse(await readFile(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version
-    const peers = await Promise.all(['@langchain/langgraph', '@langchain/core'].map(async (name) => `${name}@${await versionOf(name)}`))
-    await timed('install with langgraph', () =>
-      run('npm', ['install', tarball, ...peers, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project, env: ENV, maxBuffer: 1 << 24 }),
-    )
-    // The example, its host's process and the section it imports, compiled as a user's build would (ESM: the project is "type": "module").
-    for (const name of ['langgraph-agent', 'langgraph-process', 'plan-section']) {
-      const source = await readFile(join(ROOT, 'examples', `${name}.ts`), 'utf8')
-      await writeFile(join(project, `${name}.js`), ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText)
-    }
+  it('R145, R146: examples/langgraph-agent.ts runs from the installed tarball in an empty project with LangGraph (and the OpenAI Agents SDK) installed beside it: a review left waiting by one process is approved in another, and the stock driver (R152) passes the durable suite', async () => {
+    // The project beside the peers, where the example, its host's process and the section it imports are, compiled as a user's build would (ESM: the project is "type": "module").
+    const project = await withPeers
     // Two Node processes on one checkpoint file: the review the first leaves waiting, the second answers.
     const plan = await run('node', ['langgraph-process.js', 'plan', 'checkpoints.json'], { cwd: project, env: ENV })
     expect({ stdout: plan.stdout.split('\n'), stderr: plan.stderr }).toEqual({
@@ -315,38 +417,7 @@ describe('the npm tarball', () => {
   })
 
   it('R41, R110: the quick start, a conformance driver type, a mutable JSON Schema and the inspect entry type-check against the shipped declarations, with no optional peer installed', async () => {
-    await writeFile(
-      join(app, 'types.ts'),
-      [
-        `import { createPlanMode } from 'xstate-plan-mode'`,
-        `import type { ConformanceAgent, ConformanceStep } from 'xstate-plan-mode/testing'`,
-        `import { createPlanModeInspector, type PlanModeInspector } from 'xstate-plan-mode/inspect'`,
-        `export const inspect: (url: string) => PlanModeInspector = (url) => createPlanModeInspector({ url })`,
-        `type ObjectSchema = { type: 'object'; properties: Record<string, unknown>; required: string[]; additionalProperties: boolean }`,
-        `export const parameters: ObjectSchema = createPlanMode({ section: 'Plan.' }).exitTool.parameters`,
-        `export type Step = ConformanceAgent['step'] extends (options?: { signal?: AbortSignal }) => Promise<ConformanceStep> ? true : never`,
-        '',
-      ].join('\n'),
-    )
-    await writeFile(
-      join(app, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          target: 'es2022',
-          lib: ['es2022', 'dom'],
-          types: [],
-          strict: true,
-          noEmit: true,
-          skipLibCheck: false,
-        },
-        files: ['quickstart.ts', 'model.ts', 'types.ts'],
-      }),
-    )
-    const result = await timed('tsc', () =>
-      heavy(join(BIN, 'tsc'), ['-p', join(app, 'tsconfig.json')], { cwd: app }).catch((error: { stdout: string }) => error),
-    )
+    const result = await typeChecked
     expect(result.stdout).toBe('')
   })
 
@@ -382,17 +453,9 @@ describe('the npm tarball', () => {
 describe('the OpenAI Agents example from the tarball', () => {
   let project: string
   beforeAll(async () => {
-    // An empty project with the package and the SDK it names (docs/openai-agents.md's install line).
-    project = join(temp, 'openai-app')
-    await mkdir(project)
-    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'openai-app', version: '1.0.0', private: true, type: 'module' }))
-    await timed('install with @openai/agents-core', () =>
-      run('npm', ['install', tarball, '@openai/agents-core@0.14.3', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project, env: ENV }),
-    )
-    const example = await readFile(join(ROOT, 'examples', 'openai-agents-agent.ts'), 'utf8')
-    const compiled = ts.transpileModule(example, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText
-    await writeFile(join(project, 'agent.mjs'), compiled)
-  }, 600_000) // a hang guard, not a time limit
+    // An empty project with the package and the SDK it names (docs/openai-agents.md's install line), LangGraph beside them.
+    project = await withPeers
+  }, 600_000) // a hang guard, not a time limit: an install on a busy machine
 
   /** One process of the example: its `step` with `action`, what it printed. */
   const processStep = async (action: unknown) => {

@@ -10,7 +10,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node'
  */
 export const FILE_DURATIONS: Readonly<Record<string, number>> = {
   'test/web-chat.test.ts': 53_000,
-  'test/pack.test.ts': 50_000,
+  'test/pack.test.ts': 40_000,
   'test/web-chat-reviews.test.ts': 35_000,
   'test/model.test.ts': 32_000,
   'test/web-server.test.ts': 27_000,
