@@ -54,7 +54,7 @@
  */
 import { isDeepStrictEqual } from 'node:util'
 import { vi } from 'vitest'
-import { createActor, initialTransition, transition, type AnyEventObject, type AnyStateMachine, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
+import { createActor, transition, type AnyEventObject, type AnyStateMachine, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
 import { getAdjacencyMap } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
@@ -926,10 +926,13 @@ export function durablePath(labels: readonly string[]): ModelPath {
  */
 export function coverRestores(restores: Iterable<PlanLogRestore>, coverage: CoverageCollector): string[] {
   const step = inspectedTransition()
+  // The initial snapshot as XState's pure `initialTransition` makes it, on one inert scope rather
+  // than a new actor per call.
+  const scope = inertScope(createActor(planModeMachine))
   const differ: string[] = []
   for (const fold of restores) {
     for (const pending of [fold.kept, true, false]) {
-      const [initial] = initialTransition(planModeMachine, { fold, ports: UNATTACHED_PORTS, closeTimeout: 1000 })
+      const initial = planModeMachine.getInitialSnapshot(scope as never, { fold, ports: UNATTACHED_PORTS, closeTimeout: 1000 })
       const { next, states, transitions } = step(initial as PlanModeSnapshot, [{ type: 'RESTORE', fold, pending }])
       for (const state of states) coverage.states.add(state)
       for (const t of transitions) coverage.transitions.add(t)
