@@ -90,6 +90,7 @@ import {
 // The library's one bounded wait and timer bound (the web chat runs from this repository's sources).
 import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from './timeouts.js'
 import type { StateNodeDefinition } from '../shared/visualizer/client/model.js'
+import { BadWidths, chartLayouts } from './chart-layout.js'
 
 /** The plan-mode section: the model plans while it is in the system prompt. */
 export const SECTION =
@@ -683,9 +684,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   }
 
   const definition = JSON.parse(JSON.stringify(planModeMachine.definition)) as unknown
-  // Loaded and made on the first request for layouts: elkjs's import and engine take ~0.5 s of
-  // CPU, which an instance never asked for layouts (a cluster's other instance, most tests') saves.
-  let chartLayout: Promise<[typeof import('./chart-layout.js'), ReturnType<(typeof import('./chart-layout.js'))['chartLayouts']>]> | undefined
+  const chartLayout = chartLayouts(definition as StateNodeDefinition)
 
   const server = createServer((req, res) => {
     res.setHeader('x-plan-mode-instance', instance)
@@ -722,10 +721,8 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     if (req.method === 'GET' && path === '/api/chart') return json(res, 200, definition)
     if (req.method === 'POST' && path === '/api/chart/layout') {
       const { widths } = await readJson(req)
-      chartLayout ??= import('./chart-layout.js').then((module) => [module, module.chartLayouts(definition as StateNodeDefinition)])
-      const [{ BadWidths }, layouts] = await chartLayout
       try {
-        return json(res, 200, { layouts: await layouts.layoutsFor(widths) })
+        return json(res, 200, { layouts: await chartLayout.layoutsFor(widths) })
       } catch (error) {
         throw error instanceof BadWidths ? new HttpError(400, error.message) : error
       }
