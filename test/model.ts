@@ -54,7 +54,7 @@
  */
 import { isDeepStrictEqual } from 'node:util'
 import { vi } from 'vitest'
-import { createActor, initialTransition, transition, type AnyEventObject, type AnyStateMachine, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
+import { createActor, transition, type AnyEventObject, type AnyStateMachine, type AnyStateNode, type InspectionEvent, type Observer } from 'xstate'
 import { getAdjacencyMap } from 'xstate/graph'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import type { ReviewResult } from '../src/machines/planMode.events.js'
@@ -442,9 +442,13 @@ function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
  * the service can replay against the oracle: the model leaves it out and reports it
  * (`invariantBreaks`, checked by its own test).
  */
-function stopsWithWorkInFlight(s: PlanModeSnapshot, event: AnyEventObject): PlanModeSnapshot | undefined {
+function stopsWithWorkInFlight(
+  s: PlanModeSnapshot,
+  event: AnyEventObject,
+  step: (s: PlanModeSnapshot, event: AnyEventObject) => PlanModeSnapshot = (s, event) => transition(planModeMachine, s, event as never)[0] as PlanModeSnapshot,
+): PlanModeSnapshot | undefined {
   if (s.matches({ lifecycle: 'stopped' })) return undefined
-  const [next] = transition(planModeMachine, s, event as never)
+  const next = step(s, event)
   return next.matches({ lifecycle: 'stopped' }) && next.hasTag('appending') ? next : undefined
 }
 
@@ -482,20 +486,36 @@ export function generatePaths(config: ModelConfig): GeneratedPaths {
   const byEvent = new Map(letters.map((l) => [l.event, l]))
   const events = letters.map((l) => l.event)
   const breaks = new Map<string, { source: string; letter: Letter; next: string }>()
+  // Each edge's transition is taken once, by the filter's check of R60/R63, and the traversal
+  // reads it back (XState's pure `transition` made an actor per call, and the traversal took the
+  // transition again); one inert scope serves them all, as the traversal's own did. Each
+  // snapshot's key is computed once too (the traversal and the edge list both read it).
+  const scope = inertScope(createActor(planModeMachine))
+  const taken = new WeakMap<PlanModeSnapshot, Map<AnyEventObject, PlanModeSnapshot>>()
+  const step = (s: PlanModeSnapshot, e: AnyEventObject): PlanModeSnapshot => {
+    let from = taken.get(s)
+    if (from === undefined) taken.set(s, (from = new Map()))
+    let next = from.get(e)
+    if (next === undefined) from.set(e, (next = planModeMachine.transition(s, e as never, scope as never) as PlanModeSnapshot))
+    return next
+  }
+  const keys = new WeakMap<PlanModeSnapshot, string>()
+  const keyOf = (snapshot: PlanModeSnapshot): string => keys.get(snapshot) ?? keys.set(snapshot, stateKey(snapshot)).get(snapshot)!
+  const logic = Object.create(planModeMachine, { transition: { value: (s: PlanModeSnapshot, e: AnyEventObject) => step(s, e) } }) as AnyStateMachine
   const options = {
     events,
     filterEvents: (s: PlanModeSnapshot, e: AnyEventObject) => {
       if (!allowed(s, e)) return false
-      const broken = stopsWithWorkInFlight(s, e)
+      const broken = stopsWithWorkInFlight(s, e, step)
       if (!broken) return true
       const letter = byEvent.get(e)!
-      breaks.set(`${stateKey(s)} ${letter.label}`, { source: stateKey(s), letter, next: stateKey(broken) })
+      breaks.set(`${keyOf(s)} ${letter.label}`, { source: keyOf(s), letter, next: keyOf(broken) })
       return false
     },
-    serializeState: (snapshot: PlanModeSnapshot) => stateKey(snapshot),
+    serializeState: (snapshot: PlanModeSnapshot) => keyOf(snapshot),
     serializeEvent: (e: AnyEventObject) => byEvent.get(e)?.label ?? JSON.stringify(e),
   }
-  const adjacency = getAdjacencyMap(planModeMachine as AnyStateMachine, options as never) as unknown as Record<
+  const adjacency = getAdjacencyMap(logic, options as never) as unknown as Record<
     string,
     { state: PlanModeSnapshot; transitions: Record<string, { event: AnyEventObject; state: PlanModeSnapshot }> }
   >
@@ -505,7 +525,7 @@ export function generatePaths(config: ModelConfig): GeneratedPaths {
     const from: Edge[] = []
     for (const { event, state } of Object.values(transitions)) {
       edges++
-      from.push({ letter: byEvent.get(event)!, next: stateKey(state) })
+      from.push({ letter: byEvent.get(event)!, next: keyOf(state) })
     }
     out.set(key, from)
   }
@@ -906,10 +926,13 @@ export function durablePath(labels: readonly string[]): ModelPath {
  */
 export function coverRestores(restores: Iterable<PlanLogRestore>, coverage: CoverageCollector): string[] {
   const step = inspectedTransition()
+  // The initial snapshot as XState's pure `initialTransition` makes it, on one inert scope rather
+  // than a new actor per call.
+  const scope = inertScope(createActor(planModeMachine))
   const differ: string[] = []
   for (const fold of restores) {
     for (const pending of [fold.kept, true, false]) {
-      const [initial] = initialTransition(planModeMachine, { fold, ports: UNATTACHED_PORTS, closeTimeout: 1000 })
+      const initial = planModeMachine.getInitialSnapshot(scope as never, { fold, ports: UNATTACHED_PORTS, closeTimeout: 1000 })
       const { next, states, transitions } = step(initial as PlanModeSnapshot, [{ type: 'RESTORE', fold, pending }])
       for (const state of states) coverage.states.add(state)
       for (const t of transitions) coverage.transitions.add(t)
@@ -922,16 +945,9 @@ export function coverRestores(restores: Iterable<PlanLogRestore>, coverage: Cove
   return differ
 }
 
-/**
- * A transition function that also says which states and definition transitions each macrostep
- * took (the same keys as `CoverageCollector`): XState's pure `transition`, with an inspected
- * actor scope (nothing is executed).
- */
-function inspectedTransition(): (s: PlanModeSnapshot, events: AnyEventObject[]) => { next: PlanModeSnapshot; states: Set<string>; transitions: Set<string> } {
-  const self = createActor(planModeMachine)
-  let taken = { states: new Set<string>(), transitions: new Set<string>() }
-  self.system.inspect({ next: (event: InspectionEvent) => recordMicrostep(event, taken) })
-  const scope = {
+/** An actor scope for XState's `machine.transition` that executes nothing (the actions, deferred effects and children are dropped). */
+function inertScope(self: ReturnType<typeof createActor<typeof planModeMachine>>) {
+  return {
     self,
     defer: () => {},
     id: '',
@@ -942,6 +958,18 @@ function inspectedTransition(): (s: PlanModeSnapshot, events: AnyEventObject[]) 
     emit: () => {},
     actionExecutor: () => {},
   }
+}
+
+/**
+ * A transition function that also says which states and definition transitions each macrostep
+ * took (the same keys as `CoverageCollector`): XState's pure `transition`, with an inspected
+ * actor scope (nothing is executed).
+ */
+function inspectedTransition(): (s: PlanModeSnapshot, events: AnyEventObject[]) => { next: PlanModeSnapshot; states: Set<string>; transitions: Set<string> } {
+  const self = createActor(planModeMachine)
+  let taken = { states: new Set<string>(), transitions: new Set<string>() }
+  self.system.inspect({ next: (event: InspectionEvent) => recordMicrostep(event, taken) })
+  const scope = inertScope(self)
   return (s, events) => {
     taken = { states: new Set(), transitions: new Set() }
     let next = s

@@ -505,16 +505,15 @@ describe('R105: approvals are signed by the server, per chat', () => {
   })
 
   describe('with a model that gives every call of a tool the same id', () => {
-    let db: PGlite
+    // On the file's PGlite, as the file's other instances (a PGlite of its own cost ~1.5 s of CPU
+    // to start): its chats are new ids of their own.
     let sameIds: WebChat
     beforeAll(async () => {
-      db = await startPGlite()
       const model = oneCallIdPerTool(offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }))
-      sameIds = await startWebChat({ db, listen: pgliteListen(db), instance: 'y', model })
+      sameIds = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'y', model })
     })
     afterAll(async () => {
       await sameIds?.close()
-      await db?.close()
     })
 
     it('R105: an approval signed in another chat approves nothing, though both exit calls have the same id', async () => {
@@ -533,7 +532,7 @@ describe('R105: approvals are signed by the server, per chat', () => {
       expect(chunksOf(text).filter((c) => c.type === 'error').map((c) => c.errorText)).toEqual([
         `Tool approval signature verification failed for approval "${card.approval!.id}" (tool call "${review.callId}"): invalid signature`,
       ])
-      expect(await closingRecords(db, second, review.reviewId)).toEqual([])
+      expect(await closingRecords(lite, second, review.reviewId)).toEqual([])
       expect((await openReviewOf(owner, second))?.reviewId).toBe(review.reviewId)
     })
   })
