@@ -50,6 +50,15 @@ function instanceProcess(prefix: string, ...args: string[]) {
 }
 
 /** Waits until `check` holds (NOTIFY crosses a real connection); the 60 s cap is only a hang guard. */
+/** {@link eventually} for a check that must ask the database. */
+async function eventuallyAsync(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 60_000
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 async function eventually(check: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + 60_000
   while (!check()) {
@@ -314,6 +323,40 @@ describe('#23 on a real server: nothing forged, nothing bricked, nothing hung', 
     expect(log.events.map((e) => e.seq)).toEqual(Array.from({ length: landed! }, (_, i) => i + 1))
   })
 
+  it('R84: turns are granted in the order asked: four instances whose appends wait for the session\'s turn land in the order they asked for it', async () => {
+    const writers = [await instance('w2_'), await instance('w2_'), await instance('w2_'), await instance('w2_')]
+    const logs = await Promise.all(writers.map((w) => w.store.openSession('s1')))
+    await logs[0]!.append('message', { warm: true })
+    await Promise.all(logs.map((log) => eventuallyAsync(async () => log.events.length === 1, 'every instance holds the first row')))
+    // A transaction of the test's own holds the session's turn, so that each append queues behind it.
+    const holder = await writers[0]!.pool.connect()
+    const waiting = async () => {
+      const { rows } = await writers[0]!.pool.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%w2_append%'`,
+      )
+      return rows[0]!.n as number
+    }
+    const order = [2, 0, 3, 1]
+    const landed: number[] = []
+    const appends: Promise<unknown>[] = []
+    try {
+      await holder.query('BEGIN')
+      await holder.query(`SELECT 1 FROM w2_turns WHERE session = 's1' FOR UPDATE`)
+      for (const [asked, writer] of order.entries()) {
+        appends.push(logs[writer]!.append('message', { writer }).then(() => landed.push(writer)))
+        // The next one asks only once this one waits in the queue for the turn.
+        await eventuallyAsync(async () => (await waiting()) === asked + 1, `${asked + 1} appends wait for the turn`)
+      }
+    } finally {
+      await holder.query('COMMIT')
+      holder.release()
+    }
+    await Promise.all(appends)
+    const { rows } = await writers[0]!.pool.query(`SELECT seq, data FROM w2_events WHERE session = 's1' AND seq > 1 ORDER BY seq`)
+    expect(rows.map((row) => row.data.writer)).toEqual(order)
+    expect(rows.map((row) => Number(row.seq))).toEqual([2, 3, 4, 5])
+  }, 120_000)
+
   it('R84: two instances appending events that decide nothing to one session as fast as they can: none fails, and neither starves', async () => {
     const [a, b] = [await instance('w1_'), await instance('w1_')]
     const logs = [await a.store.openSession('s1'), await b.store.openSession('s1')]
@@ -335,8 +378,10 @@ describe('#23 on a real server: nothing forged, nothing bricked, nothing hung', 
     console.log(`R84 two writers: ${acked[0]} and ${acked[1]} acknowledged; the other had ${ackedByOtherWhenFirstDone} when the first finished its ${each}`)
     expect(failures).toEqual([])
     expect(acked).toEqual([each, each])
-    // Fair: while one writer made its 300 appends, the other was not starved (FIFO turns give about as many).
-    expect(ackedByOtherWhenFirstDone).toBeGreaterThanOrEqual(each / 3)
+    // Not starved: the other writer's appends landed while the first made its 300. How many depends on
+    // how the cores were shared (a busy machine can keep one writer's process from asking for a while),
+    // so the order of the turns themselves is the next test's, where every writer is already waiting.
+    expect(ackedByOtherWhenFirstDone).toBeGreaterThan(0)
     const { rows } = await a.pool.query(`SELECT seq FROM w1_events WHERE session = 's1' ORDER BY seq`)
     expect(rows.map((r) => Number(r.seq))).toEqual(Array.from({ length: 2 * each }, (_, i) => i + 1))
     await eventually(() => logs.every((log) => log.events.length === 2 * each), 'both instances hold every row')
