@@ -83,14 +83,18 @@ function declarations(): Record<string, string> {
   } catch {
     // none yet, or unreadable: made again below
   }
-  const keptSources = Object.keys(kept?.inputs ?? {}).filter((name) => name.startsWith('src/'))
+  // An entry of another shape (written by hand, cut short) is no entry: it costs a program run.
+  const usable =
+    typeof kept?.inputs === 'object' && kept.inputs !== null && typeof kept.files === 'object' && kept.files !== null &&
+    Object.values(kept.files).every((text) => typeof text === 'string')
+  const keptSources = usable ? Object.keys(kept!.inputs).filter((name) => name.startsWith('src/')) : []
   if (
-    kept &&
+    usable &&
     keptSources.length === sourceNames.length &&
-    sourceNames.every((name) => name in kept.inputs) &&
-    Object.entries(kept.inputs).every(([name, hash]) => hashOf(pathOf(name)) === hash)
+    sourceNames.every((name) => name in kept!.inputs) &&
+    Object.entries(kept!.inputs).every(([name, hash]) => hashOf(pathOf(name)) === hash)
   ) {
-    for (const [file, text] of Object.entries(kept.files)) {
+    for (const [file, text] of Object.entries(kept!.files)) {
       mkdirSync(dirname(join(dir, file)), { recursive: true })
       writeFileSync(join(dir, file), text)
     }
@@ -110,10 +114,17 @@ function declarations(): Record<string, string> {
   if (emitSkipped || diagnostics.length > 0) {
     throw new Error(`declarations: ${ts.formatDiagnostics(diagnostics, { getCanonicalFileName: (name) => name, getCurrentDirectory: ts.sys.getCurrentDirectory, getNewLine: () => '\n' })}`)
   }
+  // The inputs are hashed from the disk after the program ran; a file saved (or checked out) while it
+  // ran would record its new hash beside declarations of its old text. So the entry is kept only when
+  // every file still holds the text the program read, and src/ still holds the same names.
+  const changedMeanwhile =
+    program.getSourceFiles().some((file) => readText(file.fileName) !== file.text) ||
+    readdirSync('src', { recursive: true }).map((name) => `src/${String(name)}`).join('\0') !== sourceNames.join('\0')
+  if (changedMeanwhile) return entries
+  const temp = `${cacheFile}.${process.pid}.${randomUUID()}.tmp`
   try {
     const inputs = Object.fromEntries([...program.getSourceFiles().map((file) => nameOf(file.fileName)), ...sourceNames, lock].map((name) => [name, hashOf(pathOf(name))]))
     mkdirSync(DECLARATIONS_CACHE, { recursive: true })
-    const temp = `${cacheFile}.${process.pid}.${randomUUID()}.tmp`
     writeFileSync(temp, JSON.stringify({ inputs, files }))
     renameSync(temp, cacheFile)
     // Entries of other keys (another TypeScript, other options) are not kept.
@@ -122,8 +133,18 @@ function declarations(): Record<string, string> {
     }
   } catch {
     // a cache that cannot be written costs the next build a program run
+    rmSync(temp, { force: true })
   }
   return entries
+}
+
+/** A file's text as TypeScript reads it (UTF-8, without a byte order mark); undefined when it cannot be read. */
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8').replace(/^\uFEFF/, '')
+  } catch {
+    return undefined
+  }
 }
 
 /**
