@@ -5,11 +5,11 @@
  * install the tarball into an empty project, and run the README's quick start ("Embed it in a
  * loop") there with node, as ESM (`import`) and as CommonJS (`require`), then type-check it
  * against the shipped declarations. The project has none of the optional peers: what needs one
- * says which (R110). A second project installs the tarball beside the peers the examples name
- * (LangGraph and the OpenAI Agents SDK) and runs those examples.
+ * says which (R110). Two more projects install the tarball beside the peers each example's guide
+ * names (LangGraph; the OpenAI Agents SDK) and run those examples.
  *
  * Once the tarball is packed, the steps that wait on npm and the disk run at once: the publish
- * dry run, both installs, and the type check (once its project is installed); each test awaits
+ * dry run, the three installs, and the type check (once its project is installed); each test awaits
  * the step it reads.
  *
  * It needs no network when the npm cache holds the dependencies (as after `npm ci`): npm is run
@@ -177,14 +177,23 @@ beforeAll(async () => {
   // peers the examples need (awaited by theirs).
   const publish = started(timed('publish --dry-run', () => heavy('npm', ['publish', '--dry-run', '--ignore-scripts'], { cwd: clone })))
   const versionOf = async (name: string) => `${name}@${(JSON.parse(await readFile(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version}`
-  withPeers = started(
+  // Each example in a project of its own, with only the peers its guide's install line names, so that
+  // neither passes on a dependency the other stack happens to bring.
+  withLangGraph = started(
     (async () => {
-      // LangGraph as this checkout tests it; the OpenAI Agents SDK as docs/openai-agents.md's install line names it.
-      const project = await install('app-peers', [tarball, await versionOf('@langchain/langgraph'), await versionOf('@langchain/core'), '@openai/agents-core@0.14.3'])
-      // The LangGraph example, its host's process and the section it imports; the OpenAI Agents example.
+      // LangGraph as this checkout tests it.
+      const project = await install('app-langgraph', [tarball, await versionOf('@langchain/langgraph'), await versionOf('@langchain/core')])
+      // The example, its host's process and the section it imports.
       for (const name of ['langgraph-agent', 'langgraph-process', 'plan-section']) {
         await writeFile(join(project, `${name}.js`), toEsm(await readFile(join(ROOT, 'examples', `${name}.ts`), 'utf8')))
       }
+      return project
+    })(),
+  )
+  withOpenAiAgents = started(
+    (async () => {
+      // The OpenAI Agents SDK as docs/openai-agents.md's install line names it.
+      const project = await install('app-openai-agents', [tarball, '@openai/agents-core@0.14.3'])
       await writeFile(join(project, 'agent.mjs'), toEsm(await readFile(join(ROOT, 'examples', 'openai-agents-agent.ts'), 'utf8')))
       return project
     })(),
@@ -261,8 +270,10 @@ let packedFiles: string[] = []
 /** The packed tarball's path. */
 let tarball = ''
 let publishWarnings: string[] = []
-/** The project with the tarball and the examples' optional peers, once installed. */
-let withPeers: Promise<string>
+/** The project with the tarball and LangGraph, once installed. */
+let withLangGraph: Promise<string>
+/** The project with the tarball and the OpenAI Agents SDK, once installed. */
+let withOpenAiAgents: Promise<string>
 /** tsc's answer in the project without peers. */
 let typeChecked: Promise<{ stdout: string }>
 
@@ -368,9 +379,9 @@ describe('the npm tarball', () => {
     expect(await failed(['demo'])).toEqual({ code: 2, stdout: '', stderr: 'plan-mode: demo needs the `ai` package (npm install ai@6)\n' })
   })
 
-  it('R145, R146: examples/langgraph-agent.ts runs from the installed tarball in an empty project with LangGraph (and the OpenAI Agents SDK) installed beside it: a review left waiting by one process is approved in another, and the stock driver (R152) passes the durable suite', async () => {
-    // The project beside the peers, where the example, its host's process and the section it imports are, compiled as a user's build would (ESM: the project is "type": "module").
-    const project = await withPeers
+  it('R145, R146: examples/langgraph-agent.ts runs from the installed tarball in an empty project with LangGraph installed beside it: a review left waiting by one process is approved in another, and the stock driver (R152) passes the durable suite', async () => {
+    // The project beside LangGraph, where the example, its host's process and the section it imports are, compiled as a user's build would (ESM: the project is "type": "module").
+    const project = await withLangGraph
     // Two Node processes on one checkpoint file: the review the first leaves waiting, the second answers.
     const plan = await run('node', ['langgraph-process.js', 'plan', 'checkpoints.json'], { cwd: project, env: ENV })
     expect({ stdout: plan.stdout.split('\n'), stderr: plan.stderr }).toEqual({
@@ -453,8 +464,8 @@ describe('the npm tarball', () => {
 describe('the OpenAI Agents example from the tarball', () => {
   let project: string
   beforeAll(async () => {
-    // An empty project with the package and the SDK it names (docs/openai-agents.md's install line), LangGraph beside them.
-    project = await withPeers
+    // An empty project with the package and the SDK it names (docs/openai-agents.md's install line).
+    project = await withOpenAiAgents
   }, 600_000) // a hang guard, not a time limit: an install on a busy machine
 
   /** One process of the example: its `step` with `action`, what it printed. */
