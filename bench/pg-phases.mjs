@@ -17,11 +17,9 @@
  *
  * Usage: `npm run build && node --import ./apps/shared/register.mjs bench/pg-phases.mjs [samples] [--spin µs]`
  */
-import { fork } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { startTestPostgres } from '../apps/shared/local-postgres.ts'
-import { countedPool } from './pg-pool.mjs'
+import { countedPool, forkInstance } from './pg-pool.mjs'
 import { LIB_URL, loadLibrary, nowNs, percentile } from './harness.mjs'
 import { SECTION } from './steps.mjs'
 
@@ -123,18 +121,7 @@ try {
 
   // toggle
   const agentA = { id: 'toggle', session: await store.openSession('toggle') }
-  const instanceB = fork(fileURLToPath(new URL('./pg-phases-instance.mjs', import.meta.url)), [JSON.stringify(server.config), 'bench_', 'toggle'], {
-    execArgv: process.execArgv,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  ends.push(async () => {
-    if (instanceB.exitCode !== null) return
-    const exited = new Promise((resolve) => instanceB.once('exit', resolve))
-    instanceB.send('stop')
-    const timer = setTimeout(() => instanceB.kill('SIGKILL'), 5000)
-    await exited
-    clearTimeout(timer)
-  })
+  const instanceB = forkInstance(new URL('./pg-phases-instance.mjs', import.meta.url), [JSON.stringify(server.config), 'bench_', 'toggle'], ends)
   const inbox = []
   let waiting
   instanceB.on('message', (message) => (waiting ? (waiting(message), (waiting = undefined)) : inbox.push(message)))

@@ -6,6 +6,8 @@
  * parameters and protocol framing: what the step sent the server). A wrapper object in the pool's
  * place would hide from the store that `db` is a `pg.Pool` (R126).
  */
+import { fork } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 
 /**
@@ -46,4 +48,25 @@ export function countedPool(config, max) {
     /** Resolves once no statement is on its way. */
     settled: () => (quiet() ? Promise.resolve() : new Promise((resolve) => idle.push(resolve))),
   }
+}
+
+/**
+ * Starts a bench instance script (bench/pg-instance.mjs, bench/pg-phases-instance.mjs) in a Node
+ * process of its own, with this process's flags, and pushes onto `ends` how to stop it: `'stop'`,
+ * then SIGKILL if it has not exited within 5 s.
+ * @param {URL} script
+ * @param {string[]} args
+ * @param {(() => Promise<void>)[]} ends
+ */
+export function forkInstance(script, args, ends) {
+  const instance = fork(fileURLToPath(script), args, { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  ends.push(async () => {
+    if (instance.exitCode !== null) return
+    const exited = new Promise((resolve) => instance.once('exit', resolve))
+    instance.send('stop')
+    const timer = setTimeout(() => instance.kill('SIGKILL'), 5000)
+    await exited
+    clearTimeout(timer)
+  })
+  return instance
 }

@@ -20,11 +20,9 @@
  * - appends: sequential appends to one session, and to 100 sessions at once (each session's
  *   appends in order), reported as appends per second with p50/p99 latencies.
  */
-import { fork } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { startTestPostgres } from '../../apps/shared/local-postgres.ts'
-import { countedPool } from '../pg-pool.mjs'
+import { countedPool, forkInstance } from '../pg-pool.mjs'
 import { LIB_URL, QUICK, interleave, nowNs, percentile } from '../harness.mjs'
 import { SECTION } from '../steps.mjs'
 
@@ -154,18 +152,7 @@ export async function run(lib) {
     // NOTIFYs, B's process hears it and reads the row from the table. Reported: a bare NOTIFY
     // from A's connection until B's process receives it.
     const agentA = { id: 'toggle', session: await storeA.openSession('toggle') }
-    const instanceB = fork(fileURLToPath(new URL('../pg-instance.mjs', import.meta.url)), [JSON.stringify(config), 'bench_', 'toggle'], {
-      execArgv: process.execArgv,
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    })
-    ends.push(async () => {
-      if (instanceB.exitCode !== null) return
-      const exited = new Promise((resolve) => instanceB.once('exit', resolve))
-      instanceB.send('stop')
-      const timer = setTimeout(() => instanceB.kill('SIGKILL'), 5000)
-      await exited
-      clearTimeout(timer)
-    })
+    const instanceB = forkInstance(new URL('../pg-instance.mjs', import.meta.url), [JSON.stringify(config), 'bench_', 'toggle'], ends)
     const heard = { mode: [], ping: [], row: [], ready: [] }
     const waiters = { mode: [], ping: [], row: [], ready: [] }
     instanceB.on('message', (message) => {
