@@ -63,4 +63,16 @@ describe('chart layouts computed on the server, for the web chat and the visuali
     // A label's text that names an inherited property is not a width either.
     expect(() => layouts.layoutsFor({ state: Object.create({ [text]: 80 }), edge: widths.edge })).toThrow(BadWidths)
   })
+
+  it('R178: a waiting layout whose request closed is dropped, not run, and is laid out anew when asked again', async () => {
+    const layouts = chartLayouts(definition)
+    const running = layouts.layoutsFor(widthsOf((text) => text.length * 7.01))
+    const closed = new AbortController()
+    const dropped = layouts.layoutsFor(widthsOf((text) => text.length * 7.02), closed.signal)
+    closed.abort()
+    await expect(dropped).rejects.toThrow('the request for this layout closed')
+    const again = layouts.layoutsFor(widthsOf((text) => text.length * 7.02))
+    expect(again).not.toBe(dropped)
+    expect(Object.keys(await again)).toEqual(Object.keys(await running))
+  })
 })
