@@ -292,6 +292,7 @@ afterAll(async () => {
 describe('the npm tarball', () => {
   it('ships the builds, their declarations, the README and the spec, and no sources', () => {
     for (const file of ['package.json', 'README.md', 'docs/spec.md', 'dist/cli.js']) expect(packedFiles).toContain(file)
+    expect(packedFiles).toContain('dist/elk.cjs')
     for (const entry of ['index', 'node', 'ai-sdk', 'openai-agents', 'inspect', 'testing', 'testing-scenarios', 'testing-node', 'testing-ai-sdk', 'testing-openai-agents', 'testing-langgraph', 'postgres', 'guard', 'langgraph']) {
       for (const ext of ['js', 'cjs', 'd.ts', 'd.cts']) expect(packedFiles).toContain(`dist/${entry}.${ext}`)
     }

@@ -429,15 +429,77 @@ describe('visualizer server: the chart laid out on the server (R178)', () => {
     expect(await post({ definition: actor, widths }, { 'content-type': 'text/plain' })).toMatchObject({ status: 415, body: { error: LAYOUT_REFUSALS.notJson } })
     expect(await post(`{"widths":"${'x'.repeat(2 ** 20)}"}`)).toMatchObject({ status: 413, body: { error: LAYOUT_REFUSALS.tooLarge } })
     for (const body of ['not json', 'null', '[1]', '"text"']) expect(await post(body)).toMatchObject({ status: 400, body: { error: LAYOUT_REFUSALS.notObject } })
-    expect((await request('/api/chart/layout', { method: 'POST', host: `evil.example:${visualizer.port}` })).status).toBe(421)
-    expect((await request('/api/chart/layout', { method: 'PUT' })).status).toBe(405)
+    for (const [answer, status, error] of [
+      [await request('/api/chart/layout', { method: 'POST', host: `evil.example:${visualizer.port}` }), 421, LAYOUT_REFUSALS.wrongHost],
+      [await request('/api/chart/layout', { method: 'PUT' }), 405, 'read-only'],
+    ] as const) {
+      expect({ status: answer.status, type: answer.headers['content-type'], body: JSON.parse(answer.body) }).toEqual({ status, type: 'application/json; charset=utf-8', body: { error } })
+    }
     expect(LAYOUT_REFUSALS).toEqual({
       crossOrigin: 'a page of another origin cannot ask for layouts',
       notJson: 'the body must be JSON (content-type: application/json)',
       tooLarge: 'the body is over 1 MiB',
       notObject: 'the body must be a JSON object',
       noDefinition: 'definition must be the seq of a kept @xstate.actor message that carries a machine definition',
+      wrongHost: 'wrong host',
     })
+  })
+
+  /** Posts a layout request to `to` with Node's client; resolves with its status and body, and its request to abort it. */
+  const ask = (to: Visualizer, body: unknown) => {
+    let req!: http.ClientRequest
+    const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      req = http.request(
+        { host: '127.0.0.1', port: to.port, path: '/api/chart/layout', method: 'POST', headers: { 'content-type': 'application/json' } },
+        (res) => {
+          let text = ''
+          res.setEncoding('utf8')
+          res.on('data', (chunk: string) => (text += chunk))
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }))
+        },
+      )
+      req.on('error', reject)
+      req.end(JSON.stringify(body))
+    })
+    return { answered, req }
+  }
+
+  it('R178: elkjs runs beside the server, not on its thread: a page and its assets are answered while a chart is laid out', async () => {
+    const { actor } = await sendActor(definition)
+    let laidOut = false
+    // Widths no other test asks for: a layout of its own (0.5–3 s of a core).
+    const layout = ask(visualizer, { definition: actor, widths: labelWidths(chart, (text) => text.length * 6.5 + 1) })
+    void layout.answered.then(() => (laidOut = true))
+    const page = await request('/')
+    expect(page.status).toBe(200)
+    expect(laidOut).toBe(false)
+    expect((await layout.answered).status).toBe(200)
+  })
+
+  it('R178: one layout runs and two wait; one more is refused as busy, and a chart of over 400 labels is not laid out', async () => {
+    const { actor } = await sendActor(definition)
+    const asks = [1, 2, 3, 4].map((n) => ask(visualizer, { definition: actor, widths: labelWidths(chart, (text) => text.length * 6 + n / 10) }).answered)
+    const answers = await Promise.all(asks)
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 503])
+    expect(JSON.parse(answers[3]!.body)).toEqual({ error: 'busy laying out other charts; try again' })
+    const states = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`s${i}`, { on: { GO: `s${(i + 1) % 400}` } }]))
+    const large = await sendActor(JSON.stringify({ id: 'large', initial: 's0', states }))
+    const largeChart = chartModel({ id: 'large', initial: 's0', states } as never)
+    const refused = await ask(visualizer, { definition: large.actor, widths: labelWidths(largeChart, sevenPx) }).answered
+    expect({ status: refused.status, body: JSON.parse(refused.body) }).toEqual({ status: 413, body: { error: 'the chart has over 400 labels: too large to lay out' } })
+  })
+
+  it('R178, R108: closing the server while it lays a chart out ends promptly, the layout unanswered', async () => {
+    const own = await start({ port: 0 })
+    const { actor } = await sendActor(definition, own)
+    const layout = ask(own, { definition: actor, widths: labelWidths(chart, (text) => text.length * 6.5 + 2) })
+    let laidOut = false
+    const settled = layout.answered.then(() => (laidOut = true), () => (laidOut = false))
+    // The request has reached the server: its socket is open.
+    await new Promise((resolve) => layout.req.once('socket', (socket: import('node:net').Socket) => (socket.connecting ? socket.once('connect', resolve) : resolve(undefined))))
+    await own.close()
+    expect(laidOut).toBe(false)
+    await settled
   })
 
   it('R178, R109: a definition the server no longer keeps is not laid out', async () => {

@@ -102,6 +102,24 @@ describe('visualizer in Chromium', () => {
     await expectActive(['mode.inactive', 'turn.idle', 'review.idle', 'intent.logged'], ['mode.active'])
   })
 
+  it('R178: a layout the server could not give (a plain-text 500) is shown as such, and asked for again on the next render', async () => {
+    const retry = await browser.newPage({ viewport: { width: 1600, height: 1000 } })
+    try {
+      let refused = 0
+      await retry.route('**/api/chart/layout', (route) => (refused++, route.fulfill({ status: 500, contentType: 'text/plain', body: 'internal error' })))
+      await retry.goto(visualizer.url)
+      await retry.locator('#chart[data-layout="failed"]').waitFor()
+      expect(await retry.locator('#chart p.hint').textContent()).toBe('The chart could not be drawn: the server answered 500 (not JSON)')
+      await retry.unroute('**/api/chart/layout')
+      // Any message renders again: an agent joins.
+      visible.show({ id: 'agent-retry', session: createMemorySessionLog([]) })
+      await retry.locator('#chart[data-layout="done"]').waitFor()
+      expect(refused).toBe(1)
+    } finally {
+      await retry.close()
+    }
+  })
+
   it('the highlight moves to mode.active after /plan', async () => {
     // Logged around its run as a host logs its commands (apps/cli/plan-command.ts).
     agent.session.append('command/run', { commandId: 'cmd-1', name: 'plan', args: '' })

@@ -63,4 +63,31 @@ describe('chart layouts computed on the server, for the web chat and the visuali
     // A label's text that names an inherited property is not a width either.
     expect(() => layouts.layoutsFor({ state: Object.create({ [text]: 80 }), edge: widths.edge })).toThrow(BadWidths)
   })
+
+  it('R178: keeps the layouts of the last 8 sets of widths asked for: one asked for again stays, the least recently asked for goes', async () => {
+    const tiny = { id: 'tiny', initial: 'a', states: { a: { on: { GO: 'b' } }, b: {} } } as unknown as StateNodeDefinition
+    const layouts = chartLayouts(tiny)
+    const widths = (px: number) => ({ state: { a: px, b: px, tiny: px }, edge: { GO: px } })
+    // One at a time: one runs and two wait in the process (R178).
+    const first = layouts.layoutsFor(widths(1))
+    await first
+    const second = layouts.layoutsFor(widths(2))
+    for (let px = 2; px <= 8; px++) await layouts.layoutsFor(widths(px))
+    expect(layouts.layoutsFor(widths(1))).toBe(first)
+    await layouts.layoutsFor(widths(9))
+    expect(layouts.layoutsFor(widths(1))).toBe(first)
+    expect(layouts.layoutsFor(widths(2))).not.toBe(second)
+  })
+
+  it('R178: a waiting layout whose request closed is dropped, not run, and is laid out anew when asked again', async () => {
+    const layouts = chartLayouts(definition)
+    const running = layouts.layoutsFor(widthsOf((text) => text.length * 7.01))
+    const closed = new AbortController()
+    const dropped = layouts.layoutsFor(widthsOf((text) => text.length * 7.02), closed.signal)
+    closed.abort()
+    await expect(dropped).rejects.toThrow('the request for this layout closed')
+    const again = layouts.layoutsFor(widthsOf((text) => text.length * 7.02))
+    expect(again).not.toBe(dropped)
+    expect(Object.keys(await again)).toEqual(Object.keys(await running))
+  })
 })

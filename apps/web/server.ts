@@ -91,7 +91,7 @@ import {
 // The library's one bounded wait and timer bound (the web chat runs from this repository's sources).
 import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from './timeouts.js'
 import type { StateNodeDefinition } from '../shared/visualizer/client/model.js'
-import { BadWidths, chartLayouts } from '../shared/visualizer/chart-layout.js'
+import { BadWidths, ChartTooLarge, LayoutBusy, chartLayouts, holdLayoutWorker } from '../shared/visualizer/chart-layout.js'
 
 /** The plan-mode section: the model plans while it is in the system prompt. */
 export const SECTION =
@@ -723,9 +723,11 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
     if (req.method === 'POST' && path === '/api/chart/layout') {
       const { widths } = await readJson(req)
       try {
-        return json(res, 200, { layouts: await chartLayout.layoutsFor(widths) })
+        return json(res, 200, { layouts: await chartLayout.layoutsFor(widths, signal) })
       } catch (error) {
-        throw error instanceof BadWidths ? new HttpError(400, error.message) : error
+        if (error instanceof BadWidths) throw new HttpError(400, error.message)
+        if (error instanceof ChartTooLarge) throw new HttpError(413, error.message)
+        throw error instanceof LayoutBusy ? new HttpError(503, error.message) : error
       }
     }
     const match = /^\/api\/chats\/([^/]+)(\/state|\/command|\/review)?$/.exec(path)
@@ -758,10 +760,13 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   })
   const address = server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0
+  // The process's layout worker (R178) is ended when its last server closes.
+  const releaseLayoutWorker = holdLayoutWorker()
   return {
     url: `http://127.0.0.1:${port}/`,
     server,
     async close() {
+      releaseLayoutWorker()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
       await planMode.dispose()

@@ -10,13 +10,21 @@
  * visualizer's also names the definition, R178) → `{ layouts: { [graphId]: ElkNode } }`, one per
  * graph `layoutChart` lays out for the chart.
  *
- * elkjs is loaded on the first layout, not on import: a server that is never asked for one does
- * not load it. Layouts run one at a time in the process, whichever server and definition asks.
+ * elkjs runs in a worker thread (one per process, started on the first layout, `unref`'d, ended
+ * when the last server that holds it lets go): a layout takes 0.5–10 s of a core, and the server's
+ * own thread keeps answering its pages, sockets and signals meanwhile. Layouts run one at a time;
+ * at most {@link MAX_WAITING} more wait, a request that closed stops waiting, and a chart of over
+ * {@link MAX_LABELS} labels is not laid out.
  */
 import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+import { Worker } from 'node:worker_threads'
 import type { ElkNode } from 'elkjs/lib/elk-api.js'
 import { chartModel, labelsOf, layoutChart, type Measure } from './client/chart.js'
 import type { StateNodeDefinition } from './client/model.js'
+import { definitionOf } from './client/protocol.js'
 
 export { labelsOf, type LabelWidths } from './client/chart.js'
 
@@ -29,62 +37,202 @@ const KEPT = 8
 /** How many definitions' layouts {@link chartLayoutsOfText} keeps (the least recently asked for go first). */
 const KEPT_DEFINITIONS = 8
 
+/** The most labels (states and transition labels) of a chart a server lays out (R178). */
+export const MAX_LABELS = 400
+
+/** How many layouts wait behind the one that runs (R178); one more is refused as busy. */
+export const MAX_WAITING = 2
+
 /** Why a request for layouts was refused: a 400 with this message. */
 export class BadWidths extends Error {}
+
+/** A chart of over {@link MAX_LABELS} labels: a 413 with this message (R178). */
+export class ChartTooLarge extends Error {
+  constructor() {
+    super(`the chart has over ${MAX_LABELS} labels: too large to lay out`)
+  }
+}
+
+/** One layout runs and {@link MAX_WAITING} wait: a 503 with this message (R178). */
+export class LayoutBusy extends Error {
+  constructor() {
+    super('busy laying out other charts; try again')
+  }
+}
 
 /** The layouts of one definition's chart for a page's label widths. */
 export interface ChartLayouts {
   /**
    * The elkjs layouts of every graph `layoutChart` lays out for `widths`, computed once per set
-   * of widths (the last {@link KEPT} are kept) and one layout at a time in the process.
+   * of widths (the last {@link KEPT} asked for are kept) in the process's layout worker, one
+   * chart at a time. When `signal` aborts (the request closed) before the layout started, and no
+   * other request waits for it, it is dropped and the promise rejects.
    * @throws {@link BadWidths} (synchronously) when `widths` is not a width (0–2000 px) for each
-   * label of the chart.
+   * label of the chart; {@link ChartTooLarge} when it has over {@link MAX_LABELS} labels;
+   * {@link LayoutBusy} when a layout runs and {@link MAX_WAITING} wait.
    */
-  layoutsFor(widths: unknown): Promise<Record<string, ElkNode>>
+  layoutsFor(widths: unknown, signal?: AbortSignal): Promise<Record<string, ElkNode>>
 }
 
-/** Layouts run one after another, for every definition and server of the process: at most one core. */
-let queue: Promise<unknown> = Promise.resolve()
-/** elkjs, loaded on the first layout. */
-let elk: Promise<{ layout(graph: ElkNode): Promise<ElkNode> }> | undefined
+/** A chart's layout, asked for by one or more requests. */
+interface Job {
+  run(): Promise<void>
+  /** Requests waiting for it; none left before it starts: it is dropped. */
+  askers: number
+  drop(): void
+}
 
-function elkjs(): Promise<{ layout(graph: ElkNode): Promise<ElkNode> }> {
-  if (!elk) {
-    elk = import('elkjs/lib/elk.bundled.js').then(({ default: ELK }) => new ELK())
-    // A failed load is tried again on the next layout.
-    elk.catch(() => (elk = undefined))
-  }
-  return elk
+/** The job laying out now, and those waiting (at most {@link MAX_WAITING}). */
+let running: Job | undefined
+const waiting: Job[] = []
+
+function next(): void {
+  if (running) return
+  running = waiting.shift()
+  void running?.run().finally(() => {
+    running = undefined
+    next()
+  })
 }
 
 /**
  * The layouts of one definition's chart (see {@link ChartLayouts}).
  * @example
  * const layouts = chartLayouts(definition)
- * const answer = { layouts: await layouts.layoutsFor(body.widths) } // BadWidths → 400
+ * const answer = { layouts: await layouts.layoutsFor(body.widths, signal) } // BadWidths → 400
  */
 export function chartLayouts(definition: StateNodeDefinition): ChartLayouts {
   const chart = chartModel(definition)
   const labels = labelsOf(chart)
-  const kept = new Map<string, Promise<Record<string, ElkNode>>>()
+  /** The layouts by set of widths, least recently asked for first. */
+  const kept = new Map<string, { layouts: Promise<Record<string, ElkNode>>; job: Job }>()
   return {
-    layoutsFor(widths) {
+    layoutsFor(widths, signal) {
+      if (labels.size > MAX_LABELS) throw new ChartTooLarge()
       const measure = measureOf(widths, labels)
       const key = JSON.stringify([...labels].map(([kind, text]) => measure(text, kind)))
-      const known = kept.get(key)
-      if (known) return known
-      const layouts: Record<string, ElkNode> = {}
-      const made = queue.then(async () => {
-        const elk = await elkjs()
-        await layoutChart(chart, measure, async (graph) => (layouts[graph.id] = await elk.layout(graph)))
-        return layouts
-      })
-      queue = made.catch(() => undefined)
-      kept.set(key, made)
-      made.catch(() => kept.delete(key))
+      let known = kept.get(key)
+      if (!known) {
+        if (running && waiting.length >= MAX_WAITING) throw new LayoutBusy()
+        let settle!: { resolve(layouts: Record<string, ElkNode>): void; reject(error: unknown): void }
+        const layouts = new Promise<Record<string, ElkNode>>((resolve, reject) => (settle = { resolve, reject }))
+        const job: Job = {
+          askers: 0,
+          run: async () => {
+            try {
+              const placed: Record<string, ElkNode> = {}
+              await layoutChart(chart, measure, async (graph) => (placed[graph.id] = await layoutInWorker(graph)))
+              settle.resolve(placed)
+            } catch (error) {
+              settle.reject(error)
+            }
+          },
+          drop() {
+            const at = waiting.indexOf(job)
+            if (at < 0) return
+            waiting.splice(at, 1)
+            settle.reject(new Error('the request for this layout closed'))
+          },
+        }
+        // A failed or dropped layout is not kept: the next request lays the chart out anew.
+        layouts.catch(() => kept.get(key)?.job === job && kept.delete(key))
+        known = { layouts, job }
+        waiting.push(job)
+        next()
+      }
+      kept.delete(key)
+      kept.set(key, known)
       if (kept.size > KEPT) kept.delete(kept.keys().next().value!)
-      return made
+      const { job } = known
+      if (signal) {
+        job.askers++
+        const closed = () => {
+          if (--job.askers === 0) job.drop()
+        }
+        if (signal.aborted) closed()
+        else {
+          signal.addEventListener('abort', closed, { once: true })
+          void known.layouts.then(() => signal.removeEventListener('abort', closed), () => signal.removeEventListener('abort', closed))
+        }
+      }
+      return known.layouts
     },
+  }
+}
+
+/**
+ * The worker's code: CommonJS (`eval`), so it runs as it is from a clone and from the package;
+ * it loads the elkjs file it is given and answers each graph with its layout or its error.
+ */
+const WORKER_CODE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const ELK = require(workerData.elk)
+const elk = new ELK()
+parentPort.on('message', ({ id, graph }) => {
+  elk.layout(graph).then(
+    (layout) => parentPort.postMessage({ id, layout }),
+    (error) => parentPort.postMessage({ id, error: String((error && error.message) || error) }),
+  )
+})
+`
+
+/**
+ * The elkjs file the worker loads: the one the CLI's bundle ships beside itself as `elk.cjs`
+ * (tsup.config.ts resolves this module's elkjs to `./elk.cjs` and copies it there), else the
+ * installed package's (a clone, the tests).
+ */
+function elkFile(): string {
+  const beside = fileURLToPath(new URL('./elk.cjs', import.meta.url))
+  return existsSync(beside) ? beside : createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js')
+}
+
+/** The process's layout worker and its graphs in flight by id; how many servers hold it. */
+let worker: { thread: Worker; inFlight: Map<number, { resolve(layout: ElkNode): void; reject(error: Error): void }> } | undefined
+let lastId = 0
+let holders = 0
+
+function layoutInWorker(graph: ElkNode): Promise<ElkNode> {
+  if (!worker) {
+    const started = { thread: new Worker(WORKER_CODE, { eval: true, workerData: { elk: elkFile() } }), inFlight: new Map() }
+    // The worker never keeps a process alive: a server that closes, or a signal, ends it.
+    started.thread.unref()
+    const fail = (error: Error) => {
+      if (worker === started) worker = undefined
+      for (const pending of started.inFlight.values()) pending.reject(error)
+      started.inFlight.clear()
+    }
+    started.thread.on('message', ({ id, layout, error }: { id: number; layout?: ElkNode; error?: string }) => {
+      const pending = started.inFlight.get(id)
+      started.inFlight.delete(id)
+      if (error === undefined) pending?.resolve(layout!)
+      else pending?.reject(new Error(error))
+    })
+    started.thread.on('error', fail)
+    started.thread.on('exit', (code) => fail(new Error(`the layout worker exited (${code})`)))
+    worker = started
+  }
+  const { thread, inFlight } = worker
+  const id = ++lastId
+  const answered = new Promise<ElkNode>((resolve, reject) => inFlight.set(id, { resolve, reject }))
+  thread.postMessage({ id, graph })
+  return answered
+}
+
+/**
+ * Holds the process's layout worker for a server: the worker is ended (and a layout in it
+ * fails) when the last server that holds it lets go, by calling the function returned.
+ */
+export function holdLayoutWorker(): () => void {
+  holders++
+  let held = true
+  return () => {
+    if (!held) return
+    held = false
+    if (--holders === 0 && worker) {
+      const { thread } = worker
+      worker = undefined
+      void thread.terminate()
+    }
   }
 }
 
@@ -102,10 +250,10 @@ export function chartLayoutsOfText(text: string): ChartLayouts | undefined {
   const key = createHash('sha256').update(text).digest('base64')
   let layouts = byDefinition.get(key)
   if (!layouts) {
+    const definition = definitionOf(text)
+    if (!definition) return undefined
     try {
-      const definition: unknown = JSON.parse(text)
-      if (!isRecord(definition) || !isRecord(definition.states)) return undefined
-      layouts = chartLayouts(definition as StateNodeDefinition)
+      layouts = chartLayouts(definition)
     } catch {
       return undefined
     }
@@ -114,10 +262,6 @@ export function chartLayoutsOfText(text: string): ChartLayouts | undefined {
   byDefinition.set(key, layouts)
   if (byDefinition.size > KEPT_DEFINITIONS) byDefinition.delete(byDefinition.keys().next().value!)
   return layouts
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** The measure of a page's widths, checked to hold a width for every label of the chart. */

@@ -31,8 +31,8 @@ import { fileURLToPath } from 'node:url'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { RawData } from 'ws'
 import type { InspectionMessage, InspectionTransport } from 'xstate-plan-mode/inspect'
-import type { DemoComment, DemoCommand, ServerMessage, ViewerMessage, WireItem } from './client/protocol.js'
-import { BadWidths, chartLayoutsOfText, type ChartLayouts } from './chart-layout.js'
+import { isRecord, type DemoComment, type DemoCommand, type ServerMessage, type ViewerMessage, type WireItem } from './client/protocol.js'
+import { BadWidths, ChartTooLarge, LayoutBusy, chartLayoutsOfText, holdLayoutWorker, type ChartLayouts } from './chart-layout.js'
 import type { DemoAgent, DemoOptions } from './demo.js'
 import { createRetainedHistory } from './history.js'
 import { createLogReader } from './log-reading.js'
@@ -103,6 +103,7 @@ export const LAYOUT_REFUSALS = {
   tooLarge: `the body is over ${MAX_LAYOUT_BODY / 2 ** 20} MiB`,
   notObject: 'the body must be a JSON object',
   noDefinition: 'definition must be the seq of a kept @xstate.actor message that carries a machine definition',
+  wrongHost: 'wrong host',
 } as const
 
 /**
@@ -195,14 +196,17 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
     })
   })
   const serve = async (request: http.IncomingMessage, response: http.ServerResponse) => {
+    const path = new URL(request.url ?? '/', 'http://localhost').pathname
     if (!isOwnHost(request.headers.host, port)) {
-      response.writeHead(421, { 'content-type': 'text/plain; charset=utf-8' }).end('wrong host')
+      // R178: every refusal of the API is `{ "error": … }`; the page's files answer plain text.
+      if (path.startsWith('/api/')) return answerJson(response, 421, { error: LAYOUT_REFUSALS.wrongHost })
+      response.writeHead(421, { 'content-type': 'text/plain; charset=utf-8' }).end(LAYOUT_REFUSALS.wrongHost)
       return
     }
-    const path = new URL(request.url ?? '/', 'http://localhost').pathname
     if (path === '/api/chart/layout' && request.method === 'POST') return layout(request, response)
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       // Read-only: no other endpoint takes a body, and none changes an agent.
+      if (path.startsWith('/api/')) return answerJson(response, 405, { error: 'read-only' })
       response.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('read-only')
       return
     }
@@ -250,10 +254,7 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
   }
   /** `POST /api/chart/layout` (R178): what the page sends is untrusted, and only this origin's pages may ask. */
   const layout = async (request: http.IncomingMessage, response: http.ServerResponse) => {
-    const answer = (status: number, body: unknown) =>
-      void response
-        .writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })
-        .end(JSON.stringify(body))
+    const answer = (status: number, body: unknown) => answerJson(response, status, body)
     const origin = request.headers.origin
     if (origin !== undefined && origin !== `http://${request.headers.host}`) return answer(403, { error: LAYOUT_REFUSALS.crossOrigin })
     if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) return answer(415, { error: LAYOUT_REFUSALS.notJson })
@@ -268,10 +269,15 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
     if (!isRecord(body)) return answer(400, { error: LAYOUT_REFUSALS.notObject })
     const layouts = layoutsOf(body.definition)
     if (!layouts) return answer(404, { error: LAYOUT_REFUSALS.noDefinition })
+    // A page that closed (reloaded, went away) before its layout started drops it from the queue.
+    const closed = new AbortController()
+    response.once('close', () => closed.abort())
     try {
-      return answer(200, { layouts: await layouts.layoutsFor(body.widths) })
+      return answer(200, { layouts: await layouts.layoutsFor(body.widths, closed.signal) })
     } catch (error) {
       if (error instanceof BadWidths) return answer(400, { error: error.message })
+      if (error instanceof ChartTooLarge) return answer(413, { error: error.message })
+      if (error instanceof LayoutBusy) return answer(503, { error: error.message })
       throw error
     }
   }
@@ -325,6 +331,8 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
     })
   })
   port = (server.address() as AddressInfo).port
+  // The process's layout worker is ended when its last server closes (R178).
+  const releaseLayoutWorker = holdLayoutWorker()
 
   if (options.demo) {
     const { startDemo } = await import('./demo.js')
@@ -339,6 +347,7 @@ export async function start(options: VisualizerOptions = {}): Promise<Visualizer
     replayTransport: { send: (message) => ingest(message, true) },
     close() {
       closing ??= (async () => {
+        releaseLayoutWorker()
         await demo?.close()
         for (const ws of [...inspectServer.clients, ...viewServer.clients]) ws.terminate()
         inspectServer.close()
@@ -387,8 +396,11 @@ function readBody(request: http.IncomingMessage, max: number): Promise<string | 
   })
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
+/** A JSON answer of the API (R178), never cached nor sniffed. */
+function answerJson(response: http.ServerResponse, status: number, body: unknown): void {
+  response
+    .writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })
+    .end(JSON.stringify(body))
 }
 
 /** Only `127.0.0.1:<port>` and `localhost:<port>`: a rebound DNS name is refused. */

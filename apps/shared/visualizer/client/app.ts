@@ -114,6 +114,8 @@ function chartFor(definitionText: string, view: AgentView): Promise<SVGSVGElemen
     const fit = { width: Math.max(300, ui.chart.clientWidth - 4), height: Math.max(300, ui.chart.clientHeight - 4), minScale: MIN_FIT_SCALE }
     chart = laidOut(chartModel(definition), view.actor!.seq, fit).then(drawChart)
     charts.set(definitionText, chart)
+    // A failed layout (the server busy, restarted, unreachable) is asked for again on the next render.
+    chart.catch(() => charts.get(definitionText) === chart && charts.delete(definitionText))
   }
   return chart
 }
@@ -126,11 +128,26 @@ function chartFor(definitionText: string, view: AgentView): Promise<SVGSVGElemen
 async function laidOut(chart: ChartModel, definition: number, fit: ChartFit) {
   const widths = labelWidths(chart, measure)
   const response = await fetch('/api/chart/layout', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ definition, widths }) })
-  const answer = (await response.json()) as { layouts?: Record<string, ElkNode>; error?: string }
-  if (!response.ok || answer.layouts === undefined) throw new Error(answer.error ?? `the layout request answered ${response.status}`)
+  // Read as text: a proxy's or a crashed server's answer need not be JSON.
+  const text = await response.text()
+  let answer: { layouts?: Record<string, ElkNode>; error?: string } | undefined
+  try {
+    answer = JSON.parse(text) as typeof answer
+  } catch {
+    answer = undefined
+  }
+  if (!response.ok || answer?.layouts === undefined) {
+    throw new Error(answer?.error ?? `the server answered ${response.status}${answer === undefined ? ' (not JSON)' : ''}`)
+  }
   const { layouts } = answer
   const layout = async (graph: ElkNode) => layouts[graph.id] ?? Promise.reject(new Error(`no layout for ${graph.id}`))
-  return layoutChart(chart, (text, kind) => widths[kind][text] ?? measure(text, kind), layout, fit)
+  // The widths of every label were measured above: a label without one is a bug, not a fallback.
+  const measured: Measure = (text, kind) => {
+    const width = widths[kind][text]
+    if (width === undefined) throw new Error(`no width measured for the ${kind} label ${JSON.stringify(text)}`)
+    return width
+  }
+  return layoutChart(chart, measured, layout, fit)
 }
 
 let renderScheduled = false

@@ -7,6 +7,7 @@
  */
 import type { ElkNode } from 'elkjs/lib/elk-api.js'
 import type { StateNodeDefinition } from './model.js'
+import { isRecord } from './protocol.js'
 
 /** A state node of the chart. */
 export interface ChartNode {
@@ -507,6 +508,3 @@ function toArray(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [value]
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}

@@ -14,7 +14,7 @@
  */
 import type { PlanDiffLine, PlanLogLine, SessionEvent } from 'xstate-plan-mode'
 import type { ActorMessage, InspectionMessage, SnapshotMessage } from 'xstate-plan-mode/inspect'
-import type { LogReading, StoryLine, WireItem } from './protocol.js'
+import { definitionOf, isRecord, type LogReading, type StoryLine, type WireItem } from './protocol.js'
 
 /** A state node of a machine definition as it arrives (XState config, functions as `{type}`). */
 export interface StateNodeDefinition {
@@ -277,13 +277,8 @@ export class VisualizerModel {
   }
 
   private addActor(item: WireItem, message: ActorMessage): void {
-    let definition: StateNodeDefinition | undefined
-    try {
-      const parsed: unknown = message.definition === undefined ? undefined : JSON.parse(message.definition)
-      if (isRecord(parsed) && isRecord(parsed.states)) definition = parsed as StateNodeDefinition
-    } catch {
-      // A definition that is not JSON is shown as an actor without a chart.
-    }
+    // A definition that is not a machine's is shown as an actor without a chart.
+    const definition = definitionOf(message.definition)
     const actor: ActorInfo = {
       sessionId: String(message.sessionId),
       name: String(message.name),
@@ -514,10 +509,6 @@ function summarizeFields(fields: Record<string, unknown>): string {
 
 function stringOr(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import type { PlanDiffLine, PlanLogLine } from 'xstate-plan-mode'
 import type { InspectionMessage } from 'xstate-plan-mode/inspect'
+import type { StateNodeDefinition } from './model.js'
 
 /** One received inspection message, numbered by the server in arrival order. */
 export interface WireItem {
@@ -121,3 +122,22 @@ export type ServerMessage =
 
 /** Page → server: a demo button; Keep planning carries the feedback and the comments on the plan (R100). */
 export type ViewerMessage = { kind: 'command'; command: DemoCommand; feedback?: string; comments?: DemoComment[] }
+
+/** A plain object (not null, not an array): what every message and definition read here must be. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/**
+ * The machine definition whose JSON text is `text` (as an `@xstate.actor` message carries it), or
+ * undefined when the text is not a JSON object with `states`: no chart is drawn or laid out of it.
+ */
+export function definitionOf(text: string | undefined): StateNodeDefinition | undefined {
+  if (text === undefined) return undefined
+  try {
+    const parsed: unknown = JSON.parse(text)
+    return isRecord(parsed) && isRecord(parsed.states) ? (parsed as StateNodeDefinition) : undefined
+  } catch {
+    return undefined
+  }
+}
