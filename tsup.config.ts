@@ -160,18 +160,6 @@ const commonJsOpenAiAgentsSdk: NonNullable<Options['esbuildPlugins']>[number] = 
   },
 }
 
-/**
- * The CLI's bundle loads elkjs (the visualizer's server lays its charts out, R178) from the file
- * elkjs ships, copied beside the bundle as `elk.cjs` (onSuccess below), rather than re-printed into
- * a chunk twice its size (3.4 MB against 1.6 MB).
- */
-const elkBesideTheBundle: NonNullable<Options['esbuildPlugins']>[number] = {
-  name: 'elk-beside-the-bundle',
-  setup(build) {
-    build.onResolve({ filter: /^elkjs\/lib\/elk\.bundled\.js$/ }, () => ({ path: './elk.cjs', external: true }))
-  },
-}
-
 // `tsup --out-dir <dir>` builds the whole package into <dir> (test/pack.test.ts packs a build it
 // made apart from dist/, which other work may be reading); the default is dist/.
 export default defineConfig(({ outDir = 'dist' }): Options[] => [
@@ -201,9 +189,9 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
     clean: false,
     target: 'node20',
     external: [/^xstate-plan-mode(\/.*)?$/, 'ai', 'ai/test', 'vitest', 'xstate', '@statelyai/inspect', 'ws', 'typescript'],
-    // elkjs ships in the package (users do not install it): loaded on the visualizer's first chart layout.
-    esbuildPlugins: [elkBesideTheBundle],
     async onSuccess() {
+      // elkjs ships in the package (users do not install it), as the file elkjs ships: the layout
+      // worker of the visualizer's server loads it (R178, apps/shared/visualizer/chart-layout.ts).
       await copyFile(createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js'), `${outDir}/elk.cjs`)
       // The visualizer page, prebuilt: users do not have typescript at run time. It loads no elkjs.
       const ts = (await import('typescript')).default

@@ -178,7 +178,7 @@ parentPort.on('message', ({ id, graph }) => {
 
 /**
  * The elkjs file the worker loads: the one the CLI's bundle ships beside itself as `elk.cjs`
- * (tsup.config.ts resolves this module's elkjs to `./elk.cjs` and copies it there), else the
+ * (tsup.config.ts copies it there), else the
  * installed package's (a clone, the tests).
  */
 function elkFile(): string {
