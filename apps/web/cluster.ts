@@ -14,6 +14,9 @@ import { fileURLToPath } from 'node:url'
 import { startTestPostgres, type TestPostgres } from '../shared/local-postgres.js'
 import { BODY_TOO_LARGE, HOST_REFUSED, isLoopbackHost, MAX_BODY } from './requests.js'
 
+/** How much of a refused body (413) the proxy still reads and drops before it closes the connection. */
+const MAX_DRAINED = 16 * 1024 * 1024
+
 /** One instance of the chat: its process and URL. */
 export interface ChatInstance {
   readonly name: string
@@ -186,6 +189,24 @@ export function clusterProxy(
     res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' })
     res.end(JSON.stringify({ error }))
   }
+  /**
+   * The 413 of a body still arriving, answered whole (its length is known) while the connection is
+   * kept until the client stops sending: closing it with the client's bytes unread makes the kernel
+   * reset it, and the client can lose the answer it had not read yet (a write of its fails first).
+   * What still comes is dropped, up to {@link MAX_DRAINED} bytes, after which the connection goes.
+   */
+  const refuseWhileSent = (req: IncomingMessage, res: ServerResponse) => {
+    const body = JSON.stringify({ error: BODY_TOO_LARGE })
+    res.writeHead(413, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body), connection: 'close' })
+    res.write(body)
+    let drained = 0
+    req.on('data', (chunk: Buffer) => {
+      drained += chunk.length
+      if (drained > MAX_DRAINED) res.destroy()
+    })
+    req.once('end', () => res.end())
+    req.once('close', () => res.end())
+  }
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     if (!isLoopbackHost(req.headers.host)) return refuse(res, 421, HOST_REFUSED)
     if (Number(req.headers['content-length']) > MAX_BODY) return refuse(res, 413, BODY_TOO_LARGE)
@@ -246,7 +267,7 @@ export function clusterProxy(
           req.resume() // the rest is read and dropped
           answered = true
           forward.destroy()
-          if (!res.headersSent) refuse(res, 413, BODY_TOO_LARGE)
+          if (!res.headersSent) refuseWhileSent(req, res)
           return
         }
         if (!forward.write(chunk)) {
