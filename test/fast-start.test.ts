@@ -51,21 +51,27 @@ afterAll(async () => {
 })
 
 describe('npm start builds the web page only when its sources changed', () => {
-  it('R111: two first starts at once both build and leave one whole build (each written beside the directory and renamed into place, no temp directory behind); a second start skips the build and loads no vite; a changed source builds again', async () => {
+  it('R111: two first starts at once (NODE_ENV test and development) both build React\'s production page and leave one whole build (each written beside the directory and renamed into place, no temp directory behind); a second start skips the build and loads no vite; a changed source builds again', async () => {
     const out = join(temp, 'page')
     const build = (env: Record<string, string> = {}) =>
       run(process.execPath, [join(ROOT, 'apps', 'web', 'build.mjs'), '--out-dir', 'page'], { cwd: temp, env: { ...ENV, ...env }, maxBuffer: 1 << 24 })
 
     // Two starts at once (two `npm start`s, a test run beside a start): both build, one build stays, whole.
-    const both = await Promise.all([build(), build()])
+    // One with NODE_ENV=development: neither that nor vitest's `test` makes a development build.
+    const both = await Promise.all([build(), build({ NODE_ENV: 'development' })])
     for (const first of both) expect(first.stdout).toMatch(/(^|\n)page: built\n$/)
     const index = await readFile(join(out, 'index.html'), 'utf8')
     const assets = [...index.matchAll(/(?:src|href)="\/(assets\/[^"]+)"/g)].map((match) => match[1]!)
     expect(assets.length).toBeGreaterThan(0)
     for (const asset of assets) await access(join(out, asset))
+    // React's production build: its development build (which NODE_ENV=test gave the browser tests,
+    // twice the script time per page) carries this marker of its owner stacks.
+    const scripts = await Promise.all(assets.filter((asset) => asset.endsWith('.js')).map((asset) => readFile(join(out, asset), 'utf8')))
+    expect(scripts.length).toBeGreaterThan(0)
+    for (const script of scripts) expect(script).not.toContain('react-stack-top-frame')
     expect((await readdir(temp)).filter((name) => name.startsWith('page'))).toEqual(['page'])
     const record = JSON.parse(await readFile(join(out, '.sources.json'), 'utf8')) as { sources: Record<string, string> }
-    for (const file of ['apps/web/page/App.tsx', 'apps/web/page/index.html', 'apps/web/page/style.css', 'apps/shared/visualizer/client/chart.ts', 'apps/web/vite.config.ts', 'package-lock.json']) {
+    for (const file of ['apps/web/page/App.tsx', 'apps/web/page/index.html', 'apps/web/page/style.css', 'apps/shared/visualizer/client/chart.ts', 'apps/web/build.mjs', 'apps/web/vite.config.ts', 'package-lock.json']) {
       expect(record.sources[file]).toMatch(/^[0-9a-f]{64}$/)
     }
     const built = await stat(join(out, 'index.html'))

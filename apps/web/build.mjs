@@ -3,7 +3,7 @@
  * `npm run web:build` (and the first half of `npm start`): builds the web chat's page
  * (`apps/web/page/`) into `apps/web/dist/` with vite, unless the build there was made from the same sources
  * (R111). A build records in `apps/web/dist/.sources.json` every file of this repository it bundled
- * (what vite read, `node_modules` aside; every file of `apps/web/page/`), `apps/web/vite.config.ts` and
+ * (what vite read, `node_modules` aside; every file of `apps/web/page/`), this script, `apps/web/vite.config.ts` and
  * `package-lock.json` (the versions of what it bundled from `node_modules`), each with its
  * SHA-256; a start whose recorded files all hash the same skips the build and loads no vite.
  *
@@ -25,7 +25,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 /** Where the record goes, in the build's output directory. */
 export const SOURCES_FILE = '.sources.json'
 /** What every build depends on besides the files it read. */
-const ALWAYS = ['apps/web/vite.config.ts', 'package-lock.json']
+const ALWAYS = ['apps/web/build.mjs', 'apps/web/vite.config.ts', 'package-lock.json']
 
 /** Each file's SHA-256 (`missing` for one that is gone), by its path relative to the root. */
 async function hashFiles(files) {
@@ -94,7 +94,10 @@ async function main() {
   const vite = join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin', 'vite.js')
   const temp = `${outDir}.${process.pid}.tmp`
   const args = [vite, 'build', '--config', join(ROOT, 'apps', 'web', 'vite.config.ts'), '--outDir', temp]
-  const { status, signal } = spawnSync(process.execPath, args, { cwd: ROOT, stdio: 'inherit' })
+  // Vite bundles React's development build when NODE_ENV says so (a test runner sets `test`): the
+  // page is always the production build, whatever the environment that asked for it.
+  const env = { ...process.env, NODE_ENV: 'production' }
+  const { status, signal } = spawnSync(process.execPath, args, { cwd: ROOT, stdio: 'inherit', env })
   if (status !== 0) {
     await rm(temp, { recursive: true, force: true })
     return status ?? (signal ? 1 : 0)

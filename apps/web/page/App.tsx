@@ -77,20 +77,25 @@ function useChatState(chatId: string, isNew: boolean): [ChatState | null, () => 
     let sent = 0
     let shown = 0
     let timer: ReturnType<typeof setInterval> | undefined
+    // The text of the answer shown: most polls bring the same state again, and setting it would
+    // render the whole page again (the chart, every message) two or three times a second.
+    let shownText = ''
     const fetchState = () => {
       const number = ++sent
       fetch(`/api/chats/${chatId}/state`)
         .then((response) =>
           response.ok
-            ? (response.json() as Promise<ChatState>)
+            ? response.text()
             : response.status === 404
-              ? newChatState(response.headers.get('x-plan-mode-instance') ?? '')
+              ? JSON.stringify(newChatState(response.headers.get('x-plan-mode-instance') ?? ''))
               : null,
         )
-        .then((next) => {
-          if (stopped || next === null || number < shown) return
+        .then((text) => {
+          if (stopped || text === null || number < shown) return
           shown = number
-          setState(next)
+          if (text === shownText) return
+          shownText = text
+          setState(JSON.parse(text) as ChatState)
         })
         .catch(() => {})
     }
