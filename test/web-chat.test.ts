@@ -23,6 +23,9 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     expect(await page.getByTestId('tool-call').allTextContents()).toEqual(['list_files {"path":"."}', 'read_file {"path":"README.md"}'])
     await eventually(() => openCard(page).locator('header strong').textContent(), 'Plan v1')
     expect(await openCard(page).locator('h1').textContent()).toBe('Plan: add a cache to the importer')
+    // The badge names the instance that answered the page's last state request: while the chat
+    // waits for the review, the page's polls alone go through the round-robin proxy, to each in turn.
+    for (const name of ['A', 'B', 'A']) await expect.poll(() => page.getByTestId('instance').textContent()).toBe(`instance ${name}`)
     // R115: the model's own text is markdown, rendered: `README.md` is code, not backticks.
     expect(await page.getByTestId('assistant-text').evaluateAll((texts) => texts.map((t) => t.innerHTML))).toContain('<p>Reading <code>README.md</code>.</p>')
     expect(await page.getByTestId('messages').textContent()).not.toContain('`')

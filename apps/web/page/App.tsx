@@ -18,12 +18,14 @@ import { DefaultChatTransport, getToolName, isToolUIPart, lastAssistantMessageIs
 import {
   createContext,
   createElement,
+  memo,
   useCallback,
   useContext,
   useEffect,
   useMemo,
   useRef,
   useState,
+  useSyncExternalStore,
   type ComponentProps,
   type FormEvent,
   type KeyboardEvent,
@@ -63,22 +65,57 @@ function newChatState(instance: string): ChatState {
   return { instance, mode: { active: false }, review: null, options: [], versions: [], chart: { value: null } }
 }
 
+/** The chat's state as the page shows it: all of `ChatState` but the instance that answered (see {@link useChatState}). */
+type ShownState = Omit<ChatState, 'instance'>
+
+/**
+ * A value that one small component shows, kept outside React's state: setting it renders that
+ * component alone (`useSyncExternalStore`), not the page.
+ */
+interface SharedValue<T> {
+  get(): T
+  set(value: T): void
+  subscribe(listener: () => void): () => void
+}
+
+function sharedValue<T>(initial: T): SharedValue<T> {
+  let value = initial
+  const listeners = new Set<() => void>()
+  return {
+    get: () => value,
+    set(next) {
+      if (Object.is(next, value)) return
+      value = next
+      for (const listener of listeners) listener()
+    },
+    subscribe(listener) {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+  }
+}
+
 /**
  * Polls the plan state (any instance answers), and loads it at once when asked. Answers can
  * arrive out of order (different instances): an older request's answer never replaces a newer's.
  * A chat this page made up (`isNew`) exists nowhere yet: it is shown as new, and polled from the
  * first load asked for (the page's first message or command creates it).
+ *
+ * The instance that answered is kept apart (`instance`, shown by the badge alone): behind a
+ * round-robin balancer it changes on every poll, and as part of the state it rendered the whole
+ * page again (every message, the chart) at every poll, 2.5 times a second, while nothing else had
+ * changed. The rest is set only when its text changed.
  */
-function useChatState(chatId: string, isNew: boolean): [ChatState | null, () => void] {
-  const [state, setState] = useState<ChatState | null>(isNew ? newChatState('') : null)
+function useChatState(chatId: string, isNew: boolean): [ShownState | null, () => void, SharedValue<string>] {
+  const [state, setState] = useState<ShownState | null>(isNew ? newChatState('') : null)
+  const [instance] = useState(() => sharedValue(''))
   const load = useRef<() => void>(() => {})
   useEffect(() => {
     let stopped = false
     let sent = 0
     let shown = 0
     let timer: ReturnType<typeof setInterval> | undefined
-    // The text of the answer shown: most polls bring the same state again, and setting it would
-    // render the whole page again (the chart, every message) two or three times a second.
+    // The text of the state shown: most polls bring the same state again.
     let shownText = ''
     const fetchState = () => {
       const number = ++sent
@@ -93,9 +130,12 @@ function useChatState(chatId: string, isNew: boolean): [ChatState | null, () => 
         .then((text) => {
           if (stopped || text === null || number < shown) return
           shown = number
-          if (text === shownText) return
-          shownText = text
-          setState(JSON.parse(text) as ChatState)
+          const { instance: answeredBy, ...rest } = JSON.parse(text) as ChatState
+          instance.set(answeredBy)
+          const restText = JSON.stringify(rest)
+          if (restText === shownText) return
+          shownText = restText
+          setState(rest)
         })
         .catch(() => {})
     }
@@ -108,8 +148,18 @@ function useChatState(chatId: string, isNew: boolean): [ChatState | null, () => 
       stopped = true
       clearInterval(timer)
     }
-  }, [chatId, isNew])
-  return [state, useCallback(() => load.current(), [])]
+  }, [chatId, isNew, instance])
+  return [state, useCallback(() => load.current(), []), instance]
+}
+
+/** The instance that answered the last state request (`connecting…` before the first answer). */
+function InstanceBadge({ instance, connected }: { instance: SharedValue<string>; connected: boolean }) {
+  const name = useSyncExternalStore(instance.subscribe, instance.get)
+  return (
+    <span className="badge" data-testid="instance" title="The server instance that answered the last state request">
+      {!connected ? 'connecting…' : name === '' ? 'new chat' : `instance ${name}`}
+    </span>
+  )
 }
 
 /**
@@ -178,7 +228,7 @@ export function App({ chatId, initialMessages, isNew = false }: { chatId: string
     transport,
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   })
-  const [state, refresh] = useChatState(chatId, isNew)
+  const [state, refresh, instance] = useChatState(chatId, isNew)
   const follow = useFollow()
   const topbar = useTopbarHeight()
   const [draft, setDraft] = useState('')
@@ -345,9 +395,7 @@ export function App({ chatId, initialMessages, isNew = false }: { chatId: string
       <div className="topbar" ref={topbar}>
         <h1>Plan mode</h1>
         <ModeBadge mode={state?.mode} />
-        <span className="badge" data-testid="instance" title="The server instance that answered the last state request">
-          {state === null ? 'connecting…' : state.instance === '' ? 'new chat' : `instance ${state.instance}`}
-        </span>
+        <InstanceBadge instance={instance} connected={state !== null} />
         <span className="badge" data-testid="status">{busy ? 'answering…' : status === 'error' ? 'error' : 'ready'}</span>
       </div>
       <div className="layout">
@@ -894,6 +942,18 @@ function quoteOf(plan: string, start: number, end: number, tag: string): string 
   return quote === '' ? block.trim() : quote
 }
 
+const REMARK_PLUGINS = [htmlAsText]
+
+/**
+ * A text rendered as markdown, parsed again only when the text changes: the page renders again on
+ * every streamed chunk and every new state, and parsing each message's and each version's
+ * markdown each time was most of the page's script time. With `lines`, its blocks name their
+ * lines (`LINE_COMPONENTS`), marked from `LineMarksContext`, which reaches them through the memo.
+ */
+const MarkdownText = memo(function MarkdownText({ text, lines }: { text: string; lines: boolean }) {
+  return <Markdown remarkPlugins={REMARK_PLUGINS} components={lines ? LINE_COMPONENTS : TEXT_COMPONENTS}>{text}</Markdown>
+})
+
 /**
  * A plan as markdown: headings, lists, code; HTML as text, unsafe links removed (react-markdown's
  * default). With `onLine` (an open review card), each block can be clicked (or focused and
@@ -918,7 +978,7 @@ function PlanMarkdown({ text, marks = null, onLine }: { text: string; marks?: Li
     event.preventDefault()
     pick(event.target, event.currentTarget)
   }
-  const markdown = <Markdown remarkPlugins={[htmlAsText]} components={onLine ? LINE_COMPONENTS : TEXT_COMPONENTS}>{text}</Markdown>
+  const markdown = <MarkdownText text={text} lines={onLine !== undefined} />
   if (!onLine) return markdown
   return (
     <LineMarksContext.Provider value={marks}>
