@@ -18,7 +18,10 @@ function widthsOf(measure: Measure) {
 }
 
 const sevenPx: Measure = (text) => text.length * 7
-const eightPx: Measure = (text) => text.length * 8
+
+/** A chart of two states, and widths of `px` for each of its labels. */
+const TINY = { id: 'tiny', initial: 'a', states: { a: { on: { GO: 'b' } }, b: {} } } as unknown as StateNodeDefinition
+const tinyWidths = (px: number) => ({ state: { a: px, b: px, tiny: px }, edge: { GO: px } })
 
 describe('chart layouts computed on the server, for the web chat and the visualizer (apps/shared/visualizer/chart-layout.ts)', () => {
   it('R178: answers elkjs\'s own layouts of the page\'s graphs, so the page places the chart exactly as when it ran elkjs itself', async () => {
@@ -36,10 +39,12 @@ describe('chart layouts computed on the server, for the web chat and the visuali
   })
 
   it('R178: lays one set of widths out once, and another set anew', async () => {
-    const layouts = chartLayouts(definition)
-    const first = layouts.layoutsFor(widthsOf(sevenPx))
-    expect(layouts.layoutsFor(widthsOf(sevenPx))).toBe(first)
-    const other = layouts.layoutsFor(widthsOf(eightPx))
+    // A chart of two states: how layouts are kept does not depend on the chart (the plan-mode
+    // chart's layout is ~0.5 s of a core; the first test lays it out).
+    const layouts = chartLayouts(TINY)
+    const first = layouts.layoutsFor(tinyWidths(7))
+    expect(layouts.layoutsFor(tinyWidths(7))).toBe(first)
+    const other = layouts.layoutsFor(tinyWidths(8))
     expect(other).not.toBe(first)
     expect(await other).not.toEqual(await first)
   })
@@ -65,9 +70,8 @@ describe('chart layouts computed on the server, for the web chat and the visuali
   })
 
   it('R178: keeps the layouts of the last 8 sets of widths asked for: one asked for again stays, the least recently asked for goes', async () => {
-    const tiny = { id: 'tiny', initial: 'a', states: { a: { on: { GO: 'b' } }, b: {} } } as unknown as StateNodeDefinition
-    const layouts = chartLayouts(tiny)
-    const widths = (px: number) => ({ state: { a: px, b: px, tiny: px }, edge: { GO: px } })
+    const layouts = chartLayouts(TINY)
+    const widths = tinyWidths
     // One at a time: one runs and two wait in the process (R178).
     const first = layouts.layoutsFor(widths(1))
     await first
@@ -80,13 +84,13 @@ describe('chart layouts computed on the server, for the web chat and the visuali
   })
 
   it('R178: a waiting layout whose request closed is dropped, not run, and is laid out anew when asked again', async () => {
-    const layouts = chartLayouts(definition)
-    const running = layouts.layoutsFor(widthsOf((text) => text.length * 7.01))
+    const layouts = chartLayouts(TINY)
+    const running = layouts.layoutsFor(tinyWidths(7.01))
     const closed = new AbortController()
-    const dropped = layouts.layoutsFor(widthsOf((text) => text.length * 7.02), closed.signal)
+    const dropped = layouts.layoutsFor(tinyWidths(7.02), closed.signal)
     closed.abort()
     await expect(dropped).rejects.toThrow('the request for this layout closed')
-    const again = layouts.layoutsFor(widthsOf((text) => text.length * 7.02))
+    const again = layouts.layoutsFor(tinyWidths(7.02))
     expect(again).not.toBe(dropped)
     expect(Object.keys(await again)).toEqual(Object.keys(await running))
   })

@@ -12,7 +12,7 @@ import { SECTION, startWebChat, type WebChat } from '../apps/web/server.js'
 import { labelsOf } from '../apps/shared/visualizer/chart-layout.js'
 import { chartModel } from '../apps/shared/visualizer/client/chart.js'
 import type { StateNodeDefinition } from '../apps/shared/visualizer/client/model.js'
-import { launchChromium } from './fixtures/browser.js'
+import { sharedChromium } from './fixtures/browser.js'
 import { webClient, type WebClient } from './web-client.js'
 
 /**
@@ -278,7 +278,8 @@ describe('R103: an owner cookie is one the server signed, and only one', () => {
     })
 
     it('R103: a page on another loopback port that plants an owner cookie of its choosing does not become the owner: the browser\'s chat requests carrying both cookies are refused 400, and a client holding the planted id reads the chat 404', async () => {
-      const chromium = await launchChromium()
+      // The run's one Chromium (a context of its own: its own cookies), not one launched for this test.
+      const chromium = await sharedChromium()
       try {
         const context = await chromium.newContext()
         const page = await context.newPage()

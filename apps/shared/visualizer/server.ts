@@ -26,7 +26,7 @@
  */
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import { readFile, readdir } from 'node:fs/promises'
+import { readFile, readdir, stat } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { RawData } from 'ws'
@@ -513,9 +513,28 @@ async function addSourceModules(files: Map<string, () => Promise<Asset>>): Promi
     if (!name.endsWith('.ts')) continue
     files.set(`/${name.slice(0, -3)}.js`, async () => ({
       type: 'text/javascript; charset=utf-8',
-      body: await transpile(`${CLIENT_DIR}${name}`),
+      body: await transpiledOnce(`${CLIENT_DIR}${name}`),
     }))
   }
+}
+
+/**
+ * The client modules this process transpiled, by file, with the modification time they were read
+ * at: the servers of one process (a test file starts several) transpile a module once, and again
+ * only when it changed on disk (test/visualizer.test.ts: 2.8 s of CPU in TypeScript for seven
+ * servers' four modules each, ~0.4 s once).
+ */
+const transpiled = new Map<string, { mtimeMs: number; body: Promise<string> }>()
+
+async function transpiledOnce(file: string): Promise<string> {
+  const { mtimeMs } = await stat(file)
+  const known = transpiled.get(file)
+  if (known?.mtimeMs === mtimeMs) return known.body
+  const body = transpile(file)
+  transpiled.set(file, { mtimeMs, body })
+  // A failed read is tried again on the next server's request.
+  body.catch(() => transpiled.get(file)?.body === body && transpiled.delete(file))
+  return body
 }
 
 /** Types dropped, nothing else: `tsc --noEmit` checks these files with the rest. */
