@@ -208,6 +208,22 @@ const askNpmVersion = () => (npmVersion ??= run('npm', ['--version'], { env: ENV
 const copyTree = (from: string, to: string) =>
   process.platform === 'win32' ? cp(from, to, { recursive: true, verbatimSymlinks: true }) : run('cp', ['-R', from, to], { env: ENV })
 
+/**
+ * `node -e` in `cwd` running `script(load)` once for each build of the package, in one process: first
+ * the ESM build (`load(specifier)`, `specifier` a JavaScript expression, is an `import()` of it), then
+ * the CommonJS one (a `require`, whose throw becomes a rejection), each after a line naming it (`import`, `require`). `script(load)` is an
+ * expression whose promise settles once it has printed. The two builds are separate files that share
+ * no module, so one process checks both: a Node start (~0.15 s of CPU) less per check.
+ */
+function inBothBuilds(cwd: string, script: (load: (specifier: string) => string) => string) {
+  const builds: [string, (specifier: string) => string][] = [
+    ['import', (specifier) => `import(${specifier})`],
+    ['require', (specifier) => `Promise.resolve().then(() => require(${specifier}))`],
+  ]
+  const body = builds.map(([name, load]) => `  console.log('${name}')\n  await ${script(load)}\n`).join('')
+  return run('node', ['-e', `(async () => {\n${body}})().catch((error) => { console.error(error); process.exitCode = 1 })\n`], { cwd, env: ENV })
+}
+
 /** TypeScript compiled as a user's build would (ESM). */
 const toEsm = (source: string) => ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText
 
@@ -401,11 +417,8 @@ describe('the npm tarball', () => {
       'MODULE_NOT_FOUND xstate-plan-mode/inspect needs the `ws` package (npm install ws@8)',
       '',
     ].join('\n')
-    const esm = await run('node', ['--input-type=module', '-e', attempts(`import('xstate-plan-mode/inspect')`)], { cwd: app, env: ENV })
-    expect(esm.stdout).toBe(expected)
-    const cjs = await run('node', ['-e', attempts(`Promise.resolve(require('xstate-plan-mode/inspect'))`)], { cwd: app, env: ENV })
-    expect(cjs.stdout).toBe(expected)
-    expect(esm.stderr + cjs.stderr).toBe('')
+    const { stdout, stderr } = await inBothBuilds(app, (load) => attempts(load(`'xstate-plan-mode/inspect'`)))
+    expect({ stdout, stderr }).toEqual({ stdout: `import\n${expected}require\n${expected}`, stderr: '' })
   })
 
   it('R148: without @langchain/langgraph, the langgraph entry imports, and createLangGraphPlanMode names the package to install (import and require)', async () => {
@@ -413,23 +426,20 @@ describe('the npm tarball', () => {
       `${load}.then(({ createLangGraphPlanMode }) => createLangGraphPlanMode({ planMode: {} }))\n` +
       `  .then(() => console.log('made'), (error) => console.log(error.code + ' ' + error.message))\n`
     const expected = 'MODULE_NOT_FOUND xstate-plan-mode/langgraph needs the `@langchain/langgraph` package (npm install @langchain/langgraph@1)\n'
-    const esm = await run('node', ['--input-type=module', '-e', attempt(`import('xstate-plan-mode/langgraph')`)], { cwd: app, env: ENV })
-    expect(esm.stdout).toBe(expected)
-    const cjs = await run('node', ['-e', attempt(`Promise.resolve(require('xstate-plan-mode/langgraph'))`)], { cwd: app, env: ENV })
-    expect(cjs.stdout).toBe(expected)
-    expect(esm.stderr + cjs.stderr).toBe('')
+    const { stdout, stderr } = await inBothBuilds(app, (load) => attempt(load(`'xstate-plan-mode/langgraph'`)))
+    expect({ stdout, stderr }).toEqual({ stdout: `import\n${expected}require\n${expected}`, stderr: '' })
   })
 
   it('R170, R110: without @openai/agents-core, importing the OpenAI Agents entry points names the package to install, in one line (import and require); the main entry imports', async () => {
     const missing = 'MODULE_NOT_FOUND xstate-plan-mode/openai-agents needs the `@openai/agents-core` package (npm install @openai/agents-core@0.14)\n'
-    for (const entry of ['xstate-plan-mode/openai-agents', 'xstate-plan-mode/testing/openai-agents']) {
-      const esm = `import(${JSON.stringify(entry)}).then(() => console.log('imported'), (error) => console.log(error.code + ' ' + error.message))`
-      const cjs = `try { require(${JSON.stringify(entry)}); console.log('imported') } catch (error) { console.log(error.code + ' ' + error.message) }`
-      expect((await run('node', ['--input-type=module', '-e', esm], { cwd: app, env: ENV })).stdout).toBe(missing)
-      expect((await run('node', ['-e', cjs], { cwd: app, env: ENV })).stdout).toBe(missing)
-    }
-    const main = await run('node', ['--input-type=module', '-e', `import('xstate-plan-mode').then((m) => console.log(typeof m.createPlanMode))`], { cwd: app, env: ENV })
-    expect(main.stdout).toBe('function\n')
+    const attempt = (load: (specifier: string) => string) =>
+      `Promise.all(['xstate-plan-mode/openai-agents', 'xstate-plan-mode/testing/openai-agents'].map((entry) => ${load('entry')}\n` +
+      `  .then(() => 'imported', (error) => error.code + ' ' + error.message)))\n` +
+      `  .then((lines) => console.log(lines.join('\\n')))\n` +
+      `  .then(() => ${load("'xstate-plan-mode'")}).then((main) => console.log('main entry: ' + typeof main.createPlanMode))\n`
+    const expected = `${missing}${missing}main entry: function\n`
+    const { stdout, stderr } = await inBothBuilds(app, attempt)
+    expect({ stdout, stderr }).toEqual({ stdout: `import\n${expected}require\n${expected}`, stderr: '' })
   })
 
   it('R110: the plan-mode command names the optional peer a command needs (visualize: ws, demo: ai), exit code 2', async () => {
