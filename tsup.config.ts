@@ -5,7 +5,10 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { defineConfig, type Options } from 'tsup'
-import ts from 'typescript'
+
+// TypeScript by `require`: an ESM import of its 9 MB CommonJS file first parses it whole for ES module syntax and
+// for its named exports (~0.9 s of the build's CPU: 4.7 s with the import, 3.8 s with require, cached declarations).
+const ts = createRequire(import.meta.url)('typescript') as typeof import('typescript')
 
 /** The package's entry points (package.json "exports") and their sources. */
 const ENTRIES = {
@@ -194,7 +197,6 @@ export default defineConfig(({ outDir = 'dist' }): Options[] => [
       // worker of the visualizer's server loads it (R178, apps/shared/visualizer/chart-layout.ts).
       await copyFile(createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js'), `${outDir}/elk.cjs`)
       // The visualizer page, prebuilt: users do not have typescript at run time. It loads no elkjs.
-      const ts = (await import('typescript')).default
       const from = 'apps/shared/visualizer/client/'
       const to = `${outDir}/visualizer-client/`
       await mkdir(to, { recursive: true })

@@ -13,12 +13,15 @@
  * the step it reads.
  *
  * It needs no network when the npm cache holds the dependencies (as after `npm ci`): npm is run
- * with `--prefer-offline`. Everything it writes is under one temp dir, removed afterwards.
+ * with `--prefer-offline`. Everything it writes is under one temp dir, removed afterwards, but for
+ * the projects holding only the peers (`node_modules/.cache/xstate-plan-mode-pack/`, see
+ * {@link peerProject}), which each run copies before installing the tarball there.
  */
 import { execFile } from 'node:child_process'
-import { access, cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
+import { createHash, randomUUID } from 'node:crypto'
+import { access, cp, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import ts from 'typescript'
@@ -130,15 +133,95 @@ function started<T>(work: Promise<T>): Promise<T> {
 }
 const pending: Promise<unknown>[] = []
 
-/** `npm install <what>` into a new project `<temp>/<name>` ("type": "module"), as a user does. */
-async function install(name: string, what: string[]): Promise<string> {
+/** npm's flags for every install: the npm cache first, no audit, no funding notice, no install scripts. */
+const NPM_INSTALL = ['--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts']
+
+/**
+ * `npm install <tarball>` into a new project `<temp>/<name>` ("type": "module"), as a user does; with
+ * `peers`, into a project where `npm install <peers>` ran first, as a user who has the framework does.
+ */
+async function install(name: string, tarball: string, peers: string[] = []): Promise<string> {
   const project = join(temp, name)
+  if (peers.length > 0) await copyTree(await peerProject(name, peers), project)
+  else await newProject(project, name)
+  await timed(`install ${name}`, () => heavy('npm', ['install', tarball, ...NPM_INSTALL], { cwd: project }))
+  return project
+}
+
+const newProject = async (project: string, name: string) => {
   await mkdir(project)
   await writeFile(join(project, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, type: 'module' }))
-  await timed(`install ${name}`, () =>
-    heavy('npm', ['install', ...what, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project }),
-  )
-  return project
+}
+
+/** Where {@link peerProject} keeps the projects it made, beside the dependencies. */
+const PEER_CACHE = join(ROOT, 'node_modules', '.cache', 'xstate-plan-mode-pack')
+
+/**
+ * A project holding only `peers`, as `npm install <peers>` in an empty project leaves it. Installing
+ * them is npm's work on the frameworks' ~6,000–8,000 files, the same every run (~5–9 s of CPU, most
+ * of this file's npm time), and none of it is the package's: so the project is made once and kept in
+ * `node_modules/.cache/xstate-plan-mode-pack/<name>-<key>/`, the key a hash of npm's and Node's
+ * versions and the peers; each run copies it and installs the tarball into the copy. The copy holds
+ * what one `npm install <tarball> <peers>` in an empty project would (the same files). An entry is
+ * written whole (a temp directory renamed into place), and entries of other keys are removed.
+ */
+async function peerProject(name: string, peers: string[]): Promise<string> {
+  const key = createHash('sha256').update(JSON.stringify([await askNpmVersion(), process.version, peers])).digest('hex').slice(0, 16)
+  const kept = join(PEER_CACHE, `${name}-${key}`)
+  if (await access(join(kept, 'package-lock.json')).then(() => true, () => false)) return kept
+  await mkdir(PEER_CACHE, { recursive: true })
+  const made = `${kept}.${process.pid}.${randomUUID()}.tmp`
+  try {
+    await newProject(made, name)
+    await timed(`install ${name}'s peers`, () => heavy('npm', ['install', ...peers, ...NPM_INSTALL], { cwd: made }))
+    await rename(made, kept).catch((error: NodeJS.ErrnoException) => {
+      // Another run made it meanwhile: theirs is kept.
+      if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error
+    })
+  } finally {
+    await rm(made, { recursive: true, force: true })
+  }
+  // Entries of other keys (another npm, other peers) are not kept, nor what a run that died left.
+  for (const entry of await readdir(PEER_CACHE)) {
+    const maker = /\.(\d+)\.[0-9a-f-]+\.tmp$/.exec(entry)
+    const stale = maker ? !isAlive(Number(maker[1])) : entry.startsWith(`${name}-`) && entry !== basename(kept)
+    if (stale) await rm(join(PEER_CACHE, entry), { recursive: true, force: true })
+  }
+  return kept
+}
+
+/** Whether a process with that id exists (signal 0 checks without sending). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** `npm --version`, asked once. */
+let npmVersion: Promise<string> | undefined
+const askNpmVersion = () => (npmVersion ??= run('npm', ['--version'], { env: ENV }).then(({ stdout }) => stdout.trim()))
+
+/** A directory tree copied, its links as links: `cp -R` where it exists (Node's `cp` took ~3.5 s of CPU for a framework's tree, `cp` 0.3 s). */
+const copyTree = (from: string, to: string) =>
+  process.platform === 'win32' ? cp(from, to, { recursive: true, verbatimSymlinks: true }) : run('cp', ['-R', from, to], { env: ENV })
+
+/**
+ * `node -e` in `cwd` running `script(load)` once for each build of the package, in one process: first
+ * the ESM build (`load(specifier)`, `specifier` a JavaScript expression, is an `import()` of it), then
+ * the CommonJS one (a `require`, whose throw becomes a rejection), each after a line naming it (`import`, `require`). `script(load)` is an
+ * expression whose promise settles once it has printed. The two builds are separate files that share
+ * no module, so one process checks both: a Node start (~0.15 s of CPU) less per check.
+ */
+function inBothBuilds(cwd: string, script: (load: (specifier: string) => string) => string) {
+  const builds: [string, (specifier: string) => string][] = [
+    ['import', (specifier) => `import(${specifier})`],
+    ['require', (specifier) => `Promise.resolve().then(() => require(${specifier}))`],
+  ]
+  const body = builds.map(([name, load]) => `  console.log('${name}')\n  await ${script(load)}\n`).join('')
+  return run('node', ['-e', `(async () => {\n${body}})().catch((error) => { console.error(error); process.exitCode = 1 })\n`], { cwd, env: ENV })
 }
 
 /** TypeScript compiled as a user's build would (ESM). */
@@ -182,7 +265,7 @@ beforeAll(async () => {
   withLangGraph = started(
     (async () => {
       // LangGraph as this checkout tests it.
-      const project = await install('app-langgraph', [tarball, await versionOf('@langchain/langgraph'), await versionOf('@langchain/core')])
+      const project = await install('app-langgraph', tarball, [await versionOf('@langchain/langgraph'), await versionOf('@langchain/core')])
       // The example, its host's process and the section it imports.
       for (const name of ['langgraph-agent', 'langgraph-process', 'plan-section']) {
         await writeFile(join(project, `${name}.js`), toEsm(await readFile(join(ROOT, 'examples', `${name}.ts`), 'utf8')))
@@ -193,12 +276,12 @@ beforeAll(async () => {
   withOpenAiAgents = started(
     (async () => {
       // The OpenAI Agents SDK as docs/openai-agents.md's install line names it.
-      const project = await install('app-openai-agents', [tarball, '@openai/agents-core@0.14.3'])
+      const project = await install('app-openai-agents', tarball, ['@openai/agents-core@0.14.3'])
       await writeFile(join(project, 'agent.mjs'), toEsm(await readFile(join(ROOT, 'examples', 'openai-agents-agent.ts'), 'utf8')))
       return project
     })(),
   )
-  app = await install('app', [tarball])
+  app = await install('app', tarball)
   typeChecked = started(typeCheck(app))
 
   // 4. The README's quick start, as users would compile it: ESM and CommonJS.
@@ -334,11 +417,8 @@ describe('the npm tarball', () => {
       'MODULE_NOT_FOUND xstate-plan-mode/inspect needs the `ws` package (npm install ws@8)',
       '',
     ].join('\n')
-    const esm = await run('node', ['--input-type=module', '-e', attempts(`import('xstate-plan-mode/inspect')`)], { cwd: app, env: ENV })
-    expect(esm.stdout).toBe(expected)
-    const cjs = await run('node', ['-e', attempts(`Promise.resolve(require('xstate-plan-mode/inspect'))`)], { cwd: app, env: ENV })
-    expect(cjs.stdout).toBe(expected)
-    expect(esm.stderr + cjs.stderr).toBe('')
+    const { stdout, stderr } = await inBothBuilds(app, (load) => attempts(load(`'xstate-plan-mode/inspect'`)))
+    expect({ stdout, stderr }).toEqual({ stdout: `import\n${expected}require\n${expected}`, stderr: '' })
   })
 
   it('R148: without @langchain/langgraph, the langgraph entry imports, and createLangGraphPlanMode names the package to install (import and require)', async () => {
@@ -346,23 +426,20 @@ describe('the npm tarball', () => {
       `${load}.then(({ createLangGraphPlanMode }) => createLangGraphPlanMode({ planMode: {} }))\n` +
       `  .then(() => console.log('made'), (error) => console.log(error.code + ' ' + error.message))\n`
     const expected = 'MODULE_NOT_FOUND xstate-plan-mode/langgraph needs the `@langchain/langgraph` package (npm install @langchain/langgraph@1)\n'
-    const esm = await run('node', ['--input-type=module', '-e', attempt(`import('xstate-plan-mode/langgraph')`)], { cwd: app, env: ENV })
-    expect(esm.stdout).toBe(expected)
-    const cjs = await run('node', ['-e', attempt(`Promise.resolve(require('xstate-plan-mode/langgraph'))`)], { cwd: app, env: ENV })
-    expect(cjs.stdout).toBe(expected)
-    expect(esm.stderr + cjs.stderr).toBe('')
+    const { stdout, stderr } = await inBothBuilds(app, (load) => attempt(load(`'xstate-plan-mode/langgraph'`)))
+    expect({ stdout, stderr }).toEqual({ stdout: `import\n${expected}require\n${expected}`, stderr: '' })
   })
 
   it('R170, R110: without @openai/agents-core, importing the OpenAI Agents entry points names the package to install, in one line (import and require); the main entry imports', async () => {
     const missing = 'MODULE_NOT_FOUND xstate-plan-mode/openai-agents needs the `@openai/agents-core` package (npm install @openai/agents-core@0.14)\n'
-    for (const entry of ['xstate-plan-mode/openai-agents', 'xstate-plan-mode/testing/openai-agents']) {
-      const esm = `import(${JSON.stringify(entry)}).then(() => console.log('imported'), (error) => console.log(error.code + ' ' + error.message))`
-      const cjs = `try { require(${JSON.stringify(entry)}); console.log('imported') } catch (error) { console.log(error.code + ' ' + error.message) }`
-      expect((await run('node', ['--input-type=module', '-e', esm], { cwd: app, env: ENV })).stdout).toBe(missing)
-      expect((await run('node', ['-e', cjs], { cwd: app, env: ENV })).stdout).toBe(missing)
-    }
-    const main = await run('node', ['--input-type=module', '-e', `import('xstate-plan-mode').then((m) => console.log(typeof m.createPlanMode))`], { cwd: app, env: ENV })
-    expect(main.stdout).toBe('function\n')
+    const attempt = (load: (specifier: string) => string) =>
+      `Promise.all(['xstate-plan-mode/openai-agents', 'xstate-plan-mode/testing/openai-agents'].map((entry) => ${load('entry')}\n` +
+      `  .then(() => 'imported', (error) => error.code + ' ' + error.message)))\n` +
+      `  .then((lines) => console.log(lines.join('\\n')))\n` +
+      `  .then(() => ${load("'xstate-plan-mode'")}).then((main) => console.log('main entry: ' + typeof main.createPlanMode))\n`
+    const expected = `${missing}${missing}main entry: function\n`
+    const { stdout, stderr } = await inBothBuilds(app, attempt)
+    expect({ stdout, stderr }).toEqual({ stdout: `import\n${expected}require\n${expected}`, stderr: '' })
   })
 
   it('R110: the plan-mode command names the optional peer a command needs (visualize: ws, demo: ai), exit code 2', async () => {
