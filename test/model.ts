@@ -1149,15 +1149,22 @@ function recordMicrostep(event: InspectionEvent, into: { states: Set<string>; tr
   if (snapshot.machine?.id !== 'planMode') return
   for (const node of snapshot._nodes) into.states.add(node.id)
   for (const t of event._transitions) {
-    const source = t.source
-    const always = source.always?.indexOf(t as never) ?? -1
-    into.transitions.add(
-      always >= 0
-        ? transitionKey(source.id, 'always', always)
-        : transitionKey(source.id, t.eventType, source.transitions.get(t.eventType)!.indexOf(t as never)),
-    )
+    let key = transitionKeys.get(t)
+    if (key === undefined) {
+      const source = t.source
+      const always = source.always?.indexOf(t as never) ?? -1
+      key =
+        always >= 0
+          ? transitionKey(source.id, 'always', always)
+          : transitionKey(source.id, t.eventType, source.transitions.get(t.eventType)!.indexOf(t as never))
+      transitionKeys.set(t, key)
+    }
+    into.transitions.add(key)
   }
 }
+
+/** The key of each definition transition a microstep took, made once per transition (the definition's objects do not change). */
+const transitionKeys = new WeakMap<object, string>()
 
 /** Collects the states and transitions the service's actors actually take (inspection). */
 export class CoverageCollector {
