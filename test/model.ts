@@ -361,36 +361,63 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
   })
 }
 
-/** A review's outcome is being recorded (R49): `recording`, an answer's `answering` (R80), or a switch's `superseded` (R48, its record first). */
-function isRecordingReview(s: PlanModeSnapshot): boolean {
-  return (
-    s.matches({ review: { open: 'recording' } } as never) ||
-    s.matches({ review: { open: 'answering' } } as never) ||
-    s.matches({ review: { open: 'superseded' } } as never)
-  )
+/**
+ * What the alphabet's conditions read of a snapshot, worked out once per snapshot: a traversal
+ * asks them for every letter at every vertex (the durable graph's 5,456 vertices, some 40 letters
+ * each), and each `matches` allocates.
+ */
+interface Facts {
+  lifecycle: string
+  appending: boolean
+  /** A review's outcome is being recorded (R49): `recording`, an answer's `answering` (R80), or a switch's `superseded` (R48, its record first). */
+  recording: boolean
+  /** The review's request is being appended (R79). */
+  requesting: boolean
+  /** The open review waits for its answer. */
+  awaiting: boolean
+  /** The `plan/mode` target of the intent's append in flight, if any. */
+  target: boolean | undefined
+  /** F. */
+  active: boolean
+  /** The intent's append in flight holds a heard `/plan`'s success back (R86: `runWaits`). */
+  holdsSuccess: boolean
 }
+const factsOf = new WeakMap<PlanModeSnapshot, Facts>()
 
-/** The intent's append in flight holds a heard `/plan`'s success back (R86: `runWaits`). */
-function holdsHeardSuccess(s: PlanModeSnapshot): boolean {
-  return JSON.stringify(s.value.intent).includes('"runWaits"')
-}
-
-/** The `plan/mode` target of the intent's append in flight, if any. */
-function appendTarget(s: PlanModeSnapshot): boolean | undefined {
+/** The {@link Facts} of `s`. */
+function facts(s: PlanModeSnapshot): Facts {
+  let known = factsOf.get(s)
+  if (known !== undefined) return known
+  const matches = (value: unknown) => s.matches(value as never)
   // An idle selection commits from `logged` (committing.*); a boundary flushes P (pending.*.flushing).
   const entering = [{ intent: { committing: 'entering' } }, { intent: { pending: { entering: 'flushing' } } }]
   const leaving = [{ intent: { committing: 'leaving' } }, { intent: { pending: { leaving: 'flushing' } } }]
-  if (entering.some((value) => s.matches(value as never))) return true
-  if (leaving.some((value) => s.matches(value as never))) return false
-  return undefined
+  known = {
+    lifecycle: (s.value as { lifecycle: string }).lifecycle,
+    appending: s.hasTag('appending'),
+    recording: matches({ review: { open: 'recording' } }) || matches({ review: { open: 'answering' } }) || matches({ review: { open: 'superseded' } }),
+    requesting: matches({ review: { open: 'requesting' } }),
+    awaiting: matches({ review: { open: { undecided: 'awaiting' } } }),
+    target: entering.some(matches) ? true : leaving.some(matches) ? false : undefined,
+    active: matches({ mode: 'active' }),
+    holdsSuccess: JSON.stringify(s.value.intent).includes('"runWaits"'),
+  }
+  factsOf.set(s, known)
+  return known
+}
+
+/** A review's outcome is being recorded (R49): `recording`, an answer's `answering` (R80), or a switch's `superseded` (R48, its record first). */
+function isRecordingReview(s: PlanModeSnapshot): boolean {
+  return facts(s).recording
 }
 
 /** What the service lets happen in `s` (see the file comment). */
 function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
   const can = (e: AnyEventObject) => s.can(e as never)
-  const serving = s.matches({ lifecycle: 'serving' })
-  const target = appendTarget(s)
-  const F = s.matches({ mode: 'active' })
+  const known = facts(s)
+  const serving = known.lifecycle === 'serving'
+  const closing = known.lifecycle === 'closing'
+  const { target, active: F } = known
   // R86: command ids are unique. The model's first id stands for a new command only once the
   // chart let go of the last: while it holds a success back (behind its own `plan/mode` append),
   // another run or done of that id would be a reused id, which the spec rules out. The second id
@@ -399,7 +426,7 @@ function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
   // small.
   const second = (event as { commandId?: string }).commandId === SECOND_COMMAND
   if (event.type === 'LOG.COMMAND_RUN' || event.type === 'LOG.COMMAND_DONE') {
-    if (second !== holdsHeardSuccess(s)) return false
+    if (second !== known.holdsSuccess) return false
     if (second && !serving) return false
   }
   const secondRuns = s.context.heardRuns !== undefined && Object.hasOwn(s.context.heardRuns, SECOND_COMMAND)
@@ -413,20 +440,20 @@ function allowed(s: PlanModeSnapshot, event: AnyEventObject): boolean {
       return target !== undefined && F !== target
     case 'REVIEW.RECORDED':
     case 'REVIEW.RECORD_FAILED':
-      return isRecordingReview(s)
+      return known.recording
     case 'LOG.PLAN_MODE':
       if (target !== undefined) return event.active === target && F !== target
   }
   // R73: a closing actor's wait for its work in flight may run out (and only a closing actor's).
-  if (isCloseTimeout(event)) return s.matches({ lifecycle: 'closing' })
+  if (isCloseTimeout(event)) return closing
   // A detached actor only finishes its work, still hearing the log until it stops; the next
   // call attaches a new one.
-  if (!serving) return s.matches({ lifecycle: 'closing' }) && event.type.startsWith('LOG.') && can(event)
+  if (!serving) return closing && event.type.startsWith('LOG.') && can(event)
   switch (event.type) {
     case 'SELECT':
     case 'STEP_BOUNDARY':
     case 'REVIEW.OPEN':
-      return !s.hasTag('appending')
+      return !known.appending
     case 'RELOAD':
       return true
     default:
@@ -575,12 +602,19 @@ function coveringWalks(config: ModelConfig, initial: string, out: ReadonlyMap<st
   for (const [key, edges] of out) for (const edge of [{ next: key }, ...edges]) id(edge.next)
   const keys = [...ids.keys()]
   const edgeList: Edge[] = []
-  const from: number[][] = keys.map(() => [])
-  for (const [key, edges] of out) for (const edge of edges) from[id(key)]!.push(edgeList.push(edge) - 1)
+  // The edges of a vertex are numbered one after another: those of `v` are `begin[v]` up to `end[v]`.
+  const begin = new Int32Array(keys.length)
+  const end = new Int32Array(keys.length)
+  for (const [key, edges] of out) {
+    begin[id(key)] = edgeList.length
+    edgeList.push(...edges)
+    end[id(key)] = edgeList.length
+  }
   const target = Int32Array.from(edgeList, (edge) => id(edge.next))
   const untaken = Uint8Array.from(edgeList, (edge) => (cover.has(edge) ? 1 : 0))
   /** How many untaken edges leave each vertex. */
-  const left = Int32Array.from(from, (edges) => edges.filter((e) => untaken[e] === 1).length)
+  const left = new Int32Array(keys.length)
+  for (let v = 0; v < keys.length; v++) for (let e = begin[v]!; e < end[v]!; e++) left[v]! += untaken[e]!
   let remaining = untaken.reduce((n, u) => n + u, 0)
   const seen = new Int32Array(keys.length).fill(-1)
   const via = new Int32Array(keys.length)
@@ -588,32 +622,39 @@ function coveringWalks(config: ModelConfig, initial: string, out: ReadonlyMap<st
   let search = 0
   /** The edges of the shortest way from `start` to the nearest untaken edge, that edge last (breadth-first). */
   const nearest = (start: number): number[] | undefined => {
+    /** The way to `vertex`, then its first untaken edge. */
+    const routeTo = (vertex: number) => {
+      let first = begin[vertex]!
+      while (untaken[first] !== 1) first++
+      const route = [first]
+      for (let at = vertex; at !== start; ) {
+        const e = via[at]!
+        route.unshift(e)
+        at = source[e]!
+      }
+      return route
+    }
+    if (left[start]! > 0) return routeTo(start)
     search++
     seen[start] = search
     queue[0] = start
     for (let head = 0, tail = 1; head < tail; head++) {
       const vertex = queue[head]!
-      if (left[vertex]! > 0) {
-        const route = [from[vertex]!.find((e) => untaken[e] === 1)!]
-        for (let at = vertex; at !== start; ) {
-          const e = via[at]!
-          route.unshift(e)
-          at = source[e]!
-        }
-        return route
-      }
-      for (const e of from[vertex]!) {
+      for (let e = begin[vertex]!; e < end[vertex]!; e++) {
         const next = target[e]!
         if (seen[next] === search) continue
         seen[next] = search
         via[next] = e
+        // The queue is first in, first out: the first vertex found with an untaken edge is the
+        // first the search would take out of it.
+        if (left[next]! > 0) return routeTo(next)
         queue[tail++] = next
       }
     }
     return undefined
   }
   const source = new Int32Array(edgeList.length)
-  from.forEach((edges, vertex) => edges.forEach((e) => (source[e] = vertex)))
+  for (let v = 0; v < keys.length; v++) source.fill(v, begin[v]!, end[v]!)
   const walks: ModelPath[] = []
   while (remaining > 0) {
     const walk: ModelPath = { letters: [], keys: [], config }
@@ -691,10 +732,10 @@ const graphId = (kind: string) => `graph-${kind}-${++graphIds}`
 export function durableAlphabet(): DurableLetter[] {
   const letters: DurableLetter[] = []
   const add = (label: string, eventsIn: DurableLetter['eventsIn'], replay: Step['replay']) => letters.push({ label, eventsIn, replay })
-  const lifecycle = (s: PlanModeSnapshot) => (s.value as { lifecycle: string }).lifecycle
-  const operation = (s: PlanModeSnapshot) => lifecycle(s) === 'serving' && !s.hasTag('appending')
-  const inReview = (s: PlanModeSnapshot, state: string) => s.matches({ review: { open: state } } as never)
-  const awaiting = (s: PlanModeSnapshot) => s.matches({ review: { open: { undecided: 'awaiting' } } } as never)
+  const lifecycle = (s: PlanModeSnapshot) => facts(s).lifecycle
+  const operation = (s: PlanModeSnapshot) => lifecycle(s) === 'serving' && !facts(s).appending
+  const requesting = (s: PlanModeSnapshot) => facts(s).requesting
+  const awaiting = (s: PlanModeSnapshot) => facts(s).awaiting
   const hears = (s: PlanModeSnapshot) => lifecycle(s) !== 'stopped'
   const openId = (s: PlanModeSnapshot) => s.context.review?.durable?.reviewId
   /** The open review as the oracle knows it: the replay answers and closes the service's own ids. */
@@ -730,7 +771,7 @@ export function durableAlphabet(): DurableLetter[] {
   open('exit_plan_mode(too large)', TOO_LARGE, false)
   open('exit_plan_mode(owned agent)', PLAN, true)
   // R79: once the call's turn came, the request is the log's: an abort changes nothing.
-  add('abort the exit call', (s) => (hears(s) && inReview(s, 'requesting') ? [] : undefined), (ctx) =>
+  add('abort the exit call', (s) => (hears(s) && requesting(s) ? [] : undefined), (ctx) =>
     ctx.twin.abort(ctx.reviewCall!, new Error('stopped by the host')),
   )
 
@@ -808,7 +849,7 @@ export function durableAlphabet(): DurableLetter[] {
     (s) => {
       const review = s.context.review
       if (!hears(s) || review?.durable === undefined) return undefined
-      if (inReview(s, 'requesting')) {
+      if (requesting(s)) {
         const { reviewId, callId } = review.durable
         const request = { reviewId, title: review.title, plan: review.plan, version: 1, ...(callId === undefined ? {} : { callId }) }
         return [{ type: 'LOG.REVIEW_REQUESTED', review: request }, { type: 'REVIEW.RECORDED' }]
@@ -829,7 +870,7 @@ export function durableAlphabet(): DurableLetter[] {
   )
   add(
     'plan/review append fails',
-    (s) => (hears(s) && (inReview(s, 'requesting') || isRecordingReview(s)) ? [{ type: 'REVIEW.RECORD_FAILED', error: new Error('held append failed') }] : undefined),
+    (s) => (hears(s) && (requesting(s) || isRecordingReview(s)) ? [{ type: 'REVIEW.RECORD_FAILED', error: new Error('held append failed') }] : undefined),
     ({ twin }) => void twin.rejectHeld(AGENT, 'plan/review'),
   )
 
@@ -842,7 +883,7 @@ export function durableAlphabet(): DurableLetter[] {
   add(
     'another writer requests a review',
     (s) =>
-      hears(s) && !s.hasTag('appending')
+      hears(s) && !facts(s).appending
         ? [{ type: 'LOG.REVIEW_REQUESTED', review: { reviewId: graphId('other'), title: OTHER_TITLE, plan: OTHER_PLAN, version: 1 } }]
         : undefined,
     (ctx) => ctx.twin.hostAppend(AGENT, 'plan/review', { outcome: 'requested', reviewId: `other-${++ctx.others}`, title: OTHER_TITLE, plan: OTHER_PLAN }),
@@ -869,7 +910,7 @@ export function durableAlphabet(): DurableLetter[] {
       (s) => {
         if (!hears(s) || openId(s) === undefined) return undefined
         const own = isRecordingReview(s) ? s.context.review?.result : undefined
-        if (!(awaiting(s) && !s.hasTag('appending')) && !own) return undefined
+        if (!(awaiting(s) && !facts(s).appending) && !own) return undefined
         if (own && outcome === 'left') return undefined // another writer's leave closes an awaiting review only
         // R101: an own fresh approval or leave in flight races one record, the plain user's
         // approval told as it is: what only `fresh` tells apart, or an approval a leave loses to.
@@ -1006,14 +1047,14 @@ function generateDurablePaths(): GeneratedPaths {
   const closingTimeouts = new Map<string, string | undefined>()
   const reviewValue = (s: PlanModeSnapshot) => JSON.stringify((s.value as { review: unknown }).review)
   /** What a racing record's outcome depends on: the review (and the record in flight), F and P, the lifecycle. */
-  const raceKey = (s: PlanModeSnapshot) => {
+  const raceKey = (s: PlanModeSnapshot, key: string) => {
     const { mode, intent, review, lifecycle } = s.value as Record<string, unknown>
-    const { value: _value, told: _told, ...rest } = JSON.parse(stateKey(s)) as Record<string, unknown>
+    const { value: _value, told: _told, ...rest } = JSON.parse(key) as Record<string, unknown>
     return JSON.stringify({ mode, intent, review, lifecycle, ...rest })
   }
   const racing = (letter: Step) => letter.label.startsWith('plan/review append') || letter.label.startsWith('another writer')
   const recordInFlight = (s: PlanModeSnapshot) =>
-    s.matches({ review: { open: 'requesting' } } as never) || isRecordingReview(s)
+    facts(s).requesting || isRecordingReview(s)
   /**
    * R81, R101: what a boundary tells of an untold outcome depends on the outcome, F and P (the
    * state in force) and K, which the chart's transitions do not all tell apart: each combination
@@ -1030,17 +1071,23 @@ function generateDurablePaths(): GeneratedPaths {
     const key = queue[head]!
     const source = vertices.get(key)!
     const s = source.snapshot
-    if (s.matches({ lifecycle: 'stopped' })) continue // the service stops the actor: nothing follows
-    if (s.matches({ lifecycle: 'closing' })) closingTimeouts.set(key, undefined)
+    const { lifecycle } = facts(s)
+    if (lifecycle === 'stopped') continue // the service stops the actor: nothing follows
+    if (lifecycle === 'closing') closingTimeouts.set(key, undefined)
+    // What the targets read of the source, once per vertex (not per letter).
+    const review = reviewValue(s)
+    const inFlight = recordInFlight(s)
+    let race: string | undefined
     for (const letter of letters) {
       const events = letter.eventsIn(s)
       if (events === undefined) continue
       edges++
       const { next, states, transitions } = step(s, events)
       const nextKey = stateKey(next)
-      const path: ModelPath = { letters: [...source.letters, letter], keys: [...source.keys, nextKey], config: 'durable' }
-      if (next.matches({ lifecycle: 'stopped' }) && next.hasTag('appending')) {
-        invariantBreaks.push(path)
+      // The path to the edge's target (the source's, one letter on), made only where it is kept.
+      const path = (): ModelPath => ({ letters: [...source.letters, letter], keys: [...source.keys, nextKey], config: 'durable' })
+      if ((next.value as { lifecycle: string }).lifecycle === 'stopped' && next.hasTag('appending')) {
+        invariantBreaks.push(path())
         continue
       }
       if (letter.label === 'close timeout expires') closingTimeouts.set(key, nextKey)
@@ -1055,8 +1102,8 @@ function generateDurablePaths(): GeneratedPaths {
         // record is in flight (a request, an answer, a supersede: where records race, R79, R80);
         // the close timeout from each closing vertex (R73).
         `vertex ${nextKey}`,
-        `${letter.label} in review ${reviewValue(s)}`,
-        ...(recordInFlight(s) && racing(letter) ? [`${letter.label} from ${raceKey(s)}`] : []),
+        `${letter.label} in review ${review}`,
+        ...(inFlight && racing(letter) ? [`${letter.label} from ${(race ??= raceKey(s, key))}`] : []),
         ...(letter.label === 'close timeout expires' ? [`close timeout from ${key}`] : []),
         ...(letter.label.startsWith('stepBoundary') ? boundaryTargets(s) : []),
       ]
@@ -1065,7 +1112,8 @@ function generateDurablePaths(): GeneratedPaths {
         kept.add(edge)
       }
       if (!vertices.has(nextKey)) {
-        vertices.set(nextKey, { snapshot: next, letters: path.letters, keys: path.keys })
+        const head = path()
+        vertices.set(nextKey, { snapshot: next, letters: head.letters, keys: head.keys })
         queue.push(nextKey)
       }
     }
@@ -1101,15 +1149,22 @@ function recordMicrostep(event: InspectionEvent, into: { states: Set<string>; tr
   if (snapshot.machine?.id !== 'planMode') return
   for (const node of snapshot._nodes) into.states.add(node.id)
   for (const t of event._transitions) {
-    const source = t.source
-    const always = source.always?.indexOf(t as never) ?? -1
-    into.transitions.add(
-      always >= 0
-        ? transitionKey(source.id, 'always', always)
-        : transitionKey(source.id, t.eventType, source.transitions.get(t.eventType)!.indexOf(t as never)),
-    )
+    let key = transitionKeys.get(t)
+    if (key === undefined) {
+      const source = t.source
+      const always = source.always?.indexOf(t as never) ?? -1
+      key =
+        always >= 0
+          ? transitionKey(source.id, 'always', always)
+          : transitionKey(source.id, t.eventType, source.transitions.get(t.eventType)!.indexOf(t as never))
+      transitionKeys.set(t, key)
+    }
+    into.transitions.add(key)
   }
 }
+
+/** The key of each definition transition a microstep took, made once per transition (the definition's objects do not change). */
+const transitionKeys = new WeakMap<object, string>()
 
 /** Collects the states and transitions the service's actors actually take (inspection). */
 export class CoverageCollector {
