@@ -13,15 +13,12 @@
  * the step it reads.
  *
  * It needs no network when the npm cache holds the dependencies (as after `npm ci`): npm is run
- * with `--prefer-offline`. Everything it writes is under one temp dir, removed afterwards, but for
- * the projects holding only the peers (`node_modules/.cache/xstate-plan-mode-pack/`, see
- * {@link peerProject}), which each run copies before installing the tarball there.
+ * with `--prefer-offline`. Everything it writes is under one temp dir, removed afterwards.
  */
 import { execFile } from 'node:child_process'
-import { createHash, randomUUID } from 'node:crypto'
-import { access, cp, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises'
+import { access, cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { basename, dirname, join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import ts from 'typescript'
@@ -133,80 +130,16 @@ function started<T>(work: Promise<T>): Promise<T> {
 }
 const pending: Promise<unknown>[] = []
 
-/** npm's flags for every install: the npm cache first, no audit, no funding notice, no install scripts. */
-const NPM_INSTALL = ['--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts']
-
-/**
- * `npm install <tarball>` into a new project `<temp>/<name>` ("type": "module"), as a user does; with
- * `peers`, into a project where `npm install <peers>` ran first, as a user who has the framework does.
- */
-async function install(name: string, tarball: string, peers: string[] = []): Promise<string> {
+/** `npm install <what>` into a new project `<temp>/<name>` ("type": "module"), as a user does. */
+async function install(name: string, what: string[]): Promise<string> {
   const project = join(temp, name)
-  if (peers.length > 0) await copyTree(await peerProject(name, peers), project)
-  else await newProject(project, name)
-  await timed(`install ${name}`, () => heavy('npm', ['install', tarball, ...NPM_INSTALL], { cwd: project }))
-  return project
-}
-
-const newProject = async (project: string, name: string) => {
   await mkdir(project)
   await writeFile(join(project, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, type: 'module' }))
+  await timed(`install ${name}`, () =>
+    heavy('npm', ['install', ...what, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project }),
+  )
+  return project
 }
-
-/** Where {@link peerProject} keeps the projects it made, beside the dependencies. */
-const PEER_CACHE = join(ROOT, 'node_modules', '.cache', 'xstate-plan-mode-pack')
-
-/**
- * A project holding only `peers`, as `npm install <peers>` in an empty project leaves it. Installing
- * them is npm's work on the frameworks' ~6,000–8,000 files, the same every run (~5–9 s of CPU, most
- * of this file's npm time), and none of it is the package's: so the project is made once and kept in
- * `node_modules/.cache/xstate-plan-mode-pack/<name>-<key>/`, the key a hash of npm's and Node's
- * versions and the peers; each run copies it and installs the tarball into the copy. The copy holds
- * what one `npm install <tarball> <peers>` in an empty project would (the same files). An entry is
- * written whole (a temp directory renamed into place), and entries of other keys are removed.
- */
-async function peerProject(name: string, peers: string[]): Promise<string> {
-  const key = createHash('sha256').update(JSON.stringify([await askNpmVersion(), process.version, peers])).digest('hex').slice(0, 16)
-  const kept = join(PEER_CACHE, `${name}-${key}`)
-  if (await access(join(kept, 'package-lock.json')).then(() => true, () => false)) return kept
-  await mkdir(PEER_CACHE, { recursive: true })
-  const made = `${kept}.${process.pid}.${randomUUID()}.tmp`
-  try {
-    await newProject(made, name)
-    await timed(`install ${name}'s peers`, () => heavy('npm', ['install', ...peers, ...NPM_INSTALL], { cwd: made }))
-    await rename(made, kept).catch((error: NodeJS.ErrnoException) => {
-      // Another run made it meanwhile: theirs is kept.
-      if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error
-    })
-  } finally {
-    await rm(made, { recursive: true, force: true })
-  }
-  // Entries of other keys (another npm, other peers) are not kept, nor what a run that died left.
-  for (const entry of await readdir(PEER_CACHE)) {
-    const maker = /\.(\d+)\.[0-9a-f-]+\.tmp$/.exec(entry)
-    const stale = maker ? !isAlive(Number(maker[1])) : entry.startsWith(`${name}-`) && entry !== basename(kept)
-    if (stale) await rm(join(PEER_CACHE, entry), { recursive: true, force: true })
-  }
-  return kept
-}
-
-/** Whether a process with that id exists (signal 0 checks without sending). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
-/** `npm --version`, asked once. */
-let npmVersion: Promise<string> | undefined
-const askNpmVersion = () => (npmVersion ??= run('npm', ['--version'], { env: ENV }).then(({ stdout }) => stdout.trim()))
-
-/** A directory tree copied, its links as links: `cp -R` where it exists (Node's `cp` took ~3.5 s of CPU for a framework's tree, `cp` 0.3 s). */
-const copyTree = (from: string, to: string) =>
-  process.platform === 'win32' ? cp(from, to, { recursive: true, verbatimSymlinks: true }) : run('cp', ['-R', from, to], { env: ENV })
 
 /**
  * `node -e` in `cwd` running `script(load)` once for each build of the package, in one process: first
@@ -265,7 +198,7 @@ beforeAll(async () => {
   withLangGraph = started(
     (async () => {
       // LangGraph as this checkout tests it.
-      const project = await install('app-langgraph', tarball, [await versionOf('@langchain/langgraph'), await versionOf('@langchain/core')])
+      const project = await install('app-langgraph', [tarball, await versionOf('@langchain/langgraph'), await versionOf('@langchain/core')])
       // The example, its host's process and the section it imports.
       for (const name of ['langgraph-agent', 'langgraph-process', 'plan-section']) {
         await writeFile(join(project, `${name}.js`), toEsm(await readFile(join(ROOT, 'examples', `${name}.ts`), 'utf8')))
@@ -276,12 +209,12 @@ beforeAll(async () => {
   withOpenAiAgents = started(
     (async () => {
       // The OpenAI Agents SDK as docs/openai-agents.md's install line names it.
-      const project = await install('app-openai-agents', tarball, ['@openai/agents-core@0.14.3'])
+      const project = await install('app-openai-agents', [tarball, '@openai/agents-core@0.14.3'])
       await writeFile(join(project, 'agent.mjs'), toEsm(await readFile(join(ROOT, 'examples', 'openai-agents-agent.ts'), 'utf8')))
       return project
     })(),
   )
-  app = await install('app', tarball)
+  app = await install('app', [tarball])
   typeChecked = started(typeCheck(app))
 
   // 4. The README's quick start, as users would compile it: ESM and CommonJS.
