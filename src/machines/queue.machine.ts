@@ -12,14 +12,14 @@ import { PersistentMap } from './persistent-map.js'
  *                                                               its end, or its end told a result
  *                                                               that is final)
  *
- * An operation of an agent with nothing under way runs at once, within its call (the same
- * `launch` as a queued one), and the queue only hears of it when something must wait behind it: a
- * call of the same agent made from inside it (a port that calls the service), or its own return
- * before its result was final (an append that lands later). Then it takes its place (`TAKE`) at
- * the head of its agent's queue, `running` while its call has not returned, else as it is. So an
- * operation that the chart settles within its send never costs the queue an event, and every
- * operation that must wait still waits in it: one path, entered where the operation first needs
- * the queue. Until it settles, it counts as busy for the agents' registry (R77).
+ * An operation of an agent with nothing under way runs at once, within its call, and the queue
+ * only hears of it when someone must wait for it or learn how it settles: a call of the same agent
+ * made from inside it (a port that calls the service) or the agents' registry asking who is busy
+ * (R77), or its own return before its result was final (an append that lands later). Then it
+ * takes its place (`TAKE`) as it is at that moment, `running` or `ended`, at the head of its
+ * agent's queue. So an operation that the chart settles within its send never costs the queue an
+ * event, and every operation that must wait still waits in it: one path, entered at whichever
+ * point the operation first needs the queue.
  *
  * A call made while its agent has an operation under way takes its place when it is called
  * (`TAKE`, `queued`). It runs, within the same `send`, when every operation before it has ended
