@@ -5,7 +5,7 @@ import { abandonedOf, agentsLogic, attachmentOf as registered, currentAttachment
 import type { PlanModeEmitted, PlanModeEvent } from './machines/planMode.events.js'
 import { isThenable } from './machines/planMode.effects.js'
 import { isAppending, isClosing } from './machines/planMode.view.js'
-import { createQueue } from './machines/queue.machine.js'
+import { createQueue, takeTurn } from './machines/queue.machine.js'
 import { waitAtMost } from './timeouts.js'
 import type { PlanAgent } from './types.js'
 
@@ -46,7 +46,7 @@ export interface Agents {
 export function serveAgents(settings: AttachmentSettings, maxAttached: number | undefined): Agents {
   const queue = createQueue()
   /** Which agents have a call not settled yet (R77): the queues as they are now. */
-  const busy = () => queue.busy()
+  const busy = () => queue.getSnapshot().context.queues
   const agents = createActor(agentsLogic, { input: { maxAttached, busy } }).start()
   const isDisposed = () => agents.getSnapshot().context.phase !== 'serving'
 
@@ -85,7 +85,7 @@ export function serveAgents(settings: AttachmentSettings, maxAttached: number | 
     disposedBeforeTurn = DISPOSED_BEFORE_TURN_MESSAGE,
   ): Promise<Awaited<T>> {
     if (isDisposed()) return Promise.reject(new Error(DISPOSED_MESSAGE))
-    return queue.take(agent.id, (end) => {
+    return takeTurn(queue, agent.id, (end) => {
       const run = (): Promise<Awaited<T>> => {
         if (isDisposed()) throw new Error(disposedBeforeTurn)
         // An append abandoned by a close may still land: decide once the log holds it, or once

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { AnyActorScope } from 'xstate'
 import { PersistentMap } from '../src/machines/persistent-map.js'
-import { createQueue, isBusy, queueTransition, takeTurn, type Queue, type QueueState } from '../src/machines/queue.machine.js'
+import { createQueue, isBusy, queueTransition, takeTurn, type QueueActor, type QueueState } from '../src/machines/queue.machine.js'
 
 /**
  * The agents' queues of operations (src/machines/queue.machine.ts, docs/spec.md §1) on their own:
@@ -26,8 +26,8 @@ async function state(promise: Promise<unknown>): Promise<string> {
 }
 
 /** The states of the agent's operations, in the order of the calls. */
-function states(queue: Queue, agentId: string): string[] {
-  return (queue.actor.getSnapshot().context.queues.get(agentId) ?? []).map((operation) => operation.state)
+function states(queue: QueueActor, agentId: string): string[] {
+  return (queue.getSnapshot().context.queues.get(agentId) ?? []).map((operation) => operation.state)
 }
 
 describe('the queue of operations (queue.machine.ts)', () => {
@@ -38,11 +38,11 @@ describe('the queue of operations (queue.machine.ts)', () => {
     const call = takeTurn(queue, 'a', () => (ran.push('first'), held.promise))
     expect(ran).toEqual(['first'])
     expect(states(queue, 'a')).toEqual(['running'])
-    expect(isBusy(queue, 'a')).toBe(true)
+    expect(isBusy(queue.getSnapshot().context, 'a')).toBe(true)
     held.resolve('one')
     expect(await call).toBe('one')
-    expect(isBusy(queue, 'a')).toBe(false)
-    expect(queue.actor.getSnapshot().context.queues.size).toBe(0)
+    expect(isBusy(queue.getSnapshot().context, 'a')).toBe(false)
+    expect(queue.getSnapshot().context.queues.size).toBe(0)
   })
 
   it('§1: a call made while another runs waits `queued`, and runs within the `end` of the one before', async () => {
@@ -62,7 +62,7 @@ describe('the queue of operations (queue.machine.ts)', () => {
     first.resolve('one')
     expect(await one).toBe('one')
     expect(await two).toBe('two')
-    expect(isBusy(queue, 'a')).toBe(false)
+    expect(isBusy(queue.getSnapshot().context, 'a')).toBe(false)
   })
 
   it('§1: an operation whose promise settles without `end` ends then; the next one runs', async () => {
@@ -86,7 +86,7 @@ describe('the queue of operations (queue.machine.ts)', () => {
     const two = takeTurn(queue, 'a', (end) => (ran.push('second'), end({ ok: false, error: new Error('refused') }), never))
     // Both were done at their ends, in one call each: nothing is left in the queue.
     expect(ran).toEqual(['second'])
-    expect(isBusy(queue, 'a')).toBe(false)
+    expect(isBusy(queue.getSnapshot().context, 'a')).toBe(false)
     expect(await one).toBe('one')
     await expect(two).rejects.toThrow('refused')
   })
@@ -149,7 +149,7 @@ describe('the queue of operations (queue.machine.ts)', () => {
     expect(await state(thrown)).toBe('rejected refused')
     expect(await state(rejected)).toBe('rejected log failed')
     expect(await after).toBe('ran')
-    expect(queue.actor.getSnapshot().status).toBe('active')
+    expect(queue.getSnapshot().status).toBe('active')
   })
 
   it('§1: the queue belongs to the agent: another agent\'s operation runs while one waits', async () => {
@@ -160,86 +160,25 @@ describe('the queue of operations (queue.machine.ts)', () => {
     const b = takeTurn(queue, 'b', async () => (ran.push('b'), 'b'))
     expect(ran).toEqual(['b'])
     expect(await b).toBe('b')
-    expect(isBusy(queue, 'a')).toBe(true)
-    expect(isBusy(queue, 'b')).toBe(false)
+    expect(isBusy(queue.getSnapshot().context, 'a')).toBe(true)
+    expect(isBusy(queue.getSnapshot().context, 'b')).toBe(false)
     held.resolve('a')
     expect(await a).toBe('a')
-  })
-
-  it('§1: an operation the chart settles within its call never takes a place in the queue: the queue hears no event', async () => {
-    const queue = createQueue()
-    let events = 0
-    queue.actor.subscribe(() => events++)
-    const calls = [takeTurn(queue, 'a', (end) => (end({ ok: true, value: 'one' }), Promise.resolve('one'))), takeTurn(queue, 'a', (end) => (end({ ok: true, value: 'two' }), Promise.resolve('two')))]
-    expect(await Promise.all(calls)).toEqual(['one', 'two'])
-    expect(events).toBe(0)
-    expect(isBusy(queue, 'a')).toBe(false)
-  })
-
-  it('§1: an operation running within its call counts as busy (R77) before the queue has heard of it', () => {
-    const queue = createQueue()
-    const busy: boolean[] = []
-    void takeTurn(queue, 'a', (end) => (busy.push(isBusy(queue, 'a'), isBusy(queue, 'b')), end({ ok: true, value: 'a' }), Promise.resolve('a')))
-    expect(busy).toEqual([true, false])
-    expect(isBusy(queue, 'a')).toBe(false)
-  })
-
-  it('§1: a call made from inside an operation that already told its final outcome runs after it, and settles after it', async () => {
-    const queue = createQueue()
-    const order: string[] = []
-    let inner: Promise<unknown> | undefined
-    const outer = takeTurn(queue, 'a', (end) => {
-      end({ ok: true, value: 'outer' })
-      inner = takeTurn(queue, 'a', async () => (order.push('inner ran'), 'inner')).then((v) => order.push(v))
-      order.push('outer returns')
-      return Promise.resolve('outer')
-    }).then((v) => order.push(v))
-    await Promise.all([outer, inner])
-    expect(order).toEqual(['outer returns', 'inner ran', 'outer', 'inner'])
-  })
-
-  it('§1: inside another agent\'s running operation, an operation that took its place keeps later calls of its agent behind it until the queue holds it', async () => {
-    const queue = createQueue()
-    const order: string[] = []
-    const held = deferred()
-    const calls: Promise<unknown>[] = []
-    // b waits behind a held operation, so its next one runs inside the queue's processing (its events wait in the mailbox).
-    calls.push(takeTurn(queue, 'b', (end) => (end(), held.promise)))
-    calls.push(
-      takeTurn(queue, 'b', async () => {
-        calls.push(
-          takeTurn(queue, 'a', (end) => {
-            // a call from inside: the running one takes its place (its TAKE still in the mailbox)
-            calls.push(takeTurn(queue, 'a', async () => (order.push('a2 ran'), 'a2')).then((v) => order.push(v)))
-            order.push('a1 ran')
-            end()
-            return held.promise.then(() => 'a1')
-          }).then((v) => order.push(v)),
-        )
-        // a1 returned; its place is not processed yet: a3 must still wait behind it
-        calls.push(takeTurn(queue, 'a', async () => (order.push('a3 ran'), 'a3')).then((v) => order.push(v)))
-        return 'b2'
-      }),
-    )
-    held.resolve('held')
-    await Promise.all(calls)
-    await Promise.all(calls)
-    expect(order).toEqual(['a1 ran', 'a2 ran', 'a3 ran', 'a1', 'a2', 'a3'])
   })
 
   it('§1: the transition is pure: it returns new values and leaves the state it was given as it was; its effects are deferred', () => {
     const deferredEffects: (() => void)[] = []
     const scope = { self: { send: () => {} }, defer: (fn: () => void) => deferredEffects.push(fn) } as unknown as AnyActorScope
-    const empty: QueueState = { queues: PersistentMap.empty() }
+    const empty: QueueState = { queues: PersistentMap.empty(), taken: 0 }
     const ran: string[] = []
     const run = async () => (ran.push('run'), 'x')
-    const one = queueTransition(empty, { type: 'TAKE', agentId: 'a', id: 0, run, settle: () => {} }, scope)
+    const one = queueTransition(empty, { type: 'TAKE', agentId: 'a', run, settle: () => {} }, scope)
     expect(empty.queues.size).toBe(0)
     expect(one.queues.get('a')!.map((o) => o.state)).toEqual(['running'])
     // Nothing ran inside the transition: running the operation is an effect, deferred.
     expect(ran).toEqual([])
     expect(deferredEffects).toHaveLength(1)
-    const two = queueTransition(one, { type: 'TAKE', agentId: 'a', id: 1, run, settle: () => {} }, scope)
+    const two = queueTransition(one, { type: 'TAKE', agentId: 'a', run, settle: () => {} }, scope)
     expect(one.queues.get('a')!.map((o) => o.state)).toEqual(['running'])
     expect(two.queues.get('a')!.map((o) => o.state)).toEqual(['running', 'queued'])
     const three = queueTransition(two, { type: 'END', agentId: 'a', id: 0 }, scope)

@@ -2,31 +2,21 @@ import { createActor, fromTransition, type ActorRefFrom, type AnyActorScope } fr
 import { PersistentMap } from './persistent-map.js'
 
 /**
- * The agents' queues of operations (docs/spec.md §1): one chart per service, one queue per agent
- * that has a call waiting, or a call that did not settle within the call that made it. XState's
- * mailbox orders events, but an operation spans several of them (its append lands later), so
- * operations take turns here.
+ * The agents' queues of operations (docs/spec.md §1): one actor per service, one queue per agent
+ * that has a call not settled yet. XState's mailbox orders events, but an operation spans several
+ * of them (its append lands later), so operations take turns here.
  *
- * operation:  (in its call) → queued → running → ended → done (leaves the queue: its caller settles)
- *                                      running ─────────→ done (its promise settled before it told
- *                                                               its end, or its end told a result
- *                                                               that is final)
+ * operation:  queued → running → ended → done (leaves the queue: its caller settles)
+ *                      running ─────────→ done (its promise settled before it told its end, or
+ *                                               its end told a result that is final)
  *
- * An operation of an agent with nothing under way runs at once, within its call, and the queue
- * only hears of it when someone must wait for it or learn how it settles: a call of the same agent
- * made from inside it (a port that calls the service) or the agents' registry asking who is busy
- * (R77), or its own return before its result was final (an append that lands later). Then it
- * takes its place (`TAKE`) as it is at that moment, `running` or `ended`, at the head of its
- * agent's queue. So an operation that the chart settles within its send never costs the queue an
- * event, and every operation that must wait still waits in it: one path, entered at whichever
- * point the operation first needs the queue.
- *
- * A call made while its agent has an operation under way takes its place when it is called
- * (`TAKE`, `queued`). It runs, within the same `send`, when every operation before it has ended
- * (`END`: its result is known); it is `done` when its promise settled (`SETTLED`), and leaves
- * the queue, settling its caller, once every operation before it has left: calls settle in the
- * order they were made. A queue that empties is forgotten. An operation whose result is final
- * when it is known (`end(outcome)`: nothing more is awaited) is `done` at its end.
+ * An operation takes its place when it is called (`TAKE`), so a call made from inside a port while
+ * another runs (a review channel that selects) waits behind it. It runs at once, within the same
+ * `send`, when every operation before it has ended (`END`: its result is known); it is `done` when
+ * its promise settled (`SETTLED`), and leaves the queue, settling its caller, once every operation
+ * before it has left: calls settle in the order they were made. A queue that empties is forgotten.
+An operation whose result is final when it is known (`end(outcome)`: nothing more is awaited) is
+`done` at its end: one event per operation besides `TAKE`, not two.
  *
  * The logic is a pure transition over immutable values (a new map and queue per event, the map a
  * `PersistentMap`); its effects, running an operation and settling a caller, are deferred
@@ -64,17 +54,15 @@ function operation(from: Pick<Operation, 'id' | 'run' | 'settle'>, state: Operat
 }
 
 export interface QueueState {
-  /** Per agent with an operation under way that the queue has heard of, its operations in the order of the calls. */
+  /** Per agent with a call not settled yet, its operations in the order of the calls. */
   readonly queues: PersistentMap<readonly Operation[]>
+  /** How many operations were taken: the next one's id. */
+  readonly taken: number
 }
 
 export type QueueEvent =
-  /**
-   * A call of the agent takes its place in the queue: `queued` when it is called, or, with
-   * `state`, an operation that began within its call, as it is when the queue first needs to hold
-   * it: `running`, or `ended` (its result known).
-   */
-  | { type: 'TAKE'; agentId: string; id: number; run: Run; settle: (outcome: Outcome) => void; state?: 'running' | 'ended' }
+  /** A call of the agent takes its place in the queue. */
+  | { type: 'TAKE'; agentId: string; run: Run; settle: (outcome: Outcome) => void }
   /** The operation's result is known: the next one may run; with `outcome`, it is final (done). */
   | { type: 'END'; agentId: string; id: number; outcome?: Outcome }
   /** The operation's promise settled. */
@@ -82,45 +70,32 @@ export type QueueEvent =
 
 type Scope = AnyActorScope
 
-/** What a running operation tells of itself: its end (with the outcome when final), or how its promise settled. */
-type Tell = (type: 'END' | 'SETTLED', outcome?: Outcome) => void
-
-/**
- * Runs an operation, telling its end and how its promise settled (unless its end told the final
- * outcome: then its promise's settling is no news). A throw is a rejection.
- */
-function launch(run: Run, tell: Tell): void {
-  let told = false
-  const end = (outcome?: Outcome) => {
-    told = outcome !== undefined
-    tell('END', outcome)
-  }
-  let ran: Promise<unknown>
-  try {
-    ran = Promise.resolve(run(end))
-  } catch (error) {
-    ran = Promise.reject(error)
-  }
-  ran.then(
-    (value: unknown) => {
-      if (!told) tell('SETTLED', { ok: true, value })
-    },
-    (error: unknown) => {
-      if (!told) tell('SETTLED', { ok: false, error })
-    },
-  )
-}
-
-/** The event that tells the queue what operation `id` of `agentId` told. */
-function told(agentId: string, id: number, type: 'END' | 'SETTLED', outcome: Outcome | undefined): QueueEvent {
-  if (type === 'SETTLED') return { type, agentId, id, outcome: outcome! }
-  return outcome === undefined ? { type, agentId, id } : { type, agentId, id, outcome }
-}
-
 /** Runs the operation (deferred: it runs once its `running` state is the actor's). */
 function start(scope: Scope, agentId: string, running: Operation): void {
   const { self } = scope
-  scope.defer(() => launch(running.run, (type, outcome) => self.send(told(agentId, running.id, type, outcome))))
+  scope.defer(() => {
+    const { id } = running
+    // Whether `end` told the final outcome: the operation is done then, and its promise's settling is no news.
+    let told = false
+    const end = (outcome?: Outcome) => {
+      told = outcome !== undefined
+      self.send(told ? { type: 'END', agentId, id, outcome } : { type: 'END', agentId, id })
+    }
+    let ran: Promise<unknown>
+    try {
+      ran = Promise.resolve(running.run(end))
+    } catch (error) {
+      ran = Promise.reject(error)
+    }
+    ran.then(
+      (value: unknown) => {
+        if (!told) self.send({ type: 'SETTLED', agentId, id, outcome: { ok: true, value } })
+      },
+      (error: unknown) => {
+        if (!told) self.send({ type: 'SETTLED', agentId, id, outcome: { ok: false, error } })
+      },
+    )
+  })
 }
 
 /**
@@ -168,8 +143,8 @@ export function queueTransition(state: QueueState, event: QueueEvent, scope: Sco
   let changed: readonly Operation[] | undefined
   switch (event.type) {
     case 'TAKE':
-      changed = [...operations, operation(event, event.state ?? 'queued')]
-      break
+      changed = [...operations, operation({ id: state.taken, run: event.run, settle: event.settle }, 'queued')]
+      return { queues: withQueue(state.queues, agentId, advance(scope, agentId, changed)), taken: state.taken + 1 }
     case 'END': {
       const { outcome } = event
       changed = moved(operations, event.id, (o) => (o.state !== 'running' ? undefined : outcome === undefined ? operation(o, 'ended') : operation(o, 'done', outcome)))
@@ -179,120 +154,33 @@ export function queueTransition(state: QueueState, event: QueueEvent, scope: Sco
       changed = moved(operations, event.id, (o) => (o.state === 'running' || o.state === 'ended' ? operation(o, 'done', event.outcome) : undefined))
       break
   }
-  return changed === undefined ? state : { queues: withQueue(state.queues, agentId, advance(scope, agentId, changed)) }
+  return changed === undefined ? state : { queues: withQueue(state.queues, agentId, advance(scope, agentId, changed)), taken: state.taken }
 }
 
 /** The queues of one service's agents. */
-export const queueLogic = fromTransition(queueTransition, (): QueueState => ({ queues: PersistentMap.empty() }))
+export const queueLogic = fromTransition(queueTransition, (): QueueState => ({ queues: PersistentMap.empty(), taken: 0 }))
 
 export type QueueActor = ActorRefFrom<typeof queueLogic>
 
-/**
- * An operation that began within its call and has not settled: what it told so far, until it
- * tells the queue. `taken` once it took its place in the queue; `returned` once its `run` returned.
- */
-interface InCall {
-  readonly id: number
-  readonly run: Run
-  readonly settle: (outcome: Outcome) => void
-  state: 'running' | 'ended' | 'done'
-  outcome: Outcome | undefined
-  taken: boolean
-  returned: boolean
-}
-
-/**
- * The agents' queues of one service: the queue chart, and the operation (at most one per agent)
- * that began within its own call and has not settled (see the header).
- */
-export class Queue {
-  /** The chart of the agents' queues. */
-  readonly actor: QueueActor = createActor(queueLogic).start()
-  /**
-   * Per agent, the operation that began within its call and has not settled yet. While it is here,
-   * every call of its agent goes through the queue, behind it.
-   */
-  readonly #inCall = new Map<string, InCall>()
-  /** How many calls were made: the next one's id. */
-  #calls = 0
-
-  /**
-   * Runs `run` in the agent's turn: it receives `end`, to call as soon as its result is known (the
-   * next operation may run then; it ends anyway when its promise settles), with the outcome when
-   * that is how its promise settles (the caller may settle then). Resolves or rejects as `run`'s
-   * promise did, after every call of the agent made before it has settled.
-   */
-  take<T>(agentId: string, run: (end: (outcome?: Outcome) => void) => Promise<T>): Promise<T> {
-    const id = this.#calls++
-    return new Promise<T>((resolve, reject) => {
-      const settle = (outcome: Outcome) => (outcome.ok ? resolve(outcome.value as T) : reject(outcome.error))
-      const inCall = this.#inCall.get(agentId)
-      if (inCall !== undefined) this.#enter(agentId, inCall)
-      if (inCall !== undefined || this.actor.getSnapshot().context.queues.has(agentId)) {
-        this.actor.send({ type: 'TAKE', agentId, id, run, settle })
-      } else {
-        this.#runInCall(agentId, { id, run, settle, state: 'running', outcome: undefined, taken: false, returned: false })
-      }
-    })
-  }
-
-  /** Runs an operation of an agent with nothing under way, within its call (see the header). */
-  #runInCall(agentId: string, operation: InCall): void {
-    this.#inCall.set(agentId, operation)
-    launch(operation.run, (type, outcome) => {
-      if (operation.returned && operation.taken) return this.actor.send(told(agentId, operation.id, type, outcome))
-      // As the queue's transition moves an operation: an end only from running, a settling until done.
-      if (operation.state === 'done' || (type === 'END' && operation.state !== 'running')) return
-      operation.state = type === 'SETTLED' || outcome !== undefined ? 'done' : 'ended'
-      operation.outcome = outcome
-    })
-    operation.returned = true
-    const { state, outcome } = operation
-    if (operation.taken) {
-      // Taken while it ran: the queue holds it as running; what it told meanwhile follows now.
-      if (state !== 'running') this.actor.send(told(agentId, operation.id, 'END', outcome))
-    } else if (state === 'done') {
-      // Settled within its call: the queue never needed to hear of it.
-      this.#inCall.delete(agentId)
-      operation.settle(outcome!)
-    } else {
-      this.#enter(agentId, operation) // it lasts beyond its call: later calls wait behind it
-    }
-  }
-
-  /**
-   * The operation that began within its call takes its place at the head of its agent's queue:
-   * `running` while its `run` has not returned (nothing after it may start inside it), else as it is.
-   */
-  #enter(agentId: string, operation: InCall): void {
-    if (operation.taken) return
-    operation.taken = true
-    const settle = (outcome: Outcome) => {
-      if (this.#inCall.get(agentId) === operation) this.#inCall.delete(agentId)
-      operation.settle(outcome)
-    }
-    const state = operation.returned ? (operation.state as 'running' | 'ended') : 'running'
-    this.actor.send({ type: 'TAKE', agentId, id: operation.id, run: operation.run, settle, state })
-  }
-
-  /** Which agents have a call not settled yet (R77), the ones running within their calls included. */
-  busy(): { has(agentId: string): boolean } {
-    const { queues } = this.actor.getSnapshot().context
-    return { has: (agentId) => queues.has(agentId) || this.#inCall.has(agentId) }
-  }
-}
-
 /** Starts the queues of a service. */
-export function createQueue(): Queue {
-  return new Queue()
+export function createQueue(): QueueActor {
+  return createActor(queueLogic).start()
 }
 
-/** {@link Queue.take}. */
-export function takeTurn<T>(queue: Queue, agentId: string, run: (end: (outcome?: Outcome) => void) => Promise<T>): Promise<T> {
-  return queue.take(agentId, run)
+/**
+ * Runs `run` in the agent's turn: it receives `end`, to call as soon as its result is known (the
+ * next operation may run then; it ends anyway when its promise settles), with the outcome when
+ * that is how its promise settles (the caller may settle then). Resolves or rejects as `run`'s
+ * promise did, after every call of the agent made before it has settled.
+ */
+export function takeTurn<T>(queue: QueueActor, agentId: string, run: (end: (outcome?: Outcome) => void) => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const settle = (outcome: Outcome) => (outcome.ok ? resolve(outcome.value as T) : reject(outcome.error))
+    queue.send({ type: 'TAKE', agentId, run, settle })
+  })
 }
 
 /** Whether a call of the agent has not settled yet. */
-export function isBusy(queue: Queue, agentId: string): boolean {
-  return queue.busy().has(agentId)
+export function isBusy(state: QueueState, agentId: string): boolean {
+  return state.queues.has(agentId)
 }
