@@ -3,8 +3,10 @@
  * that it changes nothing, and how the page reads a plan-mode chart.
  */
 import { execFile } from 'node:child_process'
+import { mkdtemp, rename, rm, stat, utimes, writeFile } from 'node:fs/promises'
 import http from 'node:http'
-import { networkInterfaces } from 'node:os'
+import { networkInterfaces, tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
 import { createPlanModeInspector, type ActorMessage, type InspectionMessage } from '../src/adapters/inspect.js'
@@ -17,7 +19,7 @@ import { VisualizerModel, describeLogEvent, lineQuote, storyOf, summarize } from
 import type { ServerMessage, WireItem } from '../apps/shared/visualizer/client/protocol.js'
 import { createRetainedHistory } from '../apps/shared/visualizer/history.js'
 import { createLogReader, eventTime, logAgentId } from '../apps/shared/visualizer/log-reading.js'
-import { LAYOUT_REFUSALS, parseViewerMessage, start, type Visualizer } from '../apps/shared/visualizer/server.js'
+import { LAYOUT_REFUSALS, parseViewerMessage, start, transpiledOnce, type Visualizer } from '../apps/shared/visualizer/server.js'
 
 let visualizer: Visualizer
 beforeAll(async () => {
@@ -313,6 +315,31 @@ describe('visualizer server: the whole set of decisions in the demo (R101, R102)
 })
 
 describe('visualizer server: the page, all local', () => {
+  it('a client module is transpiled again when its text changed, also when its modification time did not (an edit within one tick of the clock, a file replaced by one with the same mtime)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'plan-mode-client-'))
+    try {
+      const file = join(dir, 'module.ts')
+      // Every version of the file has this mtime.
+      const tick = new Date(Math.floor(Date.now() / 1000) * 1000)
+      await writeFile(file, 'export const version: number = 1\n')
+      await utimes(file, tick, tick)
+      expect(await transpiledOnce(file)).toBe('export const version = 1;\n')
+      // Rewritten in place within the same tick of the filesystem's clock.
+      await writeFile(file, 'export const version: number = 2\n')
+      await utimes(file, tick, tick)
+      expect((await stat(file)).mtimeMs).toBe(tick.getTime())
+      expect(await transpiledOnce(file)).toBe('export const version = 2;\n')
+      // Replaced by a rename of a file with the same mtime (`cp -p`, `rsync -t`).
+      const next = join(dir, 'next.ts')
+      await writeFile(next, 'export const version: number = 3\n')
+      await utimes(next, tick, tick)
+      await rename(next, file)
+      expect(await transpiledOnce(file)).toBe('export const version = 3;\n')
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
   it('serves the page and everything it loads from itself (no CDN), under a strict CSP', async () => {
     const page = await request('/')
     expect(page.status).toBe(200)

@@ -26,7 +26,7 @@
  */
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import { readFile, readdir, stat } from 'node:fs/promises'
+import { readFile, readdir } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { WebSocket, WebSocketServer } from 'ws'
 import type { RawData } from 'ws'
@@ -519,29 +519,31 @@ async function addSourceModules(files: Map<string, () => Promise<Asset>>): Promi
 }
 
 /**
- * The client modules this process transpiled, by file, with the modification time they were read
- * at: the servers of one process (a test file starts several) transpile a module once, and again
- * only when it changed on disk (test/visualizer.test.ts: 2.8 s of CPU in TypeScript for seven
- * servers' four modules each, ~0.4 s once).
+ * The client modules this process transpiled, by file, with the text they were transpiled from:
+ * the servers of one process (a test file starts several) transpile a module once, and again only
+ * when its text changed (test/visualizer.test.ts: 2.8 s of CPU in TypeScript for seven servers'
+ * four modules each, ~0.4 s once). Reading a module is cheap beside transpiling it; its
+ * modification time would not do: a second write within a tick of the filesystem's clock, or a
+ * file renamed over it with the same time, keeps it.
  */
-const transpiled = new Map<string, { mtimeMs: number; body: Promise<string> }>()
+const transpiled = new Map<string, { source: string; body: Promise<string> }>()
 
-async function transpiledOnce(file: string): Promise<string> {
-  const { mtimeMs } = await stat(file)
+/** The module `file` transpiled (types dropped), from its text on disk now; exported for its test. */
+export async function transpiledOnce(file: string): Promise<string> {
+  const source = await readFile(file, 'utf8')
   const known = transpiled.get(file)
-  if (known?.mtimeMs === mtimeMs) return known.body
-  const body = transpile(file)
-  transpiled.set(file, { mtimeMs, body })
-  // A failed read is tried again on the next server's request.
+  if (known?.source === source) return known.body
+  const body = transpile(file, source)
+  transpiled.set(file, { source, body })
+  // A failed transpile is tried again on the next server's request.
   body.catch(() => transpiled.get(file)?.body === body && transpiled.delete(file))
   return body
 }
 
 /** Types dropped, nothing else: `tsc --noEmit` checks these files with the rest. */
-async function transpile(file: string): Promise<string> {
+async function transpile(file: string, source: string): Promise<string> {
   // Loaded on first use: TypeScript is big and only the page's modules need it.
   const { default: ts } = await import('typescript')
-  const source = await readFile(file, 'utf8')
   return ts.transpileModule(source, {
     fileName: file,
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
