@@ -51,13 +51,14 @@ afterAll(async () => {
 })
 
 describe('npm start builds the web page only when its sources changed', () => {
-  it('R111: two first starts at once (NODE_ENV test and development) both build React\'s production page and leave one whole build (each written beside the directory and renamed into place, no temp directory behind); a second start skips the build and loads no vite; a changed source builds again', async () => {
+  it('R111: two first starts at once (NODE_ENV test, and development) both build and leave one whole build (each written beside the directory and renamed into place, no temp directory behind), React\'s production page whichever of them made it; a second start skips the build and loads no vite; a changed source builds again', async () => {
     const out = join(temp, 'page')
     const build = (env: Record<string, string> = {}) =>
       run(process.execPath, [join(ROOT, 'apps', 'web', 'build.mjs'), '--out-dir', 'page'], { cwd: temp, env: { ...ENV, ...env }, maxBuffer: 1 << 24 })
 
     // Two starts at once (two `npm start`s, a test run beside a start): both build, one build stays, whole.
     // One with NODE_ENV=development: neither that nor vitest's `test` makes a development build.
+    // Which of the two builds stays is a race: a run checks one of them, runs in turn both.
     const both = await Promise.all([build(), build({ NODE_ENV: 'development' })])
     for (const first of both) expect(first.stdout).toMatch(/(^|\n)page: built\n$/)
     const index = await readFile(join(out, 'index.html'), 'utf8')
