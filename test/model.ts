@@ -367,7 +367,9 @@ export function stateKey(snapshot: PlanModeSnapshot): string {
  * each), and each `matches` allocates.
  */
 interface Facts {
+  /** The lifecycle region's state: `serving`, `closing` or `stopped` (R73). */
   lifecycle: string
+  /** A state tagged `appending` is active: no selection, boundary or review opens (docs/spec.md §1). */
   appending: boolean
   /** A review's outcome is being recorded (R49): `recording`, an answer's `answering` (R80), or a switch's `superseded` (R48, its record first). */
   recording: boolean
@@ -377,7 +379,7 @@ interface Facts {
   awaiting: boolean
   /** The `plan/mode` target of the intent's append in flight, if any. */
   target: boolean | undefined
-  /** F. */
+  /** F: plan mode is on (`mode.active`). */
   active: boolean
   /** The intent's append in flight holds a heard `/plan`'s success back (R86: `runWaits`). */
   holdsSuccess: boolean
@@ -406,7 +408,7 @@ function facts(s: PlanModeSnapshot): Facts {
   return known
 }
 
-/** A review's outcome is being recorded (R49): `recording`, an answer's `answering` (R80), or a switch's `superseded` (R48, its record first). */
+/** {@link Facts.recording} of `s`. */
 function isRecordingReview(s: PlanModeSnapshot): boolean {
   return facts(s).recording
 }
