@@ -144,9 +144,10 @@ async function install(name: string, what: string[]): Promise<string> {
 /**
  * `node -e` in `cwd` running `script(load)` once for each build of the package, in one process: first
  * the ESM build (`load(specifier)`, `specifier` a JavaScript expression, is an `import()` of it), then
- * the CommonJS one (a `require`, whose throw becomes a rejection), each after a line naming it (`import`, `require`). `script(load)` is an
- * expression whose promise settles once it has printed. The two builds are separate files that share
- * no module, so one process checks both: a Node start (~0.15 s of CPU) less per check.
+ * the CommonJS one (a `require`, whose throw becomes a rejection), each after a line naming it
+ * (`import`, `require`). `script(load)` is an expression whose promise settles once it has printed.
+ * The two builds are separate files that share no module, so one process checks both: a Node start
+ * (~0.15 s of CPU) less per check.
  */
 function inBothBuilds(cwd: string, script: (load: (specifier: string) => string) => string) {
   const builds: [string, (specifier: string) => string][] = [
