@@ -1144,6 +1144,9 @@ function transitionKey(source: string, eventType: string, index: number): string
   return `${source} ${eventType} #${index}`
 }
 
+/** The key of each definition transition a microstep took, made once per transition (the definition's objects do not change). */
+const transitionKeys = new WeakMap<object, string>()
+
 /** Adds the states and the definition's transitions of a microstep (an inspection event) to `into`. */
 function recordMicrostep(event: InspectionEvent, into: { states: Set<string>; transitions: Set<string> }): void {
   if (event.type !== '@xstate.microstep') return
@@ -1165,8 +1168,6 @@ function recordMicrostep(event: InspectionEvent, into: { states: Set<string>; tr
   }
 }
 
-/** The key of each definition transition a microstep took, made once per transition (the definition's objects do not change). */
-const transitionKeys = new WeakMap<object, string>()
 
 /** Collects the states and transitions the service's actors actually take (inspection). */
 export class CoverageCollector {

@@ -71,16 +71,15 @@ describe('chart layouts computed on the server, for the web chat and the visuali
 
   it('R178: keeps the layouts of the last 8 sets of widths asked for: one asked for again stays, the least recently asked for goes', async () => {
     const layouts = chartLayouts(TINY)
-    const widths = tinyWidths
     // One at a time: one runs and two wait in the process (R178).
-    const first = layouts.layoutsFor(widths(1))
+    const first = layouts.layoutsFor(tinyWidths(1))
     await first
-    const second = layouts.layoutsFor(widths(2))
-    for (let px = 2; px <= 8; px++) await layouts.layoutsFor(widths(px))
-    expect(layouts.layoutsFor(widths(1))).toBe(first)
-    await layouts.layoutsFor(widths(9))
-    expect(layouts.layoutsFor(widths(1))).toBe(first)
-    expect(layouts.layoutsFor(widths(2))).not.toBe(second)
+    const second = layouts.layoutsFor(tinyWidths(2))
+    for (let px = 2; px <= 8; px++) await layouts.layoutsFor(tinyWidths(px))
+    expect(layouts.layoutsFor(tinyWidths(1))).toBe(first)
+    await layouts.layoutsFor(tinyWidths(9))
+    expect(layouts.layoutsFor(tinyWidths(1))).toBe(first)
+    expect(layouts.layoutsFor(tinyWidths(2))).not.toBe(second)
   })
 
   it('R178: a waiting layout whose request closed is dropped, not run, and is laid out anew when asked again', async () => {
