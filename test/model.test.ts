@@ -12,7 +12,7 @@ import { restorePlanLog } from '../src/log/kinds.js'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import { dueHandoff } from '../src/plan/handoff.js'
 import { TEXT } from './oracle.js'
-import { AGENT, CoverageCollector, chartDefinition, coverRestores, durablePath, generatePaths, pathName, replayPath, type ModelPath } from './model.js'
+import { AGENT, CoverageCollector, chartDefinition, coverRestores, durablePath, generatePaths, pathName, replayPath, tourPath, type ModelPath } from './model.js'
 
 /**
  * Model-based tests: every edge of the plan-mode statechart's reachable graph (as the service
@@ -392,11 +392,12 @@ describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statecha
     expect(later('durable', 'another writer leaves (R101)', 'stepBoundary')).toBe(true)
   })
 
-  it('R86: a second /plan another writer logs while a success is held back behind our own append replaces it, and is taken when the append settles', () => {
+  it('R86: a second /plan another writer logs while a success is held back behind our own append replaces it, and is taken when the append settles', async () => {
     const run = 'log command/run /plan off (second command)'
     const done = 'log command/done success (second command)'
-    // The first /plan (on) succeeds while our own append is in flight; the second (off) replaces it.
-    expect(runs('no-channel', 'log command/run /plan', 'log command/done success', run, done)).toBe(true)
+    // The first /plan (on) succeeds while our own append is in flight; the second (off) replaces
+    // it. (The walks take each of these edges, not always one after another: replayed here.)
+    await replayPath(tourPath('no-channel', ['set(true)', 'log command/run /plan', 'log command/done success', run, done, 'log plan/mode true', 'plan/mode append resolves']))
     expect(runs('no-channel', run, done, 'plan/mode append resolves')).toBe(true)
     expect(runs('no-channel', run, done, 'plan/mode append fails')).toBe(true)
     expect(runs('no-channel', 'log command/run /plan (second command)', done)).toBe(true)
