@@ -12,13 +12,13 @@ import { restorePlanLog } from '../src/log/kinds.js'
 import { planModeMachine } from '../src/machines/planMode.machine.js'
 import { dueHandoff } from '../src/plan/handoff.js'
 import { TEXT } from './oracle.js'
-import { AGENT, CoverageCollector, chartDefinition, coverRestores, durablePath, generatePaths, pathName, replayPath, type ModelPath } from './model.js'
+import { AGENT, CoverageCollector, chartDefinition, coverRestores, durablePath, generatePaths, pathName, replayPath, tourPath, type ModelPath } from './model.js'
 
 /**
  * Model-based tests: every edge of the plan-mode statechart's reachable graph (as the service
  * can drive it) in the channel and no-channel configurations, and the edges of the durable
  * reviews' graph (R78–R81) that reach what no earlier edge reached, chained into walks (each a
- * path from a fresh service: its test's name lists its letters), replayed on the real service
+ * path from a fresh service, named by its letters where it fails), replayed on the real service
  * and checked against the SPEC oracle after every step; then the coverage of the chart's
  * definition by those replays. Headless review policies (R94, R95) are letters of the channel
  * (a policy's approval and dismissal) and durable (`answerReviewByPolicy`, another writer's policy
@@ -195,6 +195,50 @@ function checkpointCuts(log: readonly { type: string; data: unknown }[], made: (
   }
 }
 
+/** `npm run test:deep` (`PLAN_MODE_DEEP=1`) reads R76's checkpoint at every cut of every log; `npm test` at {@link someCuts}. */
+const EVERY_CUT = process.env.PLAN_MODE_DEEP === '1'
+/** `npm test` reads every `CUT_STRIDE`-th cut of a log (and the cuts {@link someCuts} adds). */
+const CUT_STRIDE = 3
+
+/**
+ * The kind of a log's event, for R76's cuts in `npm test`: its type and what tells its meaning
+ * apart (a review record's outcome and how it was decided and told, a switch's target, a
+ * command's result): every boolean of its data, and its `outcome`, `kind` and `by`.
+ */
+function eventKind({ type, data }: { type: string; data: unknown }): string {
+  const fields = Object.entries((data ?? {}) as Record<string, unknown>).filter(
+    ([key, value]) => typeof value === 'boolean' || key === 'outcome' || key === 'kind' || key === 'by',
+  )
+  return JSON.stringify([type, fields.sort(([a], [b]) => (a < b ? -1 : 1))])
+}
+
+/**
+ * The kind of the cut after `k` events: the kinds ({@link eventKind}) of the event the
+ * checkpoint ends at and of the first event after it (none at the log's end).
+ */
+function cutKind(log: readonly { type: string; data: unknown }[], k: number): string {
+  return `${eventKind(log[k - 1]!)} ${k < log.length ? eventKind(log[k]!) : 'end'}`
+}
+
+/**
+ * The cuts `npm test` reads the `index`-th log's checkpoint at (R76): every {@link CUT_STRIDE}-th,
+ * from an offset that moves on with each log (logs that begin with the same events are read one
+ * after another: together they take every cut of what they share), the last, and each cut of a
+ * kind ({@link cutKind}) no log read before (`kinds`, which it adds to). So every log, and every
+ * kind of cut any log has, is read; the deep run reads every cut.
+ */
+function someCuts(log: readonly { type: string; data: unknown }[], index: number, kinds: Set<string>): number[] {
+  const cuts: number[] = []
+  for (let k = 1; k <= log.length; k++) {
+    const kind = cutKind(log, k)
+    if ((k + index) % CUT_STRIDE === 0 || k === log.length || !kinds.has(kind)) {
+      kinds.add(kind)
+      cuts.push(k)
+    }
+  }
+  return cuts
+}
+
 /** {@link checkpointCuts} of one cut. */
 function checkpointReadersDiffer(log: readonly { type: string; data: unknown }[], k: number): string | undefined | null {
   return checkpointCuts(log)(k)
@@ -210,15 +254,33 @@ describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statecha
     })
   const lands = 'plan/review append resolves'
 
-  it.each(paths.map((path, i) => [i + 1, pathName(path), path] as const))(
-    'path %i: %s',
-    async (_i, _name, path) => {
-      replayed++
-      keepLog((await replayPath(path, coverage)).log(AGENT).events)
-    },
+  /**
+   * The paths, replayed a chunk of `PATHS_PER_TEST` per test: one test per path cost vitest's
+   * bookkeeping (~0.8 ms of CPU each, worker and main: 32.6/34.6 s vs 26.4/30.0 s for the file with
+   * the paths in one test). A chunk replays each of its paths, and fails naming every one that failed.
+   */
+  const PATHS_PER_TEST = 250
+  const chunks = [withChannel, withoutChannel, durable].flatMap(({ paths: all }) =>
+    Array.from({ length: Math.ceil(all.length / PATHS_PER_TEST) }, (_, c) => {
+      const from = c * PATHS_PER_TEST
+      const chunk = all.slice(from, from + PATHS_PER_TEST)
+      return [`${all[0]!.config} paths ${from + 1}–${from + chunk.length} of ${all.length}`, from, chunk] as const
+    }),
   )
+  it.each(chunks)('%s: replayed on the service against the oracle', async (_title, from, chunk) => {
+    const failures: string[] = []
+    for (const [i, path] of chunk.entries()) {
+      replayed++
+      try {
+        keepLog((await replayPath(path, coverage)).log(AGENT).events)
+      } catch (error) {
+        failures.push(`path ${from + i + 1}: ${pathName(path)}\n  ${(error as Error).message}`)
+      }
+    }
+    expect(failures).toEqual([])
+  })
 
-  it('R76, R64, R96, R98, R102: every reader of a checkpoint at any cut of every log the paths made, and the events after it, says what it says of the whole log', async () => {
+  it(`R76, R64, R96, R98, R102: every reader of a checkpoint ${EVERY_CUT ? 'at every cut' : `at every kind of cut and one cut in ${CUT_STRIDE}`} of every log the paths made, and the events after it, says what it says of the whole log`, async () => {
     // Run on its own (a name filter), it replays the paths itself.
     if (replayed === 0) for (const path of paths) keepLog((await replayPath(path).catch(() => undefined))?.log(AGENT).events ?? [])
     const failures: string[] = []
@@ -226,27 +288,30 @@ describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statecha
     let checked = 0
     // In the order of their JSON, logs that begin with the same events are next to each other
     // (an event's JSON closes itself): the checkpoints after the events a log shares with the one
-    // before it are those already made.
+    // before it are those already made (and, in npm test, read at other cuts: \`someCuts\`).
     const ordered = [...logs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, log]) => log)
     const made: (string | null)[] = []
     let before: string[] = []
     let reused = 0
+    let index = 0
+    /** The kinds of cut read so far (`someCuts`). */
+    const kinds = new Set<string>()
     for (const log of ordered) {
       const events = log.map((event) => JSON.stringify(event))
       let shared = 0
       while (shared < events.length && events[shared] === before[shared]) shared++
       made.length = Math.min(made.length, shared + 1)
-      reused += made.length - 1
       before = events
       const cut = checkpointCuts(log, made)
-      for (let k = 1; k <= log.length; k++) {
+      for (const k of EVERY_CUT ? log.map((_, i) => i + 1) : someCuts(log, index++, kinds)) {
         cuts++
+        if (made[k] !== undefined) reused++
         const problem = cut(k)
         if (problem !== null) checked++
         if (typeof problem === 'string') failures.push(`${problem}\nlog:\n  ${log.map((e, i) => `${i + 1} ${e.type} ${JSON.stringify(e.data)}`).join('\n  ')}`)
       }
     }
-    console.log(`readers from a checkpoint: ${logs.size} distinct logs, ${cuts} cuts (${reused} after events an earlier log began with), ${checked} with a checkpoint, ${failures.length} differ`)
+    console.log(`readers from a checkpoint: ${logs.size} distinct logs, ${cuts} cuts${EVERY_CUT ? '' : ` (one in ${CUT_STRIDE}, the last, the first of each of ${kinds.size} kinds)`} (${reused} after events an earlier log began with), ${checked} with a checkpoint, ${failures.length} differ`)
     expect(failures.slice(0, 3)).toEqual([])
     // Most cuts take a checkpoint (none is made while a review is open or a handoff due).
     expect(checked).toBeGreaterThan(cuts / 2)
@@ -327,11 +392,12 @@ describe('R1–R64, R78–R81, R94, R95, R101 model-based: paths of the statecha
     expect(later('durable', 'another writer leaves (R101)', 'stepBoundary')).toBe(true)
   })
 
-  it('R86: a second /plan another writer logs while a success is held back behind our own append replaces it, and is taken when the append settles', () => {
+  it('R86: a second /plan another writer logs while a success is held back behind our own append replaces it, and is taken when the append settles', async () => {
     const run = 'log command/run /plan off (second command)'
     const done = 'log command/done success (second command)'
-    // The first /plan (on) succeeds while our own append is in flight; the second (off) replaces it.
-    expect(runs('no-channel', 'log command/run /plan', 'log command/done success', run, done)).toBe(true)
+    // The first /plan (on) succeeds while our own append is in flight; the second (off) replaces
+    // it. (The walks take each of these edges, not always one after another: replayed here.)
+    await replayPath(tourPath('no-channel', ['set(true)', 'log command/run /plan', 'log command/done success', run, done, 'log plan/mode true', 'plan/mode append resolves']))
     expect(runs('no-channel', run, done, 'plan/mode append resolves')).toBe(true)
     expect(runs('no-channel', run, done, 'plan/mode append fails')).toBe(true)
     expect(runs('no-channel', 'log command/run /plan (second command)', done)).toBe(true)
