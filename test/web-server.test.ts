@@ -617,10 +617,11 @@ const stallingModel: LanguageModel = wrapLanguageModel({
 type Chunk = { type: string; delta?: string; toolCallId?: string; approvalId?: string; errorText?: string }
 
 /**
- * `POST /api/chat` from `who`, read as it streams until `until` picks a chunk; then the client goes
- * away (its fetch aborted, the connection closed). The chunks it read.
+ * `POST /api/chat` from `who`, read as it streams until `until` picks a chunk; then, once
+ * `beforeLeaving` (if given) has settled, the client reading nothing meanwhile, it goes away (its
+ * fetch aborted, the connection closed). The chunks it read.
  */
-async function leaveMidStream(who: Browser, base: string, body: unknown, until: (chunk: Chunk) => boolean): Promise<Chunk[]> {
+async function leaveMidStream(who: Browser, base: string, body: unknown, until: (chunk: Chunk) => boolean, beforeLeaving?: () => Promise<void>): Promise<Chunk[]> {
   const client = new AbortController()
   const response = await fetch(new URL('/api/chat', base), {
     method: 'POST',
@@ -641,7 +642,9 @@ async function leaveMidStream(who: Browser, base: string, body: unknown, until: 
       for (const line of lines) {
         if (!line.startsWith('data: ') || line === 'data: [DONE]') continue
         chunks.push(JSON.parse(line.slice(6)) as Chunk)
-        if (until(chunks.at(-1)!)) return chunks
+        if (!until(chunks.at(-1)!)) continue
+        await beforeLeaving?.()
+        return chunks
       }
     }
   } finally {
@@ -699,8 +702,14 @@ describe('R106: a client that goes away mid-answer', () => {
   })
 })
 
-describe('R106: a client that goes away while megabytes of the answer are on their way', () => {
-  /** The offline model, whose first text comes as 16 deltas of 1 MiB: more than any buffer between it and the client holds. */
+describe('R106: a client that goes away while the answer waits for it to read', () => {
+  /**
+   * The offline model, whose first text comes as deltas of 256 KiB for as long as the client is
+   * there: each made once the one before it has left the model's stream, so the answer fills
+   * every buffer between the server and the client (however large the machine's are) and no
+   * more: a flood of a fixed size had to be larger than any (16 MiB), all saved and read back.
+   */
+  let clientGone = false
   const flooding: LanguageModel = wrapLanguageModel({
     model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }),
     middleware: {
@@ -710,11 +719,15 @@ describe('R106: a client that goes away while megabytes of the answer are on the
         let flooded = false
         const flooding = stream.pipeThrough(
           new TransformStream({
-            transform(chunk, controller) {
+            async transform(chunk, controller) {
               const part = chunk as { type: string; id?: string }
               if (part.type === 'text-delta' && !flooded) {
                 flooded = true
-                for (let i = 0; i < 16; i++) controller.enqueue({ type: 'text-delta', id: part.id, delta: 'x'.repeat(1 << 20) } as never)
+                while (!clientGone) {
+                  // The last delta still queued: the server is not reading (its writes wait).
+                  if ((controller.desiredSize ?? 0) < 0) await new Promise((resolve) => setTimeout(resolve, 5))
+                  else controller.enqueue({ type: 'text-delta', id: part.id, delta: 'x'.repeat(1 << 18) } as never)
+                }
               }
               controller.enqueue(chunk)
             },
@@ -725,25 +738,32 @@ describe('R106: a client that goes away while megabytes of the answer are on the
     },
   })
   let flooded: WebChat
+  /** The server's side of the last `POST /api/chat`. */
+  let answering: import('node:http').ServerResponse | undefined
   beforeAll(async () => {
     // A stream whose client stopped reading ends with its turn's lease (R106): a short one, so the
     // test waits 3 s for it, not the default 30.
     flooded = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'flooded', model: flooding, turnLeaseMs: 3_000 })
+    flooded.server.on('request', (req, res) => void (req.method === 'POST' && req.url === '/api/chat' && (answering = res)))
   })
   afterAll(async () => {
+    clientGone = true
     await flooded?.close()
   })
 
-  it('R106: a client that reads the first megabyte of the answer and goes away: the answer streamed until then is saved and the turn given back', async () => {
+  it('R106: a client that reads the first text of the answer, stops reading until the server\'s writes wait for it, and goes away: the answer streamed until then is saved and the turn given back', async () => {
     const owner = browser(flooded.url)
     const chat = randomUUID()
     await owner.get(`/api/chats/${chat}`) // the page loads the chat (and the browser gets its owner cookie)
-    await leaveMidStream(owner, flooded.url, { id: chat, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'what is in the README?' }] }] }, (chunk) => chunk.type === 'text-delta')
-    const saved = async () => ({
-      roles: (await savedMessages(owner, chat)).map((m) => m.role),
-      turn: await turnOf(chat),
+    await leaveMidStream(owner, flooded.url, { id: chat, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'what is in the README?' }] }] }, (chunk) => chunk.type === 'text-delta', async () => {
+      // Every buffer between the model and this client is full: the server's response waits to drain.
+      await expect.poll(() => answering?.writableNeedDrain, { interval: 20 }).toBe(true)
     })
-    await expect.poll(saved, { interval: 50 }).toEqual({ roles: ['user', 'assistant'], turn: null })
+    clientGone = true
+    // The turn is given back in the statement that saves the answer: once it is, the answer is
+    // there to read (once: it is megabytes).
+    await expect.poll(() => turnOf(chat), { interval: 50 }).toBe(null)
+    expect((await savedMessages(owner, chat)).map((m) => m.role)).toEqual(['user', 'assistant'])
   })
 })
 
