@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { offlineChatModel } from '../apps/shared/offline-model.js'
 import { pgliteListen, type PgListen, type PgQueryable } from '../src/adapters/postgres.js'
 import { clusterProxy } from '../apps/web/cluster.js'
-import { SECTION, startWebChat, type WebChat } from '../apps/web/server.js'
+import { DEFAULT_MAX_SESSIONS, SECTION, startWebChat, type WebChat } from '../apps/web/server.js'
 import { labelsOf } from '../apps/shared/visualizer/chart-layout.js'
 import { chartModel } from '../apps/shared/visualizer/client/chart.js'
 import type { StateNodeDefinition } from '../apps/shared/visualizer/client/model.js'
@@ -981,9 +981,15 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
 
 describe('R103, R104: other pages cannot churn an instance\'s open sessions', () => {
   const gated = gatedModel()
+  /**
+   * An instance that keeps 3 sessions open (R179): the requests below open more chats than that, as
+   * 500 and more would on an instance of the default bound, at a hundredth of the requests.
+   */
+  const MAX_SESSIONS = 3
+  const OTHER_CHATS = 4 * MAX_SESSIONS
   let busy: WebChat
   beforeAll(async () => {
-    busy = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'busy', model: gated.model })
+    busy = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'busy', model: gated.model, maxSessions: MAX_SESSIONS })
   })
   afterAll(async () => {
     gated.releaseAll()
@@ -1001,13 +1007,13 @@ describe('R103, R104: other pages cannot churn an instance\'s open sessions', ()
   /** The errors a UI message stream carried. */
   const errorsIn = (text: string) => chunksOf(text).flatMap((chunk) => (chunk.type === 'error' || chunk.type === 'tool-output-error' ? [chunk.errorText] : []))
 
-  it('R103: 500 cookie-less GETs of made-up chats\' state and messages (another site\'s <img> tags) each answer 404 no such chat, create no chat, and leave a chat streaming on the instance unharmed', async () => {
+  it('R103, R179: cookie-less GETs of the state and messages of more made-up chats than the instance keeps sessions open (another site\'s <img> tags) each answer 404 no such chat, create no chat, and leave a chat streaming on the instance unharmed', async () => {
     const owner = browser(busy.url)
     const chat = randomUUID()
     const streaming = await streamingUpToExit(owner, chat)
     const tag = chat.slice(0, 8)
     const answers = new Map<string, number>()
-    for (let i = 0; i < 500; i++) {
+    for (let i = 0; i < OTHER_CHATS; i++) {
       for (const path of [`/api/chats/junk${i}-${tag}/state`, `/api/chats/junk${i}-${tag}`]) {
         const [status, body] = await answer(await fetch(new URL(path, busy.url)))
         const key = `${status} ${JSON.stringify(body)}`
@@ -1018,20 +1024,20 @@ describe('R103, R104: other pages cannot churn an instance\'s open sessions', ()
     const errors = errorsIn(await streaming.text)
     const { rows } = await lite.query<{ n: number }>('SELECT count(*)::int AS n FROM web_chats WHERE id LIKE $1', [`junk%-${tag}`])
     expect({ answers: Object.fromEntries(answers), created: rows[0]!.n, errors, review: (await openReviewOf(owner, chat)) !== null }).toEqual({
-      answers: { [`404 ${JSON.stringify(NO_CHAT)}`]: 1000 },
+      answers: { [`404 ${JSON.stringify(NO_CHAT)}`]: 2 * OTHER_CHATS },
       created: 0,
       errors: [],
       review: true,
     })
   }, 120_000)
 
-  it('R104: an instance following as many chats as it keeps open never closes the session of a chat a request is streaming: the owner opening 500 other chats leaves that answer whole', async () => {
+  it('R104, R179: an instance following as many chats as it keeps open never closes the session of a chat a request is streaming: the owner opening four times as many other chats leaves that answer whole', async () => {
     const owner = browser(busy.url)
     const chat = randomUUID()
     const streaming = await streamingUpToExit(owner, chat)
-    // Each of 500 other chats of the owner is opened on this instance (a review answer that names no open review: 409).
+    // Each other chat of the owner is opened on this instance (a review answer that names no open review: 409).
     const statuses = new Set<number>()
-    for (let i = 0; i < 500; i++) statuses.add((await owner.post(`/api/chats/other${i}-${chat.slice(0, 8)}/review`, { reviewId: 'none', decision: 'Leave plan mode' })).status)
+    for (let i = 0; i < OTHER_CHATS; i++) statuses.add((await owner.post(`/api/chats/other${i}-${chat.slice(0, 8)}/review`, { reviewId: 'none', decision: 'Leave plan mode' })).status)
     streaming.release()
     const errors = errorsIn(await streaming.text)
     expect({ statuses: [...statuses], errors, review: (await openReviewOf(owner, chat)) !== null }).toEqual({ statuses: [409], errors: [], review: true })
@@ -1119,6 +1125,48 @@ describe('#23 fresh-eyes review: the web chat\'s gate', () => {
       ))
     }
     expect({ refused, statements }).toEqual({ refused: Array(6).fill('turnLeaseMs must be a whole number of milliseconds from 100 to 2147483647'), statements: [] })
+  })
+})
+
+describe('R179: how many chats\' sessions an instance keeps open', () => {
+  it('R179: a maxSessions that is not a whole number from 1 to 500: startWebChat rejects with a TypeError before it touches the database; the default is 500', async () => {
+    const statements: string[] = []
+    const watched: PgQueryable = {
+      query: (text, params) => (statements.push(text), lite.query(text, params)),
+      exec: (sql) => (statements.push(sql), lite.exec(sql)),
+    }
+    const refused = []
+    for (const maxSessions of [0, 501, 1.5, Number.NaN, -1, '5' as unknown as number]) {
+      refused.push(await startWebChat({ db: watched, listen: pgliteListen(lite), instance: 'bound', maxSessions }).then(
+        async (started) => (await started.close(), 'started'),
+        (error: unknown) => (error instanceof TypeError ? error.message : String(error)),
+      ))
+    }
+    expect({ refused, statements, byDefault: DEFAULT_MAX_SESSIONS }).toEqual({ refused: Array(6).fill('maxSessions must be a whole number from 1 to 500'), statements: [], byDefault: 500 })
+  })
+
+  it('R179: past maxSessions the least recently used session is closed and opened again from the database when its chat comes back; within it none is', async () => {
+    /** The chats whose session the instance opened (read from the database), in order. */
+    const opened: string[] = []
+    const watched: PgQueryable = {
+      query: (text, params) => (/LEFT JOIN web_checkpoints c ON c\.session = \$1/.test(text) && opened.push(String(params?.[0])), lite.query(text, params)),
+      exec: (sql) => lite.exec(sql),
+    }
+    const visits = async (maxSessions: number | undefined) => {
+      opened.length = 0
+      const instance = await startWebChat({ db: watched, listen: pgliteListen(lite), instance: `bound${maxSessions}`, model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }), ...(maxSessions ? { maxSessions } : {}) })
+      try {
+        const owner = browser(instance.url)
+        const tag = randomUUID().slice(0, 8)
+        // A review answer that names no open review (409) opens the chat's session, and writes nothing.
+        for (const chat of ['a', 'b', 'a', 'c', 'a', 'b']) await (await owner.post(`/api/chats/${chat}-${tag}/review`, { reviewId: 'none', decision: 'Leave plan mode' })).text()
+        return opened.map((id) => id.split('-')[0])
+      } finally {
+        await instance.close()
+      }
+    }
+    // Two open at most: c's opening closes b (a was used since), so b comes back from the database.
+    expect({ two: await visits(2), byDefault: await visits(undefined) }).toEqual({ two: ['a', 'b', 'c', 'b'], byDefault: ['a', 'b', 'c'] })
   })
 })
 
