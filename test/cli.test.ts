@@ -250,14 +250,16 @@ describe('plan-mode inspect', () => {
     expect(report.violations).toEqual({ observed: 0, blocked: 0, byTool: {}, entries: [] })
   })
 
-  it('R108: prints the table of a log of 300 000 events (the widths are not an argument list that overflows the stack)', async () => {
+  it('R108: prints the table of a log of 150 000 events (the widths are not an argument list that overflows the stack)', async () => {
+    // 150 000 arguments take 1.2 MB of stack, more than V8's whole default stack (984 KiB): a
+    // spread of the widths overflows it wherever it is called from.
     const file = join(dir, 'many-events.jsonl')
-    await writeFile(file, Array.from({ length: 300_000 }, (_, i) => `{"seq":${i + 1},"type":"n","data":{}}\n`).join(''))
+    await writeFile(file, Array.from({ length: 150_000 }, (_, i) => `{"seq":${i + 1},"type":"n","data":{}}\n`).join(''))
     const result = await run(['inspect', file, '--no-color'])
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
     expect(result.lines[0]).toBe('   seq  type  F    pending  K    detail')
-    expect(result.lines[300_000]).toBe('300000  n     off           -')
+    expect(result.lines[150_000]).toBe('150000  n     off           -')
   })
 
   it('reads the log without taking its writer lock', async () => {
@@ -624,7 +626,25 @@ describe('stopping: SIGTERM ends every command within a second (R108)', () => {
   })
 
   it('R108: a PLAN_MODE_STOP_GRACE_MS that is not an integer 0..2147483647 is refused: one line, exit code 2, nothing served', async () => {
+    // `main` refuses it: each value in-process (a stop ends a run that serves instead), and one
+    // through the executable, which reads the process's environment.
+    const refusals = []
     for (const value of ['soon', '-1', '1.5', '2147483648']) {
+      const stop = new AbortController()
+      let out = ''
+      const err: string[] = []
+      const code = await main(['visualize', '--port', '0'], {
+        stdout: { write: (text: string) => ((out += text), out.includes('Ctrl-C to stop.\n') && stop.abort()) },
+        stderr: { write: (text: string) => void err.push(text) },
+        env: { PLAN_MODE_STOP_GRACE_MS: value },
+        signal: stop.signal,
+      })
+      refusals.push({ value, code, stderr: err.join(''), stdout: out })
+    }
+    expect(refusals).toEqual(
+      ['soon', '-1', '1.5', '2147483648'].map((value) => ({ value, code: 2, stderr: `plan-mode: PLAN_MODE_STOP_GRACE_MS must be an integer 0..2147483647, not "${value}"\n`, stdout: '' })),
+    )
+    for (const value of ['soon']) {
       const cli = spawnCli(['visualize', '--port', '0'], { env: { PLAN_MODE_STOP_GRACE_MS: value } })
       try {
         // The code before the fix ignored it and served: the race ends the wait either way.

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { offlineChatModel } from '../apps/shared/offline-model.js'
 import { pgliteListen, type PgListen, type PgQueryable } from '../src/adapters/postgres.js'
 import { clusterProxy } from '../apps/web/cluster.js'
-import { SECTION, startWebChat, type WebChat } from '../apps/web/server.js'
+import { DEFAULT_MAX_SESSIONS, SECTION, startWebChat, type WebChat } from '../apps/web/server.js'
 import { labelsOf } from '../apps/shared/visualizer/chart-layout.js'
 import { chartModel } from '../apps/shared/visualizer/client/chart.js'
 import type { StateNodeDefinition } from '../apps/shared/visualizer/client/model.js'
@@ -617,10 +617,11 @@ const stallingModel: LanguageModel = wrapLanguageModel({
 type Chunk = { type: string; delta?: string; toolCallId?: string; approvalId?: string; errorText?: string }
 
 /**
- * `POST /api/chat` from `who`, read as it streams until `until` picks a chunk; then the client goes
- * away (its fetch aborted, the connection closed). The chunks it read.
+ * `POST /api/chat` from `who`, read as it streams until `until` picks a chunk; then, once
+ * `beforeLeaving` (if given) has settled, the client reading nothing meanwhile, it goes away (its
+ * fetch aborted, the connection closed). The chunks it read.
  */
-async function leaveMidStream(who: Browser, base: string, body: unknown, until: (chunk: Chunk) => boolean): Promise<Chunk[]> {
+async function leaveMidStream(who: Browser, base: string, body: unknown, until: (chunk: Chunk) => boolean, beforeLeaving?: () => Promise<void>): Promise<Chunk[]> {
   const client = new AbortController()
   const response = await fetch(new URL('/api/chat', base), {
     method: 'POST',
@@ -641,7 +642,9 @@ async function leaveMidStream(who: Browser, base: string, body: unknown, until: 
       for (const line of lines) {
         if (!line.startsWith('data: ') || line === 'data: [DONE]') continue
         chunks.push(JSON.parse(line.slice(6)) as Chunk)
-        if (until(chunks.at(-1)!)) return chunks
+        if (!until(chunks.at(-1)!)) continue
+        await beforeLeaving?.()
+        return chunks
       }
     }
   } finally {
@@ -699,8 +702,14 @@ describe('R106: a client that goes away mid-answer', () => {
   })
 })
 
-describe('R106: a client that goes away while megabytes of the answer are on their way', () => {
-  /** The offline model, whose first text comes as 16 deltas of 1 MiB: more than any buffer between it and the client holds. */
+describe('R106: a client that goes away while the answer waits for it to read', () => {
+  /**
+   * The offline model, whose first text comes as deltas of 256 KiB for as long as the client is
+   * there: each made once the one before it has left the model's stream, so the answer fills
+   * every buffer between the server and the client (however large the machine's are) and no
+   * more: a flood of a fixed size had to be larger than any (16 MiB), all saved and read back.
+   */
+  let clientGone = false
   const flooding: LanguageModel = wrapLanguageModel({
     model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }),
     middleware: {
@@ -710,11 +719,15 @@ describe('R106: a client that goes away while megabytes of the answer are on the
         let flooded = false
         const flooding = stream.pipeThrough(
           new TransformStream({
-            transform(chunk, controller) {
+            async transform(chunk, controller) {
               const part = chunk as { type: string; id?: string }
               if (part.type === 'text-delta' && !flooded) {
                 flooded = true
-                for (let i = 0; i < 16; i++) controller.enqueue({ type: 'text-delta', id: part.id, delta: 'x'.repeat(1 << 20) } as never)
+                while (!clientGone) {
+                  // The last delta still queued: the server is not reading (its writes wait).
+                  if ((controller.desiredSize ?? 0) < 0) await new Promise((resolve) => setTimeout(resolve, 5))
+                  else controller.enqueue({ type: 'text-delta', id: part.id, delta: 'x'.repeat(1 << 18) } as never)
+                }
               }
               controller.enqueue(chunk)
             },
@@ -725,25 +738,32 @@ describe('R106: a client that goes away while megabytes of the answer are on the
     },
   })
   let flooded: WebChat
+  /** The server's side of the last `POST /api/chat`. */
+  let answering: import('node:http').ServerResponse | undefined
   beforeAll(async () => {
     // A stream whose client stopped reading ends with its turn's lease (R106): a short one, so the
     // test waits 3 s for it, not the default 30.
     flooded = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'flooded', model: flooding, turnLeaseMs: 3_000 })
+    flooded.server.on('request', (req, res) => void (req.method === 'POST' && req.url === '/api/chat' && (answering = res)))
   })
   afterAll(async () => {
+    clientGone = true
     await flooded?.close()
   })
 
-  it('R106: a client that reads the first megabyte of the answer and goes away: the answer streamed until then is saved and the turn given back', async () => {
+  it('R106: a client that reads the first text of the answer, stops reading until the server\'s writes wait for it, and goes away: the answer streamed until then is saved and the turn given back', async () => {
     const owner = browser(flooded.url)
     const chat = randomUUID()
     await owner.get(`/api/chats/${chat}`) // the page loads the chat (and the browser gets its owner cookie)
-    await leaveMidStream(owner, flooded.url, { id: chat, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'what is in the README?' }] }] }, (chunk) => chunk.type === 'text-delta')
-    const saved = async () => ({
-      roles: (await savedMessages(owner, chat)).map((m) => m.role),
-      turn: await turnOf(chat),
+    await leaveMidStream(owner, flooded.url, { id: chat, messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'what is in the README?' }] }] }, (chunk) => chunk.type === 'text-delta', async () => {
+      // Every buffer between the model and this client is full: the server's response waits to drain.
+      await expect.poll(() => answering?.writableNeedDrain, { interval: 20 }).toBe(true)
     })
-    await expect.poll(saved, { interval: 50 }).toEqual({ roles: ['user', 'assistant'], turn: null })
+    clientGone = true
+    // The turn is given back in the statement that saves the answer: once it is, the answer is
+    // there to read (once: it is megabytes).
+    await expect.poll(() => turnOf(chat), { interval: 50 }).toBe(null)
+    expect((await savedMessages(owner, chat)).map((m) => m.role)).toEqual(['user', 'assistant'])
   })
 })
 
@@ -961,9 +981,15 @@ describe('R106: the card of a review the log holds open stays saved, whatever ha
 
 describe('R103, R104: other pages cannot churn an instance\'s open sessions', () => {
   const gated = gatedModel()
+  /**
+   * An instance that keeps 3 sessions open (R179): the requests below open more chats than that, as
+   * 500 and more would on an instance of the default bound, at a hundredth of the requests.
+   */
+  const MAX_SESSIONS = 3
+  const OTHER_CHATS = 4 * MAX_SESSIONS
   let busy: WebChat
   beforeAll(async () => {
-    busy = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'busy', model: gated.model })
+    busy = await startWebChat({ db: lite, listen: pgliteListen(lite), instance: 'busy', model: gated.model, maxSessions: MAX_SESSIONS })
   })
   afterAll(async () => {
     gated.releaseAll()
@@ -981,13 +1007,13 @@ describe('R103, R104: other pages cannot churn an instance\'s open sessions', ()
   /** The errors a UI message stream carried. */
   const errorsIn = (text: string) => chunksOf(text).flatMap((chunk) => (chunk.type === 'error' || chunk.type === 'tool-output-error' ? [chunk.errorText] : []))
 
-  it('R103: 500 cookie-less GETs of made-up chats\' state and messages (another site\'s <img> tags) each answer 404 no such chat, create no chat, and leave a chat streaming on the instance unharmed', async () => {
+  it('R103, R179: cookie-less GETs of the state and messages of more made-up chats than the instance keeps sessions open (another site\'s <img> tags) each answer 404 no such chat, create no chat, and leave a chat streaming on the instance unharmed', async () => {
     const owner = browser(busy.url)
     const chat = randomUUID()
     const streaming = await streamingUpToExit(owner, chat)
     const tag = chat.slice(0, 8)
     const answers = new Map<string, number>()
-    for (let i = 0; i < 500; i++) {
+    for (let i = 0; i < OTHER_CHATS; i++) {
       for (const path of [`/api/chats/junk${i}-${tag}/state`, `/api/chats/junk${i}-${tag}`]) {
         const [status, body] = await answer(await fetch(new URL(path, busy.url)))
         const key = `${status} ${JSON.stringify(body)}`
@@ -998,20 +1024,20 @@ describe('R103, R104: other pages cannot churn an instance\'s open sessions', ()
     const errors = errorsIn(await streaming.text)
     const { rows } = await lite.query<{ n: number }>('SELECT count(*)::int AS n FROM web_chats WHERE id LIKE $1', [`junk%-${tag}`])
     expect({ answers: Object.fromEntries(answers), created: rows[0]!.n, errors, review: (await openReviewOf(owner, chat)) !== null }).toEqual({
-      answers: { [`404 ${JSON.stringify(NO_CHAT)}`]: 1000 },
+      answers: { [`404 ${JSON.stringify(NO_CHAT)}`]: 2 * OTHER_CHATS },
       created: 0,
       errors: [],
       review: true,
     })
   }, 120_000)
 
-  it('R104: an instance following as many chats as it keeps open never closes the session of a chat a request is streaming: the owner opening 500 other chats leaves that answer whole', async () => {
+  it('R104, R179: an instance following as many chats as it keeps open never closes the session of a chat a request is streaming: the owner opening four times as many other chats leaves that answer whole', async () => {
     const owner = browser(busy.url)
     const chat = randomUUID()
     const streaming = await streamingUpToExit(owner, chat)
-    // Each of 500 other chats of the owner is opened on this instance (a review answer that names no open review: 409).
+    // Each other chat of the owner is opened on this instance (a review answer that names no open review: 409).
     const statuses = new Set<number>()
-    for (let i = 0; i < 500; i++) statuses.add((await owner.post(`/api/chats/other${i}-${chat.slice(0, 8)}/review`, { reviewId: 'none', decision: 'Leave plan mode' })).status)
+    for (let i = 0; i < OTHER_CHATS; i++) statuses.add((await owner.post(`/api/chats/other${i}-${chat.slice(0, 8)}/review`, { reviewId: 'none', decision: 'Leave plan mode' })).status)
     streaming.release()
     const errors = errorsIn(await streaming.text)
     expect({ statuses: [...statuses], errors, review: (await openReviewOf(owner, chat)) !== null }).toEqual({ statuses: [409], errors: [], review: true })
@@ -1099,6 +1125,48 @@ describe('#23 fresh-eyes review: the web chat\'s gate', () => {
       ))
     }
     expect({ refused, statements }).toEqual({ refused: Array(6).fill('turnLeaseMs must be a whole number of milliseconds from 100 to 2147483647'), statements: [] })
+  })
+})
+
+describe('R179: how many chats\' sessions an instance keeps open', () => {
+  it('R179: a maxSessions that is not a whole number from 1 to 500: startWebChat rejects with a TypeError before it touches the database; the default is 500', async () => {
+    const statements: string[] = []
+    const watched: PgQueryable = {
+      query: (text, params) => (statements.push(text), lite.query(text, params)),
+      exec: (sql) => (statements.push(sql), lite.exec(sql)),
+    }
+    const refused = []
+    for (const maxSessions of [0, 501, 1.5, Number.NaN, -1, '5' as unknown as number]) {
+      refused.push(await startWebChat({ db: watched, listen: pgliteListen(lite), instance: 'bound', maxSessions }).then(
+        async (started) => (await started.close(), 'started'),
+        (error: unknown) => (error instanceof TypeError ? error.message : String(error)),
+      ))
+    }
+    expect({ refused, statements, byDefault: DEFAULT_MAX_SESSIONS }).toEqual({ refused: Array(6).fill('maxSessions must be a whole number from 1 to 500'), statements: [], byDefault: 500 })
+  })
+
+  it('R179: past maxSessions the least recently used session is closed and opened again from the database when its chat comes back; within it none is', async () => {
+    /** The chats whose session the instance opened (read from the database), in order. */
+    const opened: string[] = []
+    const watched: PgQueryable = {
+      query: (text, params) => (/LEFT JOIN web_checkpoints c ON c\.session = \$1/.test(text) && opened.push(String(params?.[0])), lite.query(text, params)),
+      exec: (sql) => lite.exec(sql),
+    }
+    const visits = async (maxSessions: number | undefined) => {
+      opened.length = 0
+      const instance = await startWebChat({ db: watched, listen: pgliteListen(lite), instance: `bound${maxSessions}`, model: offlineChatModel({ section: SECTION, chunkDelayMs: 0, replyDelayMs: 0 }), ...(maxSessions ? { maxSessions } : {}) })
+      try {
+        const owner = browser(instance.url)
+        const tag = randomUUID().slice(0, 8)
+        // A review answer that names no open review (409) opens the chat's session, and writes nothing.
+        for (const chat of ['a', 'b', 'a', 'c', 'a', 'b']) await (await owner.post(`/api/chats/${chat}-${tag}/review`, { reviewId: 'none', decision: 'Leave plan mode' })).text()
+        return opened.map((id) => id.split('-')[0])
+      } finally {
+        await instance.close()
+      }
+    }
+    // Two open at most: c's opening closes b (a was used since), so b comes back from the database.
+    expect({ two: await visits(2), byDefault: await visits(undefined) }).toEqual({ two: ['a', 'b', 'c', 'b'], byDefault: ['a', 'b', 'c'] })
   })
 })
 

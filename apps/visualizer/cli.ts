@@ -3,7 +3,7 @@
  * a browser and the agents' inspectors. Ctrl-C closes it.
  */
 import { parseArgs } from 'node:util'
-import { start } from '../shared/visualizer/server.js'
+import type { start as startVisualizer } from '../shared/visualizer/server.js'
 
 const USAGE = `Usage: node apps/visualizer/cli.mjs [--port N] [--demo]
 
@@ -34,8 +34,10 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error(`visualizer: --port must be 0..65535, not ${values.port}`)
   process.exit(2)
 }
-let visualizer: Awaited<ReturnType<typeof start>>
+let visualizer: Awaited<ReturnType<typeof startVisualizer>>
 try {
+  // Loaded once the arguments are known good: `--help` and a bad option answer without it.
+  const { start } = await import('../shared/visualizer/server.js')
   visualizer = await start({ port, demo: values.demo })
 } catch (error) {
   // One line and exit code 2, as `plan-mode visualize` answers (apps/cli/visualize.ts).

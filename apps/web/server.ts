@@ -100,8 +100,8 @@ export const SECTION =
 
 const SYSTEM = 'You are a coding agent working in a repository. Answer briefly.'
 
-/** How many chats an instance follows at once (see `useAgent`). */
-const MAX_SESSIONS = 500
+/** How many chats an instance follows at once (see `useAgent`), unless `maxSessions` says fewer (R179). */
+export const DEFAULT_MAX_SESSIONS = 500
 
 /**
  * How often a `/plan` or a review answer is decided again when another instance appended first
@@ -143,6 +143,12 @@ export interface WebChatOptions {
    * turn is renewed every third of it, and a request waits that long for its stream's end.
    */
   turnLeaseMs?: number
+  /**
+   * How many chats' sessions this instance keeps open at most (R104, R179; default 500, also the
+   * most it takes): a whole number from 1 to 500 (else `startWebChat` rejects with a TypeError).
+   * Beyond it, the least recently used session no request is using is closed.
+   */
+  maxSessions?: number
 }
 
 /** A running instance. */
@@ -191,6 +197,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   // R105: a secret given is checked before anything touches the database.
   if (options.approvalSecret !== undefined) checkApprovalSecret(options.approvalSecret)
   const turnLeaseMs = checkTurnLease(options.turnLeaseMs ?? DEFAULT_TURN_LEASE_MS)
+  const maxSessions = checkMaxSessions(options.maxSessions ?? DEFAULT_MAX_SESSIONS)
   // Validated a whole number above: safe to write into the statement.
   const turnLease = `interval '${turnLeaseMs} milliseconds'`
   const workspace = options.workspace ?? fileURLToPath(new URL('../..', import.meta.url))
@@ -209,7 +216,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
 
   /**
    * The open sessions of this instance, one per chat, most recently used last, each with how many
-   * requests are using it: each follows every instance's appends. Beyond `MAX_SESSIONS`, the least
+   * requests are using it: each follows every instance's appends. Beyond `maxSessions`, the least
    * recently used one that no request is using is closed (its agent detached first), to be opened
    * again from the database when its chat comes back. One a request uses is never closed under it
    * (R104: the answer it streams would fail on its next append), so while more are in use the
@@ -218,7 +225,7 @@ export async function startWebChat(options: WebChatOptions): Promise<WebChat> {
   const sessions = new Map<string, { log: Promise<PostgresSessionLog>; users: number }>()
   const closeIdleSessions = () => {
     for (const [chatId, open] of sessions) {
-      if (sessions.size <= MAX_SESSIONS) return
+      if (sessions.size <= maxSessions) return
       if (open.users > 0) continue
       sessions.delete(chatId)
       void open.log
@@ -960,6 +967,17 @@ function checkTurnLease(given: unknown): number {
     throw new TypeError(`turnLeaseMs must be a whole number of milliseconds from ${MIN_TURN_LEASE_MS} to ${MAX_TIMEOUT_MS}`)
   }
   return given
+}
+
+/**
+ * R179: a session bound given by the host is a whole number from 1 to the default.
+ * @throws TypeError('maxSessions must be a whole number from 1 to 500')
+ */
+function checkMaxSessions(given: unknown): number {
+  if (!Number.isInteger(given) || (given as number) < 1 || (given as number) > DEFAULT_MAX_SESSIONS) {
+    throw new TypeError(`maxSessions must be a whole number from 1 to ${DEFAULT_MAX_SESSIONS}`)
+  }
+  return given as number
 }
 
 /** How many chats' owners an instance remembers. */
