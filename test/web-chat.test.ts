@@ -137,7 +137,7 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     expect(new Set(web.cluster.served.slice(from).map((s) => s.instance))).toEqual(new Set(['A', 'B']))
     expect(errors).toEqual([])
     await page.screenshot({ path: `${ARTIFACTS}web-chat-arc.png`, fullPage: true })
-    await page.close()
+    await web.leave(page)
   })
 
   it('XSS, R115: markup in a model reply, a plan and feedback renders as text; a link in the model\'s markdown loses an unsafe URL and opens in a new tab; no script runs', async () => {
@@ -174,11 +174,11 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     expect(await page.locator('.messages img, .messages script, .messages b, .side img, .side script, .side b').count()).toBe(0)
     expect(await page.evaluate(() => (window as { __xss?: unknown }).__xss)).toBeUndefined()
     expect(errors).toEqual([])
-    await page.close()
+    await web.leave(page)
   })
 
   it("R113, R118, R119: the conversation follows new content, a reader who scrolled up is not moved and gets Jump to latest; an unknown command gets a hint, not the model; after /plan <task>, /plan off and a question, the offline model answers the question", async () => {
-    const { page, errors } = await web.open(undefined, 1440, undefined, 420) // a short window: the conversation overflows
+    const { page, errors } = await web.open(undefined, { height: 420 }) // a short window: the conversation overflows
     const scroller = page.getByTestId('scroller')
     const modelRequests = () => web.cluster.served.filter((s) => s.path === '/api/chat').length
     const before = modelRequests()
@@ -253,12 +253,12 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     await expect.poll(() => inView(page.getByTestId('assistant-text').last())).toBe(true)
     expect(errors).toEqual([])
     await page.screenshot({ path: `${ARTIFACTS}web-chat-follow.png` })
-    await page.close()
+    await web.leave(page)
   })
 
   it('R113, R116, R118: fits 390 px and 1440 px wide (screenshots): the header stays in view, every placeholder of the composer fits its box, the statechart is drawn at its own size with the active states in words and full size on demand, no console error', async () => {
     for (const width of [390, 1440]) {
-      const { page, errors } = await web.open(undefined, width)
+      const { page, errors } = await web.open(undefined, { width })
       await type(page, '/plan add rate limiting to the API')
       await openCard(page).waitFor()
       await expect.poll(() => page.getByTestId('chart').getAttribute('data-layout')).toBe('done')
@@ -325,7 +325,7 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
       await page.screenshot({ path: `${ARTIFACTS}${path}`, fullPage: width === 390 })
       // `PLAN_MODE_SCREENSHOTS=docs npx vitest run test/web-chat.test.ts` refreshes the README's pictures.
       if (process.env.PLAN_MODE_SCREENSHOTS === 'docs') await page.screenshot({ path: `${DOCS}${path}`, fullPage: width === 390 })
-      await page.close()
+      await web.leave(page)
     }
   })
 
@@ -465,6 +465,6 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     // The one refusal the test provoked through the page (the quote changed on its way): no other error.
     expect(errors).toEqual([`console: Failed to load resource: the server responded with a status of 422 (Unprocessable Entity) (${new URL(`/api/chats/${chat}/review`, web.cluster.url)})`])
     await page.screenshot({ path: `${ARTIFACTS}web-chat-comments.png`, fullPage: true })
-    await page.close()
+    await web.leave(page)
   })
 })
