@@ -1,3 +1,4 @@
+import { copyFile } from 'node:fs/promises'
 import type { Locator } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
 import { buildPlan } from '../apps/shared/offline-model.js'
@@ -327,11 +328,18 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
         await expect.poll(() => dialog.evaluate((d) => (d as HTMLDialogElement).open)).toBe(false)
       }
       expect(errors).toEqual([])
+      // The badge names the instance that answered the page's last poll, A or B in turn: for the
+      // README's pictures the polls go to B (as the committed ones show), so a run changes no byte.
+      const from = web.cluster.served.length
+      web.cluster.route((path) => (path.endsWith('/state') ? 'B' : undefined))
+      await expect.poll(() => web.cluster.served.slice(from).some((s) => s.path.endsWith('/state'))).toBe(true)
+      await expect.poll(() => page.getByTestId('instance').textContent()).toBe('instance B')
       const path = `web-chat-${width}.png`
       await page.screenshot({ path: `${ARTIFACTS}${path}`, fullPage: width === 390 })
-      // `PLAN_MODE_SCREENSHOTS=docs npx vitest run test/web-chat.test.ts` refreshes the README's pictures.
-      if (process.env.PLAN_MODE_SCREENSHOTS === 'docs') await page.screenshot({ path: `${DOCS}${path}`, fullPage: width === 390 })
+      // `PLAN_MODE_SCREENSHOTS=docs npx vitest run test/web-chat.test.ts` refreshes the README's pictures (the same picture, not a second one).
+      if (process.env.PLAN_MODE_SCREENSHOTS === 'docs') await copyFile(`${ARTIFACTS}${path}`, `${DOCS}${path}`)
     }
+    web.cluster.route(undefined)
     await web.leave(page)
   })
 
