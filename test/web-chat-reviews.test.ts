@@ -58,12 +58,12 @@ describe('the web chat (AI SDK UI) across two instances and two tabs, in Chromiu
     await openCard(page).getByTestId('approve').click()
     await expect.poll(() => page.getByTestId('messages').textContent()).toContain('Done with "Plan: tidy the logging"')
     expect(errors).toEqual([])
-    await page.close()
+    await web.leave(page)
   })
 
   it('two tabs on one chat switching at once leave one consistent log (no repeated plan/mode) and show the same mode', async () => {
     const first = await web.open()
-    const second = await web.open(first.chat, 1440, first.page.context()) // another tab of the same browser
+    const second = await web.open(first.chat, { newTab: true }) // another tab of the same browser
     const inputs = ['/plan', '/plan off', '/plan', '/plan off', '/plan']
     await Promise.all(
       [first.page, second.page].map(async (page) => {
@@ -83,8 +83,8 @@ describe('the web chat (AI SDK UI) across two instances and two tabs, in Chromiu
     await eventually(() => first.page.getByTestId('mode').textContent(), shown)
     await eventually(() => second.page.getByTestId('mode').textContent(), shown)
     expect([...first.errors, ...second.errors]).toEqual([])
-    await first.page.close()
-    await second.page.close()
+    await web.leave(first.page)
+    await web.leave(second.page)
   })
 
   it('R101, R102, R117: the card offers Approve in a fresh context and Leave plan mode; Leave plan mode records left, leaves plan mode and the model stops; Approve in a fresh context records fresh: true and the plan is carried out in a fresh context', async () => {
@@ -155,7 +155,7 @@ describe('the web chat (AI SDK UI) across two instances and two tabs, in Chromiu
     expect(await handedOff()).toContain(`The plan:\n\n${String((await web.logOf(chat)).filter((e) => e.type === 'plan/review').at(-1)!.data.plan)}`)
     expect(errors).toEqual([])
     await page.screenshot({ path: `${ARTIFACTS}web-chat-decisions.png`, fullPage: true })
-    await page.close()
+    await web.leave(page)
   })
 
   it('the instance that served the review is killed before the user answers; the other completes the review and the plan is carried out', async () => {
@@ -180,6 +180,6 @@ describe('the web chat (AI SDK UI) across two instances and two tabs, in Chromiu
     expect(modes(log)).toEqual([true, false])
     // The proxy answers 502 for what it had routed to the killed instance (the page's polls): no other error.
     expect(errors.filter((error) => !error.startsWith('console: Failed to load resource: the server responded with a status of 502 (Bad Gateway)'))).toEqual([])
-    await page.close()
+    await web.leave(page)
   })
 })

@@ -1,3 +1,4 @@
+import { copyFile } from 'node:fs/promises'
 import type { Locator } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
 import { buildPlan } from '../apps/shared/offline-model.js'
@@ -137,7 +138,7 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     expect(new Set(web.cluster.served.slice(from).map((s) => s.instance))).toEqual(new Set(['A', 'B']))
     expect(errors).toEqual([])
     await page.screenshot({ path: `${ARTIFACTS}web-chat-arc.png`, fullPage: true })
-    await page.close()
+    await web.leave(page)
   })
 
   it('XSS, R115: markup in a model reply, a plan and feedback renders as text; a link in the model\'s markdown loses an unsafe URL and opens in a new tab; no script runs', async () => {
@@ -174,11 +175,11 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     expect(await page.locator('.messages img, .messages script, .messages b, .side img, .side script, .side b').count()).toBe(0)
     expect(await page.evaluate(() => (window as { __xss?: unknown }).__xss)).toBeUndefined()
     expect(errors).toEqual([])
-    await page.close()
+    await web.leave(page)
   })
 
   it("R113, R118, R119: the conversation follows new content, a reader who scrolled up is not moved and gets Jump to latest; an unknown command gets a hint, not the model; after /plan <task>, /plan off and a question, the offline model answers the question", async () => {
-    const { page, errors } = await web.open(undefined, 1440, undefined, 420) // a short window: the conversation overflows
+    const { page, errors } = await web.open(undefined, { height: 420 }) // a short window: the conversation overflows
     const scroller = page.getByTestId('scroller')
     const modelRequests = () => web.cluster.served.filter((s) => s.path === '/api/chat').length
     const before = modelRequests()
@@ -253,15 +254,21 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     await expect.poll(() => inView(page.getByTestId('assistant-text').last())).toBe(true)
     expect(errors).toEqual([])
     await page.screenshot({ path: `${ARTIFACTS}web-chat-follow.png` })
-    await page.close()
+    await web.leave(page)
   })
 
   it('R113, R116, R118: fits 390 px and 1440 px wide (screenshots): the header stays in view, every placeholder of the composer fits its box, the statechart is drawn at its own size with the active states in words and full size on demand, no console error', async () => {
-    for (const width of [390, 1440]) {
-      const { page, errors } = await web.open(undefined, width)
-      await type(page, '/plan add rate limiting to the API')
-      await openCard(page).waitFor()
-      await expect.poll(() => page.getByTestId('chart').getAttribute('data-layout')).toBe('done')
+    // One page, loaded at 1440 px, then narrowed to a phone's 390 px: the layout follows the
+    // window's width (CSS and the observers of the page's sizes), whatever width it was loaded at.
+    const { page, errors } = await web.open()
+    await type(page, '/plan add rate limiting to the API')
+    await openCard(page).waitFor()
+    await expect.poll(() => page.getByTestId('chart').getAttribute('data-layout')).toBe('done')
+    for (const width of [1440, 390]) {
+      if (width === 390) {
+        await page.setViewportSize({ width, height: 900 })
+        await page.getByTestId('composer').focus() // where the cursor is after the /plan, as at 1440 (not on Full size)
+      }
       // Nothing wider than the window: the page never scrolls sideways.
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width)
       // R113: the review's Approve is in view; at the page's end (a phone scrolls to the side panel) the header with the mode badge still is.
@@ -321,12 +328,19 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
         await expect.poll(() => dialog.evaluate((d) => (d as HTMLDialogElement).open)).toBe(false)
       }
       expect(errors).toEqual([])
+      // The badge names the instance that answered the page's last poll, A or B in turn: for the
+      // README's pictures the polls go to B (as the committed ones show), so a run changes no byte.
+      const from = web.cluster.served.length
+      web.cluster.route((path) => (path.endsWith('/state') ? 'B' : undefined))
+      await expect.poll(() => web.cluster.served.slice(from).some((s) => s.path.endsWith('/state'))).toBe(true)
+      await expect.poll(() => page.getByTestId('instance').textContent()).toBe('instance B')
       const path = `web-chat-${width}.png`
       await page.screenshot({ path: `${ARTIFACTS}${path}`, fullPage: width === 390 })
-      // `PLAN_MODE_SCREENSHOTS=docs npx vitest run test/web-chat.test.ts` refreshes the README's pictures.
-      if (process.env.PLAN_MODE_SCREENSHOTS === 'docs') await page.screenshot({ path: `${DOCS}${path}`, fullPage: width === 390 })
-      await page.close()
+      // `PLAN_MODE_SCREENSHOTS=docs npx vitest run test/web-chat.test.ts` refreshes the README's pictures (the same picture, not a second one).
+      if (process.env.PLAN_MODE_SCREENSHOTS === 'docs') await copyFile(`${ARTIFACTS}${path}`, `${DOCS}${path}`)
     }
+    web.cluster.route(undefined)
+    await web.leave(page)
   })
 
   it('R100, R114: comments on lines of v1 (each box naming its line as the plan shows it) go with Keep planning; the model gets them once, in the exit call\'s result, and revises the plan with them; the log records them with one closing record; a malformed body is a 400, a quote off the plan a 422 with the library\'s message, shown in the card', async () => {
@@ -465,6 +479,6 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
     // The one refusal the test provoked through the page (the quote changed on its way): no other error.
     expect(errors).toEqual([`console: Failed to load resource: the server responded with a status of 422 (Unprocessable Entity) (${new URL(`/api/chats/${chat}/review`, web.cluster.url)})`])
     await page.screenshot({ path: `${ARTIFACTS}web-chat-comments.png`, fullPage: true })
-    await page.close()
+    await web.leave(page)
   })
 })
