@@ -3,29 +3,28 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node'
 
 /**
  * About how long each slow test file takes in `npm test` (ms, wall time beside another file):
- * measured on an idle 2-core machine, raised to the file's CPU time (user + sys, run alone) where
- * that is longer (model.test.ts's walks are ~30 s of CPU), the files measured only on a busy
- * machine scaled to those. Only the order they give matters; update them when a file gets much
- * slower or faster.
+ * measured in a fresh clone's `npm test` on an idle 2-core machine. Only the order they give
+ * matters; update them when a file gets much slower or faster.
  */
 export const FILE_DURATIONS: Readonly<Record<string, number>> = {
-  'test/web-chat.test.ts': 53_000,
-  'test/pack.test.ts': 40_000,
-  'test/web-chat-reviews.test.ts': 35_000,
-  'test/model.test.ts': 32_000,
-  'test/web-server.test.ts': 27_000,
-  'test/visualizer.test.ts': 26_000,
-  'test/postgres-server.test.ts': 25_000,
-  'test/cli.test.ts': 21_000,
-  'test/properties.test.ts': 18_000,
-  'test/web-main.test.ts': 16_000,
-  'test/fast-start.test.ts': 14_000,
-  'test/postgres.test.ts': 13_000,
-  'test/visualizer-server.test.ts': 12_000,
-  'test/surface.test.ts': 11_000,
-  'test/cli-chat.test.ts': 10_000,
-  'test/jsonl.test.ts': 9_000,
-  'test/cli-hints.test.ts': 8_000,
+  'test/pack.test.ts': 39_000,
+  'test/model.test.ts': 21_000,
+  'test/web-chat.test.ts': 19_000,
+  'test/visualizer.test.ts': 16_000,
+  'test/postgres-server.test.ts': 15_000,
+  'test/web-chat-reviews.test.ts': 14_500,
+  'test/web-server.test.ts': 11_000,
+  'test/cli-chat.test.ts': 10_500,
+  'test/web-main.test.ts': 9_500,
+  'test/cli.test.ts': 9_500,
+  'test/visualizer-server.test.ts': 8_000,
+  'test/postgres.test.ts': 8_000,
+  'test/fast-start.test.ts': 6_000,
+  'test/conformance.postgres.test.ts': 4_700,
+  'test/properties.test.ts': 3_500,
+  'test/surface.test.ts': 1_500,
+  'test/jsonl.test.ts': 1_500,
+  'test/cli-hints.test.ts': 2_300,
 }
 
 /**
