@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { offlineChatModel } from '../apps/shared/offline-model.js'
 import { pgliteListen, type PgListen, type PgQueryable } from '../src/adapters/postgres.js'
 import { clusterProxy } from '../apps/web/cluster.js'
-import { DEFAULT_MAX_SESSIONS, SECTION, startWebChat, type WebChat } from '../apps/web/server.js'
+import { DEFAULT_MAX_SESSIONS, SECTION, startWebChat, type WebChat, type WebChatOptions } from '../apps/web/server.js'
 import { labelsOf } from '../apps/shared/visualizer/chart-layout.js'
 import { chartModel } from '../apps/shared/visualizer/client/chart.js'
 import type { StateNodeDefinition } from '../apps/shared/visualizer/client/model.js'
@@ -539,17 +539,35 @@ describe('R105: approvals are signed by the server, per chat', () => {
   })
 })
 
+/**
+ * `startWebChat` on the test's database with each of `given` in turn: what each start answered
+ * (`TypeError: <message>` for a TypeError, else its error, or `started`: the instance then closed),
+ * and every statement the starts sent the database.
+ */
+async function startsWith(instance: string, given: Partial<WebChatOptions>[]): Promise<{ answers: string[]; statements: string[] }> {
+  const statements: string[] = []
+  const watched: PgQueryable = {
+    query: (text, params) => (statements.push(text), lite.query(text, params)),
+    exec: (sql) => (statements.push(sql), lite.exec(sql)),
+  }
+  const answers = []
+  for (const options of given) {
+    answers.push(
+      await startWebChat({ db: watched, listen: pgliteListen(lite), instance, ...options }).then(
+        async (started) => (await started.close(), 'started'),
+        (error: unknown) => (error instanceof TypeError ? `TypeError: ${error.message}` : String(error)),
+      ),
+    )
+  }
+  return { answers, statements }
+}
+
 describe('R105: the deployment\'s approval secret', () => {
   it('R105: an approval secret shorter than 32 characters: startWebChat rejects with TypeError(\'the approval secret must be at least 32 characters\') before it touches the database', async () => {
-    const statements: string[] = []
-    const watched: PgQueryable = {
-      query: (text, params) => (statements.push(text), lite.query(text, params)),
-      exec: (sql) => (statements.push(sql), lite.exec(sql)),
-    }
-    const started = startWebChat({ db: watched, listen: pgliteListen(lite), instance: 'short-secret', approvalSecret: 'x'.repeat(31) })
-    await expect(started).rejects.toThrow(new TypeError('the approval secret must be at least 32 characters'))
-    await expect(started).rejects.toBeInstanceOf(TypeError)
-    expect(statements).toEqual([])
+    expect(await startsWith('short-secret', [{ approvalSecret: 'x'.repeat(31) }])).toEqual({
+      answers: ['TypeError: the approval secret must be at least 32 characters'],
+      statements: [],
+    })
   })
 })
 
@@ -1112,37 +1130,22 @@ describe('#23 fresh-eyes review: the web chat\'s gate', () => {
   })
 
   it('R106: a turnLeaseMs that is not a whole number of milliseconds from 100 to 2147483647: startWebChat rejects with a TypeError before it touches the database', async () => {
-    const statements: string[] = []
-    const watched: PgQueryable = {
-      query: (text, params) => (statements.push(text), lite.query(text, params)),
-      exec: (sql) => (statements.push(sql), lite.exec(sql)),
-    }
-    const refused = []
-    for (const turnLeaseMs of [0, 99, 1.5, Number.NaN, 2 ** 31, '300' as unknown as number]) {
-      refused.push(await startWebChat({ db: watched, listen: pgliteListen(lite), instance: 'lease', turnLeaseMs }).then(
-        async (started) => (await started.close(), 'started'),
-        (error: unknown) => (error instanceof TypeError ? error.message : String(error)),
-      ))
-    }
-    expect({ refused, statements }).toEqual({ refused: Array(6).fill('turnLeaseMs must be a whole number of milliseconds from 100 to 2147483647'), statements: [] })
+    const given = [0, 99, 1.5, Number.NaN, 2 ** 31, '300' as unknown as number].map((turnLeaseMs) => ({ turnLeaseMs }))
+    expect(await startsWith('lease', given)).toEqual({
+      answers: Array(6).fill('TypeError: turnLeaseMs must be a whole number of milliseconds from 100 to 2147483647'),
+      statements: [],
+    })
   })
 })
 
 describe('R179: how many chats\' sessions an instance keeps open', () => {
   it('R179: a maxSessions that is not a whole number from 1 to 500: startWebChat rejects with a TypeError before it touches the database; the default is 500', async () => {
-    const statements: string[] = []
-    const watched: PgQueryable = {
-      query: (text, params) => (statements.push(text), lite.query(text, params)),
-      exec: (sql) => (statements.push(sql), lite.exec(sql)),
-    }
-    const refused = []
-    for (const maxSessions of [0, 501, 1.5, Number.NaN, -1, '5' as unknown as number]) {
-      refused.push(await startWebChat({ db: watched, listen: pgliteListen(lite), instance: 'bound', maxSessions }).then(
-        async (started) => (await started.close(), 'started'),
-        (error: unknown) => (error instanceof TypeError ? error.message : String(error)),
-      ))
-    }
-    expect({ refused, statements, byDefault: DEFAULT_MAX_SESSIONS }).toEqual({ refused: Array(6).fill('maxSessions must be a whole number from 1 to 500'), statements: [], byDefault: 500 })
+    const given = [0, 501, 1.5, Number.NaN, -1, '5' as unknown as number].map((maxSessions) => ({ maxSessions }))
+    expect({ ...(await startsWith('bound', given)), byDefault: DEFAULT_MAX_SESSIONS }).toEqual({
+      answers: Array(6).fill('TypeError: maxSessions must be a whole number from 1 to 500'),
+      statements: [],
+      byDefault: 500,
+    })
   })
 
   it('R179: past maxSessions the least recently used session is closed and opened again from the database when its chat comes back; within it none is', async () => {
