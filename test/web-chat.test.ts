@@ -258,17 +258,11 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
   })
 
   it('R113, R116, R118: fits 390 px and 1440 px wide (screenshots): the header stays in view, every placeholder of the composer fits its box, the statechart is drawn at its own size with the active states in words and full size on demand, no console error', async () => {
-    // One page, loaded at 1440 px, then narrowed to a phone's 390 px: the layout follows the
-    // window's width (CSS and the observers of the page's sizes), whatever width it was loaded at.
-    const { page, errors } = await web.open()
-    await type(page, '/plan add rate limiting to the API')
-    await openCard(page).waitFor()
-    await expect.poll(() => page.getByTestId('chart').getAttribute('data-layout')).toBe('done')
-    for (const width of [1440, 390]) {
-      if (width === 390) {
-        await page.setViewportSize({ width, height: 900 })
-        await page.getByTestId('composer').focus() // where the cursor is after the /plan, as at 1440 (not on Full size)
-      }
+    for (const width of [390, 1440]) {
+      const { page, errors } = await web.open(undefined, { width })
+      await type(page, '/plan add rate limiting to the API')
+      await openCard(page).waitFor()
+      await expect.poll(() => page.getByTestId('chart').getAttribute('data-layout')).toBe('done')
       // Nothing wider than the window: the page never scrolls sideways.
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width)
       // R113: the review's Approve is in view; at the page's end (a phone scrolls to the side panel) the header with the mode badge still is.
@@ -338,9 +332,9 @@ describe('the web chat (AI SDK UI) across two instances, in Chromium', () => {
       await page.screenshot({ path: `${ARTIFACTS}${path}`, fullPage: width === 390 })
       // `PLAN_MODE_SCREENSHOTS=docs npx vitest run test/web-chat.test.ts` refreshes the README's pictures (the same picture, not a second one).
       if (process.env.PLAN_MODE_SCREENSHOTS === 'docs') await copyFile(`${ARTIFACTS}${path}`, `${DOCS}${path}`)
+      web.cluster.route(undefined)
+      await web.leave(page)
     }
-    web.cluster.route(undefined)
-    await web.leave(page)
   })
 
   it('R100, R114: comments on lines of v1 (each box naming its line as the plan shows it) go with Keep planning; the model gets them once, in the exit call\'s result, and revises the plan with them; the log records them with one closing record; a malformed body is a 400, a quote off the plan a 422 with the library\'s message, shown in the card', async () => {
