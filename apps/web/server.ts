@@ -89,7 +89,7 @@ import {
   TOO_DEEP,
 } from './requests.js'
 // The library's one bounded wait and timer bound (the web chat runs from this repository's sources).
-import { isTimeoutMs, MAX_TIMEOUT_MS, waitAtMost } from './timeouts.js'
+import { MAX_TIMEOUT_MS, waitAtMost } from './timeouts.js'
 import type { StateNodeDefinition } from '../shared/visualizer/client/model.js'
 import { BadWidths, ChartTooLarge, LayoutBusy, chartLayouts, holdLayoutWorker } from '../shared/visualizer/chart-layout.js'
 
@@ -962,20 +962,18 @@ const MIN_TURN_LEASE_MS = 100
  * R106: a turn lease given by the host is a whole number of ms a timer keeps, at least 100.
  * @throws TypeError('turnLeaseMs must be a whole number of milliseconds from 100 to 2147483647')
  */
-function checkTurnLease(given: unknown): number {
-  if (!Number.isInteger(given) || !isTimeoutMs(given) || given < MIN_TURN_LEASE_MS) {
-    throw new TypeError(`turnLeaseMs must be a whole number of milliseconds from ${MIN_TURN_LEASE_MS} to ${MAX_TIMEOUT_MS}`)
-  }
-  return given
-}
+const checkTurnLease = (given: unknown) => wholeNumberIn('turnLeaseMs', given, MIN_TURN_LEASE_MS, MAX_TIMEOUT_MS, 'milliseconds')
 
 /**
  * R179: a session bound given by the host is a whole number from 1 to the default.
  * @throws TypeError('maxSessions must be a whole number from 1 to 500')
  */
-function checkMaxSessions(given: unknown): number {
-  if (!Number.isInteger(given) || (given as number) < 1 || (given as number) > DEFAULT_MAX_SESSIONS) {
-    throw new TypeError(`maxSessions must be a whole number from 1 to ${DEFAULT_MAX_SESSIONS}`)
+const checkMaxSessions = (given: unknown) => wholeNumberIn('maxSessions', given, 1, DEFAULT_MAX_SESSIONS)
+
+/** `given` when it is a whole number from `min` to `max`, else a TypeError naming the option, its unit and the range. */
+function wholeNumberIn(option: string, given: unknown, min: number, max: number, unit?: string): number {
+  if (!Number.isInteger(given) || (given as number) < min || (given as number) > max) {
+    throw new TypeError(`${option} must be a whole number ${unit === undefined ? '' : `of ${unit} `}from ${min} to ${max}`)
   }
   return given as number
 }

@@ -8,11 +8,6 @@
 /** The longest delay `setTimeout` keeps (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
 export const MAX_TIMEOUT_MS = 2_147_483_647
 
-/** Whether `value` is a number of milliseconds a timer keeps: from 0 to {@link MAX_TIMEOUT_MS}. */
-export function isTimeoutMs(value: unknown): value is number {
-  return typeof value === 'number' && value >= 0 && value <= MAX_TIMEOUT_MS
-}
-
 /** Resolves `true` when `promise` settles, `false` once `ms` have passed first; never rejects. */
 export function waitAtMost(ms: number, promise: PromiseLike<unknown>): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
