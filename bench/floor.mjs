@@ -6,7 +6,7 @@
  *   shapes as the service, so bench/steps.mjs drives both sides with the same code;
  * - `bareSnapshot`: the library's own chart's start snapshot (the floor of an idle attach).
  */
-import { assign, createActor, setup, stateIn, waitFor } from 'xstate'
+import { assign, createActor, emit, fromTransition, setup, stateIn, waitFor } from 'xstate'
 
 /**
  * The minimal chart: three parallel regions (mode inactive/active, turn idle/open, intent
@@ -16,79 +16,119 @@ import { assign, createActor, setup, stateIn, waitFor } from 'xstate'
  * rejecting append becomes an `APPEND_FAILED` event, so the chart is async-safe the same way the
  * library's is (a failing port never stops the actor), just without an invoked actor.
  */
-export const floorMachine = setup({
-  actions: {
-    startAppend: ({ context, self }) => {
-      let appended
-      try {
-        appended = context.log.append('plan/mode', { active: context.target })
-      } catch (error) {
-        self.send({ type: 'APPEND_FAILED', error })
-        return
-      }
-      if (typeof appended?.then === 'function') {
-        appended.then(
-          (event) => self.send({ type: 'APPENDED', event }),
-          (error) => self.send({ type: 'APPEND_FAILED', error }),
-        )
-      } else {
-        // Sent from inside the macrostep: XState queues it and processes it right after, within
-        // the same `send` call, so a synchronous log completes the flush before `send` returns.
-        self.send({ type: 'APPENDED', event: appended })
-      }
-    },
-  },
-  guards: {
-    logsActive: ({ event }) => event.event.data.active === true,
-    logsInactive: ({ event }) => event.event.data.active === false,
-    isTurnOpen: stateIn({ turn: 'open' }),
-  },
-}).createMachine({
-  id: 'floor',
-  type: 'parallel',
-  context: ({ input }) => ({ log: input.log, target: null }),
-  states: {
-    mode: {
-      initial: 'inactive',
-      states: {
-        inactive: { on: { APPENDED: { guard: 'logsActive', target: 'active' } } },
-        active: { on: { APPENDED: { guard: 'logsInactive', target: 'inactive' } } },
+function floorChart(decides) {
+  return setup({
+    actions: {
+      startAppend: ({ context, self }) => {
+        let appended
+        try {
+          appended = context.log.append('plan/mode', { active: context.target })
+        } catch (error) {
+          self.send({ type: 'APPEND_FAILED', error })
+          return
+        }
+        if (typeof appended?.then === 'function') {
+          appended.then(
+            (event) => self.send({ type: 'APPENDED', event }),
+            (error) => self.send({ type: 'APPEND_FAILED', error }),
+          )
+        } else {
+          // Sent from inside the macrostep: XState queues it and processes it right after, within
+          // the same `send` call, so a synchronous log completes the flush before `send` returns.
+          self.send({ type: 'APPENDED', event: appended })
+        }
       },
     },
-    turn: {
-      initial: 'idle',
-      states: {
-        idle: { on: { TURN_START: 'open' } },
-        open: { on: { TURN_END: 'idle' } },
-      },
+    guards: {
+      logsActive: ({ event }) => event.event.data.active === true,
+      logsInactive: ({ event }) => event.event.data.active === false,
+      isTurnOpen: stateIn({ turn: 'open' }),
     },
-    intent: {
-      initial: 'logged',
-      states: {
-        // Only what the bench asks of it: a selection queued within an open turn.
-        logged: { on: { SELECT: { guard: 'isTurnOpen', target: 'pending', actions: assign({ target: ({ event }) => event.active }) } } },
-        pending: { on: { STEP_BOUNDARY: 'flushing' } },
-        flushing: {
-          entry: 'startAppend',
-          on: { APPENDED: 'logged', APPEND_FAILED: 'pending' },
+  }).createMachine({
+    id: 'floor',
+    type: 'parallel',
+    context: ({ input }) => ({ log: input.log, target: null }),
+    states: {
+      mode: {
+        initial: 'inactive',
+        states: {
+          inactive: { on: { APPENDED: { guard: 'logsActive', target: 'active' } } },
+          active: { on: { APPENDED: { guard: 'logsInactive', target: 'inactive' } } },
+        },
+      },
+      turn: {
+        initial: 'idle',
+        states: {
+          idle: { on: { TURN_START: 'open' } },
+          open: { on: { TURN_END: 'idle' } },
+        },
+      },
+      intent: {
+        initial: 'logged',
+        states: {
+          // Only what the bench asks of it: a selection queued within an open turn.
+          logged: {
+            on: {
+              SELECT: { guard: 'isTurnOpen', target: 'pending', actions: assign({ target: ({ event }) => event.active }) },
+              // A chart that decides the boundary answers it in a transition, by an emitted result.
+              ...(decides ? { STEP_BOUNDARY: { actions: emit({ type: 'boundary' }) } } : {}),
+            },
+          },
+          pending: { on: { STEP_BOUNDARY: 'flushing' } },
+          flushing: {
+            entry: 'startAppend',
+            on: decides
+            ? { APPENDED: { target: 'logged', actions: emit({ type: 'boundary' }) }, APPEND_FAILED: { target: 'pending', actions: emit({ type: 'boundary' }) } }
+            : { APPENDED: 'logged', APPEND_FAILED: 'pending' },
+          },
         },
       },
     },
-  },
-})
+  })
+}
+
+export const floorMachine = floorChart(false)
+const decidingMachine = floorChart(true)
 
 const NOTICE = { entering: 'The user switched this session to plan mode.', leaving: 'The user switched this session out of plan mode.' }
+
+/**
+ * The operations' queue of docs/spec.md §1 at its least: a chart (a transition actor) per service
+ * through which each operation takes its turn (`TAKE`) and gives it up (`END`), the next one
+ * starting then. An operation's run is deferred until the queue's new state is the actor's.
+ */
+const queueLogic = fromTransition((queue, event, { defer }) => {
+  if (event.type === 'TAKE') {
+    if (queue.length === 0) defer(event.run)
+    return [...queue, event.run]
+  }
+  const rest = queue.slice(1)
+  if (rest.length > 0) defer(rest[0])
+  return rest
+}, [])
 
 /**
  * The floor chart behind the service's method shapes, one actor per agent id (a Map lookup per
  * call, as the service has). Attach is untimed and starts the actor in the state the log is in
  * (F from `foldPlanMode`, the open turn from the last turn event).
- * @param {{ section: string, foldPlanMode: (events: readonly object[]) => boolean, inspect?: Function }} deps
+ *
+ * Two options make it the least a chart built as issue #25 asks can cost (reported bounds, not
+ * the floor):
+ * - `decides`: the chart decides every boundary in a transition and emits its result, which the
+ *   call waits for (a quiet boundary is a transition with one `emit` action; a flush's landing
+ *   gets that action too), rather than the call reading the snapshot after an event no state
+ *   handles;
+ * - `queued`: every operation (`set`, `stepBoundary`) takes its turn in a queue chart (§1).
+ * @param {{ section: string, foldPlanMode: (events: readonly object[]) => boolean, inspect?: Function, decides?: boolean, queued?: boolean }} deps
  *   `inspect`: an XState inspection observer for every actor (bench/profile.mjs counts steps with it)
  * @returns {{ get: Function, set: Function, stepBoundary: Function, section: Function, actor: Function }}
  */
-export function createFloorPlanMode({ section, foldPlanMode, inspect }) {
+export function createFloorPlanMode({ section, foldPlanMode, inspect, decides = false, queued = false }) {
   const actors = new Map()
+  const machine = decides ? decidingMachine : floorMachine
+  /** Per actor, the call waiting for its boundary's emitted result. */
+  const answers = new Map()
+  const queue = queued ? createActor(queueLogic).start() : undefined
 
   function actorOf(agent) {
     let actor = actors.get(agent.id)
@@ -97,11 +137,12 @@ export function createFloorPlanMode({ section, foldPlanMode, inspect }) {
       const active = foldPlanMode(events)
       const lastTurn = events.findLast((event) => event.type === 'turn/start' || event.type === 'turn/end')
       const openTurn = lastTurn?.type === 'turn/start'
-      const snapshot = floorMachine.resolveState({
+      const snapshot = machine.resolveState({
         value: { mode: active ? 'active' : 'inactive', turn: openTurn ? 'open' : 'idle', intent: 'logged' },
         context: { log: agent.session, target: null },
       })
-      actor = createActor(floorMachine, inspect ? { snapshot, inspect } : { snapshot }).start()
+      actor = createActor(machine, inspect ? { snapshot, inspect } : { snapshot }).start()
+      if (decides) actor.on('boundary', () => answers.get(actor)?.())
       actors.set(agent.id, actor)
     }
     return actor
@@ -114,26 +155,53 @@ export function createFloorPlanMode({ section, foldPlanMode, inspect }) {
     return snapshot.value.intent === 'flushing' ? waitFor(actor, (s) => s.value.intent !== 'flushing') : snapshot
   }
 
+  /** Sends the boundary and waits for the chart's emitted result. */
+  function answered(actor) {
+    return new Promise((resolve) => {
+      answers.set(actor, resolve)
+      actor.send({ type: 'STEP_BOUNDARY' })
+    })
+  }
+
+  /** Runs `run` in its turn of the queue (`queued`), or at once. */
+  function inTurn(run) {
+    if (queue === undefined) return run()
+    return new Promise((resolve, reject) => {
+      const end = () => queue.send({ type: 'END' })
+      queue.send({ type: 'TAKE', run: () => run().then((value) => (end(), resolve(value)), (error) => (end(), reject(error))) })
+    })
+  }
+
+  async function boundary(agent) {
+    const actor = actorOf(agent)
+    const before = actor.getSnapshot().value.mode
+    let value
+    if (decides) {
+      await answered(actor)
+      value = actor.getSnapshot().value
+    } else {
+      actor.send({ type: 'STEP_BOUNDARY' })
+      value = (await settled(actor)).value
+    }
+    const active = value.mode === 'active'
+    const messages = value.mode === before ? [] : [notice(active)]
+    return { section: active ? section : '', messages }
+  }
+
+  async function select(agent, active) {
+    const actor = actorOf(agent)
+    actor.send({ type: 'SELECT', active })
+    return actor.getSnapshot().value.intent === 'pending' ? 'queued' : 'noop'
+  }
+
   return {
     get(agent) {
       const { value, context } = actorOf(agent).getSnapshot()
       const active = value.mode === 'active'
       return value.intent === 'pending' ? { active, pending: context.target } : { active }
     },
-    async set(agent, active) {
-      const actor = actorOf(agent)
-      actor.send({ type: 'SELECT', active })
-      return actor.getSnapshot().value.intent === 'pending' ? 'queued' : 'noop'
-    },
-    async stepBoundary(agent) {
-      const actor = actorOf(agent)
-      const before = actor.getSnapshot().value.mode
-      actor.send({ type: 'STEP_BOUNDARY' })
-      const { value } = await settled(actor)
-      const active = value.mode === 'active'
-      const messages = value.mode === before ? [] : [notice(active)]
-      return { section: active ? section : '', messages }
-    },
+    set: (agent, active) => inTurn(() => select(agent, active)),
+    stepBoundary: (agent) => inTurn(() => boundary(agent)),
     section(agent) {
       if (agent === undefined) return ''
       const { value, context } = actorOf(agent).getSnapshot()
@@ -143,6 +211,7 @@ export function createFloorPlanMode({ section, foldPlanMode, inspect }) {
     dispose() {
       for (const actor of actors.values()) actor.stop()
       actors.clear()
+      queue?.stop()
     },
   }
 }

@@ -307,6 +307,24 @@ export function render(info, r, targets, profiles) {
     push(`| ${shape} | ${time(a.median)} | ${time(b.median)} | ${ratio(a.median / b.median)} | ${time(a.p90)} | ${time(b.p90)} | ${time(a.mean)} | ${time(b.mean)} |`)
   }
   push('')
+  const shaped = steps.rows.filter((x) => x.key.startsWith('floor+'))
+  if (shaped.length > 0) {
+    push(
+      'What the shape issue #25 asks costs by itself (reported, not a target): the floor chart, in the',
+      'same rounds, with `+decides`: each boundary decided in a transition of the chart that emits its',
+      'result, which the call waits for (a quiet boundary is one transition with one `emit`, where the',
+      'floor sends an event no state handles and reads the snapshot); with `+queue`: each operation',
+      '(`set`, `stepBoundary`) taking its turn in a queue chart (docs/spec.md §1: a `TAKE` and an',
+      '`END` event). The quiet-boundary target (≤ ' + BOUNDS.quiet + '×) lies below what either costs alone.',
+      '',
+      '| Floor chart | flush median | ÷ floor | quiet median | ÷ floor | library ÷ this (flush, quiet) |',
+      '|---|---:|---:|---:|---:|---:|',
+    )
+    for (const x of shaped) {
+      push(`| ${x.key} | ${time(x.flush.median)} | ${ratio(x.flush.median / floor.flush.median)} | ${time(x.quiet.median)} | ${ratio(x.quiet.median / floor.quiet.median)} | ${ratio(compared.flush.median / x.flush.median)}, ${ratio(compared.quiet.median / x.quiet.median)} |`)
+    }
+    push('')
+  }
 
   // 2. Steps by log length, with the re-folding baseline.
   push(

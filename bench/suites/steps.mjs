@@ -9,7 +9,10 @@
  *   1e6 with 1e3;
  * - the floor chart (bench/floor.mjs) on a 1e3-event log: the flush and quiet targets compare the
  *   service at 1e3 with it;
- * - the re-folding baseline (bench/baseline.mjs) at every length: a reported column only.
+ * - the re-folding baseline (bench/baseline.mjs) at every length: a reported column only;
+ * - the floor chart built in the shape issue #25 asks at its least (`SHAPED`: deciding each
+ *   boundary in a transition, operations taking turns in a queue chart): reported, to show what
+ *   the shape alone costs against the floor.
  * Every side is measured in every round, the order rotating from round to round, so drift (JIT,
  * GC, a neighbour on the shared cores) falls on all of them alike.
  */
@@ -50,6 +53,7 @@ export function shapesOf(side, samples) {
 export async function run(lib) {
   const subjects = [
     { key: 'floor', n: FLOOR_LENGTH, side: floorSide(lib, FLOOR_LENGTH), samples: SAMPLES },
+    ...Object.entries(SHAPED).map(([key, shape]) => ({ key, n: FLOOR_LENGTH, side: floorSide(lib, FLOOR_LENGTH, shape), samples: SAMPLES })),
     ...LENGTHS.map((n) => ({ key: `service@${n}`, n, side: serviceSide(lib, n), samples: SAMPLES })),
     // Big logs take milliseconds per baseline step: fewer samples keep the suite in budget.
     ...LENGTHS.map((n) => ({ key: `baseline@${n}`, n, side: baselineSide(lib, n), samples: n >= 1e6 ? 3 : n >= 1e5 ? 10 : 40 })),
@@ -57,6 +61,7 @@ export async function run(lib) {
   const warmUpSteps = {
     service: await warmUp(lib.createPlanMode({ section: SECTION }), lib),
     floor: await warmUp(createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode }), lib),
+    shaped: await warmUp(createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode, decides: true, queued: true }), lib),
   }
 
   // One `interleave` round per round here, over every subject's three shapes, the subjects in a
@@ -93,11 +98,21 @@ export function serviceSide(lib, n) {
   return sideOf(pm, agent, pm.get(agent).active)
 }
 
-/** The floor chart's side for a log of n events (its step does not read the log). */
-export function floorSide(lib, n) {
+/**
+ * The floor chart in the shape issue #25 asks, at its least (bench/floor.mjs `decides`, `queued`):
+ * what that shape costs by itself, against the floor (reported, not a target).
+ */
+export const SHAPED = {
+  'floor+queue': { queued: true },
+  'floor+decides': { decides: true },
+  'floor+decides+queue': { decides: true, queued: true },
+}
+
+/** The floor chart's side for a log of n events (its step does not read the log), in `shape`. */
+export function floorSide(lib, n, shape = {}) {
   const session = lib.createMemorySessionLog(realisticEntries(n))
   const agent = { id: `floor-${n}`, session }
-  const floor = createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode })
+  const floor = createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode, ...shape })
   return sideOf(floor, agent, floor.get(agent).active)
 }
 
