@@ -16,7 +16,10 @@ import { assign, createActor, emit, fromTransition, setup, stateIn, waitFor } fr
  * rejecting append becomes an `APPEND_FAILED` event, so the chart is async-safe the same way the
  * library's is (a failing port never stops the actor), just without an invoked actor.
  */
-function floorChart(decides) {
+function floorChart({ decides = false, configured = false } = {}) {
+  // `configured`: the library's configuration at rest around the same work (see createFloorPlanMode).
+  const headers = configured ? { initial: 'headerTells', states: { headerTells: {}, newsOutlivesHeader: {} } } : {}
+  const selection = { initial: 'queued', states: { queued: { on: { STEP_BOUNDARY: '#floor.intent.flushing' } } } }
   return setup({
     actions: {
       startAppend: ({ context, self }) => {
@@ -52,8 +55,8 @@ function floorChart(decides) {
       mode: {
         initial: 'inactive',
         states: {
-          inactive: { on: { APPENDED: { guard: 'logsActive', target: 'active' } } },
-          active: { on: { APPENDED: { guard: 'logsInactive', target: 'inactive' } } },
+          inactive: { ...headers, on: { APPENDED: { guard: 'logsActive', target: 'active' } } },
+          active: { ...headers, on: { APPENDED: { guard: 'logsInactive', target: 'inactive' } } },
         },
       },
       turn: {
@@ -74,21 +77,39 @@ function floorChart(decides) {
               ...(decides ? { STEP_BOUNDARY: { actions: emit({ type: 'boundary' }) } } : {}),
             },
           },
-          pending: { on: { STEP_BOUNDARY: 'flushing' } },
+          pending: configured ? { initial: 'entering', states: { entering: selection, leaving: selection } } : { on: { STEP_BOUNDARY: 'flushing' } },
           flushing: {
             entry: 'startAppend',
             on: decides
-            ? { APPENDED: { target: 'logged', actions: emit({ type: 'boundary' }) }, APPEND_FAILED: { target: 'pending', actions: emit({ type: 'boundary' }) } }
-            : { APPENDED: 'logged', APPEND_FAILED: 'pending' },
+              ? { APPENDED: { target: 'logged', actions: emit({ type: 'boundary' }) }, APPEND_FAILED: { target: 'pending', actions: emit({ type: 'boundary' }) } }
+              : { APPENDED: 'logged', APPEND_FAILED: 'pending' },
           },
         },
       },
+      ...(configured
+        ? {
+            review: { initial: 'idle', states: { idle: {}, open: { initial: 'undecided', states: { undecided: {}, recording: {} } } } },
+            lifecycle: { initial: 'serving', states: { serving: {}, closing: {}, stopped: { type: 'final' } } },
+          }
+        : {}),
     },
   })
 }
 
-export const floorMachine = floorChart(false)
-const decidingMachine = floorChart(true)
+export const floorMachine = floorChart()
+/** The floor's variants (`createFloorPlanMode`'s options), made once each. */
+const variants = new Map()
+function floorChartOf(decides, configured) {
+  if (!decides && !configured) return floorMachine
+  const key = `${decides}/${configured}`
+  if (!variants.has(key)) variants.set(key, floorChart({ decides, configured }))
+  return variants.get(key)
+}
+
+/** Whether a selection is pending (`pending`, or one of its children in the configured chart). */
+const isPending = (value) => value.intent === 'pending' || typeof value.intent === 'object'
+/** Whether the mode region is `active` (or one of its children in the configured chart). */
+const isActive = (value) => value.mode === 'active' || (typeof value.mode === 'object' && 'active' in value.mode)
 
 const NOTICE = { entering: 'The user switched this session to plan mode.', leaving: 'The user switched this session out of plan mode.' }
 
@@ -118,14 +139,18 @@ const queueLogic = fromTransition((queue, event, { defer }) => {
  *   call waits for (a quiet boundary is a transition with one `emit` action; a flush's landing
  *   gets that action too), rather than the call reading the snapshot after an event no state
  *   handles;
- * - `queued`: every operation (`set`, `stepBoundary`) takes its turn in a queue chart (§1).
- * @param {{ section: string, foldPlanMode: (events: readonly object[]) => boolean, inspect?: Function, decides?: boolean, queued?: boolean }} deps
+ * - `queued`: every operation (`set`, `stepBoundary`) takes its turn in a queue chart (§1);
+ * - `configured`: the chart's configuration at rest is as large as the library's (mode's children
+ *   `headerTells`/`newsOutlivesHeader`, a pending selection two levels deep, an idle `review`
+ *   region and a `serving` `lifecycle` region beside the three), with no more behaviour: what
+ *   XState's per-step work over a larger configuration costs by itself.
+ * @param {{ section: string, foldPlanMode: (events: readonly object[]) => boolean, inspect?: Function, decides?: boolean, queued?: boolean, configured?: boolean }} deps
  *   `inspect`: an XState inspection observer for every actor (bench/profile.mjs counts steps with it)
  * @returns {{ get: Function, set: Function, stepBoundary: Function, section: Function, actor: Function }}
  */
-export function createFloorPlanMode({ section, foldPlanMode, inspect, decides = false, queued = false }) {
+export function createFloorPlanMode({ section, foldPlanMode, inspect, decides = false, queued = false, configured = false }) {
   const actors = new Map()
-  const machine = decides ? decidingMachine : floorMachine
+  const machine = floorChartOf(decides, configured)
   /** Per actor, the call waiting for its boundary's emitted result. */
   const answers = new Map()
   const queue = queued ? createActor(queueLogic).start() : undefined
@@ -174,7 +199,7 @@ export function createFloorPlanMode({ section, foldPlanMode, inspect, decides = 
 
   async function boundary(agent) {
     const actor = actorOf(agent)
-    const before = actor.getSnapshot().value.mode
+    const before = isActive(actor.getSnapshot().value)
     let value
     if (decides) {
       await answered(actor)
@@ -183,29 +208,29 @@ export function createFloorPlanMode({ section, foldPlanMode, inspect, decides = 
       actor.send({ type: 'STEP_BOUNDARY' })
       value = (await settled(actor)).value
     }
-    const active = value.mode === 'active'
-    const messages = value.mode === before ? [] : [notice(active)]
+    const active = isActive(value)
+    const messages = active === before ? [] : [notice(active)]
     return { section: active ? section : '', messages }
   }
 
   async function select(agent, active) {
     const actor = actorOf(agent)
     actor.send({ type: 'SELECT', active })
-    return actor.getSnapshot().value.intent === 'pending' ? 'queued' : 'noop'
+    return isPending(actor.getSnapshot().value) ? 'queued' : 'noop'
   }
 
   return {
     get(agent) {
       const { value, context } = actorOf(agent).getSnapshot()
-      const active = value.mode === 'active'
-      return value.intent === 'pending' ? { active, pending: context.target } : { active }
+      const active = isActive(value)
+      return isPending(value) ? { active, pending: context.target } : { active }
     },
     set: (agent, active) => inTurn(() => select(agent, active)),
     stepBoundary: (agent) => inTurn(() => boundary(agent)),
     section(agent) {
       if (agent === undefined) return ''
       const { value, context } = actorOf(agent).getSnapshot()
-      return (value.intent === 'pending' ? context.target : value.mode === 'active') ? section : ''
+      return (isPending(value) ? context.target : isActive(value)) ? section : ''
     },
     actor: actorOf,
     dispose() {

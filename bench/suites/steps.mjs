@@ -61,7 +61,7 @@ export async function run(lib) {
   const warmUpSteps = {
     service: await warmUp(lib.createPlanMode({ section: SECTION }), lib),
     floor: await warmUp(createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode }), lib),
-    shaped: await warmUp(createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode, decides: true, queued: true }), lib),
+    shaped: await warmUp(createFloorPlanMode({ section: SECTION, foldPlanMode: lib.foldPlanMode, decides: true, queued: true, configured: true }), lib),
   }
 
   // One `interleave` round per round here, over every subject's three shapes, the subjects in a
@@ -106,6 +106,8 @@ export const SHAPED = {
   'floor+queue': { queued: true },
   'floor+decides': { decides: true },
   'floor+decides+queue': { decides: true, queued: true },
+  'floor+configuration': { configured: true },
+  'floor+all three': { decides: true, queued: true, configured: true },
 }
 
 /** The floor chart's side for a log of n events (its step does not read the log), in `shape`. */
