@@ -28,8 +28,18 @@ type Child<V> = Leaf<V> | Collision<V> | Branch<V>
 const BITS = 5
 const EMPTY: Branch<never> = { bitmap: 0, children: [] }
 
-/** FNV-1a over the UTF-16 code units. */
+/** The last key hashed, and its hash: a service reads one agent's entry many times in a row (`get`, `section`). */
+let lastKey: string | undefined
+let lastHash = 0
+
+/** FNV-1a over the UTF-16 code units (of the last key again: its hash, remembered). */
 function hashOf(key: string): number {
+  if (key === lastKey) return lastHash
+  lastKey = key
+  return (lastHash = fnv1a(key))
+}
+
+function fnv1a(key: string): number {
   let hash = 0x811c9dc5
   for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193)
   return hash >>> 0
