@@ -150,71 +150,217 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
   const { db, listen } = options
   const prefix = options.prefix ?? 'plan_mode_'
   if (!PREFIX.test(prefix)) throw new TypeError(`plan-mode postgres: the prefix must match ${PREFIX}; got ${JSON.stringify(prefix)}`)
-  const events = `${prefix}events`
-  const pendingTable = `${prefix}pending`
-  const checkpointTable = `${prefix}checkpoints`
-  const checkpointEventKey = `${prefix}checkpoints_event`
-  const turnsTable = `${prefix}turns`
-  const channel = `${prefix}events`
-  const appendFunction = `${prefix}append`
+  const names = storeNames(prefix)
   const appendTimeoutMs = options.appendTimeoutMs ?? queryTimeoutOf(db)
   const named = options.namedStatements ?? isPgDriver(db)
   /** The names of the store's statements (a dozen texts), each hashed once. */
-  const names = new Map<string, string>()
+  const statementNames = new Map<string, string>()
   /** Runs one of the store's statements: named (parsed and planned once per connection) when the store uses them. */
-  const send = (text: string, params: unknown[]): Promise<{ rows: unknown }> => {
+  const send: Send = (text, params) => {
     if (!named) return query(db, text, params)
-    let name = names.get(text)
-    if (name === undefined) names.set(text, (name = statementName(text)))
+    let name = statementNames.get(text)
+    if (name === undefined) statementNames.set(text, (name = statementName(text)))
     return query(db, { name, text, values: params })
   }
   if (appendTimeoutMs !== undefined && !(isTimeoutMs(appendTimeoutMs) && appendTimeoutMs > 0)) {
     throw new TypeError(`plan-mode postgres: appendTimeoutMs must be a number of milliseconds from 1 to ${MAX_TIMEOUT_MS}; got ${String(appendTimeoutMs)}`)
   }
+  const instance = new StoreInstance(names, send, appendTimeoutMs, listen)
+  const { pending } = instance
 
-  const sessions = new Map<string, Set<Session>>()
-  const pending = new Map<string, boolean>()
+  return {
+    migrate: () => migrateStore(db, names, appendTimeoutMs ?? MIGRATE_LOCK_WAIT_MS),
+    openSession: (sessionId) => instance.open(sessionId),
+    pendingStore: {
+      get: (agentId) => pending.get(agentId),
+      set: (agentId, value) => pending.set(agentId, value),
+      delete: (agentId) => pending.delete(agentId),
+    },
+    checkpoints: {
+      async load(agentId) {
+        const { rows } = await send(`SELECT checkpoint FROM ${names.checkpoints} WHERE session = $1`, [agentId])
+        if (!Array.isArray(rows)) throw new Error('plan-mode postgres: the database answered no rows')
+        return (rows[0] as Record<string, unknown> | undefined)?.checkpoint
+      },
+      async save(agentId, checkpoint) {
+        // Two instances may save at once: the newer checkpoint stays. One no loader can use (of an
+        // older version, of another agent) is replaced no matter its seq, or it would keep every
+        // later checkpoint out; one whose event is gone went with it (R76, R85).
+        const stored = `${names.checkpoints}.checkpoint`
+        await send(
+          `INSERT INTO ${names.checkpoints} (session, seq, checkpoint) VALUES ($1, $2, $3::json)
+           ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, checkpoint = excluded.checkpoint
+           WHERE ${names.checkpoints}.seq < excluded.seq
+              OR (${stored} ->> 'version') IS DISTINCT FROM $4
+              OR (${stored} ->> 'agentId') IS DISTINCT FROM $1`,
+          [agentId, checkpoint.seq, JSON.stringify(checkpoint), PLAN_CHECKPOINT_VERSION],
+        )
+      },
+    },
+
+    close: () => instance.close(),
+  }
+}
+
+/** The names of one store's tables, append function and NOTIFY channel, made from its prefix. */
+interface StoreNames {
+  readonly events: string
+  readonly pending: string
+  readonly checkpoints: string
+  /** The key that binds a checkpoint to the event it ends at (R85). */
+  readonly checkpointEventKey: string
+  /** The sessions' turns: an append takes its session's turn by a lock on the session's row. */
+  readonly turns: string
+  readonly channel: string
+  readonly append: string
+}
+
+function storeNames(prefix: string): StoreNames {
+  return {
+    events: `${prefix}events`,
+    pending: `${prefix}pending`,
+    checkpoints: `${prefix}checkpoints`,
+    checkpointEventKey: `${prefix}checkpoints_event`,
+    turns: `${prefix}turns`,
+    channel: `${prefix}events`,
+    append: `${prefix}append`,
+  }
+}
+
+/** Runs one of a store's statements. */
+type Send = (text: string, params: unknown[]) => Promise<{ rows: unknown }>
+
+/**
+ * Creates the store's tables and its append function where they are missing, in one round trip
+ * (safe to run from every instance at once), waiting at most `lockWaitMs` for a lock.
+ */
+async function migrateStore(db: PgQueryable, names: StoreNames, lockWaitMs: number): Promise<void> {
+  const sql = `
+    SELECT set_config('lock_timeout', '${lockWaitMs}ms', true);
+    CREATE TABLE IF NOT EXISTS ${names.turns} (session text PRIMARY KEY);
+    -- Migrations take turns on a table of the store's own: a role without a privilege on it
+    -- cannot hold them up, as it could with an advisory lock. Appends do not wait for this lock.
+    LOCK TABLE ${names.turns} IN SHARE UPDATE EXCLUSIVE MODE;
+    CREATE TABLE IF NOT EXISTS ${names.events} (
+      session text NOT NULL, seq bigint NOT NULL, type text NOT NULL, data jsonb, data_json json,
+      PRIMARY KEY (session, seq));
+    DO $do$ BEGIN
+      -- Tables made before data_json (data jsonb cannot hold U+0000): the column is added, no rewrite.
+      IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${names.events}'::regclass AND attname = 'data_json' AND NOT attisdropped) THEN
+        ALTER TABLE ${names.events} ADD COLUMN data_json json;
+      END IF;
+    END $do$;
+    CREATE TABLE IF NOT EXISTS ${names.pending} (session text PRIMARY KEY, pending boolean NOT NULL);
+    -- A checkpoint goes with the event it ends at: a log deleted and made again is never read
+    -- through the old log's checkpoint, however alike their events at that seq (R85).
+    CREATE TABLE IF NOT EXISTS ${names.checkpoints} (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint json NOT NULL,
+      CONSTRAINT ${names.checkpointEventKey} FOREIGN KEY (session, seq) REFERENCES ${names.events} (session, seq) ON DELETE CASCADE);
+    DO $do$ BEGIN
+      -- A checkpoint holds plans, which may hold U+0000: json keeps its text, jsonb refuses it.
+      -- A table made when it was jsonb (one small row per session) is changed once.
+      IF (SELECT atttypid FROM pg_attribute WHERE attrelid = '${names.checkpoints}'::regclass AND attname = 'checkpoint' AND NOT attisdropped) = 'jsonb'::regtype THEN
+        ALTER TABLE ${names.checkpoints} ALTER COLUMN checkpoint TYPE json USING checkpoint::json;
+      END IF;
+      -- A table made before checkpoints went with their event: the ones whose event is gone go now.
+      -- The key is added NOT VALID: adding one locks the events table against appends until this
+      -- transaction ends, and a check of the old rows here would hold that lock while it scans.
+      -- They are checked after the commit (VALIDATE), under a lock appends do not wait for.
+      IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${names.checkpoints}'::regclass AND conname = '${names.checkpointEventKey}') THEN
+        DELETE FROM ${names.checkpoints} c WHERE NOT EXISTS (SELECT 1 FROM ${names.events} e WHERE e.session = c.session AND e.seq = c.seq);
+        ALTER TABLE ${names.checkpoints} ADD CONSTRAINT ${names.checkpointEventKey}
+          FOREIGN KEY (session, seq) REFERENCES ${names.events} (session, seq) ON DELETE CASCADE NOT VALID;
+      END IF;
+    END $do$;
+    ${appendFunctionSql(names.events, names.turns, names.pending, names.append, names.channel)}`
+  // One round trip, one implicit transaction (no BEGIN: a failed one would leave a pooled
+  // connection in an aborted transaction). Instances that start at once on an empty database
+  // may collide creating the first table; the one that lost migrates again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await (db.exec ? db.exec(sql) : db.query(sql))
+      break
+    } catch (error) {
+      const code = codeOf(error)
+      if (code === LOCK_NOT_AVAILABLE) throw new Error(migrateLockMessage(lockWaitMs))
+      if (attempt >= 3 || (code !== UNIQUE_VIOLATION && code !== DUPLICATE_TABLE && code !== DUPLICATE_OBJECT)) throw error
+    }
+  }
+  // The checkpoints kept from before the key (none orphaned: those went with its adding) are
+  // checked now, while appends go on. A check that cannot get its lock is left to the next
+  // migrate: the key already holds for every row written since it was added.
+  const validate = `
+    SELECT set_config('lock_timeout', '${lockWaitMs}ms', true);
+    DO $do$ BEGIN
+      IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${names.checkpoints}'::regclass AND conname = '${names.checkpointEventKey}' AND NOT convalidated) THEN
+        ALTER TABLE ${names.checkpoints} VALIDATE CONSTRAINT ${names.checkpointEventKey};
+      END IF;
+    END $do$;`
+  try {
+    await (db.exec ? db.exec(validate) : db.query(validate))
+  } catch (error) {
+    if (codeOf(error) !== LOCK_NOT_AVAILABLE) throw error
+  }
+}
+
+/**
+ * This instance's pending selections (the pending store, R85): as it holds them, the writes of
+ * them on their way, and the rows its own flushes deleted.
+ */
+class PendingSelections {
+  /** P per session, as this instance holds it. */
+  readonly #pending = new Map<string, boolean>()
   /** Per session: how many of its pending-store writes are on their way (R85). */
-  const pendingInFlight = new Map<string, number>()
-  /** Per session holding a pending selection: which `set` wrote it (a number of `pendingSets`). */
-  const pendingSetBy = new Map<string, number>()
-  let pendingSets = 0
+  readonly #inFlight = new Map<string, number>()
+  /** Per session holding a pending selection: which `set` wrote it (a number of `#sets`). */
+  readonly #setBy = new Map<string, number>()
+  #sets = 0
   /**
    * The sessions whose pending row this instance's own `plan/mode` append deleted (its function
    * deletes a row that asks for the mode it logs, R16), with no pending write of this instance
    * since: the `delete` that follows the flush sends no statement.
    */
-  const pendingRowDeleted = new Set<string>()
-  /** The hints heard for sessions being opened: a session opened without any reads nothing more. */
-  const openings = new Map<string, Set<{ heard: number }>>()
-  const serverClock = new ServerClock()
-  let stopListening: Promise<() => Promise<void>> | undefined
-  let closed = false
+  readonly #deletedByAppend = new Set<string>()
+  readonly #send: Send
+  readonly #table: string
 
-  /**
-   * Listening starts with the first session; one LISTEN serves every session of the instance. A
-   * LISTEN that failed (the server was down) is forgotten, so the next `openSession` tries again.
-   */
-  function ensureListening(): Promise<unknown> {
-    if (stopListening !== undefined) return stopListening
-    const started = listen(
-      channel,
-      (payload) => {
-        const note = readNotice(payload)
-        if (note === undefined) return
-        for (const opening of openings.get(note.session) ?? []) opening.heard = Math.max(opening.heard, note.seq)
-        for (const session of sessions.get(note.session) ?? []) session.heard(note.seq)
-      },
-      () => {
-        for (const set of openings.values()) for (const opening of set) opening.heard = Infinity
-        for (const set of sessions.values()) for (const session of set) session.catchUp()
-      },
+  constructor(send: Send, table: string) {
+    this.#send = send
+    this.#table = table
+  }
+
+  get(sessionId: string): boolean | undefined {
+    return this.#pending.get(sessionId)
+  }
+
+  async set(sessionId: string, value: boolean): Promise<void> {
+    this.#pending.set(sessionId, value)
+    this.#deletedByAppend.delete(sessionId)
+    this.#setBy.set(sessionId, ++this.#sets)
+    await this.#write(sessionId, () =>
+      this.#send(`INSERT INTO ${this.#table} (session, pending) VALUES ($1, $2) ON CONFLICT (session) DO UPDATE SET pending = excluded.pending`, [sessionId, value]),
     )
-    stopListening = started
-    started.catch(() => {
-      if (stopListening === started) stopListening = undefined
-    })
-    return started
+  }
+
+  async delete(sessionId: string): Promise<void> {
+    const dropped = this.#pending.get(sessionId)
+    this.#pending.delete(sessionId)
+    this.#setBy.delete(sessionId)
+    // The flush's own append deleted the row (one statement per flush): nothing left to send.
+    if (this.#deletedByAppend.delete(sessionId)) return
+    // Only the selection this instance drops: another instance's newer one, written since, is
+    // its own to drop, and must survive a restart until then.
+    await this.#write(sessionId, () =>
+      typeof dropped === 'boolean'
+        ? this.#send(`DELETE FROM ${this.#table} WHERE session = $1 AND pending = $2`, [sessionId, dropped])
+        : this.#send(`DELETE FROM ${this.#table} WHERE session = $1`, [sessionId]),
+    )
+  }
+
+  /** A session was opened: `kept` is the pending row the database holds for it. */
+  loaded(sessionId: string, kept: unknown): void {
+    if (typeof kept === 'boolean') this.#pending.set(sessionId, kept)
+    else this.#pending.delete(sessionId)
+    this.#deletedByAppend.delete(sessionId)
   }
 
   /**
@@ -223,457 +369,408 @@ export function createPostgresPlanStore(options: PostgresPlanStoreOptions): Post
    * that row, and this answers, once it was written, whether no `set` was called since (R85);
    * else it is undefined, the append leaves the table alone, and the flush's `delete` sends its statement.
    */
-  function pendingRowClearedBy(sessionId: string, data: unknown): (() => boolean) | undefined {
+  clearedBy(sessionId: string, data: unknown): (() => boolean) | undefined {
     const active = typeof data === 'object' && data !== null ? (data as { active?: unknown }).active : undefined
-    if (typeof active !== 'boolean' || pending.get(sessionId) !== active || pendingInFlight.has(sessionId)) return undefined
-    const setBy = pendingSetBy.get(sessionId)
-    return () => pendingSetBy.get(sessionId) === setBy
+    if (typeof active !== 'boolean' || this.#pending.get(sessionId) !== active || this.#inFlight.has(sessionId)) return undefined
+    const setBy = this.#setBy.get(sessionId)
+    return () => this.#setBy.get(sessionId) === setBy
+  }
+
+  /** This instance's own `plan/mode` append deleted the session's pending row. */
+  deletedByAppend(sessionId: string): void {
+    this.#deletedByAppend.add(sessionId)
   }
 
   /** Runs a pending-store write of a session, counted while it is on its way. */
-  async function writePending(sessionId: string, write: () => Promise<unknown>): Promise<void> {
-    pendingInFlight.set(sessionId, (pendingInFlight.get(sessionId) ?? 0) + 1)
+  async #write(sessionId: string, write: () => Promise<unknown>): Promise<void> {
+    this.#inFlight.set(sessionId, (this.#inFlight.get(sessionId) ?? 0) + 1)
     try {
       await write()
     } finally {
-      const left = pendingInFlight.get(sessionId)! - 1
-      if (left === 0) pendingInFlight.delete(sessionId)
-      else pendingInFlight.set(sessionId, left)
+      const left = this.#inFlight.get(sessionId)! - 1
+      if (left === 0) this.#inFlight.delete(sessionId)
+      else this.#inFlight.set(sessionId, left)
     }
   }
+}
 
-  class Session implements PostgresSessionLog {
-    readonly events: SessionEvent[]
-    readonly checkpoint: unknown
-    readonly #listeners = new Set<(event: SessionEvent) => void>()
-    /** The seq of the last event taken (the checkpoint's before any). */
-    #last: number
-    /** This instance's appends, one after another in the order they were called. */
-    #chain: Promise<unknown> = Promise.resolve()
-    /** This instance's appends not run yet: the seq of the next decision comes after theirs. */
-    #appending = 0
-    /** An append's statement is on its way: its answer brings the rows before its own. */
-    #writing = false
-    /** The highest seq a NOTIFY announced while an append was on its way: read after its answer. */
-    #hinted = 0
-    /** The reads of the rows after the last one taken, while they run: settles with the last one's failure, if any. */
-    #reading: Promise<{ value?: unknown } | { failure: unknown }> | undefined
-    /** A hint came while a read ran: one more read follows it (a burst costs two reads, not one each). */
-    #readAgain = false
-    #closed = false
+/**
+ * One instance's store at run time: its connection, the server's clock, its pending selections,
+ * its open sessions and the one LISTEN that tells them of other instances' rows.
+ */
+class StoreInstance {
+  readonly serverClock = new ServerClock()
+  readonly pending: PendingSelections
+  /** The open sessions, per session id. */
+  readonly #sessions = new Map<string, Set<Session>>()
+  /** The hints heard for sessions being opened: a session opened without any reads nothing more. */
+  readonly #openings = new Map<string, Set<{ heard: number }>>()
+  readonly #listen: PgListen
+  #stopListening: Promise<() => Promise<void>> | undefined
+  #closed = false
 
-    constructor(
-      readonly sessionId: string,
-      loaded: SessionEvent[],
-      checkpoint: PlanCheckpoint | undefined,
-    ) {
-      this.events = loaded
-      this.checkpoint = checkpoint
-      this.#last = loaded.at(-1)?.seq ?? checkpoint?.seq ?? 0
-    }
-
-    /** The seq of the last event taken. */
-    get lastSeq(): number {
-      return this.#last
-    }
-
-    subscribe(listener: (event: SessionEvent) => void): () => void {
-      this.#listeners.add(listener)
-      return () => void this.#listeners.delete(listener)
-    }
-
-    append(type: string, data: unknown): Promise<SessionEvent> {
-      // A decision (plan/mode, plan/review) is made on the log as it stands when it is called
-      // (with this instance's own appends still on their way): its seq is fixed now, and an event
-      // appended before it runs makes it stale (R84). Any other event decides nothing: it goes after
-      // whatever is in the log when its turn comes.
-      const decides = DECISIONS.has(type)
-      const fixed = this.#last + 1 + this.#appending++
-      // Counted from the call: waiting behind this instance's earlier appends is part of it (R83).
-      const deadline = appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs
-      const mayNotBeWritten = (why: string) => new Error(`plan-mode postgres: the ${type} event of session ${this.sessionId} may not have been written: ${why}`)
-      const timedOut = () => mayNotBeWritten(`no answer from the database within ${appendTimeoutMs} ms`)
-      const run = async (): Promise<SessionEvent> => {
-        this.#appending--
-        if (this.#closed) throw new Error(`plan-mode postgres: session ${this.sessionId} is closed; the ${type} event was not written`)
-        if (deadline !== undefined && now() >= deadline) throw timedOut()
-        if (decides && this.#last >= fixed) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
-        if (decides && this.#last + 1 < fixed) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
-        const json = JSON.stringify(data ?? null) ?? 'null' // a function or a symbol has no JSON: stored as null
-        const stored = storedData(json)
-        // A flush's `plan/mode` deletes the session's pending row that asks for its mode (R16): that
-        // row is this instance's own, last written before this statement, so the flush's `delete`
-        // is done. A `plan/mode` with no pending selection of that mode here (an idle `set`) leaves the table alone.
-        const clears = type === PLAN_MODE_EVENT ? pendingRowClearedBy(this.sessionId, data) : undefined
-        let retried = false
-        for (let attempt = 1; ; attempt++) {
-          const after = this.#last
-          // The statement may reach the server late (a stalled connection, a pool with no free
-          // client): it carries the deadline, so that it writes nothing once the append was reported timed out.
-          const serverDeadline = deadline === undefined ? null : (serverClock.toServer(deadline) ?? null)
-          this.#writing = true
-          const statement = send(`SELECT * FROM ${appendFunction}($1, $2, $3::jsonb, $4::json, $5, $6, $7, $8)`, [
-            this.sessionId,
-            type,
-            stored.jsonb,
-            stored.json,
-            decides ? fixed : null,
-            after,
-            serverDeadline,
-            clears !== undefined,
-          ])
-          const outcome = await settledBy(statement, deadline)
-          const answer = 'value' in outcome ? outcome.value : undefined
-          let failure = 'failure' in outcome ? outcome.failure : undefined
-          const answeredAt = now()
-          this.#writing = false
-          let own: number | undefined
-          let pendingLeft: unknown
-          try {
-            if (answer !== undefined) ({ own, pendingLeft } = this.#takeAnswer(answer.rows, answeredAt))
-          } catch (error) {
-            failure = error // an answer that is not rows: the row may be there; it is read like another's
-            this.catchUp()
-          }
-          // An answer taken whole holds every row up to its own: only a hint past that one is read.
-          // One whose rows stopped short of its own (a gap: R74) covers only the rows taken.
-          const covered = own !== undefined && this.#last >= own - 1 ? own : this.#last
-          if (this.#hinted > covered) this.catchUp()
-          this.#hinted = 0
-          if (failure === DEADLINE) {
-            // It writes nothing past the deadline it carries; one without (no clock read yet) may
-            // still commit: its row is then read like another instance's.
-            statement.then(() => this.catchUp(), () => {})
-            throw timedOut()
-          }
-          const code = codeOf(failure)
-          // The server refused it at its deadline, or its wait for the session's turn ran out: not written.
-          if (code === DEADLINE_PASSED) {
-            // The refusal carries the server's clock: a reading that came late (a paused process, a
-            // suspended laptop) put the deadline it sent in the past, and this one heals it. Once,
-            // and only within the append's own time, so a refused append is never written after it.
-            serverClock.read(detailOf(failure), answeredAt)
-            if (!retried && deadline !== undefined && now() < deadline) {
-              retried = true
-              continue
-            }
-            throw timedOut()
-          }
-          if (code === LOCK_NOT_AVAILABLE && serverDeadline !== null) throw timedOut()
-          if (failure !== undefined) {
-            if (code !== UNIQUE_VIOLATION) throw mayNotBeWritten(messageOf(failure))
-            // A writer that does not take the session's turn took the seq: an event that decides
-            // nothing goes after it; a decision was made on a view that is stale now.
-            if (!decides && attempt < MAX_ATTEMPTS && (deadline === undefined || now() < deadline)) continue
-            if ('failure' in (await settledBy(this.#read(), deadline))) this.catchUp()
-            throw new Error(seqTakenMessage(this.sessionId, decides ? fixed : after + 1, type))
-          }
-          // Refused: the rows appended since the instance's view were taken (its subscribers heard them).
-          if (own === undefined) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
-          if (pendingLeft === null && clears?.()) pendingRowDeleted.add(this.sessionId)
-          this.#take([{ seq: own, type, data: JSON.parse(json) as unknown }])
-          for (let i = this.events.length - 1; i >= 0 && this.events[i]!.seq >= own; i--) if (this.events[i]!.seq === own) return this.events[i]!
-          return { seq: own, type, data }
-        }
-      }
-      const appended = this.#chain.then(run, run)
-      this.#chain = appended.catch(() => {})
-      return appended
-    }
-
-    /**
-     * Takes the rows an append's function answered (the rows appended before its own, oldest
-     * first) and returns the seq it wrote (undefined when it refused a decision) and the pending
-     * row it left (`null` for none; a `plan/mode`'s).
-     */
-    #takeAnswer(rows: unknown, answeredAt: number): { own: number | undefined; pendingLeft: unknown } {
-      if (!Array.isArray(rows)) throw new Error('the database answered no rows')
-      let own: number | undefined
-      let pendingLeft: unknown
-      const before: SessionEvent[] = []
-      for (const row of rows as Record<string, unknown>[]) {
-        if (row.r_type === null) {
-          own = Number(row.r_seq)
-          pendingLeft = row.r_pending
-          serverClock.read(row.r_now, answeredAt) // the server's clock when it decided to commit
-        } else before.push(eventOf(row.r_seq, row.r_type, row.r_data, row.r_data_json))
-      }
-      this.#take(before)
-      return { own, pendingLeft }
-    }
-
-    /**
-     * A NOTIFY announced `seq`: a hint that rows may follow the last one taken, never an event
-     * (any role that may connect may NOTIFY on the channel). While an append is on its way, its
-     * answer brings the rows before its own; what was announced beyond is read after it.
-     */
-    heard(seq: number): void {
-      if (seq <= this.#last) return
-      if (this.#writing) this.#hinted = Math.max(this.#hinted, seq)
-      else this.catchUp()
-    }
-
-    /**
-     * Reads every row after the last one taken (after a hint, a dropped listening connection, an
-     * open, or for a caller), once the read running now, if any, has ended. The store's own calls
-     * do not wait for it: a failed read is tried again by the next hint.
-     */
-    catchUp(): Promise<void> {
-      if (this.#closed) return Promise.resolve()
-      if (this.#reading !== undefined) {
-        this.#readAgain = true
-      } else {
-        this.#reading = (async () => {
-          let outcome: { value?: unknown } | { failure: unknown }
-          do {
-            this.#readAgain = false
-            // One the server does not answer does not hold the reads after it for longer than an append may take.
-            outcome = await settledBy(this.#read(), appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs)
-          } while (this.#readAgain && !this.#closed)
-          this.#reading = undefined
-          return outcome
-        })()
-      }
-      const caughtUp = this.#reading.then((outcome) => {
-        if (!('failure' in outcome)) return
-        const why = outcome.failure === DEADLINE ? `no answer from the database within ${appendTimeoutMs} ms` : messageOf(outcome.failure)
-        throw new Error(`plan-mode postgres: session ${this.sessionId} could not read its log: ${why}`)
-      })
-      caughtUp.catch(() => {}) // awaited by a caller, or not at all (a hint)
-      return caughtUp
-    }
-
-    async #read(): Promise<void> {
-      if (this.#closed) return
-      const { rows } = await send(`SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 AND seq > $2 ORDER BY seq`, [
-        this.sessionId,
-        this.#last,
-      ])
-      if (!Array.isArray(rows)) throw new Error('the database answered no rows')
-      if (!this.#closed) this.#take(rows.map(rowEvent))
-    }
-
-    /** Takes events in seq order, each once, and tells the listeners; stops at a gap (R74). */
-    #take(rows: SessionEvent[]): void {
-      for (const event of rows) {
-        if (event.seq <= this.#last) continue
-        if (event.seq !== this.#last + 1) break
-        this.#last = event.seq
-        this.events.push(event)
-        for (const listener of [...this.#listeners]) {
-          try {
-            listener(event)
-          } catch {
-            // A listener's failure is its own; the log goes on.
-          }
-        }
-      }
-    }
-
-    async close(): Promise<void> {
-      this.#closed = true
-      this.#listeners.clear()
-      const set = sessions.get(this.sessionId)
-      set?.delete(this)
-      if (set?.size === 0) sessions.delete(this.sessionId)
-      await this.#chain
-    }
+  constructor(
+    readonly names: StoreNames,
+    readonly send: Send,
+    /** How long an append may take from its call, in ms (R83); undefined: no limit. */
+    readonly appendTimeoutMs: number | undefined,
+    listen: PgListen,
+  ) {
+    this.pending = new PendingSelections(send, names.pending)
+    this.#listen = listen
   }
 
-  return {
-    async migrate() {
-      const lockWaitMs = appendTimeoutMs ?? MIGRATE_LOCK_WAIT_MS
-      const sql = `
-        SELECT set_config('lock_timeout', '${lockWaitMs}ms', true);
-        CREATE TABLE IF NOT EXISTS ${turnsTable} (session text PRIMARY KEY);
-        -- Migrations take turns on a table of the store's own: a role without a privilege on it
-        -- cannot hold them up, as it could with an advisory lock. Appends do not wait for this lock.
-        LOCK TABLE ${turnsTable} IN SHARE UPDATE EXCLUSIVE MODE;
-        CREATE TABLE IF NOT EXISTS ${events} (
-          session text NOT NULL, seq bigint NOT NULL, type text NOT NULL, data jsonb, data_json json,
-          PRIMARY KEY (session, seq));
-        DO $do$ BEGIN
-          -- Tables made before data_json (data jsonb cannot hold U+0000): the column is added, no rewrite.
-          IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${events}'::regclass AND attname = 'data_json' AND NOT attisdropped) THEN
-            ALTER TABLE ${events} ADD COLUMN data_json json;
-          END IF;
-        END $do$;
-        CREATE TABLE IF NOT EXISTS ${pendingTable} (session text PRIMARY KEY, pending boolean NOT NULL);
-        -- A checkpoint goes with the event it ends at: a log deleted and made again is never read
-        -- through the old log's checkpoint, however alike their events at that seq (R85).
-        CREATE TABLE IF NOT EXISTS ${checkpointTable} (session text PRIMARY KEY, seq bigint NOT NULL, checkpoint json NOT NULL,
-          CONSTRAINT ${checkpointEventKey} FOREIGN KEY (session, seq) REFERENCES ${events} (session, seq) ON DELETE CASCADE);
-        DO $do$ BEGIN
-          -- A checkpoint holds plans, which may hold U+0000: json keeps its text, jsonb refuses it.
-          -- A table made when it was jsonb (one small row per session) is changed once.
-          IF (SELECT atttypid FROM pg_attribute WHERE attrelid = '${checkpointTable}'::regclass AND attname = 'checkpoint' AND NOT attisdropped) = 'jsonb'::regtype THEN
-            ALTER TABLE ${checkpointTable} ALTER COLUMN checkpoint TYPE json USING checkpoint::json;
-          END IF;
-          -- A table made before checkpoints went with their event: the ones whose event is gone go now.
-          -- The key is added NOT VALID: adding one locks the events table against appends until this
-          -- transaction ends, and a check of the old rows here would hold that lock while it scans.
-          -- They are checked after the commit (VALIDATE), under a lock appends do not wait for.
-          IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${checkpointTable}'::regclass AND conname = '${checkpointEventKey}') THEN
-            DELETE FROM ${checkpointTable} c WHERE NOT EXISTS (SELECT 1 FROM ${events} e WHERE e.session = c.session AND e.seq = c.seq);
-            ALTER TABLE ${checkpointTable} ADD CONSTRAINT ${checkpointEventKey}
-              FOREIGN KEY (session, seq) REFERENCES ${events} (session, seq) ON DELETE CASCADE NOT VALID;
-          END IF;
-        END $do$;
-        ${appendFunctionSql(events, turnsTable, pendingTable, appendFunction, channel)}`
-      // One round trip, one implicit transaction (no BEGIN: a failed one would leave a pooled
-      // connection in an aborted transaction). Instances that start at once on an empty database
-      // may collide creating the first table; the one that lost migrates again.
+  /**
+   * Listening starts with the first session; one LISTEN serves every session of the instance. A
+   * LISTEN that failed (the server was down) is forgotten, so the next `openSession` tries again.
+   */
+  #ensureListening(): Promise<unknown> {
+    if (this.#stopListening !== undefined) return this.#stopListening
+    const started = this.#listen(
+      this.names.channel,
+      (payload) => {
+        const note = readNotice(payload)
+        if (note === undefined) return
+        for (const opening of this.#openings.get(note.session) ?? []) opening.heard = Math.max(opening.heard, note.seq)
+        for (const session of this.#sessions.get(note.session) ?? []) session.heard(note.seq)
+      },
+      () => {
+        for (const set of this.#openings.values()) for (const opening of set) opening.heard = Infinity
+        for (const set of this.#sessions.values()) for (const session of set) session.catchUp()
+      },
+    )
+    this.#stopListening = started
+    started.catch(() => {
+      if (this.#stopListening === started) this.#stopListening = undefined
+    })
+    return started
+  }
+
+  /** Opens a session (`PostgresPlanStore.openSession`). */
+  async open(sessionId: string): Promise<Session> {
+    if (this.#closed) throw new Error('plan-mode postgres: the store is closed')
+    checkSessionId(sessionId)
+    const notOpened = (why: string) => new Error(`plan-mode postgres: session ${sessionId} was not opened: ${why}`)
+    let checkpoint: PlanCheckpoint | undefined
+    let loaded: SessionEvent[]
+    let keptPending: unknown
+    // The hints heard while the session loads: one after its rows were read means more to read.
+    const opening = { heard: 0 }
+    let watching = this.#openings.get(sessionId)
+    if (watching === undefined) this.#openings.set(sessionId, (watching = new Set()))
+    watching.add(opening)
+    try {
+      await this.#ensureListening()
+      // One round trip: a first row with the checkpoint, the pending selection and the server's
+      // clock (which the session's appends carry their deadlines in), then the rows from the
+      // checkpoint's seq on (the event it ends at, then the ones after it), or the whole log.
+      const { rows } = await this.send(
+        `SELECT NULL::bigint AS seq, NULL::text AS type, NULL::jsonb AS data, NULL::json AS data_json, c.checkpoint,
+           (SELECT p.pending FROM ${this.names.pending} p WHERE p.session = $1) AS pending, extract(epoch FROM clock_timestamp())::float8 * 1000 AS server_ms
+         FROM (SELECT NULL) one LEFT JOIN ${this.names.checkpoints} c ON c.session = $1
+         UNION ALL
+         SELECT e.seq, e.type, e.data, e.data_json, NULL, NULL, NULL FROM ${this.names.events} e
+           WHERE e.session = $1 AND e.seq >= COALESCE((SELECT c.seq FROM ${this.names.checkpoints} c WHERE c.session = $1), 1)
+         ORDER BY seq NULLS FIRST`,
+        [sessionId],
+      )
+      if (!Array.isArray(rows) || rows.length === 0) throw new Error('the database answered no rows')
+      const [head, ...tail] = rows as Record<string, unknown>[]
+      this.serverClock.read(head!.server_ms, now())
+      const stored = head!.checkpoint
+      const read = stored === undefined || stored === null ? undefined : readCheckpoint(stored, sessionId)
+      // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76). It is
+      // loaded with the event it ends at, which must be that event (another log's is not).
+      checkpoint = read === undefined || 'problem' in read ? undefined : read
+      loaded = tail.map(rowEvent)
+      // The rows were read from the checkpoint row's seq column: when its checkpoint is not used,
+      // read them from seq 1 (a seq column past the log's end would otherwise load no row at all).
+      const readFromCheckpointRow = stored !== undefined && stored !== null
+      if ((checkpoint === undefined && (readFromCheckpointRow || (loaded[0] !== undefined && loaded[0].seq !== 1))) || (checkpoint !== undefined && checkpointEventProblem(checkpoint, loaded[0]) !== undefined)) {
+        checkpoint = undefined
+        const whole = (await this.send(`SELECT seq, type, data, data_json FROM ${this.names.events} WHERE session = $1 ORDER BY seq`, [sessionId])).rows
+        if (!Array.isArray(whole)) throw new Error('the database answered no rows')
+        loaded = (whole as Record<string, unknown>[]).map(rowEvent)
+      }
+      keptPending = head!.pending
+    } catch (error) {
+      throw notOpened(messageOf(error))
+    } finally {
+      watching.delete(opening)
+      if (watching.size === 0 && this.#openings.get(sessionId) === watching) this.#openings.delete(sessionId)
+    }
+    // The log is folded whole or not at all: a hole would make every instance's fold wrong (R74).
+    const missing = firstMissingSeq(loaded, checkpoint === undefined ? 0 : checkpoint.seq - 1)
+    if (missing !== undefined) throw notOpened(`its log has no event at seq ${missing.seq} (the next row has seq ${missing.next})`)
+    this.pending.loaded(sessionId, keptPending)
+    const session = new Session(this, sessionId, loaded, checkpoint)
+    let set = this.#sessions.get(sessionId)
+    if (set === undefined) this.#sessions.set(sessionId, (set = new Set()))
+    set.add(session)
+    // Rows announced while it loaded may have come after its read: read them now.
+    if (opening.heard > session.lastSeq) session.catchUp()
+    return session
+  }
+
+  /** A closed session leaves the sessions the LISTEN tells. */
+  forget(session: Session): void {
+    const set = this.#sessions.get(session.sessionId)
+    set?.delete(session)
+    if (set?.size === 0) this.#sessions.delete(session.sessionId)
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    await Promise.all([...this.#sessions.values()].flatMap((set) => [...set].map((session) => session.close())))
+    const stop = await this.#stopListening?.catch(() => undefined)
+    await stop?.()
+  }
+}
+
+/**
+ * One open session of a store: its events as this instance has taken them, its appends in the
+ * order they were called, and the reads that follow other instances' rows (R83, R84).
+ */
+class Session implements PostgresSessionLog {
+  readonly events: SessionEvent[]
+  readonly checkpoint: unknown
+  readonly #listeners = new Set<(event: SessionEvent) => void>()
+  /** The seq of the last event taken (the checkpoint's before any). */
+  #last: number
+  /** This instance's appends, one after another in the order they were called. */
+  #chain: Promise<unknown> = Promise.resolve()
+  /** This instance's appends not run yet: the seq of the next decision comes after theirs. */
+  #appending = 0
+  /** An append's statement is on its way: its answer brings the rows before its own. */
+  #writing = false
+  /** The highest seq a NOTIFY announced while an append was on its way: read after its answer. */
+  #hinted = 0
+  /** The reads of the rows after the last one taken, while they run: settles with the last one's failure, if any. */
+  #reading: Promise<{ value?: unknown } | { failure: unknown }> | undefined
+  /** A hint came while a read ran: one more read follows it (a burst costs two reads, not one each). */
+  #readAgain = false
+  #closed = false
+
+  /** The store's instance: its connection, the server's clock, its pending selections. */
+  readonly #instance: StoreInstance
+
+  constructor(
+    instance: StoreInstance,
+    readonly sessionId: string,
+    loaded: SessionEvent[],
+    checkpoint: PlanCheckpoint | undefined,
+  ) {
+    this.#instance = instance
+    this.events = loaded
+    this.checkpoint = checkpoint
+    this.#last = loaded.at(-1)?.seq ?? checkpoint?.seq ?? 0
+  }
+
+  /** The seq of the last event taken. */
+  get lastSeq(): number {
+    return this.#last
+  }
+
+  subscribe(listener: (event: SessionEvent) => void): () => void {
+    this.#listeners.add(listener)
+    return () => void this.#listeners.delete(listener)
+  }
+
+  append(type: string, data: unknown): Promise<SessionEvent> {
+    // A decision (plan/mode, plan/review) is made on the log as it stands when it is called
+    // (with this instance's own appends still on their way): its seq is fixed now, and an event
+    // appended before it runs makes it stale (R84). Any other event decides nothing: it goes after
+    // whatever is in the log when its turn comes.
+    const decides = DECISIONS.has(type)
+    const fixed = this.#last + 1 + this.#appending++
+    // Counted from the call: waiting behind this instance's earlier appends is part of it (R83).
+    const { appendTimeoutMs, serverClock, pending, names } = this.#instance
+    const deadline = appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs
+    const mayNotBeWritten = (why: string) => new Error(`plan-mode postgres: the ${type} event of session ${this.sessionId} may not have been written: ${why}`)
+    const timedOut = () => mayNotBeWritten(`no answer from the database within ${appendTimeoutMs} ms`)
+    const run = async (): Promise<SessionEvent> => {
+      this.#appending--
+      if (this.#closed) throw new Error(`plan-mode postgres: session ${this.sessionId} is closed; the ${type} event was not written`)
+      if (deadline !== undefined && now() >= deadline) throw timedOut()
+      if (decides && this.#last >= fixed) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
+      if (decides && this.#last + 1 < fixed) throw new Error(`plan-mode postgres: an earlier append of session ${this.sessionId} failed; the ${type} event decided after it was not written`)
+      const json = JSON.stringify(data ?? null) ?? 'null' // a function or a symbol has no JSON: stored as null
+      const stored = storedData(json)
+      // A flush's `plan/mode` deletes the session's pending row that asks for its mode (R16): that
+      // row is this instance's own, last written before this statement, so the flush's `delete`
+      // is done. A `plan/mode` with no pending selection of that mode here (an idle `set`) leaves the table alone.
+      const clears = type === PLAN_MODE_EVENT ? pending.clearedBy(this.sessionId, data) : undefined
+      let retried = false
       for (let attempt = 1; ; attempt++) {
+        const after = this.#last
+        // The statement may reach the server late (a stalled connection, a pool with no free
+        // client): it carries the deadline, so that it writes nothing once the append was reported timed out.
+        const serverDeadline = deadline === undefined ? null : (serverClock.toServer(deadline) ?? null)
+        this.#writing = true
+        const statement = this.#instance.send(`SELECT * FROM ${names.append}($1, $2, $3::jsonb, $4::json, $5, $6, $7, $8)`, [
+          this.sessionId,
+          type,
+          stored.jsonb,
+          stored.json,
+          decides ? fixed : null,
+          after,
+          serverDeadline,
+          clears !== undefined,
+        ])
+        const outcome = await settledBy(statement, deadline)
+        const answer = 'value' in outcome ? outcome.value : undefined
+        let failure = 'failure' in outcome ? outcome.failure : undefined
+        const answeredAt = now()
+        this.#writing = false
+        let own: number | undefined
+        let pendingLeft: unknown
         try {
-          await (db.exec ? db.exec(sql) : db.query(sql))
-          break
+          if (answer !== undefined) ({ own, pendingLeft } = this.#takeAnswer(answer.rows, answeredAt))
         } catch (error) {
-          const code = codeOf(error)
-          if (code === LOCK_NOT_AVAILABLE) throw new Error(migrateLockMessage(lockWaitMs))
-          if (attempt >= 3 || (code !== UNIQUE_VIOLATION && code !== DUPLICATE_TABLE && code !== DUPLICATE_OBJECT)) throw error
+          failure = error // an answer that is not rows: the row may be there; it is read like another's
+          this.catchUp()
+        }
+        // An answer taken whole holds every row up to its own: only a hint past that one is read.
+        // One whose rows stopped short of its own (a gap: R74) covers only the rows taken.
+        const covered = own !== undefined && this.#last >= own - 1 ? own : this.#last
+        if (this.#hinted > covered) this.catchUp()
+        this.#hinted = 0
+        if (failure === DEADLINE) {
+          // It writes nothing past the deadline it carries; one without (no clock read yet) may
+          // still commit: its row is then read like another instance's.
+          statement.then(() => this.catchUp(), () => {})
+          throw timedOut()
+        }
+        const code = codeOf(failure)
+        // The server refused it at its deadline, or its wait for the session's turn ran out: not written.
+        if (code === DEADLINE_PASSED) {
+          // The refusal carries the server's clock: a reading that came late (a paused process, a
+          // suspended laptop) put the deadline it sent in the past, and this one heals it. Once,
+          // and only within the append's own time, so a refused append is never written after it.
+          serverClock.read(detailOf(failure), answeredAt)
+          if (!retried && deadline !== undefined && now() < deadline) {
+            retried = true
+            continue
+          }
+          throw timedOut()
+        }
+        if (code === LOCK_NOT_AVAILABLE && serverDeadline !== null) throw timedOut()
+        if (failure !== undefined) {
+          if (code !== UNIQUE_VIOLATION) throw mayNotBeWritten(messageOf(failure))
+          // A writer that does not take the session's turn took the seq: an event that decides
+          // nothing goes after it; a decision was made on a view that is stale now.
+          if (!decides && attempt < MAX_ATTEMPTS && (deadline === undefined || now() < deadline)) continue
+          if ('failure' in (await settledBy(this.#read(), deadline))) this.catchUp()
+          throw new Error(seqTakenMessage(this.sessionId, decides ? fixed : after + 1, type))
+        }
+        // Refused: the rows appended since the instance's view were taken (its subscribers heard them).
+        if (own === undefined) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
+        if (pendingLeft === null && clears?.()) pending.deletedByAppend(this.sessionId)
+        this.#take([{ seq: own, type, data: JSON.parse(json) as unknown }])
+        for (let i = this.events.length - 1; i >= 0 && this.events[i]!.seq >= own; i--) if (this.events[i]!.seq === own) return this.events[i]!
+        return { seq: own, type, data }
+      }
+    }
+    const appended = this.#chain.then(run, run)
+    this.#chain = appended.catch(() => {})
+    return appended
+  }
+
+  /**
+   * Takes the rows an append's function answered (the rows appended before its own, oldest
+   * first) and returns the seq it wrote (undefined when it refused a decision) and the pending
+   * row it left (`null` for none; a `plan/mode`'s).
+   */
+  #takeAnswer(rows: unknown, answeredAt: number): { own: number | undefined; pendingLeft: unknown } {
+    if (!Array.isArray(rows)) throw new Error('the database answered no rows')
+    let own: number | undefined
+    let pendingLeft: unknown
+    const before: SessionEvent[] = []
+    for (const row of rows as Record<string, unknown>[]) {
+      if (row.r_type === null) {
+        own = Number(row.r_seq)
+        pendingLeft = row.r_pending
+        this.#instance.serverClock.read(row.r_now, answeredAt) // the server's clock when it decided to commit
+      } else before.push(eventOf(row.r_seq, row.r_type, row.r_data, row.r_data_json))
+    }
+    this.#take(before)
+    return { own, pendingLeft }
+  }
+
+  /**
+   * A NOTIFY announced `seq`: a hint that rows may follow the last one taken, never an event
+   * (any role that may connect may NOTIFY on the channel). While an append is on its way, its
+   * answer brings the rows before its own; what was announced beyond is read after it.
+   */
+  heard(seq: number): void {
+    if (seq <= this.#last) return
+    if (this.#writing) this.#hinted = Math.max(this.#hinted, seq)
+    else this.catchUp()
+  }
+
+  /**
+   * Reads every row after the last one taken (after a hint, a dropped listening connection, an
+   * open, or for a caller), once the read running now, if any, has ended. The store's own calls
+   * do not wait for it: a failed read is tried again by the next hint.
+   */
+  catchUp(): Promise<void> {
+    if (this.#closed) return Promise.resolve()
+    if (this.#reading !== undefined) {
+      this.#readAgain = true
+    } else {
+      const { appendTimeoutMs } = this.#instance
+      this.#reading = (async () => {
+        let outcome: { value?: unknown } | { failure: unknown }
+        do {
+          this.#readAgain = false
+          // One the server does not answer does not hold the reads after it for longer than an append may take.
+          outcome = await settledBy(this.#read(), appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs)
+        } while (this.#readAgain && !this.#closed)
+        this.#reading = undefined
+        return outcome
+      })()
+    }
+    const caughtUp = this.#reading.then((outcome) => {
+      if (!('failure' in outcome)) return
+      const why = outcome.failure === DEADLINE ? `no answer from the database within ${this.#instance.appendTimeoutMs} ms` : messageOf(outcome.failure)
+      throw new Error(`plan-mode postgres: session ${this.sessionId} could not read its log: ${why}`)
+    })
+    caughtUp.catch(() => {}) // awaited by a caller, or not at all (a hint)
+    return caughtUp
+  }
+
+  async #read(): Promise<void> {
+    if (this.#closed) return
+    const { rows } = await this.#instance.send(`SELECT seq, type, data, data_json FROM ${this.#instance.names.events} WHERE session = $1 AND seq > $2 ORDER BY seq`, [
+      this.sessionId,
+      this.#last,
+    ])
+    if (!Array.isArray(rows)) throw new Error('the database answered no rows')
+    if (!this.#closed) this.#take(rows.map(rowEvent))
+  }
+
+  /** Takes events in seq order, each once, and tells the listeners; stops at a gap (R74). */
+  #take(rows: SessionEvent[]): void {
+    for (const event of rows) {
+      if (event.seq <= this.#last) continue
+      if (event.seq !== this.#last + 1) break
+      this.#last = event.seq
+      this.events.push(event)
+      for (const listener of [...this.#listeners]) {
+        try {
+          listener(event)
+        } catch {
+          // A listener's failure is its own; the log goes on.
         }
       }
-      // The checkpoints kept from before the key (none orphaned: those went with its adding) are
-      // checked now, while appends go on. A check that cannot get its lock is left to the next
-      // migrate: the key already holds for every row written since it was added.
-      const validate = `
-        SELECT set_config('lock_timeout', '${lockWaitMs}ms', true);
-        DO $do$ BEGIN
-          IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = '${checkpointTable}'::regclass AND conname = '${checkpointEventKey}' AND NOT convalidated) THEN
-            ALTER TABLE ${checkpointTable} VALIDATE CONSTRAINT ${checkpointEventKey};
-          END IF;
-        END $do$;`
-      try {
-        await (db.exec ? db.exec(validate) : db.query(validate))
-      } catch (error) {
-        if (codeOf(error) !== LOCK_NOT_AVAILABLE) throw error
-      }
-    },
+    }
+  }
 
-    async openSession(sessionId) {
-      if (closed) throw new Error('plan-mode postgres: the store is closed')
-      checkSessionId(sessionId)
-      const notOpened = (why: string) => new Error(`plan-mode postgres: session ${sessionId} was not opened: ${why}`)
-      let checkpoint: PlanCheckpoint | undefined
-      let loaded: SessionEvent[]
-      let keptPending: unknown
-      // The hints heard while the session loads: one after its rows were read means more to read.
-      const opening = { heard: 0 }
-      let watching = openings.get(sessionId)
-      if (watching === undefined) openings.set(sessionId, (watching = new Set()))
-      watching.add(opening)
-      try {
-        await ensureListening()
-        // One round trip: a first row with the checkpoint, the pending selection and the server's
-        // clock (which the session's appends carry their deadlines in), then the rows from the
-        // checkpoint's seq on (the event it ends at, then the ones after it), or the whole log.
-        const { rows } = await send(
-          `SELECT NULL::bigint AS seq, NULL::text AS type, NULL::jsonb AS data, NULL::json AS data_json, c.checkpoint,
-             (SELECT p.pending FROM ${pendingTable} p WHERE p.session = $1) AS pending, extract(epoch FROM clock_timestamp())::float8 * 1000 AS server_ms
-           FROM (SELECT NULL) one LEFT JOIN ${checkpointTable} c ON c.session = $1
-           UNION ALL
-           SELECT e.seq, e.type, e.data, e.data_json, NULL, NULL, NULL FROM ${events} e
-             WHERE e.session = $1 AND e.seq >= COALESCE((SELECT c.seq FROM ${checkpointTable} c WHERE c.session = $1), 1)
-           ORDER BY seq NULLS FIRST`,
-          [sessionId],
-        )
-        if (!Array.isArray(rows) || rows.length === 0) throw new Error('the database answered no rows')
-        const [head, ...tail] = rows as Record<string, unknown>[]
-        serverClock.read(head!.server_ms, now())
-        const stored = head!.checkpoint
-        const read = stored === undefined || stored === null ? undefined : readCheckpoint(stored, sessionId)
-        // A checkpoint attach cannot use is not handed over: the whole log is loaded (R76). It is
-        // loaded with the event it ends at, which must be that event (another log's is not).
-        checkpoint = read === undefined || 'problem' in read ? undefined : read
-        loaded = tail.map(rowEvent)
-        // The rows were read from the checkpoint row's seq column: when its checkpoint is not used,
-        // read them from seq 1 (a seq column past the log's end would otherwise load no row at all).
-        const readFromCheckpointRow = stored !== undefined && stored !== null
-        if ((checkpoint === undefined && (readFromCheckpointRow || (loaded[0] !== undefined && loaded[0].seq !== 1))) || (checkpoint !== undefined && checkpointEventProblem(checkpoint, loaded[0]) !== undefined)) {
-          checkpoint = undefined
-          const whole = (await send(`SELECT seq, type, data, data_json FROM ${events} WHERE session = $1 ORDER BY seq`, [sessionId])).rows
-          if (!Array.isArray(whole)) throw new Error('the database answered no rows')
-          loaded = (whole as Record<string, unknown>[]).map(rowEvent)
-        }
-        keptPending = head!.pending
-      } catch (error) {
-        throw notOpened(messageOf(error))
-      } finally {
-        watching.delete(opening)
-        if (watching.size === 0 && openings.get(sessionId) === watching) openings.delete(sessionId)
-      }
-      // The log is folded whole or not at all: a hole would make every instance's fold wrong (R74).
-      const missing = firstMissingSeq(loaded, checkpoint === undefined ? 0 : checkpoint.seq - 1)
-      if (missing !== undefined) throw notOpened(`its log has no event at seq ${missing.seq} (the next row has seq ${missing.next})`)
-      if (typeof keptPending === 'boolean') pending.set(sessionId, keptPending)
-      else pending.delete(sessionId)
-      pendingRowDeleted.delete(sessionId)
-      const session = new Session(sessionId, loaded, checkpoint)
-      let set = sessions.get(sessionId)
-      if (set === undefined) sessions.set(sessionId, (set = new Set()))
-      set.add(session)
-      // Rows announced while it loaded may have come after its read: read them now.
-      if (opening.heard > session.lastSeq) session.catchUp()
-      return session
-    },
-
-    pendingStore: {
-      get: (agentId) => pending.get(agentId),
-      async set(agentId, value) {
-        pending.set(agentId, value)
-        pendingRowDeleted.delete(agentId)
-        pendingSetBy.set(agentId, ++pendingSets)
-        await writePending(agentId, () =>
-          send(
-            `INSERT INTO ${pendingTable} (session, pending) VALUES ($1, $2) ON CONFLICT (session) DO UPDATE SET pending = excluded.pending`,
-            [agentId, value],
-          ),
-        )
-      },
-      async delete(agentId) {
-        const dropped = pending.get(agentId)
-        pending.delete(agentId)
-        pendingSetBy.delete(agentId)
-        // The flush's own append deleted the row (one statement per flush): nothing left to send.
-        if (pendingRowDeleted.delete(agentId)) return
-        // Only the selection this instance drops: another instance's newer one, written since, is
-        // its own to drop, and must survive a restart until then.
-        await writePending(agentId, () =>
-          typeof dropped === 'boolean'
-            ? send(`DELETE FROM ${pendingTable} WHERE session = $1 AND pending = $2`, [agentId, dropped])
-            : send(`DELETE FROM ${pendingTable} WHERE session = $1`, [agentId]),
-        )
-      },
-    },
-
-    checkpoints: {
-      async load(agentId) {
-        const { rows } = await send(`SELECT checkpoint FROM ${checkpointTable} WHERE session = $1`, [agentId])
-        if (!Array.isArray(rows)) throw new Error('plan-mode postgres: the database answered no rows')
-        return (rows[0] as Record<string, unknown> | undefined)?.checkpoint
-      },
-      async save(agentId, checkpoint) {
-        // Two instances may save at once: the newer checkpoint stays. One no loader can use (of an
-        // older version, of another agent) is replaced no matter its seq, or it would keep every
-        // later checkpoint out; one whose event is gone went with it (R76, R85).
-        const stored = `${checkpointTable}.checkpoint`
-        await send(
-          `INSERT INTO ${checkpointTable} (session, seq, checkpoint) VALUES ($1, $2, $3::json)
-           ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, checkpoint = excluded.checkpoint
-           WHERE ${checkpointTable}.seq < excluded.seq
-              OR (${stored} ->> 'version') IS DISTINCT FROM $4
-              OR (${stored} ->> 'agentId') IS DISTINCT FROM $1`,
-          [agentId, checkpoint.seq, JSON.stringify(checkpoint), PLAN_CHECKPOINT_VERSION],
-        )
-      },
-    },
-
-    async close() {
-      closed = true
-      await Promise.all([...sessions.values()].flatMap((set) => [...set].map((session) => session.close())))
-      const stop = await stopListening?.catch(() => undefined)
-      await stop?.()
-    },
+  async close(): Promise<void> {
+    this.#closed = true
+    this.#listeners.clear()
+    this.#instance.forget(this)
+    await this.#chain
   }
 }
 
