@@ -383,6 +383,70 @@ function stepInTurn(events: readonly SessionEvent[]): number {
   return steps
 }
 
+/**
+ * The threads' logs in this process, each while something holds it (R166): the service listens to
+ * it (its agent is attached: memory follows `limits.maxAttachedAgents`, R77), a node or a helper
+ * works on it, or a write is in flight. A thread let go is read again from the graph's `planLog`
+ * when next named, as after a restart.
+ */
+class ThreadLogs implements ThreadLogKeeper {
+  readonly #held = new Map<string, ThreadLog>()
+  /**
+   * The logs let go, weakly: while a host still holds one (it kept `lg.agent`'s agent), the thread
+   * is named on that log again, so the thread has one agent in this process; once collected, its
+   * entry goes (the registry), so memory still follows the bound.
+   */
+  readonly #letGo = new Map<string, WeakRef<ThreadLog>>()
+  readonly #collected = new FinalizationRegistry<string>((id) => {
+    if (this.#letGo.get(id)?.deref() === undefined) this.#letGo.delete(id)
+  })
+  readonly #planMode: PlanMode
+
+  constructor(planMode: PlanMode) {
+    this.#planMode = planMode
+  }
+
+  // An agent attached on a log the map let go of (a host kept `lg.agent`'s agent): the service follows that one.
+  listened(log: ThreadLog): void {
+    if (this.#held.get(log.agent.id) !== log) this.#held.set(log.agent.id, log)
+  }
+
+  idle(log: ThreadLog): void {
+    const { id } = log.agent
+    if (this.#held.get(id) !== log) return
+    this.#held.delete(id)
+    this.#letGo.set(id, new WeakRef(log))
+  }
+
+  /**
+   * Runs `work` on the thread's log, held meanwhile, its events following the graph's `planLog`
+   * (R145). A log that went ahead of the graph (a node failed after staging appends, a checkpoint
+   * was not written) is dropped: the agent is detached, and attached again from the graph's log.
+   */
+  async on<T>(committed: readonly SessionEvent[], id: string, work: (log: ThreadLog) => Promise<T>): Promise<T> {
+    const known = this.#held.get(id) ?? this.#letGo.get(id)?.deref()
+    // R177: a second run of the thread (or a helper) would take the running node's staged appends or rebuild the log under it.
+    if (known?.inNode === true) throw new Error(concurrentRunMessage(id))
+    const followed = known !== undefined && known.follow(committed)
+    const log = followed ? known : new ThreadLog(id, committed, this)
+    if (!followed) this.#collected.register(log, id) // once per log: its entry in `letGo` goes with it
+    log.hold()
+    this.#held.set(id, log)
+    try {
+      if (!followed) {
+        if (known !== undefined) {
+          this.#planMode.detach(known.agent)
+          // An aborted boundary changes nothing (R15); it waits for the detach and attaches from the graph's log.
+          await this.#planMode.stepBoundary(log.agent, { signal: AbortSignal.abort() })
+        }
+      }
+      return await work(log)
+    } finally {
+      log.release()
+    }
+  }
+}
+
 /** A tool call of the model: LangChain's `ToolCall`, its id required. */
 interface Call {
   id: string
@@ -432,64 +496,11 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     { name: exitName, description: exitTool.description, schema: structuredClone(exitTool.parameters) as Record<string, unknown> },
   ) as unknown as Tools.StructuredToolInterface
 
-  /**
-   * Each thread's log in this process, while something holds it (R166): the service listens to it
-   * (its agent is attached: memory follows `limits.maxAttachedAgents`, R77), a node or a helper
-   * works on it, or a write is in flight. A thread let go is read again from the graph's `planLog`
-   * when next named, as after a restart.
-   */
-  const threads = new Map<string, ThreadLog>()
-  /**
-   * The logs let go, weakly: while a host still holds one (it kept `lg.agent`'s agent), the thread
-   * is named on that log again, so the thread has one agent in this process; once collected, its
-   * entry goes (the registry), so memory still follows the bound.
-   */
-  const letGo = new Map<string, WeakRef<ThreadLog>>()
-  const collected = new FinalizationRegistry<string>((id) => {
-    if (letGo.get(id)?.deref() === undefined) letGo.delete(id)
-  })
-  const keeper: ThreadLogKeeper = {
-    // An agent attached on a log the map let go of (a host kept `lg.agent`'s agent): the service follows that one.
-    listened: (log) => void (threads.get(log.agent.id) !== log && threads.set(log.agent.id, log)),
-    idle(log) {
-      const { id } = log.agent
-      if (threads.get(id) !== log) return
-      threads.delete(id)
-      letGo.set(id, new WeakRef(log))
-    },
-  }
-
-  /**
-   * Runs `work` on the thread's log, held meanwhile, its events following the graph's `planLog`
-   * (R145). A log that went ahead of the graph (a node failed after staging appends, a checkpoint
-   * was not written) is dropped: the agent is detached, and attached again from the graph's log.
-   */
-  async function onThread<T>(committed: readonly SessionEvent[], id: string, work: (log: ThreadLog) => Promise<T>): Promise<T> {
-    const known = threads.get(id) ?? letGo.get(id)?.deref()
-    // R177: a second run of the thread (or a helper) would take the running node's staged appends or rebuild the log under it.
-    if (known?.inNode === true) throw new Error(concurrentRunMessage(id))
-    const followed = known !== undefined && known.follow(committed)
-    const log = followed ? known : new ThreadLog(id, committed, keeper)
-    if (!followed) collected.register(log, id) // once per log: its entry in `letGo` goes with it
-    log.hold()
-    threads.set(id, log)
-    try {
-      if (!followed) {
-        if (known !== undefined) {
-          planMode.detach(known.agent)
-          // An aborted boundary changes nothing (R15); it waits for the detach and attaches from the graph's log.
-          await planMode.stepBoundary(log.agent, { signal: AbortSignal.abort() })
-        }
-      }
-      return await work(log)
-    } finally {
-      log.release()
-    }
-  }
+  const threadLogs = new ThreadLogs(planMode)
 
   /** Runs a node's work on the thread's agent and returns its update with the staged appends. */
   function inNode(state: PlanGraphState, config: RunnableConfig, work: (agent: PlanAgent) => Promise<PlanGraphUpdate>): Promise<PlanGraphUpdate> {
-    return onThread(planLogOf(state), agentIdOf(config), async (log) => {
+    return threadLogs.on(planLogOf(state), agentIdOf(config), async (log) => {
       // A failure leaves its appends staged: the next node finds the log ahead of the graph's and rebuilds it.
       const { value: update, staged } = await log.staging(() => work(log.agent))
       return staged.length === 0 ? update : { ...update, planLog: staged }
@@ -637,7 +648,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     })
     const settled = await known
     if (settled.messages !== undefined) return settled
-    const open = await onThread(planLogOf(state), agentIdOf(config), async (log) => planMode.openReview(log.agent)!)
+    const open = await threadLogs.on(planLogOf(state), agentIdOf(config), async (log) => planMode.openReview(log.agent)!)
     const payload: PlanReviewInterrupt = {
       kind: 'plan-review',
       reviewId: open.reviewId,
@@ -716,7 +727,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     afterTools,
     async agent(graph, config) {
       const snapshot = await graph.getState(config)
-      return onThread(planLogOf(snapshot.values), agentIdOf(config), async (log) => {
+      return threadLogs.on(planLogOf(snapshot.values), agentIdOf(config), async (log) => {
         log.writer = { graph, config }
         return log.agent
       })
@@ -727,7 +738,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
       const values = snapshot.values as PlanGraphState
       const call = waitingExitCall(values)
       if (call === undefined) return null
-      const requested = await onThread(planLogOf(values), agentIdOf(config), async ({ agent }) => {
+      const requested = await threadLogs.on(planLogOf(values), agentIdOf(config), async ({ agent }) => {
         if (planMode.callReviews.settled(agent).resultOf(call.id, call.args) === undefined) return null
         return [...agent.session.events].reverse().find((event) => {
           const data = event.data as { outcome?: unknown; callId?: unknown } | null
