@@ -1,9 +1,21 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import fc from 'fast-check'
 import { PersistentMap } from '../src/machines/persistent-map.js'
 
 /** The registry chart's immutable map (src/machines/persistent-map.ts) against a `Map`. */
 describe('PersistentMap', () => {
+  it('a key that is not a string fails the same whether or not it is the first key the process reads (the last key\'s hash is remembered)', async () => {
+    vi.resetModules()
+    const fresh = await import('../src/machines/persistent-map.js')
+    // The first key this module instance hashes: none was hashed before it.
+    expect(() => fresh.PersistentMap.empty<number>().get(undefined as unknown as string)).toThrow(TypeError)
+    const map = fresh.PersistentMap.empty<number>().set('a', 1)
+    expect(map.get('a')).toBe(1)
+    expect(() => map.get(undefined as unknown as string)).toThrow(TypeError)
+    expect(map.get('')).toBeUndefined()
+    expect(map.set('', 2).get('')).toBe(2)
+  })
+
   it('agrees with a Map after any sequence of sets and deletes, and every earlier version stays as it was', () => {
     const key = fc.oneof(fc.string({ maxLength: 3 }), fc.integer({ min: 0, max: 3000 }).map((n) => `agent-${n}`))
     const op = fc.tuple(fc.boolean(), key, fc.integer())

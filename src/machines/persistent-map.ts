@@ -28,9 +28,13 @@ type Child<V> = Leaf<V> | Collision<V> | Branch<V>
 const BITS = 5
 const EMPTY: Branch<never> = { bitmap: 0, children: [] }
 
-/** The last key hashed, and its hash: a service reads one agent's entry many times in a row (`get`, `section`). */
-let lastKey: string | undefined
-let lastHash = 0
+/**
+ * The last key hashed, and its hash: a service reads one agent's entry many times in a row (`get`,
+ * `section`). It starts as the empty string's, so that a key that is not a string is never taken
+ * for the last one: it fails as it always did.
+ */
+let lastKey = ''
+let lastHash = 0x811c9dc5
 
 /** FNV-1a over the UTF-16 code units (of the last key again: its hash, remembered). */
 function hashOf(key: string): number {
