@@ -3,10 +3,11 @@
  * - `floorMachine`: the minimal async-safe XState chart doing a step boundary's work (the floor
  *   of flush and quiet boundary);
  * - `createFloorPlanMode`: that chart behind the same `get`/`set`/`stepBoundary`/`section`
- *   shapes as the service, so bench/steps.mjs drives both sides with the same code;
+ *   shapes as the service, so bench/steps.mjs drives both sides with the same code; its options
+ *   add, one at a time, parts of the library's shape, whose cost the steps suite reports;
  * - `bareSnapshot`: the library's own chart's start snapshot (the floor of an idle attach).
  */
-import { assign, createActor, emit, fromTransition, setup, stateIn, waitFor } from 'xstate'
+import { assign, createActor, fromTransition, setup, stateIn, waitFor } from 'xstate'
 
 /**
  * The minimal chart: three parallel regions (mode inactive/active, turn idle/open, intent
@@ -73,16 +74,14 @@ function floorChart({ decides = false, configured = false } = {}) {
           logged: {
             on: {
               SELECT: { guard: 'isTurnOpen', target: 'pending', actions: assign({ target: ({ event }) => event.active }) },
-              // A chart that decides the boundary answers it in a transition, by an emitted result.
-              ...(decides ? { STEP_BOUNDARY: { actions: emit({ type: 'boundary' }) } } : {}),
+              // A chart that decides the boundary takes it as a transition (here one with no action).
+              ...(decides ? { STEP_BOUNDARY: {} } : {}),
             },
           },
           pending: configured ? { initial: 'entering', states: { entering: selection, leaving: selection } } : { on: { STEP_BOUNDARY: 'flushing' } },
           flushing: {
             entry: 'startAppend',
-            on: decides
-              ? { APPENDED: { target: 'logged', actions: emit({ type: 'boundary' }) }, APPEND_FAILED: { target: 'pending', actions: emit({ type: 'boundary' }) } }
-              : { APPENDED: 'logged', APPEND_FAILED: 'pending' },
+            on: { APPENDED: 'logged', APPEND_FAILED: 'pending' },
           },
         },
       },
@@ -106,17 +105,14 @@ function floorChartOf(decides, configured) {
   return variants.get(key)
 }
 
-/** Whether a selection is pending (`pending`, or one of its children in the configured chart). */
-const isPending = (value) => value.intent === 'pending' || typeof value.intent === 'object'
-/** Whether the mode region is `active` (or one of its children in the configured chart). */
-const isActive = (value) => value.mode === 'active' || (typeof value.mode === 'object' && 'active' in value.mode)
-
 const NOTICE = { entering: 'The user switched this session to plan mode.', leaving: 'The user switched this session out of plan mode.' }
 
 /**
- * The operations' queue of docs/spec.md §1 at its least: a chart (a transition actor) per service
- * through which each operation takes its turn (`TAKE`) and gives it up (`END`), the next one
- * starting then. An operation's run is deferred until the queue's new state is the actor's.
+ * The operations' queue at its least: a transition actor per service through which each
+ * operation takes its turn (`TAKE`) and gives it up (`END`), the next one starting then. An
+ * operation's run is deferred until the queue's new state is the actor's. (docs/spec.md §1: an
+ * agent's operations take turns across its attachments, so the queue outlives the agent's actor;
+ * this one serializes every agent's, which costs the same for the one agent the bench drives.)
  */
 const queueLogic = fromTransition((queue, event, { defer }) => {
   if (event.type === 'TAKE') {
@@ -128,22 +124,34 @@ const queueLogic = fromTransition((queue, event, { defer }) => {
   return rest
 }, [])
 
+/** Runs `run` in its turn of `queue`: resolves or rejects as its promise does, then the next one runs. */
+function inTurn(queue, run) {
+  return new Promise((resolve, reject) => {
+    const end = () => queue.send({ type: 'END' })
+    queue.send({ type: 'TAKE', run: () => run().then((value) => (end(), resolve(value)), (error) => (end(), reject(error))) })
+  })
+}
+
+/** Whether a selection is pending (`pending`, or one of its children in the configured chart). */
+const isPending = (value) => value.intent === 'pending' || typeof value.intent === 'object'
+/** Whether the mode region is `active` (or one of its children in the configured chart). */
+const isActive = (value) => value.mode === 'active' || (typeof value.mode === 'object' && 'active' in value.mode)
+
 /**
  * The floor chart behind the service's method shapes, one actor per agent id (a Map lookup per
  * call, as the service has). Attach is untimed and starts the actor in the state the log is in
  * (F from `foldPlanMode`, the open turn from the last turn event).
  *
- * Two options make it the least a chart built as issue #25 asks can cost (reported bounds, not
- * the floor):
- * - `decides`: the chart decides every boundary in a transition and emits its result, which the
- *   call waits for (a quiet boundary is a transition with one `emit` action; a flush's landing
- *   gets that action too), rather than the call reading the snapshot after an event no state
- *   handles;
- * - `queued`: every operation (`set`, `stepBoundary`) takes its turn in a queue chart (§1);
+ * Three options make it pay, each alone, for a part of the library's shape (reported beside the
+ * floor, never the floor itself):
+ * - `decides`: the chart takes every boundary as a transition: a quiet one is a targetless
+ *   transition with no action (the inspector shows it taken), where the floor's chart handles no
+ *   such event; the result is read from the snapshot either way;
+ * - `queued`: every operation (`set`, `stepBoundary`) takes its turn in a queue actor (above);
  * - `configured`: the chart's configuration at rest is as large as the library's (mode's children
  *   `headerTells`/`newsOutlivesHeader`, a pending selection two levels deep, an idle `review`
  *   region and a `serving` `lifecycle` region beside the three), with no more behaviour: what
- *   XState's per-step work over a larger configuration costs by itself.
+ *   XState's work per step over a larger configuration costs by itself.
  * @param {{ section: string, foldPlanMode: (events: readonly object[]) => boolean, inspect?: Function, decides?: boolean, queued?: boolean, configured?: boolean }} deps
  *   `inspect`: an XState inspection observer for every actor (bench/profile.mjs counts steps with it)
  * @returns {{ get: Function, set: Function, stepBoundary: Function, section: Function, actor: Function }}
@@ -151,9 +159,6 @@ const queueLogic = fromTransition((queue, event, { defer }) => {
 export function createFloorPlanMode({ section, foldPlanMode, inspect, decides = false, queued = false, configured = false }) {
   const actors = new Map()
   const machine = floorChartOf(decides, configured)
-  /** Per actor, the call waiting for its boundary's emitted result. */
-  const answers = new Map()
-  const queue = queued ? createActor(queueLogic).start() : undefined
 
   function actorOf(agent) {
     let actor = actors.get(agent.id)
@@ -167,7 +172,6 @@ export function createFloorPlanMode({ section, foldPlanMode, inspect, decides = 
         context: { log: agent.session, target: null },
       })
       actor = createActor(machine, inspect ? { snapshot, inspect } : { snapshot }).start()
-      if (decides) actor.on('boundary', () => answers.get(actor)?.())
       actors.set(agent.id, actor)
     }
     return actor
@@ -180,53 +184,32 @@ export function createFloorPlanMode({ section, foldPlanMode, inspect, decides = 
     return snapshot.value.intent === 'flushing' ? waitFor(actor, (s) => s.value.intent !== 'flushing') : snapshot
   }
 
-  /** Sends the boundary and waits for the chart's emitted result. */
-  function answered(actor) {
-    return new Promise((resolve) => {
-      answers.set(actor, resolve)
-      actor.send({ type: 'STEP_BOUNDARY' })
-    })
-  }
-
-  /** Runs `run` in its turn of the queue (`queued`), or at once. */
-  function inTurn(run) {
-    if (queue === undefined) return run()
-    return new Promise((resolve, reject) => {
-      const end = () => queue.send({ type: 'END' })
-      queue.send({ type: 'TAKE', run: () => run().then((value) => (end(), resolve(value)), (error) => (end(), reject(error))) })
-    })
-  }
-
-  async function boundary(agent) {
-    const actor = actorOf(agent)
-    const before = isActive(actor.getSnapshot().value)
-    let value
-    if (decides) {
-      await answered(actor)
-      value = actor.getSnapshot().value
-    } else {
-      actor.send({ type: 'STEP_BOUNDARY' })
-      value = (await settled(actor)).value
-    }
-    const active = isActive(value)
-    const messages = active === before ? [] : [notice(active)]
-    return { section: active ? section : '', messages }
-  }
-
-  async function select(agent, active) {
+  async function set(agent, active) {
     const actor = actorOf(agent)
     actor.send({ type: 'SELECT', active })
     return isPending(actor.getSnapshot().value) ? 'queued' : 'noop'
   }
 
+  async function stepBoundary(agent) {
+    const actor = actorOf(agent)
+    const before = isActive(actor.getSnapshot().value)
+    actor.send({ type: 'STEP_BOUNDARY' })
+    const { value } = await settled(actor)
+    const active = isActive(value)
+    const messages = active === before ? [] : [notice(active)]
+    return { section: active ? section : '', messages }
+  }
+
+  const queue = queued ? createActor(queueLogic).start() : undefined
   return {
     get(agent) {
       const { value, context } = actorOf(agent).getSnapshot()
       const active = isActive(value)
       return isPending(value) ? { active, pending: context.target } : { active }
     },
-    set: (agent, active) => inTurn(() => select(agent, active)),
-    stepBoundary: (agent) => inTurn(() => boundary(agent)),
+    // Chosen once: the floor itself calls its methods with no wrapper around them.
+    set: queue === undefined ? set : (agent, active) => inTurn(queue, () => set(agent, active)),
+    stepBoundary: queue === undefined ? stepBoundary : (agent) => inTurn(queue, () => stepBoundary(agent)),
     section(agent) {
       if (agent === undefined) return ''
       const { value, context } = actorOf(agent).getSnapshot()

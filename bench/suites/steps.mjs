@@ -4,15 +4,14 @@
  *   each sample); the boundary appends `plan/mode` and narrates the switch;
  * - quiet: nothing pending; the boundary appends nothing;
  * - flip: the same as flush, but the queuing `set` is timed too.
- * Three kinds of side, all driven by the same code (bench/steps.mjs):
+ * Four kinds of side, all driven by the same code (bench/steps.mjs):
  * - the service at log lengths 1e3…1e6 (attached once, untimed): the flatness targets compare
  *   1e6 with 1e3;
  * - the floor chart (bench/floor.mjs) on a 1e3-event log: the flush and quiet targets compare the
  *   service at 1e3 with it;
  * - the re-folding baseline (bench/baseline.mjs) at every length: a reported column only;
- * - the floor chart built in the shape issue #25 asks at its least (`SHAPED`: deciding each
- *   boundary in a transition, operations taking turns in a queue chart): reported, to show what
- *   the shape alone costs against the floor.
+ * - the floor chart paying for parts of the library's shape (`SHAPED`, flush and quiet only):
+ *   reported, to show what each part costs by itself against the floor.
  * Every side is measured in every round, the order rotating from round to round, so drift (JIT,
  * GC, a neighbour on the shared cores) falls on all of them alike.
  */
@@ -53,7 +52,7 @@ export function shapesOf(side, samples) {
 export async function run(lib) {
   const subjects = [
     { key: 'floor', n: FLOOR_LENGTH, side: floorSide(lib, FLOOR_LENGTH), samples: SAMPLES },
-    ...Object.entries(SHAPED).map(([key, shape]) => ({ key, n: FLOOR_LENGTH, side: floorSide(lib, FLOOR_LENGTH, shape), samples: SAMPLES })),
+    ...Object.entries(SHAPED).map(([key, shape]) => ({ key, n: FLOOR_LENGTH, side: floorSide(lib, FLOOR_LENGTH, shape), samples: SAMPLES, shapes: ['flush', 'quiet'] })),
     ...LENGTHS.map((n) => ({ key: `service@${n}`, n, side: serviceSide(lib, n), samples: SAMPLES })),
     // Big logs take milliseconds per baseline step: fewer samples keep the suite in budget.
     ...LENGTHS.map((n) => ({ key: `baseline@${n}`, n, side: baselineSide(lib, n), samples: n >= 1e6 ? 3 : n >= 1e5 ? 10 : 40 })),
@@ -67,17 +66,18 @@ export async function run(lib) {
   // One `interleave` round per round here, over every subject's three shapes, the subjects in a
   // rotated order each round; `interleave` pools each side's samples over the rounds.
   const sides = {}
-  for (const { key, side, samples } of subjects) {
+  for (const { key, side, samples, shapes } of subjects) {
     for (const [shape, s] of Object.entries(shapesOf(side, samples))) {
+      if (shapes !== undefined && !shapes.includes(shape)) continue
       // The baseline's flushes and flips are cut back off its log, so it always folds n events.
       sides[`${key}/${shape}`] = side.cutBack ? { ...s, after: side.cutBack, warmup: 1 } : s
     }
   }
   const results = await interleave(sides, { rounds: ROUNDS })
 
-  const rows = subjects.map(({ key, n, side }) => {
+  const rows = subjects.map(({ key, n, side, shapes = ['flush', 'quiet', 'flip'] }) => {
     const row = { key, n, flips: side.flips, finalLength: side.agent.session.events.length }
-    for (const shape of ['flush', 'quiet', 'flip']) row[shape] = results[`${key}/${shape}`]
+    for (const shape of shapes) row[shape] = results[`${key}/${shape}`]
     return row
   })
   // The flips really were appended and observed: one plan/mode per flush or flip.
@@ -99,8 +99,9 @@ export function serviceSide(lib, n) {
 }
 
 /**
- * The floor chart in the shape issue #25 asks, at its least (bench/floor.mjs `decides`, `queued`):
- * what that shape costs by itself, against the floor (reported, not a target).
+ * The floor chart paying for parts of the library's shape (bench/floor.mjs `decides`, `queued`,
+ * `configured`): what each costs by itself against the floor (reported, not a target). The issue
+ * asks for the first two; the configuration is the library's own.
  */
 export const SHAPED = {
   'floor+queue': { queued: true },
