@@ -340,6 +340,21 @@ describe('#23 on PGlite: nothing forged, nothing bricked', () => {
     ])
   })
 
+  it('R83: the host\'s listen is called as a function, never as a method of the store: a listen written with `function` sees no store object to run statements through', async () => {
+    const db = await database()
+    const thisOf: unknown[] = []
+    const hosts = pgliteListen(db)
+    const listen: PgListen = function (this: unknown, channel, onNotify, onReconnect) {
+      thisOf.push(this)
+      return hosts(channel, onNotify, onReconnect)
+    }
+    const store = createPostgresPlanStore({ db, listen, prefix })
+    await store.migrate()
+    open.push(store)
+    await store.openSession('s1')
+    expect(thisOf).toEqual([undefined])
+  })
+
   it('R83: a forged NOTIFY approving the open review is only a hint to read: no review closes, no event is heard, and the next append and a fresh instance agree with the live ones', async () => {
     const db = await database()
     const { agentA, agentB, a, b } = await twoInstances([await instance(db), await instance(db)], { review: 'durable' })

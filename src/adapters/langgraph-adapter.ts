@@ -406,11 +406,12 @@ class ThreadLogs implements ThreadLogKeeper {
     this.#planMode = planMode
   }
 
-  // An agent attached on a log the map let go of (a host kept `lg.agent`'s agent): the service follows that one.
+  /** The service listens to `log`: an agent attached on a log let go of (a host kept `lg.agent`'s agent) is the thread's log again. */
   listened(log: ThreadLog): void {
     if (this.#held.get(log.agent.id) !== log) this.#held.set(log.agent.id, log)
   }
 
+  /** Nothing holds `log` any more: it is let go (weakly kept while a host holds it). */
   idle(log: ThreadLog): void {
     const { id } = log.agent
     if (this.#held.get(id) !== log) return
@@ -423,7 +424,7 @@ class ThreadLogs implements ThreadLogKeeper {
    * (R145). A log that went ahead of the graph (a node failed after staging appends, a checkpoint
    * was not written) is dropped: the agent is detached, and attached again from the graph's log.
    */
-  async on<T>(committed: readonly SessionEvent[], id: string, work: (log: ThreadLog) => Promise<T>): Promise<T> {
+  async withLog<T>(committed: readonly SessionEvent[], id: string, work: (log: ThreadLog) => Promise<T>): Promise<T> {
     const known = this.#held.get(id) ?? this.#letGo.get(id)?.deref()
     // R177: a second run of the thread (or a helper) would take the running node's staged appends or rebuild the log under it.
     if (known?.inNode === true) throw new Error(concurrentRunMessage(id))
@@ -500,7 +501,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
 
   /** Runs a node's work on the thread's agent and returns its update with the staged appends. */
   function inNode(state: PlanGraphState, config: RunnableConfig, work: (agent: PlanAgent) => Promise<PlanGraphUpdate>): Promise<PlanGraphUpdate> {
-    return threadLogs.on(planLogOf(state), agentIdOf(config), async (log) => {
+    return threadLogs.withLog(planLogOf(state), agentIdOf(config), async (log) => {
       // A failure leaves its appends staged: the next node finds the log ahead of the graph's and rebuilds it.
       const { value: update, staged } = await log.staging(() => work(log.agent))
       return staged.length === 0 ? update : { ...update, planLog: staged }
@@ -648,7 +649,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     })
     const settled = await known
     if (settled.messages !== undefined) return settled
-    const open = await threadLogs.on(planLogOf(state), agentIdOf(config), async (log) => planMode.openReview(log.agent)!)
+    const open = await threadLogs.withLog(planLogOf(state), agentIdOf(config), async (log) => planMode.openReview(log.agent)!)
     const payload: PlanReviewInterrupt = {
       kind: 'plan-review',
       reviewId: open.reviewId,
@@ -727,7 +728,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
     afterTools,
     async agent(graph, config) {
       const snapshot = await graph.getState(config)
-      return threadLogs.on(planLogOf(snapshot.values), agentIdOf(config), async (log) => {
+      return threadLogs.withLog(planLogOf(snapshot.values), agentIdOf(config), async (log) => {
         log.writer = { graph, config }
         return log.agent
       })
@@ -738,7 +739,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
       const values = snapshot.values as PlanGraphState
       const call = waitingExitCall(values)
       if (call === undefined) return null
-      const requested = await threadLogs.on(planLogOf(values), agentIdOf(config), async ({ agent }) => {
+      const requested = await threadLogs.withLog(planLogOf(values), agentIdOf(config), async ({ agent }) => {
         if (planMode.callReviews.settled(agent).resultOf(call.id, call.args) === undefined) return null
         return [...agent.session.events].reverse().find((event) => {
           const data = event.data as { outcome?: unknown; callId?: unknown } | null

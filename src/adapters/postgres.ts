@@ -231,8 +231,9 @@ function storeNames(prefix: string): StoreNames {
 type Send = (text: string, params: unknown[]) => Promise<{ rows: unknown }>
 
 /**
- * Creates the store's tables and its append function where they are missing, in one round trip
- * (safe to run from every instance at once), waiting at most `lockWaitMs` for a lock.
+ * Creates the store's tables and its append function where they are missing, in one statement
+ * batch (tried again when instances starting at once collide), then checks the checkpoints' key
+ * in a second; safe to run from every instance at once, waiting at most `lockWaitMs` for a lock.
  */
 async function migrateStore(db: PgQueryable, names: StoreNames, lockWaitMs: number): Promise<void> {
   const sql = `
@@ -377,7 +378,7 @@ class PendingSelections {
   }
 
   /** This instance's own `plan/mode` append deleted the session's pending row. */
-  deletedByAppend(sessionId: string): void {
+  markDeletedByAppend(sessionId: string): void {
     this.#deletedByAppend.add(sessionId)
   }
 
@@ -395,8 +396,9 @@ class PendingSelections {
 }
 
 /**
- * One instance's store at run time: its connection, the server's clock, its pending selections,
- * its open sessions and the one LISTEN that tells them of other instances' rows.
+ * One instance's store at run time: its statements (`send`), the server's clock, its pending
+ * selections, its open sessions and the one LISTEN that tells them of other instances' rows. Its
+ * public fields are for the module's `Session`, which the host never reaches through it.
  */
 class StoreInstance {
   readonly serverClock = new ServerClock()
@@ -426,7 +428,9 @@ class StoreInstance {
    */
   #ensureListening(): Promise<unknown> {
     if (this.#stopListening !== undefined) return this.#stopListening
-    const started = this.#listen(
+    // Called as the host's function, not as a method of this instance: its `this` is undefined, as it always was.
+    const listen = this.#listen
+    const started = listen(
       this.names.channel,
       (payload) => {
         const note = readNotice(payload)
@@ -551,7 +555,7 @@ class Session implements PostgresSessionLog {
   #readAgain = false
   #closed = false
 
-  /** The store's instance: its connection, the server's clock, its pending selections. */
+  /** The store's instance: its names, statements (`send`), append timeout, server clock and pending selections. */
   readonly #instance: StoreInstance
 
   constructor(
@@ -583,8 +587,8 @@ class Session implements PostgresSessionLog {
     // whatever is in the log when its turn comes.
     const decides = DECISIONS.has(type)
     const fixed = this.#last + 1 + this.#appending++
-    // Counted from the call: waiting behind this instance's earlier appends is part of it (R83).
     const { appendTimeoutMs, serverClock, pending, names } = this.#instance
+    // Counted from the call: waiting behind this instance's earlier appends is part of it (R83).
     const deadline = appendTimeoutMs === undefined ? undefined : now() + appendTimeoutMs
     const mayNotBeWritten = (why: string) => new Error(`plan-mode postgres: the ${type} event of session ${this.sessionId} may not have been written: ${why}`)
     const timedOut = () => mayNotBeWritten(`no answer from the database within ${appendTimeoutMs} ms`)
@@ -665,7 +669,7 @@ class Session implements PostgresSessionLog {
         }
         // Refused: the rows appended since the instance's view were taken (its subscribers heard them).
         if (own === undefined) throw new Error(seqTakenMessage(this.sessionId, fixed, type))
-        if (pendingLeft === null && clears?.()) pending.deletedByAppend(this.sessionId)
+        if (pendingLeft === null && clears?.()) pending.markDeletedByAppend(this.sessionId)
         this.#take([{ seq: own, type, data: JSON.parse(json) as unknown }])
         for (let i = this.events.length - 1; i >= 0 && this.events[i]!.seq >= own; i--) if (this.events[i]!.seq === own) return this.events[i]!
         return { seq: own, type, data }
