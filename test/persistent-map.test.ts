@@ -9,6 +9,8 @@ describe('PersistentMap', () => {
     const fresh = await import('../src/machines/persistent-map.js')
     // The first key this module instance hashes: none was hashed before it.
     expect(() => fresh.PersistentMap.empty<number>().get(undefined as unknown as string)).toThrow(TypeError)
+    // Nor is one that failed remembered as the last key.
+    expect(() => fresh.PersistentMap.empty<number>().get(undefined as unknown as string)).toThrow(TypeError)
     const map = fresh.PersistentMap.empty<number>().set('a', 1)
     expect(map.get('a')).toBe(1)
     expect(() => map.get(undefined as unknown as string)).toThrow(TypeError)

@@ -39,8 +39,10 @@ let lastHash = 0x811c9dc5
 /** FNV-1a over the UTF-16 code units (of the last key again: its hash, remembered). */
 function hashOf(key: string): number {
   if (key === lastKey) return lastHash
+  // Hashed before it is remembered: a key that cannot be hashed (not a string) is never remembered.
+  const hash = fnv1a(key)
   lastKey = key
-  return (lastHash = fnv1a(key))
+  return (lastHash = hash)
 }
 
 function fnv1a(key: string): number {
