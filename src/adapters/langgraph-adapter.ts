@@ -434,12 +434,10 @@ class ThreadLogs implements ThreadLogKeeper {
     log.hold()
     this.#held.set(id, log)
     try {
-      if (!followed) {
-        if (known !== undefined) {
-          this.#planMode.detach(known.agent)
-          // An aborted boundary changes nothing (R15); it waits for the detach and attaches from the graph's log.
-          await this.#planMode.stepBoundary(log.agent, { signal: AbortSignal.abort() })
-        }
+      if (!followed && known !== undefined) {
+        this.#planMode.detach(known.agent)
+        // An aborted boundary changes nothing (R15); it waits for the detach and attaches from the graph's log.
+        await this.#planMode.stepBoundary(log.agent, { signal: AbortSignal.abort() })
       }
       return await work(log)
     } finally {
