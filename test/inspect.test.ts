@@ -84,14 +84,33 @@ async function freePort(): Promise<number> {
 }
 
 /** A WebSocket server on 127.0.0.1 that records the JSON messages it receives. */
-async function recordingServer(port = 0): Promise<{ port: number; received: InspectionMessage[]; close(): Promise<void> }> {
+async function recordingServer(
+  port = 0,
+): Promise<{ port: number; received: InspectionMessage[]; until(seen: (message: InspectionMessage) => boolean): Promise<void>; close(): Promise<void> }> {
   const server = new WebSocketServer({ host: '127.0.0.1', port })
   await new Promise<void>((resolve) => server.once('listening', resolve))
   const received: InspectionMessage[] = []
-  server.on('connection', (ws) => ws.on('message', (data) => received.push(JSON.parse(String(data)) as InspectionMessage)))
+  const waiting = new Set<() => void>()
+  server.on('connection', (ws) =>
+    ws.on('message', (data) => {
+      received.push(JSON.parse(String(data)) as InspectionMessage)
+      for (const check of [...waiting]) check()
+    }),
+  )
   return {
     port: (server.address() as AddressInfo).port,
     received,
+    /** Resolves once a message `seen` accepts has been received (now or later). */
+    until: (seen) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (!received.some(seen)) return
+          waiting.delete(check)
+          resolve()
+        }
+        waiting.add(check)
+        check()
+      }),
     close: () =>
       new Promise<void>((resolve) => {
         for (const client of server.clients) client.terminate()
@@ -249,11 +268,19 @@ describe('inspector: the WebSocket transport', () => {
       import { createActor, createMachine } from 'xstate'
       import { createPlanModeInspector, createWebSocketTransport } from ${JSON.stringify(inspectModule)}
       const machine = createMachine({ id: 'm', initial: 'a', states: { a: { on: { GO: 'b' } }, b: {} } })
-      for (const url of ['ws://127.0.0.1:${server.port}/', 'ws://127.0.0.1:${refusedPort}/']) {
+      const live = 'ws://127.0.0.1:${server.port}/'
+      for (const url of [live, 'ws://127.0.0.1:${refusedPort}/']) {
         const inspector = createPlanModeInspector({ url }, { webSocket: { reconnectDelayMs: 20 } })
         const actor = createActor(machine, { inspect: inspector.inspect }).start()
         actor.send({ type: 'GO' })
-        await new Promise((resolve) => setTimeout(resolve, 100))
+        if (url === live) {
+          // Open: stopped once the server has the messages (the test says so on stdin), however busy the machine.
+          await new Promise((resolve) => process.stdin.once('data', resolve))
+          process.stdin.destroy()
+        } else {
+          // Refused: stopped while it retries, whenever that is.
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
         actor.stop()
         await inspector.stop()
       }
@@ -265,8 +292,10 @@ describe('inspector: the WebSocket transport', () => {
     `
     const child = spawn(process.execPath, ['--import', register, '--input-type=module', '-e', script], {
       cwd: fileURLToPath(new URL('..', import.meta.url)),
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     })
+    child.stdin.on('error', () => {}) // the child closes its end once told
+    void server.until((m) => m.type === '@xstate.snapshot' && m.event.type === 'GO').then(() => child.stdin.write('sent\n'))
     let output = ''
     child.stdout.on('data', (chunk) => (output += chunk))
     child.stderr.on('data', (chunk) => (output += chunk))
