@@ -330,6 +330,21 @@ export function render(info, r, targets, profiles) {
     }
     push('')
   }
+  const chart = steps.rows.find((x) => x.key === 'chart')
+  if (chart !== undefined) {
+    push(
+      'The library\'s chart alone (reported, not a target): the service\'s own attached actor, in the',
+      'same rounds, driven by `actor.send` (`SELECT`, untimed, then `STEP_BOUNDARY`), the result read',
+      'from what the chart emits, with the service\'s `get` and `section`; the queue, `perform` and the',
+      'narration\'s text are left out: what is left is XState\'s work on the library\'s chart itself.',
+      '',
+      '| Side | flush median | ÷ floor | quiet median | ÷ floor |',
+      '|---|---:|---:|---:|---:|',
+      `| library's chart alone | ${time(chart.flush.median)} | ${ratio(chart.flush.median / floor.flush.median)} | ${time(chart.quiet.median)} | ${ratio(chart.quiet.median / floor.quiet.median)} |`,
+      `| service (the facade, the queue and the chart) | ${time(compared.flush.median)} | ${ratio(compared.flush.median / floor.flush.median)} | ${time(compared.quiet.median)} | ${ratio(compared.quiet.median / floor.quiet.median)} |`,
+      '',
+    )
+  }
 
   // 2. Steps by log length, with the re-folding baseline.
   push(

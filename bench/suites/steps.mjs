@@ -11,7 +11,9 @@
  *   service at 1e3 with it;
  * - the re-folding baseline (bench/baseline.mjs) at every length: a reported column only;
  * - the floor chart paying for parts of the library's shape (`SHAPED`, flush and quiet only):
- *   reported, to show what each part costs by itself against the floor.
+ *   reported, to show what each part costs by itself against the floor;
+ * - the library's own chart driven directly (`chartSide`, flush and quiet only): reported, to show
+ *   what the chart costs without the facade and the queue.
  * Every side is measured in every round, the order rotating from round to round, so drift (JIT,
  * GC, a neighbour on the shared cores) falls on all of them alike.
  */
@@ -53,6 +55,7 @@ export async function run(lib) {
   const subjects = [
     { key: 'floor', n: FLOOR_LENGTH, side: floorSide(lib, FLOOR_LENGTH), samples: SAMPLES },
     ...Object.entries(SHAPED).map(([key, shape]) => ({ key, n: FLOOR_LENGTH, side: floorSide(lib, FLOOR_LENGTH, shape), samples: SAMPLES, shapes: ['flush', 'quiet'] })),
+    { key: 'chart', n: FLOOR_LENGTH, side: chartSide(lib, FLOOR_LENGTH), samples: SAMPLES, shapes: ['flush', 'quiet'] },
     ...LENGTHS.map((n) => ({ key: `service@${n}`, n, side: serviceSide(lib, n), samples: SAMPLES })),
     // Big logs take milliseconds per baseline step: fewer samples keep the suite in budget.
     ...LENGTHS.map((n) => ({ key: `baseline@${n}`, n, side: baselineSide(lib, n), samples: n >= 1e6 ? 3 : n >= 1e5 ? 10 : 40 })),
@@ -96,6 +99,43 @@ export function serviceSide(lib, n) {
   const agent = { id: `agent-${n}`, session }
   const pm = lib.createPlanMode({ section: SECTION, logger: { warn() {} } })
   return sideOf(pm, agent, pm.get(agent).active)
+}
+
+/**
+ * The library's chart alone, for a log of n events: the service's own attached actor, driven by
+ * `actor.send` (the queue and the facade's `perform` left out), with the service's `get` and
+ * `section`. A selection is `SELECT` and a boundary `STEP_BOUNDARY`; what the chart emits for them
+ * is their result (the memory log appends synchronously, so a flush has landed when `send`
+ * returns). The notice counts as one message: the facade's narration text is left out too.
+ */
+export function chartSide(lib, n) {
+  const side = serviceSide(lib, n)
+  const { api: service, agent } = side
+  const actor = service.actor(agent)
+  let selected
+  let boundary
+  actor.on('selected', (emitted) => (selected = emitted))
+  actor.on('boundary', (emitted) => (boundary = emitted))
+  const sent = (event, told) => {
+    actor.send(event)
+    if (told() === undefined) throw new Error(`chart side: no answer to ${event.type}`)
+  }
+  side.api = {
+    get: service.get,
+    section: service.section,
+    dispose: service.dispose,
+    set(_, active) {
+      selected = undefined
+      sent({ type: 'SELECT', active }, () => selected)
+      return selected.outcome
+    },
+    stepBoundary() {
+      boundary = undefined
+      sent({ type: 'STEP_BOUNDARY', aborted: false }, () => boundary)
+      return { messages: boundary.notice === null && boundary.news === null ? [] : [boundary.notice] }
+    },
+  }
+  return side
 }
 
 /**
