@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { expect, it } from 'vitest'
-import { EMPTY_PLAN_LOG_FOLD, PLAN_LOG_KINDS, evolvePlanLog, foldPlanLogEvent, latestApprovedPlan, replayPlanLog, restorePlanLog } from '../src/log/kinds.js'
+import { EMPTY_PLAN_LOG_FOLD, PLAN_LOG_KINDS, evolvePlanLog, foldPlanLogEvent, isTurnOpen, latestApprovedPlan, replayPlanLog, restorePlanLog } from '../src/log/kinds.js'
 import { foldPlanMode, type SessionEvent } from '../src/index.js'
 
 const eventArb = fc.oneof(
@@ -79,6 +79,16 @@ it('R98, R80: the approved plan read from the end (approvedPlan at a step) is th
     fc.property(fc.array(eventArb, { maxLength: 60 }), (raw) => {
       const events: SessionEvent[] = raw.map((e, i) => ({ seq: i + 1, ...e }))
       expect(latestApprovedPlan(events) ?? null).toEqual(replayPlanLog(events).approved)
+    }),
+    { numRuns: 2000 },
+  )
+})
+
+it('R5: a host\'s turn check read from the end (isTurnOpen, the LangGraph adapter\'s) is the one fold\'s open turn', () => {
+  fc.assert(
+    fc.property(fc.array(eventArb, { maxLength: 60 }), (raw) => {
+      const events: SessionEvent[] = raw.map((e, i) => ({ seq: i + 1, ...e }))
+      expect(isTurnOpen(events)).toBe(replayPlanLog(events).openTurn)
     }),
     { numRuns: 2000 },
   )

@@ -4,7 +4,7 @@ import type * as LangGraph from '@langchain/langgraph'
 import type * as Messages from '@langchain/core/messages'
 import type * as Tools from '@langchain/core/tools'
 import type { RunnableConfig } from '@langchain/core/runnables'
-import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT } from '../log/kinds.js'
+import { REQUEST_HEADER_EVENT, TURN_END_EVENT, TURN_START_EVENT, isTurnOpen } from '../log/kinds.js'
 import { planArgument, type ExitToolResult } from '../plan/exit-tool.js'
 import { reviewQuestion } from '../plan/review.js'
 import type { PlanMode } from '../service.js'
@@ -362,16 +362,6 @@ function planLogOf(values: unknown): SessionEvent[] {
   return Array.isArray(log) ? (log as SessionEvent[]) : []
 }
 
-/** Whether the log's last turn event opened a turn (R5). */
-function turnOpen(events: readonly SessionEvent[]): boolean {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const type = events[i]!.type
-    if (type === TURN_START_EVENT) return true
-    if (type === TURN_END_EVENT) return false
-  }
-  return false
-}
-
 /** The number of `request/header` events since the turn's `turn/start`: the step's number in the turn. */
 function stepInTurn(events: readonly SessionEvent[]): number {
   let steps = 0
@@ -573,7 +563,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
       const update: PlanGraphUpdate = {}
       const messages: Messages.BaseMessage[] = []
       const dangling = settleDangling(agent, state.messages ?? [])
-      if (!turnOpen(agent.session.events)) await agent.session.append(TURN_START_EVENT, {})
+      if (!isTurnOpen(agent.session.events)) await agent.session.append(TURN_START_EVENT, {})
       const signal = config.signal
       const step = await planMode.step(agent, { ...(signal ? { signal } : {}), pinApprovedPlan })
       // After the boundary, so that its plan/mode append lands first (R17). An aborted run sends no
@@ -630,7 +620,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
         }
       }
       // The run pauses at the review: the agent is idle until the user answers (R5, R10).
-      if (reviewing && turnOpen(agent.session.events)) await agent.session.append(TURN_END_EVENT, {})
+      if (reviewing && isTurnOpen(agent.session.events)) await agent.session.append(TURN_END_EVENT, {})
       return results.length > 0 ? { messages: results } : {}
     })
 
@@ -691,7 +681,7 @@ export async function createLangGraphPlanMode(options: LangGraphPlanModeOptions)
 
   const endTurn: LangGraphPlanMode['endTurn'] = (state, config) =>
     inNode(state, config, async (agent) => {
-      if (turnOpen(agent.session.events)) await agent.session.append(TURN_END_EVENT, {})
+      if (isTurnOpen(agent.session.events)) await agent.session.append(TURN_END_EVENT, {})
       return {}
     })
 

@@ -616,6 +616,19 @@ function kindOf(type: string): PlanLogKind | undefined {
   }
 }
 
+/**
+ * Whether a turn is open at the end of `events` (R5): the latest event of a kind that opens or
+ * closes a turn decides, as the fold's `openTurn` does, read from the end (a host that logs its
+ * turns asks this at every step).
+ */
+export function isTurnOpen(events: readonly SessionEvent[]): boolean {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const opensTurn = kindOf(events[i]!.type)?.opensTurn
+    if (opensTurn !== undefined) return opensTurn
+  }
+  return false
+}
+
 /** The kind of a log event type, or undefined for a type plan mode does not read. */
 function planLogKind(type: string): PlanLogKind | undefined {
   return Object.hasOwn(PLAN_LOG_KINDS, type) ? PLAN_LOG_KINDS[type] : undefined

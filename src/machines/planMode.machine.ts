@@ -1,7 +1,7 @@
 import { and, not, or, stateIn } from 'xstate'
 import type { SetOutcome } from '../types.js'
 import { REVIEW_MESSAGES } from '../plan/review.js'
-import { APPENDING_TAG, EFFECTIVELY_ACTIVE, initialContext, planModeSetup, selects } from './planMode.setup.js'
+import { APPENDING_TAG, initialContext, planModeSetup, selects } from './planMode.setup.js'
 import { UNATTACHED_PORTS, type PlanModePorts } from './planMode.effects.js'
 import type { PlanLogRestore } from '../log/kinds.js'
 

@@ -130,7 +130,9 @@ export const APPENDING_TAG = 'appending'
 /**
  * E, the effective state (§0: P's target when P exists, else F), is active in exactly these
  * configurations: a pending entry, or F active with no selection waiting (an idle commit in
- * flight has not changed F yet). The guards and the service's selectors both read this list.
+ * flight has not changed F yet). The guards read this list; the service's selector
+ * (`isEffectivelyActive`, planMode.view.ts) reads the state value by hand, as `section` runs on
+ * every step, and test/view.test.ts holds the two equal for every configuration.
  */
 export const EFFECTIVELY_ACTIVE = [
   { intent: { pending: 'entering' } },
