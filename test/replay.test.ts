@@ -86,7 +86,8 @@ it('R98, R80: the approved plan read from the end (approvedPlan at a step) is th
 
 it('R5: a host\'s turn check read from the end (isTurnOpen, the LangGraph adapter\'s) is the one fold\'s open turn', () => {
   fc.assert(
-    fc.property(fc.array(eventArb, { maxLength: 60 }), (raw) => {
+    // Logs of up to 60 events (`size: 'max'`): most end with several turn events, in any order.
+    fc.property(fc.array(eventArb, { maxLength: 60, size: 'max' }), (raw) => {
       const events: SessionEvent[] = raw.map((e, i) => ({ seq: i + 1, ...e }))
       expect(isTurnOpen(events)).toBe(replayPlanLog(events).openTurn)
     }),

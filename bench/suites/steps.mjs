@@ -4,7 +4,7 @@
  *   each sample); the boundary appends `plan/mode` and narrates the switch;
  * - quiet: nothing pending; the boundary appends nothing;
  * - flip: the same as flush, but the queuing `set` is timed too.
- * Four kinds of side, all driven by the same code (bench/steps.mjs):
+ * Five kinds of side, all driven by the same code (bench/steps.mjs):
  * - the service at log lengths 1e3…1e6 (attached once, untimed): the flatness targets compare
  *   1e6 with 1e3;
  * - the floor chart (bench/floor.mjs) on a 1e3-event log: the flush and quiet targets compare the
@@ -106,7 +106,8 @@ export function serviceSide(lib, n) {
  * `actor.send` (the queue and the facade's `perform` left out), with the service's `get` and
  * `section`. A selection is `SELECT` and a boundary `STEP_BOUNDARY`; what the chart emits for them
  * is their result (the memory log appends synchronously, so a flush has landed when `send`
- * returns). The notice counts as one message: the facade's narration text is left out too.
+ * returns). The news and the notice count as a message each, as the facade's narration makes
+ * them; its texts are left out.
  */
 export function chartSide(lib, n) {
   const side = serviceSide(lib, n)
@@ -132,7 +133,7 @@ export function chartSide(lib, n) {
     stepBoundary() {
       boundary = undefined
       sent({ type: 'STEP_BOUNDARY', aborted: false }, () => boundary)
-      return { messages: boundary.notice === null && boundary.news === null ? [] : [boundary.notice] }
+      return { messages: [boundary.news, boundary.notice].filter((message) => message !== null) }
     },
   }
   return side

@@ -618,8 +618,9 @@ function kindOf(type: string): PlanLogKind | undefined {
 
 /**
  * Whether a turn is open at the end of `events` (R5): the latest event of a kind that opens or
- * closes a turn decides, as the fold's `openTurn` does, read from the end (a host that logs its
- * turns asks this at every step).
+ * closes a turn decides, as the fold's `openTurn` does, read from the end. For the adapters that
+ * log their framework's turns, at every step. It reads the events held: a session loaded from a
+ * checkpoint (R76) begins with that checkpoint's `turn/end`, where checkpoints are made.
  */
 export function isTurnOpen(events: readonly SessionEvent[]): boolean {
   for (let i = events.length - 1; i >= 0; i--) {

@@ -17,9 +17,10 @@ import { canLeaveMemory, type PlanModeSnapshot } from './planMode.view.js'
  * settle, are deferred through the actor scope and run once the new state is the actor's, as a
  * machine's actions do. What it reads of the world comes in its events (which agents have calls in
  * flight) or from the attachments it holds (their charts' snapshots, R77). A transition function
- * rather than a machine: every attach sends `ATTACHED`, and a machine's macrostep costs about 2 µs
- * more per event than this (2.4 against 0.45 µs, measured at issue #25), a fifth of an idle agent's
- * attach (docs/benchmarks.md).
+ * rather than a machine: every attach sends `ATTACHED`, and with a bound every call sends `USED`;
+ * a machine's macrostep with one `assign` costs about 2 µs more per event than a transition
+ * function (measured at issue #25), more than the idle-attach target's whole margin
+ * (docs/benchmarks.md).
  */
 
 /** An agent attached to its chart, as the registry sees it (see `Attachment`). */

@@ -22,8 +22,8 @@ import { PersistentMap } from './persistent-map.js'
  * `PersistentMap`); its effects, running an operation and settling a caller, are deferred
  * through the actor scope and run once the new state is the actor's, as a machine's actions do.
  * A transition function rather than a machine: every operation sends it two events, and a machine's
- * macrostep costs about 2 µs more per event than this (measured at issue #25), against a quiet step
- * boundary of a few µs (docs/benchmarks.md).
+ * macrostep costs about 2 µs more per event than this (measured at issue #25): together about half
+ * of a quiet step boundary's whole cost (docs/benchmarks.md).
  */
 
 /** How an operation's promise settled: its caller settles the same way. */
