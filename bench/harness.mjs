@@ -210,3 +210,25 @@ export function settledHeap() {
   globalThis.gc()
   return process.memoryUsage().heapUsed
 }
+
+/**
+ * The heap that holds none of what a measured side made, for the settled heaps read while it held
+ * it (`readings`): the lower of `started` (read before the side made anything) and the settled
+ * heap once `teardown` has let it all go. A start can still hold what the run before it let go: in
+ * one run of the lru suite every reading fell about 0.5 MiB below the heap read at its start,
+ * which held some 8 MiB that was gone by the first reading.
+ * @param {number} started
+ * @param {number[]} readings
+ * @param {() => unknown} teardown
+ * @param {string} what the side, for the error
+ * @returns {Promise<number>} bytes
+ * @throws when a reading falls below it all the same: the run measured nothing valid.
+ */
+export async function heapWithout(started, readings, teardown, what) {
+  await teardown()
+  await new Promise((resolve) => setImmediate(resolve))
+  const base = Math.min(started, settledHeap())
+  const below = readings.find((heap) => heap < base)
+  if (below !== undefined) throw new Error(`${what}: a heap reading (${below} B) fell below the heap without it (${base} B): no valid reading`)
+  return base
+}

@@ -7,18 +7,20 @@
  *   (committed at once: the turn is closed, so nothing stays pending). The bench lets each agent
  *   and its log go after touching it, so whatever is still alive is what the service keeps.
  *   The settled heap (bench/harness.mjs `settledHeap`) is read READINGS times along the way,
- *   each after a `setImmediate` (the evicted agents' closes have landed), minus the settled heap
- *   read right after the service was made and had attached one agent (its one-time set-up);
+ *   each after a `setImmediate` (the evicted agents' closes have landed), minus the base: the
+ *   lower of the settled heap read right after the service was made and had attached one agent
+ *   (its one-time set-up) and the one read after the service was disposed (bench/harness.mjs
+ *   `heapWithout`);
  * - reference: BOUND agents touched the same way by a service without a bound (all of them stay
  *   attached), the growth of its settled heap: BOUND agents' worth, logs included, as the
- *   service keeps an attached agent's log through the agent object. Measured in REF_ROUNDS
- *   rounds in this process, before and after the bounded run.
+ *   service keeps an attached agent's log through the agent object, over the same base. Measured
+ *   in REF_ROUNDS rounds in this process, before and after the bounded run.
  * Target: every reading ≤ (BOUND + BOUND / 10) × (reference growth ÷ BOUND).
  * Each touch is timed (the `get`, and the awaited `set` where there is one): the bounded service's
  * touch includes the eviction of the least recently used agent; the reference's does not.
  */
 import { realisticEntries } from '../log.mjs'
-import { QUICK, nowNs, settledHeap, stats } from '../harness.mjs'
+import { QUICK, heapWithout, nowNs, settledHeap, stats } from '../harness.mjs'
 import { SECTION } from '../steps.mjs'
 
 export const BOUND = QUICK ? 500 : 1000
@@ -88,9 +90,8 @@ async function reference(lib, count, prefix) {
   const { service, base } = await start(lib, {}, prefix)
   for (let i = 0; i < count; i++) times[i] = await touch(lib, service, prefix, i)
   await settle()
-  const bytes = settledHeap() - base
-  await service.dispose()
-  return { bytes, times }
+  const heap = settledHeap()
+  return { bytes: heap - (await heapWithout(base, [heap], () => service.dispose(), 'lru suite, reference')), times }
 }
 
 /**
@@ -106,11 +107,11 @@ async function bounded(lib, bound, touches, prefix) {
     times[i] = await touch(lib, service, prefix, i)
     if ((i + 1) % every === 0) {
       await settle()
-      readings.push({ touches: i + 1, bytes: settledHeap() - base })
+      readings.push({ touches: i + 1, heap: settledHeap() })
     }
   }
-  await service.dispose()
-  return { readings, times }
+  const floor = await heapWithout(base, readings.map((r) => r.heap), () => service.dispose(), 'lru suite, bounded')
+  return { readings: readings.map(({ touches, heap }) => ({ touches, bytes: heap - floor })), times }
 }
 
 /**

@@ -9,7 +9,7 @@
  */
 import { createActor } from 'xstate'
 import { realisticEntries } from '../log.mjs'
-import { QUICK, nowNs, percentile, settledHeap, stats } from '../harness.mjs'
+import { QUICK, heapWithout, nowNs, percentile, settledHeap, stats } from '../harness.mjs'
 import { SECTION } from '../steps.mjs'
 
 export const AGENTS = QUICK ? 2_000 : 10_000
@@ -73,8 +73,8 @@ async function measureOnce(makeSide, count) {
   const ns = (nowNs() - start) / count
   const after = settledHeap()
   side.check()
-  await side.teardown()
-  return { bytes: (after - before) / count, ns }
+  const base = await heapWithout(before, [after], () => side.teardown(), 'memory suite')
+  return { bytes: (after - base) / count, ns }
 }
 
 /**
