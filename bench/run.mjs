@@ -25,7 +25,7 @@ rmSync(runLib, { recursive: true, force: true })
 cpSync(resolve(libPath, '..'), runLib, { recursive: true })
 process.env.BENCH_RUN_LIB = resolve(runLib, basename(libPath))
 
-const SUITES = ['steps', 'attach', 'attach-idle', 'memory', 'filter', 'checkpoint', 'lru', 'reviews', 'guard', 'postgres', 'langgraph']
+const SUITES = ['steps', 'chart', 'attach', 'attach-idle', 'memory', 'filter', 'checkpoint', 'lru', 'reviews', 'guard', 'postgres', 'langgraph']
 const PROFILE_ALL = process.argv.includes('--profile-all')
 
 /**

@@ -4,16 +4,15 @@
  *   each sample); the boundary appends `plan/mode` and narrates the switch;
  * - quiet: nothing pending; the boundary appends nothing;
  * - flip: the same as flush, but the queuing `set` is timed too.
- * Five kinds of side, all driven by the same code (bench/steps.mjs):
+ * Four kinds of side, all driven by the same code (bench/steps.mjs):
  * - the service at log lengths 1e3…1e6 (attached once, untimed): the flatness targets compare
  *   1e6 with 1e3;
  * - the floor chart (bench/floor.mjs) on a 1e3-event log: the flush and quiet targets compare the
  *   service at 1e3 with it;
  * - the re-folding baseline (bench/baseline.mjs) at every length: a reported column only;
  * - the floor chart paying for parts of the library's shape (`SHAPED`, flush and quiet only):
- *   reported, to show what each part costs by itself against the floor;
- * - the library's own chart driven directly (`chartSide`, flush and quiet only): reported, to show
- *   what the chart costs without the facade and the queue.
+ *   reported, to show what each part costs by itself against the floor.
+ * The library's chart driven directly (`chartSide`) runs in a suite of its own (bench/suites/chart.mjs).
  * Every side is measured in every round, the order rotating from round to round, so drift (JIT,
  * GC, a neighbour on the shared cores) falls on all of them alike.
  */
@@ -24,7 +23,7 @@ import { QUICK, interleave } from '../harness.mjs'
 import { SECTION, boundaryStep, flipStep, queueFlip, sideOf, warmUp } from '../steps.mjs'
 
 /** Rounds; each visits every side once. */
-const ROUNDS = QUICK ? 3 : 9
+export const ROUNDS = QUICK ? 3 : 9
 /** Log lengths of the service and the baseline; the flatness targets take the last over the first. */
 export const LENGTHS = QUICK ? [1e3, 1e5] : [1e3, 1e4, 1e5, 1e6]
 /** The floor's log length, and the service's that is compared with it. */
@@ -34,8 +33,8 @@ export const FLOOR_LENGTH = 1e3
  * quiet boundary (a few µs) takes QUIET_FACTOR times as many, so that each round's mean spans
  * several collections as the others' do.
  */
-const SAMPLES = QUICK ? 60 : 300
-const QUIET_FACTOR = 5
+export const SAMPLES = QUICK ? 60 : 300
+export const QUIET_FACTOR = 5
 
 /** The three step shapes as `interleave` sides of one subject. */
 export function shapesOf(side, samples) {
@@ -55,7 +54,6 @@ export async function run(lib) {
   const subjects = [
     { key: 'floor', n: FLOOR_LENGTH, side: floorSide(lib, FLOOR_LENGTH), samples: SAMPLES },
     ...Object.entries(SHAPED).map(([key, shape]) => ({ key, n: FLOOR_LENGTH, side: floorSide(lib, FLOOR_LENGTH, shape), samples: SAMPLES, shapes: ['flush', 'quiet'] })),
-    { key: 'chart', n: FLOOR_LENGTH, side: chartSide(lib, FLOOR_LENGTH), samples: SAMPLES, shapes: ['flush', 'quiet'] },
     ...LENGTHS.map((n) => ({ key: `service@${n}`, n, side: serviceSide(lib, n), samples: SAMPLES })),
     // Big logs take milliseconds per baseline step: fewer samples keep the suite in budget.
     ...LENGTHS.map((n) => ({ key: `baseline@${n}`, n, side: baselineSide(lib, n), samples: n >= 1e6 ? 3 : n >= 1e5 ? 10 : 40 })),
@@ -99,44 +97,6 @@ export function serviceSide(lib, n) {
   const agent = { id: `agent-${n}`, session }
   const pm = lib.createPlanMode({ section: SECTION, logger: { warn() {} } })
   return sideOf(pm, agent, pm.get(agent).active)
-}
-
-/**
- * The library's chart alone, for a log of n events: the service's own attached actor, driven by
- * `actor.send` (the queue and the facade's `perform` left out), with the service's `get` and
- * `section`. A selection is `SELECT` and a boundary `STEP_BOUNDARY`; what the chart emits for them
- * is their result (the memory log appends synchronously, so a flush has landed when `send`
- * returns). The news and the notice count as a message each, as the facade's narration makes
- * them; its texts are left out.
- */
-export function chartSide(lib, n) {
-  const side = serviceSide(lib, n)
-  const { api: service, agent } = side
-  const actor = service.actor(agent)
-  let selected
-  let boundary
-  actor.on('selected', (emitted) => (selected = emitted))
-  actor.on('boundary', (emitted) => (boundary = emitted))
-  const sent = (event, told) => {
-    actor.send(event)
-    if (told() === undefined) throw new Error(`chart side: no answer to ${event.type}`)
-  }
-  side.api = {
-    get: service.get,
-    section: service.section,
-    dispose: service.dispose,
-    set(_, active) {
-      selected = undefined
-      sent({ type: 'SELECT', active }, () => selected)
-      return selected.outcome
-    },
-    stepBoundary() {
-      boundary = undefined
-      sent({ type: 'STEP_BOUNDARY', aborted: false }, () => boundary)
-      return { messages: [boundary.news, boundary.notice].filter((message) => message !== null) }
-    },
-  }
-  return side
 }
 
 /**
