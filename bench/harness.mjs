@@ -211,24 +211,42 @@ export function settledHeap() {
   return process.memoryUsage().heapUsed
 }
 
+/** A side's heap reading fell below the heap read before it made anything: it measured nothing. */
+export class InvalidHeapReading extends Error {}
+
 /**
- * The heap that holds none of what a measured side made, for the settled heaps read while it held
- * it (`readings`): the lower of `started` (read before the side made anything) and the settled
- * heap once `teardown` has let it all go. A start can still hold what the run before it let go: in
- * one run of the lru suite every reading fell about 0.5 MiB below the heap read at its start,
- * which held some 8 MiB that was gone by the first reading.
+ * The growth of settled heaps read while a measured side held what it made (`readings`) over
+ * `started`, the settled heap read before it made it. A reading below `started` means `started`
+ * held something the run before had let go, which no later reading holds: in one run of the lru
+ * suite every reading fell about 0.5 MiB below it (a start holding some 8 MiB gone by the first
+ * reading), and the report published a negative heap as a pass.
  * @param {number} started
  * @param {number[]} readings
- * @param {() => unknown} teardown
  * @param {string} what the side, for the error
- * @returns {Promise<number>} bytes
- * @throws when a reading falls below it all the same: the run measured nothing valid.
+ * @returns {number[]} bytes
+ * @throws {InvalidHeapReading} when a reading falls below `started`.
  */
-export async function heapWithout(started, readings, teardown, what) {
-  await teardown()
-  await new Promise((resolve) => setImmediate(resolve))
-  const base = Math.min(started, settledHeap())
-  const below = readings.find((heap) => heap < base)
-  if (below !== undefined) throw new Error(`${what}: a heap reading (${below} B) fell below the heap without it (${base} B): no valid reading`)
-  return base
+export function heapGrowth(started, readings, what) {
+  const below = readings.find((heap) => heap < started)
+  if (below !== undefined) throw new InvalidHeapReading(`${what}: a heap reading (${below} B) fell below the heap read before it (${started} B): no valid reading`)
+  return readings.map((heap) => heap - started)
+}
+
+/**
+ * Runs `measure`, and once more when its heap readings were not valid (`InvalidHeapReading`), so
+ * that a leftover of the run before costs a round, not the result; counts the retries in
+ * `retried.count`. A second invalid run throws: the suite reports no number.
+ * @template T
+ * @param {() => Promise<T>} measure
+ * @param {{ count: number }} retried
+ * @returns {Promise<T>}
+ */
+export async function measuredValidly(measure, retried) {
+  try {
+    return await measure()
+  } catch (error) {
+    if (!(error instanceof InvalidHeapReading)) throw error
+    retried.count++
+    return measure()
+  }
 }

@@ -28,4 +28,4 @@ if (process.argv.includes('--chart')) {
   const ratioOf = (shape) => (chart.chart[shape].median / chart.floor[shape].median).toFixed(2)
   parts.push(`chart alone (its own rounds): flush ${ratioOf('flush')}×, quiet ${ratioOf('quiet')}×`)
 }
-console.log(`${parts.join(' | ')} | cpu ${((user + system) / 1e6).toFixed(1)} s`)
+console.log(`${parts.join(' | ')} | cpu (steps suite) ${((user + system) / 1e6).toFixed(1)} s`)
