@@ -199,10 +199,26 @@ export function evaluate(r) {
     profile: null, // the time is the database's round trips, outside this process
     why: `A toggle is seen ${((r.postgres.toggle.median - r.postgres.row.median) / 1000).toFixed(0)} µs after the by-hand row would be (a bare NOTIFY round trip, which reads no row: ${time(r.postgres.notify.median)}): A's chart, the session's turn and the pending row in A's statement, then B's chart; B runs in a process of its own.`,
   })
-  for (const t of targets) {
-    t.ok = t.ratio <= t.bound && (t.meanRatio === undefined || t.meanRatio <= t.bound) && (t.worstRatio === undefined || t.worstRatio <= t.bound)
-  }
+  for (const t of targets) t.ok = isMet(t)
   return targets
+}
+
+/**
+ * Whether a target is met: both sides measured something (a time, a heap or a count above zero,
+ * the library's lowest reading too where it has one), and its ratio of medians, and its ratio of
+ * round means or its worst reading where it has one, are within its bound. A side at zero or less
+ * measured nothing, and a negative ratio is under any bound: stop 36 published a heap of
+ * -488364 B as a pass.
+ * @param {{ ratio: number, bound: number, meanRatio?: number, worstRatio?: number, lib: { median: number, min?: number }, floor: { median: number } }} t
+ * @returns {boolean}
+ */
+export function isMet(t) {
+  return measured(t) && t.ratio <= t.bound && (t.meanRatio === undefined || t.meanRatio <= t.bound) && (t.worstRatio === undefined || t.worstRatio <= t.bound)
+}
+
+/** Whether both sides of a target measured something: see `isMet`. */
+function measured(t) {
+  return t.lib.median > 0 && t.floor.median > 0 && (t.lib.min === undefined || t.lib.min > 0)
 }
 
 /**
@@ -222,7 +238,7 @@ export function targetsTable(targets) {
       : t.worstRatio !== undefined ? `${ratio(t.ratio)} (largest ${ratio(t.worstRatio)})`
       : ratio(t.ratio)
     lines.push(
-      `| ${t.target} | ${cell(t.lib.median)} | ${cell(t.floor.median)} | ${ratioCell} | ${cell(t.p90[0])} / ${cell(t.p90[1])} | ${t.ok ? '**PASS**' : '**MISS**'} |`,
+      `| ${t.target} | ${cell(t.lib.median)} | ${cell(t.floor.median)} | ${ratioCell} | ${cell(t.p90[0])} / ${cell(t.p90[1])} | ${t.ok ? '**PASS**' : measured(t) ? '**MISS**' : '**INVALID**'} |`,
     )
   }
   return lines.join('\n')

@@ -203,7 +203,7 @@ export async function run(lib) {
     readings,
     boundedSeconds,
     // Bytes, as the report's targets take them: the readings (each a sample), the reference.
-    heap: { ...stats(bytes), max: Math.max(...bytes) },
+    heap: { ...stats(bytes), max: Math.max(...bytes), min: Math.min(...bytes) },
     reference: stats(refBytes, refBytes.map((b) => [b])),
     touch: { bounded: touchStats(times), reference: touchStats(Float64Array.from(refTimes)) },
   }
