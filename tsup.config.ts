@@ -11,7 +11,7 @@ import { defineConfig, type Options } from 'tsup'
 const ts = createRequire(import.meta.url)('typescript') as typeof import('typescript')
 
 /** The package's entry points (package.json "exports") and their sources. */
-const ENTRIES = {
+export const ENTRIES = {
   index: 'src/index.ts',
   node: 'src/node.ts',
   'ai-sdk': 'src/adapters/ai-sdk.ts',
